@@ -1,1 +1,11 @@
-//! placeholder
+//! The programmable switch: the `Program` trait (P4-like ingress/egress with externs), the
+//! default L3 forwarding program, and the simulated RMT switch runtime.
+
+pub mod fabric;
+pub mod l3;
+pub mod program;
+pub mod sim_switch;
+
+pub use l3::L3Forward;
+pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Verdict};
+pub use sim_switch::{ControlPlane, NoControl, SimSwitch, SwitchConfig};

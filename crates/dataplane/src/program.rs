@@ -1,0 +1,151 @@
+//! The data-plane program contract: what a P4-like program sees (a parsed packet, standard
+//! metadata, a context of externs) and what it decides (a verdict, plus side actions such as
+//! clones, generated packets, digests and timers).
+//!
+//! The same program type runs in the simulated switch and in the real-packet switch; the context
+//! hides which runtime is underneath.
+
+use innet_sim::packet::Packet;
+use innet_sim::routing::NextHop;
+use rand_chacha::ChaCha8Rng;
+
+/// How a packet instance came to be in the pipeline (P4's `instance_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instance {
+    Normal,
+    Recirculated,
+    Clone,
+    Generated,
+}
+
+/// Standard metadata of one pipeline pass.
+#[derive(Debug, Clone, Copy)]
+pub struct Metadata {
+    pub ingress_port: u16,
+    pub instance: Instance,
+    /// Set by the traffic manager before egress.
+    pub egress_port: u16,
+    /// Bytes queued at the egress port when this packet was enqueued (egress only).
+    pub enq_queue_bytes: u64,
+    /// Replication id of a multicast copy (egress only).
+    pub replication_id: u16,
+}
+
+/// Where a packet (or a clone, or a generated packet) goes after ingress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Out of a given local port.
+    Forward(u16),
+    /// The switch's own forwarding table (shortest path + ECMP on the outer header).
+    Route,
+    /// Once more through the pipeline, via the recirculation port.
+    Recirculate,
+    /// To every member of a multicast group of the packet replication engine.
+    Multicast(u16),
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EgressVerdict {
+    Keep,
+    Drop,
+}
+
+/// A message from the data plane to the control plane (e.g. a learned key, a report).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Digest {
+    pub kind: u16,
+    pub data: Vec<u64>,
+}
+
+/// Side actions a pass requested; the runtime carries them out after the pass.
+#[derive(Default)]
+pub struct Actions {
+    pub clones: Vec<(Packet, Verdict)>,
+    pub generated: Vec<(Packet, Verdict)>,
+    pub digests: Vec<Digest>,
+    pub timers: Vec<(u64, u64)>,
+    pub control_timers: Vec<(u64, u64)>,
+}
+
+impl Actions {
+    pub fn clear(&mut self) {
+        self.clones.clear();
+        self.generated.clear();
+        self.digests.clear();
+        self.timers.clear();
+        self.control_timers.clear();
+    }
+    pub fn is_empty(&self) -> bool {
+        self.clones.is_empty() && self.generated.is_empty() && self.digests.is_empty() && self.timers.is_empty()
+    }
+}
+
+/// Forwarding-table access for a program (the runtime's routes).
+pub trait Router {
+    fn next_hop(&self, pkt: &Packet) -> NextHop;
+}
+
+/// The externs a program can use during a pass.
+pub struct Ctx<'a> {
+    pub now_ps: u64,
+    pub switch_id: u32,
+    /// Number of local ports, the recirculation port (the last one) included.
+    pub num_ports: u16,
+    pub recirculation_port: u16,
+    pub router: &'a dyn Router,
+    /// The switch's random number generator (seeded per switch).
+    pub rng: &'a mut ChaCha8Rng,
+    pub(crate) actions: &'a mut Actions,
+}
+
+impl<'a> Ctx<'a> {
+    /// Copy `pkt` (as it is now) to another destination (I2E/E2E clone via the PRE).
+    pub fn clone_to(&mut self, pkt: &Packet, dest: Verdict) {
+        self.actions.clones.push((pkt.clone(), dest));
+    }
+    /// Inject a brand-new packet (packet generation, learning packets, replies).
+    pub fn generate(&mut self, pkt: Packet, dest: Verdict) {
+        self.actions.generated.push((pkt, dest));
+    }
+    /// Send a digest to the control plane (arrives after the control-plane latency).
+    pub fn digest(&mut self, kind: u16, data: Vec<u64>) {
+        self.actions.digests.push(Digest { kind, data });
+    }
+    /// Ask for `Program::timer(token)` at `at_ps` (a packet generator's trigger).
+    pub fn set_timer(&mut self, at_ps: u64, token: u64) {
+        self.actions.timers.push((at_ps, token));
+    }
+    /// Ask for `ControlPlane::timer(token)` at `at_ps` (periodic control-plane work).
+    pub fn set_control_timer(&mut self, at_ps: u64, token: u64) {
+        self.actions.control_timers.push((at_ps, token));
+    }
+    /// The forwarding table's choice for this packet.
+    pub fn route(&self, pkt: &Packet) -> NextHop {
+        self.router.next_hop(pkt)
+    }
+}
+
+/// A data-plane program.
+pub trait Program: 'static {
+    /// A short name for reports.
+    fn name(&self) -> &str;
+    fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict;
+    /// Runs per outgoing copy after the traffic manager chose the port.
+    fn egress(&mut self, _pkt: &mut Packet, _meta: &Metadata, _ctx: &mut Ctx<'_>) -> EgressVerdict {
+        EgressVerdict::Keep
+    }
+    /// A timer set with [`Ctx::set_timer`] fired (no packet in the pipeline).
+    fn timer(&mut self, _token: u64, _ctx: &mut Ctx<'_>) {}
+}
+
+/// Decrement the routing header's TTL; false if the packet must be dropped (TTL expired).
+#[inline]
+pub fn decrement_ttl(pkt: &mut Packet) -> bool {
+    let ip = pkt.routing_ip_mut();
+    if ip.ttl <= 1 {
+        return false;
+    }
+    ip.ttl -= 1;
+    true
+}

@@ -1,0 +1,423 @@
+//! The shared state of a running simulation: the event list, the packet pool, every port with
+//! its drop-tail queue and link, and the metrics. Nodes (hosts, switches) act on it.
+//!
+//! A packet handed to a port waits in the port's queue, is serialized at the link rate, and
+//! arrives at the peer port after the propagation delay plus the receiver's ingress latency.
+
+use std::collections::VecDeque;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::event_queue::EventQueue;
+use crate::metrics::{Conservation, DropReason, Metrics};
+use crate::packet::{ecn, Packet, PacketId, PacketPool};
+use crate::time::serialization_ps;
+
+pub type NodeId = u32;
+/// Global index of a port (every node's ports are numbered together).
+pub type PortId = u32;
+
+/// A scheduled happening.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The first packet on the wire of `port` (a sending port) finished arriving at the peer.
+    /// Each port keeps its in-flight packets in order, so one event per link stands in the list.
+    WireHead { port: PortId },
+    /// `port` finished serializing its current packet.
+    TxDone { port: PortId },
+    /// A node's timer; the token means what the node wants it to mean.
+    Timer { node: NodeId, token: u64 },
+    /// The next trace-driven flow is due (handled by the simulator's flow driver).
+    FlowStart { index: u32 },
+}
+
+/// Static parameters of one direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkParams {
+    pub bandwidth_bps: u64,
+    pub delay_ps: u64,
+    /// Mark ECN-capable packets CE when the queue holds more than this on enqueue.
+    pub ecn_threshold_bytes: Option<u64>,
+    /// Per-port queue limit, on top of the node's shared buffer.
+    pub queue_limit_bytes: Option<u64>,
+}
+
+/// One direction of a port: its egress queue and the link to the peer.
+#[derive(Debug)]
+pub struct Port {
+    pub node: NodeId,
+    /// The port's index within its node.
+    pub local: u16,
+    /// The port at the other end of the link (itself for a loopback such as recirculation).
+    pub peer: PortId,
+    pub link: LinkParams,
+    pub queue: VecDeque<PacketId>,
+    pub queue_bytes: u64,
+    pub busy: bool,
+    /// Packet being serialized (on the wire until its TxDone + delay).
+    pub in_tx: Option<PacketId>,
+    /// Packets on the wire toward the peer, with their arrival times, oldest first.
+    pub wire: VecDeque<(u64, PacketId)>,
+    /// Fault injection on this direction of the link.
+    pub loss: Option<LossModel>,
+}
+
+/// Packets lost on a link (after occupying it), for fault-injection tests and experiments.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LossModel {
+    /// Lose the packets with these indices (0-based count of packets sent on the link).
+    Indices(Vec<u64>),
+    /// Lose each packet independently with this probability (from the network's RNG).
+    Probability(f64),
+}
+
+/// Per-node facts the network itself needs.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub name: String,
+    pub first_port: PortId,
+    pub num_ports: u16,
+    /// Latency added to every arrival at this node (the ingress pipeline).
+    pub ingress_latency_ps: u64,
+    pub buffer_bytes: u64,
+    pub buffer_used_bytes: u64,
+    /// Whether the node wants `port_idle` callbacks (pull-based senders).
+    pub wants_port_idle: bool,
+}
+
+/// The world a node acts on.
+pub struct Network {
+    now_ps: u64,
+    seq: u64,
+    events: EventQueue<Event>,
+    pub packets: PacketPool,
+    pub ports: Vec<Port>,
+    pub nodes: Vec<NodeInfo>,
+    pub metrics: Metrics,
+    /// The run's one source of randomness for network-level choices.
+    pub rng: ChaCha8Rng,
+    pub seed: u64,
+    events_processed: u64,
+}
+
+impl Network {
+    pub fn new(seed: u64) -> Self {
+        Network {
+            now_ps: 0,
+            seq: 0,
+            events: EventQueue::new(),
+            packets: PacketPool::new(),
+            ports: Vec::new(),
+            nodes: Vec::new(),
+            metrics: Metrics::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            seed,
+            events_processed: 0,
+        }
+    }
+
+    #[inline]
+    pub fn now_ps(&self) -> u64 {
+        self.now_ps
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events_processed
+    }
+
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Add a node with no ports yet; ports are added with [`Network::connect`].
+    pub fn add_node(&mut self, name: impl Into<String>, buffer_bytes: u64, ingress_latency_ps: u64) -> NodeId {
+        self.nodes.push(NodeInfo {
+            name: name.into(),
+            first_port: self.ports.len() as PortId,
+            num_ports: 0,
+            ingress_latency_ps,
+            buffer_bytes,
+            buffer_used_bytes: 0,
+            wants_port_idle: false,
+        });
+        self.metrics.nodes.push(Default::default());
+        (self.nodes.len() - 1) as NodeId
+    }
+
+    fn push_port(&mut self, node: NodeId, link: LinkParams) -> PortId {
+        let info = &mut self.nodes[node as usize];
+        let id = self.ports.len() as PortId;
+        assert_eq!(
+            info.first_port + info.num_ports as u32,
+            id,
+            "ports of a node must be added consecutively (add a node's ports before the next node's)"
+        );
+        let local = info.num_ports;
+        info.num_ports += 1;
+        self.ports.push(Port {
+            node,
+            local,
+            peer: id,
+            link,
+            queue: VecDeque::new(),
+            queue_bytes: 0,
+            busy: false,
+            in_tx: None,
+            wire: VecDeque::new(),
+            loss: None,
+        });
+        self.metrics.ports.push(Default::default());
+        id
+    }
+
+    /// Connect a new port of `a` to a new port of `b` with a full-duplex link.
+    /// Ports of one node must be created before any port of a later node... except through this
+    /// function, which may interleave: use [`crate::topology`] builders, which add ports in order.
+    pub fn connect_pair(&mut self, a: PortId, b: PortId) {
+        self.ports[a as usize].peer = b;
+        self.ports[b as usize].peer = a;
+    }
+
+    /// Reserve `count` ports on `node`, all with `link`, returning the first one's id.
+    pub fn add_ports(&mut self, node: NodeId, count: u16, link: LinkParams) -> PortId {
+        let first = self.ports.len() as PortId;
+        for _ in 0..count {
+            self.push_port(node, link);
+        }
+        first
+    }
+
+    /// Set the link of one port (direction port → peer).
+    pub fn set_link(&mut self, port: PortId, link: LinkParams) {
+        self.ports[port as usize].link = link;
+    }
+
+    #[inline]
+    pub fn port_id(&self, node: NodeId, local: u16) -> PortId {
+        let info = &self.nodes[node as usize];
+        debug_assert!(local < info.num_ports);
+        info.first_port + local as PortId
+    }
+
+    #[inline]
+    pub fn schedule(&mut self, at_ps: u64, event: Event) {
+        debug_assert!(at_ps >= self.now_ps, "scheduling into the past");
+        self.seq += 1;
+        self.events.push(at_ps, self.seq, event);
+    }
+
+    pub fn schedule_timer(&mut self, node: NodeId, at_ps: u64, token: u64) {
+        self.schedule(at_ps.max(self.now_ps), Event::Timer { node, token });
+    }
+
+    /// Pop the next event and advance time to it.
+    #[inline]
+    pub(crate) fn pop(&mut self, until_ps: u64) -> Option<Event> {
+        if self.events.peek_time()? > until_ps {
+            return None;
+        }
+        let (t, event) = self.events.pop().expect("peeked");
+        self.now_ps = t;
+        self.events_processed += 1;
+        Some(event)
+    }
+
+    pub(crate) fn set_now(&mut self, t: u64) {
+        self.now_ps = self.now_ps.max(t);
+    }
+
+    /// Create a packet now; it counts as created and must end delivered or dropped.
+    #[inline]
+    pub fn create_packet(&mut self, mut pkt: Packet) -> PacketId {
+        pkt.created_ps = self.now_ps;
+        self.packets.insert(pkt)
+    }
+
+    #[inline]
+    pub fn pkt(&self, id: PacketId) -> &Packet {
+        self.packets.get(id)
+    }
+
+    #[inline]
+    pub fn pkt_mut(&mut self, id: PacketId) -> &mut Packet {
+        self.packets.get_mut(id)
+    }
+
+    /// End a packet at its destination.
+    #[inline]
+    pub fn deliver(&mut self, id: PacketId) -> Packet {
+        let pkt = self.packets.remove(id);
+        let m = &mut self.metrics;
+        m.delivered_packets += 1;
+        m.delivered_bytes += pkt.frame_bytes() as u64;
+        let lat = self.now_ps - pkt.created_ps;
+        m.latency_sum_ps += lat as u128;
+        m.hops_sum += pkt.hops as u64;
+        if m.record_packets {
+            m.packet_latency_ps.push(lat);
+            m.packet_hops.push(pkt.hops);
+        }
+        pkt
+    }
+
+    /// End a packet with a counted reason.
+    #[inline]
+    pub fn drop_packet(&mut self, id: PacketId, reason: DropReason) -> Packet {
+        self.metrics.dropped[reason as usize] += 1;
+        self.packets.remove(id)
+    }
+
+    /// Copy a live packet into a new one (counts as created).
+    pub fn clone_packet(&mut self, id: PacketId) -> PacketId {
+        let copy = self.packets.get(id).clone();
+        let created = copy.created_ps;
+        let new = self.packets.insert(copy);
+        self.packets.get_mut(new).created_ps = created;
+        new
+    }
+
+    /// Hand a packet to an egress port: enqueue (or drop if the buffer is full) and start
+    /// serializing if the port is idle. Returns false if it was dropped.
+    #[inline]
+    pub fn transmit(&mut self, port: PortId, id: PacketId) -> bool {
+        let wire = self.packets.get(id).wire_bytes() as u64;
+        let p = &self.ports[port as usize];
+        let node = p.node as usize;
+        let info = &self.nodes[node];
+        let over_port = p.link.queue_limit_bytes.is_some_and(|l| p.queue_bytes + wire > l);
+        if info.buffer_used_bytes + wire > info.buffer_bytes || over_port {
+            self.metrics.ports[port as usize].drops += 1;
+            self.drop_packet(id, DropReason::BufferOverflow);
+            return false;
+        }
+        if let Some(th) = p.link.ecn_threshold_bytes {
+            if p.queue_bytes > th {
+                let pkt = self.packets.get_mut(id);
+                let ip = pkt.routing_ip_mut();
+                if ip.ecn != ecn::NOT_ECT {
+                    ip.ecn = ecn::CE;
+                    // Propagate to the inner header as a decapsulating endpoint would (RFC 6040).
+                    if pkt.tunnel.is_some() && pkt.ip.ecn != ecn::NOT_ECT {
+                        pkt.ip.ecn = ecn::CE;
+                    }
+                    self.metrics.ports[port as usize].ecn_marks += 1;
+                }
+            }
+        }
+        self.nodes[node].buffer_used_bytes += wire;
+        let p = &mut self.ports[port as usize];
+        p.queue.push_back(id);
+        p.queue_bytes += wire;
+        let qb = p.queue_bytes;
+        let busy = p.busy;
+        let pc = &mut self.metrics.ports[port as usize];
+        pc.max_queue_bytes = pc.max_queue_bytes.max(qb);
+        if !busy {
+            self.start_tx(port);
+        }
+        true
+    }
+
+    fn start_tx(&mut self, port: PortId) {
+        let p = &mut self.ports[port as usize];
+        let Some(id) = p.queue.pop_front() else {
+            return;
+        };
+        let wire = self.packets.get(id).wire_bytes() as u64;
+        let p = &mut self.ports[port as usize];
+        p.queue_bytes -= wire;
+        p.busy = true;
+        p.in_tx = Some(id);
+        let node = p.node as usize;
+        let link = p.link;
+        let peer = p.peer;
+        self.nodes[node].buffer_used_bytes -= wire;
+        let pc = &mut self.metrics.ports[port as usize];
+        pc.tx_packets += 1;
+        pc.tx_bytes += wire;
+        let ser = serialization_ps(wire, link.bandwidth_bps);
+        let now = self.now_ps;
+        let peer_node = self.ports[peer as usize].node;
+        let ingress = self.nodes[peer_node as usize].ingress_latency_ps;
+        self.schedule(now + ser, Event::TxDone { port });
+        let arrive = now + ser + link.delay_ps + ingress;
+        let wire = &mut self.ports[port as usize].wire;
+        wire.push_back((arrive, id));
+        if wire.len() == 1 {
+            self.schedule(arrive, Event::WireHead { port });
+        }
+    }
+
+    /// The head of `port`'s wire arrived: returns (receiving port, packet) and schedules the
+    /// next; None if a fault injector lost it.
+    #[inline]
+    pub(crate) fn wire_head(&mut self, port: PortId) -> Option<(PortId, PacketId)> {
+        let p = &mut self.ports[port as usize];
+        let (_, id) = p.wire.pop_front().expect("a wire event has a packet");
+        let peer = p.peer;
+        if let Some(&(next, _)) = p.wire.front() {
+            self.schedule(next, Event::WireHead { port });
+        }
+        if self.ports[port as usize].loss.is_some() && self.lost_on_link(port) {
+            self.drop_packet(id, DropReason::LinkLoss);
+            return None;
+        }
+        Some((peer, id))
+    }
+
+    fn lost_on_link(&mut self, port: PortId) -> bool {
+        use rand::Rng;
+        // The packet just taken off the wire was number tx_packets - 1 - (still on the wire).
+        let sent = self.metrics.ports[port as usize].tx_packets;
+        let index = sent - 1 - self.ports[port as usize].wire.len() as u64;
+        match &self.ports[port as usize].loss {
+            Some(LossModel::Indices(ix)) => ix.contains(&index),
+            Some(LossModel::Probability(p)) => {
+                let p = *p;
+                self.rng.gen_bool(p.clamp(0.0, 1.0))
+            }
+            None => false,
+        }
+    }
+
+    /// Serialization finished on `port`: start the next packet. Returns true if the port went idle.
+    pub(crate) fn tx_done(&mut self, port: PortId) -> bool {
+        let p = &mut self.ports[port as usize];
+        p.busy = false;
+        p.in_tx = None;
+        if p.queue.is_empty() {
+            true
+        } else {
+            self.start_tx(port);
+            false
+        }
+    }
+
+    /// Count the packet fates.
+    pub fn conservation(&self) -> Conservation {
+        Conservation {
+            created: self.packets.created(),
+            delivered: self.metrics.delivered_packets,
+            dropped: self.metrics.dropped_total(),
+            live: self.packets.live() as u64,
+        }
+    }
+
+    /// At the end of a time-limited run: end every packet still queued or on a wire.
+    pub(crate) fn drain_in_flight(&mut self) {
+        self.events.drain_all();
+        for i in 0..self.ports.len() {
+            while let Some((_, id)) = self.ports[i].wire.pop_front() {
+                self.drop_packet(id, DropReason::InFlightAtEnd);
+            }
+            while let Some(id) = self.ports[i].queue.pop_front() {
+                self.drop_packet(id, DropReason::InFlightAtEnd);
+            }
+            self.ports[i].queue_bytes = 0;
+        }
+        for n in &mut self.nodes {
+            n.buffer_used_bytes = 0;
+        }
+    }
+}

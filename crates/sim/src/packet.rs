@@ -1,0 +1,325 @@
+//! The simulated packet: a parsed header stack (like a P4 PHV) plus a virtual payload length,
+//! and the pool that owns every live packet of a run.
+//!
+//! Bytes exist only where someone needs them (`payload_bytes`); the size on the wire is always
+//! exact, computed from the headers present, so serialization delays are right.
+
+/// Index of a live packet in the [`PacketPool`].
+pub type PacketId = u32;
+
+pub const ETHERNET_HEADER_BYTES: u32 = 14;
+pub const ETHERNET_FCS_BYTES: u32 = 4;
+/// Preamble + start-of-frame delimiter (8) and the minimum inter-frame gap (12): occupy the link
+/// but are not part of the frame.
+pub const ETHERNET_PHY_OVERHEAD_BYTES: u32 = 20;
+pub const ETHERNET_MIN_FRAME_BYTES: u32 = 64;
+pub const IPV4_HEADER_BYTES: u32 = 20;
+pub const UDP_HEADER_BYTES: u32 = 8;
+pub const TCP_HEADER_BYTES: u32 = 20;
+pub const GENEVE_HEADER_BYTES: u32 = 8;
+
+pub const IP_PROTO_IPIP: u8 = 4;
+pub const IP_PROTO_TCP: u8 = 6;
+pub const IP_PROTO_UDP: u8 = 17;
+
+/// ECN codepoints of the IPv4 header.
+pub mod ecn {
+    pub const NOT_ECT: u8 = 0;
+    pub const ECT1: u8 = 1;
+    pub const ECT0: u8 = 2;
+    pub const CE: u8 = 3;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ipv4 {
+    pub src: u32,
+    pub dst: u32,
+    pub protocol: u8,
+    pub ttl: u8,
+    pub dscp: u8,
+    pub ecn: u8,
+    pub ident: u16,
+}
+
+impl Ipv4 {
+    pub fn new(src: u32, dst: u32, protocol: u8) -> Self {
+        Ipv4 { src, dst, protocol, ttl: 64, dscp: 0, ecn: ecn::NOT_ECT, ident: 0 }
+    }
+}
+
+/// TCP flags, bit positions as on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub const URG: u8 = 0x20;
+    pub const ECE: u8 = 0x40;
+    pub const CWR: u8 = 0x80;
+    #[inline]
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpHeader {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: TcpFlags,
+    pub window: u32,
+    /// TCP option bytes (MSS, window scale, ...), counted in the wire size.
+    pub options_bytes: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4 {
+    Udp { src_port: u16, dst_port: u16 },
+    Tcp(TcpHeader),
+    /// No transport header the simulator understands; `payload_len` covers the rest.
+    Other,
+}
+
+impl L4 {
+    #[inline]
+    pub fn ports(&self) -> (u16, u16) {
+        match *self {
+            L4::Udp { src_port, dst_port } => (src_port, dst_port),
+            L4::Tcp(h) => (h.src_port, h.dst_port),
+            L4::Other => (0, 0),
+        }
+    }
+    #[inline]
+    pub fn header_bytes(&self) -> u32 {
+        match self {
+            L4::Udp { .. } => UDP_HEADER_BYTES,
+            L4::Tcp(h) => TCP_HEADER_BYTES + h.options_bytes as u32,
+            L4::Other => 0,
+        }
+    }
+}
+
+/// How the inner packet is carried when a tunnel header is present.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Encap {
+    /// Outer IPv4 directly around the inner IPv4 (protocol 4).
+    IpInIp,
+    /// Outer IPv4 + UDP around the inner IPv4 (e.g. SwitchV2P's UDP tunnel).
+    Udp { src_port: u16, dst_port: u16 },
+    /// Outer IPv4 + UDP(6081) + Geneve + inner Ethernet. Options are raw TLV bytes (multiple of 4).
+    Geneve { src_port: u16, vni: u32, options: Vec<u8> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tunnel {
+    pub outer: Ipv4,
+    pub encap: Encap,
+}
+
+impl Tunnel {
+    pub fn header_bytes(&self) -> u32 {
+        IPV4_HEADER_BYTES
+            + match &self.encap {
+                Encap::IpInIp => 0,
+                Encap::Udp { .. } => UDP_HEADER_BYTES,
+                Encap::Geneve { options, .. } => {
+                    UDP_HEADER_BYTES + GENEVE_HEADER_BYTES + options.len() as u32 + ETHERNET_HEADER_BYTES
+                }
+            }
+    }
+}
+
+/// One simulated packet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Packet {
+    /// Unique for the run (creation order), for traces and pcaps.
+    pub uid: u64,
+    pub tunnel: Option<Tunnel>,
+    pub ip: Ipv4,
+    pub l4: L4,
+    /// Payload bytes after the transport header (virtual unless `payload_bytes` is set).
+    pub payload_len: u32,
+    /// Real payload bytes for applications that need them; its length never exceeds `payload_len`
+    /// (the rest is zero filler).
+    pub payload_bytes: Option<Box<Vec<u8>>>,
+    // ---- simulation-only metadata (like ns-3 packet tags), never on the wire ----
+    /// Flow/connection this packet belongs to, for metrics (u64::MAX when none).
+    pub flow_id: u64,
+    /// Creation time.
+    pub created_ps: u64,
+    /// Switches traversed so far.
+    pub hops: u16,
+    /// Set for packets the traffic apps count as data (not pure ACKs or control).
+    pub is_data: bool,
+    /// Passes through a switch's recirculation port so far (reset when it leaves the switch).
+    pub recirculations: u16,
+}
+
+pub const NO_FLOW: u64 = u64::MAX;
+
+impl Packet {
+    pub fn new(ip: Ipv4, l4: L4, payload_len: u32) -> Self {
+        Packet {
+            uid: 0,
+            tunnel: None,
+            ip,
+            l4,
+            payload_len,
+            payload_bytes: None,
+            flow_id: NO_FLOW,
+            created_ps: 0,
+            hops: 0,
+            is_data: false,
+            recirculations: 0,
+        }
+    }
+
+    /// The header that routing and ECMP look at: the tunnel's outer header when encapsulated.
+    #[inline]
+    pub fn routing_ip(&self) -> &Ipv4 {
+        match &self.tunnel {
+            Some(t) => &t.outer,
+            None => &self.ip,
+        }
+    }
+
+    #[inline]
+    pub fn routing_ip_mut(&mut self) -> &mut Ipv4 {
+        match &mut self.tunnel {
+            Some(t) => &mut t.outer,
+            None => &mut self.ip,
+        }
+    }
+
+    /// The outer 5-tuple (src, dst, protocol, src port, dst port) that ECMP hashes.
+    #[inline]
+    pub fn outer_five_tuple(&self) -> (u32, u32, u8, u16, u16) {
+        match &self.tunnel {
+            None => {
+                let (s, d) = self.l4.ports();
+                (self.ip.src, self.ip.dst, self.ip.protocol, s, d)
+            }
+            Some(t) => match &t.encap {
+                Encap::IpInIp => (t.outer.src, t.outer.dst, IP_PROTO_IPIP, 0, 0),
+                Encap::Udp { src_port, dst_port } => {
+                    (t.outer.src, t.outer.dst, IP_PROTO_UDP, *src_port, *dst_port)
+                }
+                Encap::Geneve { src_port, .. } => {
+                    (t.outer.src, t.outer.dst, IP_PROTO_UDP, *src_port, 6081)
+                }
+            },
+        }
+    }
+
+    /// Ethernet frame length (header, IP packet, FCS; padded to the 64 B minimum).
+    #[inline]
+    pub fn frame_bytes(&self) -> u32 {
+        let tunnel = self.tunnel.as_ref().map(|t| t.header_bytes()).unwrap_or(0);
+        let l3 = tunnel + IPV4_HEADER_BYTES + self.l4.header_bytes() + self.payload_len;
+        (ETHERNET_HEADER_BYTES + l3 + ETHERNET_FCS_BYTES).max(ETHERNET_MIN_FRAME_BYTES)
+    }
+
+    /// Bytes the frame occupies on the link, including preamble and inter-frame gap.
+    #[inline]
+    pub fn wire_bytes(&self) -> u32 {
+        self.frame_bytes() + ETHERNET_PHY_OVERHEAD_BYTES
+    }
+}
+
+/// Owner of every live packet. Slots are reused, so steady-state runs allocate nothing per packet.
+#[derive(Default)]
+pub struct PacketPool {
+    slots: Vec<Option<Packet>>,
+    free: Vec<PacketId>,
+    live: usize,
+    next_uid: u64,
+    created: u64,
+}
+
+impl PacketPool {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Take ownership of a new packet; it gets a fresh uid and counts as created.
+    pub fn insert(&mut self, mut pkt: Packet) -> PacketId {
+        pkt.uid = self.next_uid;
+        self.next_uid += 1;
+        self.created += 1;
+        self.live += 1;
+        if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = Some(pkt);
+            id
+        } else {
+            self.slots.push(Some(pkt));
+            (self.slots.len() - 1) as PacketId
+        }
+    }
+
+    /// Remove a packet that has ended (delivered or dropped).
+    pub fn remove(&mut self, id: PacketId) -> Packet {
+        let pkt = self.slots[id as usize].take().expect("packet id is live");
+        self.free.push(id);
+        self.live -= 1;
+        pkt
+    }
+
+    #[inline]
+    pub fn get(&self, id: PacketId) -> &Packet {
+        self.slots[id as usize].as_ref().expect("packet id is live")
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        self.slots[id as usize].as_mut().expect("packet id is live")
+    }
+
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    pub fn created(&self) -> u64 {
+        self.created
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_sizes_follow_the_headers_present() {
+        let p = Packet::new(Ipv4::new(1, 2, IP_PROTO_UDP), L4::Udp { src_port: 1, dst_port: 2 }, 1000);
+        assert_eq!(p.frame_bytes(), 14 + 20 + 8 + 1000 + 4);
+        assert_eq!(p.wire_bytes(), p.frame_bytes() + 20);
+        let mut t = p.clone();
+        t.tunnel = Some(Tunnel {
+            outer: Ipv4::new(3, 4, IP_PROTO_UDP),
+            encap: Encap::Geneve { src_port: 9, vni: 7, options: vec![0; 8] },
+        });
+        assert_eq!(t.frame_bytes(), p.frame_bytes() + 20 + 8 + 8 + 8 + 14);
+        let small = Packet::new(Ipv4::new(1, 2, IP_PROTO_UDP), L4::Udp { src_port: 1, dst_port: 2 }, 0);
+        assert_eq!(small.frame_bytes(), 64);
+    }
+
+    #[test]
+    fn pool_reuses_slots_and_counts() {
+        let mut pool = PacketPool::new();
+        let p = Packet::new(Ipv4::new(1, 2, IP_PROTO_UDP), L4::Other, 0);
+        let a = pool.insert(p.clone());
+        let b = pool.insert(p.clone());
+        assert_eq!(pool.live(), 2);
+        pool.remove(a);
+        let c = pool.insert(p);
+        assert_eq!(c, a);
+        assert_ne!(pool.get(c).uid, pool.get(b).uid);
+        assert_eq!(pool.created(), 3);
+        assert_eq!(pool.live(), 2);
+    }
+}

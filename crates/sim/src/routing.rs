@@ -1,0 +1,297 @@
+//! Shortest-path routing with per-flow ECMP: the forwarding tables a control plane would install.
+//!
+//! For every switch and every destination (a ToR's host subnet, or a switch address) the table
+//! holds the group of egress ports on shortest paths. ECMP picks one by hashing the outer 5-tuple
+//! with a per-switch seed, so a ToR's uplink choice and a spine's core choice are independent.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::network::{Network, NodeId, PortId};
+use crate::packet::Packet;
+use crate::topology::{Role, Topology};
+
+/// Where a lookup says a packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextHop {
+    /// Out of this local port.
+    Port(u16),
+    /// The destination is this switch itself.
+    ToSelf,
+    NoRoute,
+}
+
+/// Forwarding state of one switch.
+#[derive(Debug, Clone)]
+pub struct Fib {
+    /// Per destination index: group id (u32::MAX = no route, u32::MAX-1 = local host subnet,
+    /// u32::MAX-2 = this switch).
+    dest_group: Vec<u32>,
+    groups: Vec<(u32, u16)>,
+    ports: Vec<u16>,
+    /// For a ToR: local port per host slot (index = last octet - 1).
+    host_ports: Vec<u16>,
+    my_tor: Option<u32>,
+    pub ecmp_seed: u64,
+}
+
+const NO_ROUTE: u32 = u32::MAX;
+const LOCAL_SUBNET: u32 = u32::MAX - 1;
+const SELF: u32 = u32::MAX - 2;
+
+/// Dense destination index of an address, or None if it is not one the fabric routes.
+#[inline]
+fn dest_index(ip: u32, num_tors: u32, num_switches: u32) -> Option<u32> {
+    match ip >> 24 {
+        10 => {
+            let tor = (ip >> 8) & 0xFFFF;
+            (tor < num_tors).then_some(tor)
+        }
+        11 => {
+            let s = ip & 0xFF_FFFF;
+            (s < num_switches).then_some(num_tors + s)
+        }
+        _ => None,
+    }
+}
+
+/// All switches' tables.
+#[derive(Debug, Clone)]
+pub struct Routing {
+    pub num_tors: u32,
+    pub num_switches: u32,
+    /// Indexed by switch index.
+    pub fibs: Vec<Fib>,
+}
+
+/// 64-bit mixer (the murmur3 finalizer): a fast hash with full avalanche.
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    x
+}
+
+#[inline]
+pub fn flow_hash(t: (u32, u32, u8, u16, u16), seed: u64) -> u64 {
+    let a = ((t.0 as u64) << 32) | t.1 as u64;
+    let b = ((t.2 as u64) << 32) | ((t.3 as u64) << 16) | t.4 as u64;
+    mix64(mix64(a ^ seed) ^ b.wrapping_add(0x9e3779b97f4a7c15))
+}
+
+impl Fib {
+    /// Next hop for `pkt` (routing on its outer header) with per-flow ECMP.
+    #[inline]
+    pub fn next_hop(&self, routing: &Routing, pkt: &Packet) -> NextHop {
+        let ip = pkt.routing_ip().dst;
+        let Some(d) = dest_index(ip, routing.num_tors, routing.num_switches) else {
+            return NextHop::NoRoute;
+        };
+        match self.dest_group[d as usize] {
+            NO_ROUTE => NextHop::NoRoute,
+            SELF => NextHop::ToSelf,
+            LOCAL_SUBNET => {
+                let slot = (ip & 0xFF).wrapping_sub(1) as usize;
+                match self.host_ports.get(slot) {
+                    Some(&p) if p != u16::MAX => NextHop::Port(p),
+                    _ => NextHop::NoRoute,
+                }
+            }
+            g => {
+                let (start, len) = self.groups[g as usize];
+                let i = if len == 1 {
+                    0
+                } else {
+                    (flow_hash(pkt.outer_five_tuple(), self.ecmp_seed) % len as u64) as u32
+                };
+                NextHop::Port(self.ports[(start + i) as usize])
+            }
+        }
+    }
+
+    /// The ECMP group (local ports) toward an address.
+    pub fn group(&self, routing: &Routing, ip: u32) -> &[u16] {
+        match dest_index(ip, routing.num_tors, routing.num_switches).map(|d| self.dest_group[d as usize]) {
+            Some(g) if g < SELF => {
+                let (s, l) = self.groups[g as usize];
+                &self.ports[s as usize..(s + l as u32) as usize]
+            }
+            _ => &[],
+        }
+    }
+
+    pub fn my_tor(&self) -> Option<u32> {
+        self.my_tor
+    }
+}
+
+impl Routing {
+    /// Compute shortest-path tables for every switch of `topo`, whose ports `net` holds.
+    /// `seed` derives each switch's ECMP seed.
+    pub fn compute(topo: &Topology, net: &Network, seed: u64) -> Routing {
+        let n = topo.nodes.len();
+        // Adjacency between switches: (neighbor node, local port at this node).
+        let mut adj: Vec<Vec<(NodeId, u16)>> = vec![Vec::new(); n];
+        for (node, info) in net.nodes.iter().enumerate() {
+            for local in 0..info.num_ports {
+                let pid = info.first_port + local as PortId;
+                let peer = net.ports[net.ports[pid as usize].peer as usize].node;
+                adj[node].push((peer, local));
+            }
+        }
+        let num_tors = topo.tors.len() as u32;
+        let num_switches = topo.switches.len() as u32;
+        let num_dests = (num_tors + num_switches) as usize;
+        let mut fibs: Vec<Fib> = topo
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(si, &node)| {
+                let tn = &topo.nodes[node as usize];
+                let mut host_ports = Vec::new();
+                if tn.role == Role::Tor {
+                    for &(peer, local) in &adj[node as usize] {
+                        let pn = &topo.nodes[peer as usize];
+                        if pn.role == Role::Host {
+                            let slot = ((pn.ip & 0xFF) - 1) as usize;
+                            if host_ports.len() <= slot {
+                                host_ports.resize(slot + 1, u16::MAX);
+                            }
+                            host_ports[slot] = local;
+                        }
+                    }
+                }
+                Fib {
+                    dest_group: vec![NO_ROUTE; num_dests],
+                    groups: Vec::new(),
+                    ports: Vec::new(),
+                    host_ports,
+                    my_tor: tn.tor,
+                    ecmp_seed: crate::rng::derive_seed(seed, &format!("ecmp/{si}")),
+                }
+            })
+            .collect();
+        let mut interned: Vec<HashMap<Vec<u16>, u32>> = vec![HashMap::new(); num_switches as usize];
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::new();
+        for d in 0..num_dests as u32 {
+            let target = if d < num_tors { topo.tors[d as usize] } else { topo.switches[(d - num_tors) as usize] };
+            dist.fill(u32::MAX);
+            dist[target as usize] = 0;
+            queue.clear();
+            queue.push_back(target);
+            while let Some(u) = queue.pop_front() {
+                for &(v, _) in &adj[u as usize] {
+                    if topo.nodes[v as usize].role != Role::Host && dist[v as usize] == u32::MAX {
+                        dist[v as usize] = dist[u as usize] + 1;
+                        queue.push_back(v);
+                    }
+                }
+            }
+            for (si, &sw) in topo.switches.iter().enumerate() {
+                let fib = &mut fibs[si];
+                if sw == target {
+                    fib.dest_group[d as usize] = if d < num_tors { LOCAL_SUBNET } else { SELF };
+                    continue;
+                }
+                let ds = dist[sw as usize];
+                if ds == u32::MAX {
+                    continue;
+                }
+                let group: Vec<u16> = adj[sw as usize]
+                    .iter()
+                    .filter(|&&(v, _)| topo.nodes[v as usize].role != Role::Host && dist[v as usize] + 1 == ds)
+                    .map(|&(_, p)| p)
+                    .collect();
+                let next = fib.groups.len() as u32;
+                let gid = *interned[si].entry(group.clone()).or_insert_with(|| {
+                    let start = fib.ports.len() as u32;
+                    fib.ports.extend_from_slice(&group);
+                    fib.groups.push((start, group.len() as u16));
+                    next
+                });
+                fib.dest_group[d as usize] = gid;
+            }
+        }
+        Routing { num_tors, num_switches, fibs }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Ipv4, L4, IP_PROTO_UDP};
+    use crate::topology::{host_ip, TopologySpec};
+
+    fn ft8() -> (Topology, Network, Routing) {
+        let t = Topology::build(&TopologySpec::ft8(), &[]).unwrap();
+        let mut net = Network::new(1);
+        t.instantiate(&mut net);
+        let r = Routing::compute(&t, &net, 1);
+        (t, net, r)
+    }
+
+    fn pkt(src: u32, dst: u32, sport: u16) -> Packet {
+        Packet::new(Ipv4::new(src, dst, IP_PROTO_UDP), L4::Udp { src_port: sport, dst_port: 80 }, 100)
+    }
+
+    #[test]
+    fn groups_have_the_fat_tree_fanout() {
+        let (t, _net, r) = ft8();
+        let tor0 = t.nodes[t.tors[0] as usize].switch_index.unwrap() as usize;
+        // From ToR 0: its own hosts are local, pod-mates and other pods go up over 4 spines.
+        assert_eq!(r.fibs[tor0].group(&r, host_ip(1, 0)).len(), 4);
+        assert_eq!(r.fibs[tor0].group(&r, host_ip(31, 0)).len(), 4);
+        // A spine reaches another pod over its 4 cores, its own pod's ToR over one link.
+        let spine0 = 16usize;
+        assert_eq!(r.fibs[spine0].group(&r, host_ip(31, 0)).len(), 4);
+        assert_eq!(r.fibs[spine0].group(&r, host_ip(1, 0)).len(), 1);
+        // A core reaches every pod over exactly one spine.
+        assert_eq!(r.fibs[0].group(&r, host_ip(31, 0)).len(), 1);
+    }
+
+    #[test]
+    fn ecmp_spreads_flows_and_seeds_are_independent_per_switch() {
+        let (t, _net, r) = ft8();
+        let tor0 = t.nodes[t.tors[0] as usize].switch_index.unwrap() as usize;
+        let spine0 = 16usize;
+        let mut counts = [0u32; 8];
+        let mut joint = std::collections::HashMap::new();
+        let n = 40_000;
+        for i in 0..n {
+            let p = pkt(host_ip(0, 0), host_ip(31, 1), i as u16);
+            let NextHop::Port(up) = r.fibs[tor0].next_hop(&r, &p) else { panic!() };
+            let NextHop::Port(core) = r.fibs[spine0].next_hop(&r, &p) else { panic!() };
+            counts[up as usize] += 1;
+            *joint.entry((up, core)).or_insert(0u32) += 1;
+        }
+        // Uplinks are ports 4..8 of the ToR (hosts were attached after spines, so check nonzero set).
+        let used: Vec<u32> = counts.iter().copied().filter(|&c| c > 0).collect();
+        assert_eq!(used.len(), 4);
+        for c in used {
+            let share = c as f64 / n as f64;
+            assert!((share - 0.25).abs() < 0.02, "uneven ECMP share {share}");
+        }
+        // Independent per-switch hashes: all 16 (uplink, core) combinations appear evenly.
+        assert_eq!(joint.len(), 16);
+        for (&k, &c) in &joint {
+            let share = c as f64 / n as f64;
+            assert!((share - 1.0 / 16.0).abs() < 0.01, "combination {k:?} share {share}");
+        }
+    }
+
+    #[test]
+    fn same_flow_same_path_and_unknown_addresses_have_no_route() {
+        let (_t, _net, r) = ft8();
+        let p = pkt(host_ip(0, 0), host_ip(31, 1), 7);
+        let a = r.fibs[48].next_hop(&r, &p);
+        assert_eq!(a, r.fibs[48].next_hop(&r, &p));
+        let bad = pkt(host_ip(0, 0), 0x0808_0808, 7);
+        assert_eq!(r.fibs[48].next_hop(&r, &bad), NextHop::NoRoute);
+        let to_switch = pkt(host_ip(0, 0), crate::topology::switch_ip(3), 7);
+        assert_eq!(r.fibs[3].next_hop(&r, &to_switch), NextHop::ToSelf);
+        assert!(matches!(r.fibs[48].next_hop(&r, &to_switch), NextHop::Port(_)));
+    }
+}

@@ -1,0 +1,262 @@
+//! Congestion window arithmetic for NewReno, CUBIC (RFC 9438) and DCTCP (RFC 8257). The endpoint
+//! decides *when* something happened (ACK, loss, ECN echo, timeout); this decides by how much the
+//! window moves. Windows are bytes; CUBIC's cubic is computed in f64 bytes and seconds.
+
+use super::config::CongestionControl;
+
+const PS_PER_S: f64 = 1e12;
+
+#[derive(Debug, Clone)]
+pub(crate) struct CongestionState {
+    kind: CongestionControl,
+    mss: u64,
+    pub(crate) cwnd: u64,
+    pub(crate) ssthresh: u64,
+    /// Bytes acked since the last one-MSS increase in Reno congestion avoidance (RFC 3465).
+    reno_bytes_acked: u64,
+    cubic: CubicState,
+    dctcp: DctcpState,
+}
+
+#[derive(Debug, Clone, Default)]
+struct CubicState {
+    /// W_max in bytes: the window just before the last reduction (after fast convergence).
+    w_max: f64,
+    /// cwnd just before the last reduction (cwnd_prior of RFC 9438 §4.3).
+    cwnd_prior: f64,
+    /// Time to reach W_max from the start of the epoch, seconds.
+    k_s: f64,
+    epoch_start_ps: Option<u64>,
+    /// Reno-friendly estimate W_est in bytes.
+    w_est: f64,
+    /// Sub-byte growth carried between ACKs so slow growth is not rounded away.
+    carry: f64,
+}
+
+#[derive(Debug, Clone)]
+struct DctcpState {
+    alpha: f64,
+    window_end: u64,
+    acked_bytes: u64,
+    marked_bytes: u64,
+}
+
+impl CongestionState {
+    pub(crate) fn new(kind: CongestionControl, mss: u64, initial_cwnd_segments: u64) -> Self {
+        let initial_alpha = match kind {
+            CongestionControl::Dctcp { initial_alpha, .. } => initial_alpha.clamp(0.0, 1.0),
+            _ => 1.0,
+        };
+        CongestionState {
+            kind,
+            mss,
+            cwnd: mss * initial_cwnd_segments.max(1),
+            // RFC 5681: "arbitrarily high"; start in slow start until the first congestion.
+            ssthresh: u64::MAX / 4,
+            reno_bytes_acked: 0,
+            cubic: CubicState::default(),
+            dctcp: DctcpState { alpha: initial_alpha, window_end: 1, acked_bytes: 0, marked_bytes: 0 },
+        }
+    }
+
+    pub(crate) fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    pub(crate) fn dctcp_alpha(&self) -> Option<f64> {
+        self.kind.is_dctcp().then_some(self.dctcp.alpha)
+    }
+
+    /// Cubic's (W_max bytes, K seconds) of the current epoch, for tests and traces.
+    pub(crate) fn cubic_w_max_and_k(&self) -> Option<(f64, f64)> {
+        matches!(self.kind, CongestionControl::Cubic { .. }).then_some((self.cubic.w_max, self.cubic.k_s))
+    }
+
+    /// Window growth for `acked_bytes` newly acknowledged outside recovery.
+    pub(crate) fn on_ack(&mut self, now_ps: u64, acked_bytes: u64, srtt_ps: Option<u64>) {
+        if acked_bytes == 0 {
+            return;
+        }
+        if self.in_slow_start() {
+            // RFC 3465 appropriate byte counting with L = 2 SMSS: a stretch ACK (delayed ACK
+            // of two segments) grows the window by what it acknowledged, not by one MSS.
+            self.cwnd = (self.cwnd + acked_bytes.min(2 * self.mss)).min(self.ssthresh.max(self.cwnd));
+            return;
+        }
+        match self.kind {
+            CongestionControl::NewReno | CongestionControl::Dctcp { .. } => self.reno_avoidance(acked_bytes),
+            CongestionControl::Cubic { beta, c, tcp_friendly, .. } => {
+                self.cubic_avoidance(now_ps, acked_bytes, srtt_ps, beta, c, tcp_friendly)
+            }
+        }
+    }
+
+    fn reno_avoidance(&mut self, acked_bytes: u64) {
+        // RFC 5681 (3.1) with byte counting: one MSS per cwnd of acknowledged bytes.
+        self.reno_bytes_acked += acked_bytes;
+        if self.reno_bytes_acked >= self.cwnd {
+            self.reno_bytes_acked -= self.cwnd;
+            self.cwnd += self.mss;
+        }
+    }
+
+    fn cubic_avoidance(&mut self, now_ps: u64, acked: u64, srtt_ps: Option<u64>, beta: f64, c: f64, friendly: bool) {
+        let mss = self.mss as f64;
+        let cwnd = self.cwnd as f64;
+        let st = &mut self.cubic;
+        let epoch = match st.epoch_start_ps {
+            Some(e) => e,
+            None => {
+                // RFC 9438 §4.2: a new congestion-avoidance epoch starts at the first ACK.
+                st.epoch_start_ps = Some(now_ps);
+                if cwnd < st.w_max {
+                    st.k_s = ((st.w_max - cwnd) / (c * mss)).cbrt();
+                } else {
+                    st.k_s = 0.0;
+                    st.w_max = cwnd;
+                }
+                st.w_est = cwnd;
+                st.carry = 0.0;
+                now_ps
+            }
+        };
+        let t = now_ps.saturating_sub(epoch) as f64 / PS_PER_S;
+        let rtt = srtt_ps.unwrap_or(0) as f64 / PS_PER_S;
+        let w_cubic = |t: f64| c * mss * (t - st.k_s).powi(3) + st.w_max;
+        if friendly {
+            // RFC 9438 §4.3: W_est grows like Reno with the alpha that matches CUBIC's beta,
+            // then like Reno itself once it passes the window before the last reduction.
+            let alpha = if st.w_est >= st.cwnd_prior { 1.0 } else { 3.0 * (1.0 - beta) / (1.0 + beta) };
+            st.w_est += alpha * mss * acked as f64 / cwnd;
+            if w_cubic(t) < st.w_est {
+                if st.w_est > cwnd {
+                    self.cwnd = st.w_est as u64;
+                }
+                return;
+            }
+        }
+        // RFC 9438 §4.4/4.5: aim at W_cubic one RTT ahead, clamped to [cwnd, 1.5 cwnd].
+        let target = w_cubic(t + rtt).clamp(cwnd, 1.5 * cwnd);
+        st.carry += (target - cwnd) * acked as f64 / cwnd;
+        let whole = st.carry.floor();
+        if whole >= 1.0 {
+            st.carry -= whole;
+            self.cwnd += whole as u64;
+        }
+    }
+
+    /// A loss detected by duplicate ACKs: set ssthresh (the caller sets cwnd for recovery).
+    pub(crate) fn on_loss(&mut self, flight_bytes: u64) {
+        self.ssthresh = match self.kind {
+            CongestionControl::Cubic { beta, fast_convergence, .. } => self.cubic_reduce(beta, fast_convergence),
+            // DCTCP reacts to loss like Reno (RFC 8257 §3.5).
+            CongestionControl::NewReno | CongestionControl::Dctcp { .. } => (flight_bytes / 2).max(2 * self.mss),
+        };
+        self.reno_bytes_acked = 0;
+    }
+
+    /// An ECN echo, at most once per window: set ssthresh and cwnd together.
+    pub(crate) fn on_ecn(&mut self, flight_bytes: u64) {
+        self.ssthresh = match self.kind {
+            CongestionControl::Dctcp { .. } => {
+                // RFC 8257 §3.3: cwnd × (1 − alpha / 2).
+                let reduced = (self.cwnd as f64 * (1.0 - self.dctcp.alpha / 2.0)) as u64;
+                reduced.max(2 * self.mss)
+            }
+            CongestionControl::Cubic { beta, fast_convergence, .. } => self.cubic_reduce(beta, fast_convergence),
+            CongestionControl::NewReno => (flight_bytes / 2).max(2 * self.mss),
+        };
+        self.cwnd = self.ssthresh;
+        self.reno_bytes_acked = 0;
+    }
+
+    /// A retransmission timeout: ssthresh as for a loss, cwnd to the one-segment loss window.
+    pub(crate) fn on_timeout(&mut self, flight_bytes: u64) {
+        self.on_loss(flight_bytes);
+        self.cwnd = self.mss;
+    }
+
+    fn cubic_reduce(&mut self, beta: f64, fast_convergence: bool) -> u64 {
+        let cwnd = self.cwnd as f64;
+        let st = &mut self.cubic;
+        st.cwnd_prior = cwnd;
+        // RFC 9438 §4.7 fast convergence: a flow whose W_max shrank releases some more.
+        st.w_max = if fast_convergence && cwnd < st.w_max { cwnd * (1.0 + beta) / 2.0 } else { cwnd };
+        st.epoch_start_ps = None;
+        ((cwnd * beta) as u64).max(2 * self.mss)
+    }
+
+    /// RFC 8257 §3.3 sender bookkeeping for one ACK that acknowledged `acked_bytes` (with the
+    /// ECE flag `ece`): at the end of each observation window fold the marked fraction into alpha.
+    pub(crate) fn dctcp_on_ack(&mut self, snd_una: u64, snd_nxt: u64, acked_bytes: u64, ece: bool) {
+        let CongestionControl::Dctcp { g, .. } = self.kind else { return };
+        let d = &mut self.dctcp;
+        d.acked_bytes += acked_bytes;
+        if ece {
+            d.marked_bytes += acked_bytes;
+        }
+        if snd_una > d.window_end {
+            let f = if d.acked_bytes > 0 { d.marked_bytes as f64 / d.acked_bytes as f64 } else { 0.0 };
+            d.alpha = (1.0 - g) * d.alpha + g * f;
+            d.acked_bytes = 0;
+            d.marked_bytes = 0;
+            d.window_end = snd_nxt;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    #[test]
+    fn reno_slow_start_then_one_mss_per_window() {
+        let mut cc = CongestionState::new(CongestionControl::NewReno, MSS, 2);
+        cc.on_ack(0, 2 * MSS, None);
+        assert_eq!(cc.cwnd, 4 * MSS);
+        cc.on_ack(0, 10 * MSS, None);
+        assert_eq!(cc.cwnd, 6 * MSS, "byte counting caps one ACK at 2 MSS");
+        cc.on_loss(6 * MSS);
+        assert_eq!(cc.ssthresh, 3 * MSS);
+        cc.cwnd = cc.ssthresh;
+        for _ in 0..2 {
+            cc.on_ack(0, MSS, None);
+        }
+        assert_eq!(cc.cwnd, 3 * MSS);
+        cc.on_ack(0, MSS, None);
+        assert_eq!(cc.cwnd, 4 * MSS);
+    }
+
+    #[test]
+    fn cubic_reduction_and_k() {
+        let mut cc = CongestionState::new(CongestionControl::cubic(), MSS, 100);
+        cc.ssthresh = 0;
+        cc.on_loss(100 * MSS);
+        assert_eq!(cc.ssthresh, 70 * MSS);
+        cc.cwnd = cc.ssthresh;
+        cc.on_ack(1_000, MSS, Some(0));
+        let (w_max, k) = cc.cubic_w_max_and_k().unwrap();
+        assert_eq!(w_max, 100.0 * MSS as f64);
+        assert!((k - (100.0f64 * 0.3 / 0.4).cbrt()).abs() < 1e-9);
+        // A second loss below W_max triggers fast convergence.
+        let before = cc.cwnd as f64;
+        assert!(before < 71.0 * MSS as f64);
+        cc.on_loss(cc.cwnd);
+        let (w_max, _) = cc.cubic_w_max_and_k().unwrap();
+        assert!((w_max - before * 0.85).abs() < 1e-6, "w_max {w_max}");
+    }
+
+    #[test]
+    fn dctcp_alpha_ewma_and_reduction() {
+        let mut cc = CongestionState::new(CongestionControl::dctcp(), MSS, 100);
+        // One window with a quarter of its bytes marked.
+        cc.dctcp_on_ack(1, 10_000, 3 * MSS, false);
+        cc.dctcp_on_ack(5_000, 20_000, MSS, true);
+        let a = cc.dctcp_alpha().unwrap();
+        assert!((a - (15.0 / 16.0 + 0.25 / 16.0)).abs() < 1e-12, "alpha {a}");
+        cc.on_ecn(0);
+        assert_eq!(cc.cwnd, (100.0 * MSS as f64 * (1.0 - a / 2.0)) as u64);
+    }
+}
