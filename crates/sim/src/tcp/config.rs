@@ -82,8 +82,10 @@ pub struct TcpConfig {
     pub max_syn_retries: u32,
     /// Consecutive data RTOs before giving up with `TimedOut`. Default 15 (Linux tcp_retries2).
     pub max_data_retries: u32,
-    /// How long TIME-WAIT lasts before `Closed`. Default 0: a simulation has no stray old
-    /// duplicates, and a 2·MSL wait would only keep timers alive after the traffic ends.
+    /// How long TIME-WAIT lasts before `Closed`; during it a retransmitted FIN is re-acked.
+    /// Default 1 s: long enough to answer the peer's FIN retransmissions after a lost final
+    /// ACK, far shorter than 2·MSL (a simulation has no stray old duplicates to wait out).
+    /// 0 reports `Closed` at once (the final ACK is still handed out by `poll_transmit`).
     pub time_wait_ps: u64,
 }
 
@@ -104,7 +106,7 @@ impl Default for TcpConfig {
             receive_window_bytes: 4 << 20,
             max_syn_retries: 6,
             max_data_retries: 15,
-            time_wait_ps: 0,
+            time_wait_ps: PS_PER_S,
         }
     }
 }

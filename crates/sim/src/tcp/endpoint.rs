@@ -537,7 +537,7 @@ impl TcpEndpoint {
             self.rto_deadline_ps = Some(now_ps + self.rtt.rto_ps());
         }
         self.note_ack_sent();
-        (seg, self.ect_for(!retransmission) && len > 0)
+        (seg, self.ect_for(!retransmission && len > 0))
     }
 
     /// Process one arriving segment; `ce_marked` is the IP ECN field's CE on arrival.
@@ -740,7 +740,9 @@ impl TcpEndpoint {
         }
         self.data_retries = 0;
         self.cc.dctcp_on_ack(self.snd_una, self.snd_nxt, acked, ece);
-        if self.cwr_end.is_some_and(|e| self.snd_una >= e) {
+        // An ACK that reaches only up to the window that was cut still echoes marks on data
+        // sent before the cut; the next reduction needs an ACK for data sent after it.
+        if self.cwr_end.is_some_and(|e| self.snd_una > e) {
             self.cwr_end = None;
         }
         let reduced = ece && self.on_ece();

@@ -73,8 +73,8 @@
 //!   that fills (part of) a hole, for duplicates, and for a FIN.
 //! * **Close**: `close` queues a FIN after all data; the RFC 793 states (FIN-WAIT-1/2,
 //!   CLOSING, CLOSE-WAIT, LAST-ACK, TIME-WAIT) are followed. `PeerClosed` reports the peer's
-//!   FIN; `Closed` the end. TIME-WAIT lasts `time_wait_ps` (default 0: `Closed` at once, and
-//!   the final ACK is still handed out by `poll_transmit`). `AllAcked` is reported each time
+//!   FIN; `Closed` the end. TIME-WAIT lasts `time_wait_ps` (default 1 s, re-acking a retransmitted
+//!   FIN; 0 gives `Closed` at once and the final ACK is still handed out by `poll_transmit`). `AllAcked` is reported each time
 //!   every byte given to `send` has been acknowledged.
 //! * **RST**: accepted when its sequence number is in the receive window (or, in SYN-SENT,
 //!   when it acknowledges the SYN) and ends the connection with `Reset`. A RST is sent for an
