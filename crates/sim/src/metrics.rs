@@ -120,8 +120,8 @@ pub struct Metrics {
     pub flows: Vec<FlowRecord>,
     pub nodes: Vec<NodeCounters>,
     pub ports: Vec<PortCounters>,
-    /// Packet-hops processed by switches (for speed reports).
-    pub switch_hops: u64,
+    /// When the last packet was delivered (stale timers may run the clock on past it).
+    pub last_delivery_ps: u64,
 }
 
 impl Metrics {

@@ -254,6 +254,7 @@ impl Network {
         let lat = self.now_ps - pkt.created_ps;
         m.latency_sum_ps += lat as u128;
         m.hops_sum += pkt.hops as u64;
+        m.last_delivery_ps = self.now_ps;
         if m.record_packets {
             m.packet_latency_ps.push(lat);
             m.packet_hops.push(pkt.hops);
