@@ -625,6 +625,7 @@ impl TcpEndpoint {
     fn handshake_done(&mut self, now_ps: u64) {
         self.state = TcpState::Established;
         self.rto_deadline_ps = None;
+        self.syn_pending = false;
         self.syn_retries = 0;
         if !self.syn_retransmitted {
             self.rtt.sample(now_ps.saturating_sub(self.syn_sent_ps));

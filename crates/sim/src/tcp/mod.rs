@@ -31,7 +31,8 @@
 //!   SYN-ACK-to-ACK) time gives the first RTT sample unless the SYN was retransmitted (Karn).
 //!   ECN is negotiated per RFC 3168 (ECE|CWR on the SYN, ECE on the SYN-ACK) when both ends
 //!   have `ecn`. No options are modelled: the window is a full u32 (no scaling needed), no
-//!   SACK, no timestamps.
+//!   SACK, no timestamps. RFC 6298 (5.7)'s 3 s RTO after a retransmitted SYN is not applied:
+//!   the RTO stays backed off until the first valid sample, which comes one RTT later.
 //! * **Sending**: up to min(cwnd, peer window) of sequence space in flight, MSS-sized
 //!   segments, PSH on the segment that ends the queued data, FIN on (or after) the last data.
 //!   No Nagle; sender-side silly-window avoidance only (no runt segment while data is in flight
@@ -70,7 +71,10 @@
 //!   Out-of-order bytes are kept as sorted disjoint ranges and delivered when the hole fills.
 //!   Delayed ACK as ns-3: every `delayed_ack_count`-th in-order data segment (of any size) or
 //!   after `delayed_ack_timeout_ps`; an immediate ACK for out-of-order data, for a segment
-//!   that fills (part of) a hole, for duplicates, and for a FIN.
+//!   that fills (part of) a hole, for duplicates, and for a FIN. As in ns-3, a delayed-ACK
+//!   timeout above `min_rto_ps` makes the last segment of an odd-sized burst time out at the
+//!   sender (a spurious retransmission); datacenter profiles should keep it below min RTO.
+//!   Windows never close (the application reads at once), so there is no zero-window probing.
 //! * **Close**: `close` queues a FIN after all data; the RFC 793 states (FIN-WAIT-1/2,
 //!   CLOSING, CLOSE-WAIT, LAST-ACK, TIME-WAIT) are followed. `PeerClosed` reports the peer's
 //!   FIN; `Closed` the end. TIME-WAIT lasts `time_wait_ps` (default 1 s, re-acking a retransmitted

@@ -706,3 +706,57 @@ proptest! {
         n.assert_clean_finish([up, down]);
     }
 }
+
+/// Feed a listener by hand: out-of-order data is held and acked at once, a hole filled is
+/// acked at once and delivered in one piece, data past the window is cut off.
+#[test]
+fn receiver_buffers_out_of_order_ranges_and_acks_hole_fills_at_once() {
+    let c = TcpConfig { receive_window_bytes: 10 * 1000, mss_bytes: 1000, ..cfg() };
+    let mut rx = TcpEndpoint::listen(c, 500);
+    let irs = u32::MAX - 1500; // the peer's data wraps inside this test
+    let seg = |off: u32, len: u32, flags: u8| TcpSegment {
+        seq: irs.wrapping_add(1).wrapping_add(off),
+        ack: 501,
+        flags: TcpFlags(flags),
+        window: 65535,
+        payload_len: len,
+    };
+    rx.on_segment(0, &TcpSegment { seq: irs, ack: 0, flags: TcpFlags(TcpFlags::SYN), window: 65535, payload_len: 0 }, false);
+    let (synack, _) = rx.poll_transmit(0).unwrap();
+    assert_eq!(synack.ack, irs.wrapping_add(1));
+    rx.on_segment(1, &seg(0, 0, TcpFlags::ACK), false);
+    assert_eq!(rx.poll_event(), Some(TcpEvent::Connected));
+    let ack_of = |rx: &mut TcpEndpoint, now| rx.poll_transmit(now).map(|(s, _)| s.ack.wrapping_sub(irs.wrapping_add(1)));
+    // In order: the first segment waits for a second (delayed ACK).
+    rx.on_segment(2, &seg(0, 1000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 2), None);
+    assert_eq!(rx.poll_event(), Some(TcpEvent::Delivered { bytes: 1000 }));
+    // Two out-of-order pieces with a gap between them: duplicate ACKs at once, nothing delivered.
+    rx.on_segment(3, &seg(3000, 1000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 3), Some(1000));
+    rx.on_segment(4, &seg(5000, 1000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 4), Some(1000));
+    assert_eq!(rx.poll_event(), None);
+    // Beyond the window (1000 + 10 000): only the part inside is kept.
+    rx.on_segment(5, &seg(10_500, 1000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 5), Some(1000));
+    // Fill the first hole: immediate ACK up to the next gap, one delivery.
+    rx.on_segment(6, &seg(1000, 2000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 6), Some(4000));
+    assert_eq!(rx.poll_event(), Some(TcpEvent::Delivered { bytes: 3000 }));
+    // A duplicate of old data is acked at once and not delivered again.
+    rx.on_segment(7, &seg(0, 1000, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 7), Some(4000));
+    assert_eq!(rx.poll_event(), None);
+    // Fill the rest up to the kept part beyond the old window edge.
+    rx.on_segment(8, &seg(4000, 1000, TcpFlags::ACK), false);
+    rx.on_segment(9, &seg(6000, 4500, TcpFlags::ACK), false);
+    assert_eq!(ack_of(&mut rx, 9), Some(11_000));
+    let mut got = 0;
+    while let Some(TcpEvent::Delivered { bytes }) = rx.poll_event() {
+        got += bytes;
+    }
+    assert_eq!(got, 11_000 - 4000);
+    assert_eq!(rx.stats().bytes_delivered, 11_000);
+    assert_eq!(rx.stats().out_of_order_segments, 3);
+}
