@@ -47,6 +47,8 @@ struct Wire {
     queue: VecDeque<InFlight>,
     packets: u64,
     data_packets: u64,
+    /// Extra per-packet delay in [0, max) from a xorshift state, which reorders packets.
+    jitter: Option<(u64, u64)>,
 }
 
 /// Decides whether to drop a packet: (direction, packet index, data-packet index, segment).
@@ -77,7 +79,15 @@ struct Net {
 
 impl Net {
     fn new(client: TcpConfig, server: TcpConfig, isn: [u32; 2], delay_ps: u64, bandwidth_bps: Option<u64>) -> Self {
-        let wire = || Wire { delay_ps, bandwidth_bps, busy_until_ps: 0, queue: VecDeque::new(), packets: 0, data_packets: 0 };
+        let wire = || Wire {
+            delay_ps,
+            bandwidth_bps,
+            busy_until_ps: 0,
+            queue: VecDeque::new(),
+            packets: 0,
+            data_packets: 0,
+            jitter: None,
+        };
         Net {
             now: 0,
             ep: [TcpEndpoint::connect(client, isn[0], 0), TcpEndpoint::listen(server, isn[1])],
@@ -150,7 +160,16 @@ impl Net {
         let ser = w.bandwidth_bps.map_or(0, |b| (seg.payload_len as u64 + HEADER_BYTES) * 8 * S / b);
         let tx_end_ps = now.max(w.busy_until_ps) + ser;
         w.busy_until_ps = tx_end_ps;
-        w.queue.push_back(InFlight { arrive_ps: tx_end_ps + w.delay_ps, tx_end_ps, seg, ce });
+        let mut arrive_ps = tx_end_ps + w.delay_ps;
+        if let Some((max_ps, state)) = w.jitter.as_mut() {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            arrive_ps += *state % *max_ps;
+        }
+        // Keep the queue in arrival order (jitter may let a packet overtake others).
+        let at = w.queue.iter().rposition(|p| p.arrive_ps <= arrive_ps).map_or(0, |i| i + 1);
+        w.queue.insert(at, InFlight { arrive_ps, tx_end_ps, seg, ce });
     }
 
     fn record_arrival(&mut self, d: usize, seg: &TcpSegment) {
@@ -682,9 +701,9 @@ fn config_validation_names_the_field() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
     #[test]
-    fn random_drops_never_lose_or_duplicate_bytes(
+    fn random_drops_and_reordering_never_lose_or_duplicate_bytes(
         up in 1u64..300_000,
         down in 0u64..100_000,
         isn in any::<(u32, u32)>(),
@@ -692,6 +711,7 @@ proptest! {
         drops_down in proptest::collection::btree_set(0u64..200, 0..6),
         fast_rtx in any::<bool>(),
         delack in 1u32..4,
+        reorder_seed in proptest::option::of(any::<u64>()),
     ) {
         let c = TcpConfig {
             dupack_threshold: if fast_rtx { 3 } else { 2048 },
@@ -700,11 +720,29 @@ proptest! {
         };
         let mut n = Net::new(c.clone(), c, [isn.0, isn.1], 5 * US, Some(10_000_000_000));
         n.drop = Box::new(move |d, i, _, _| if d == 0 { drops_up.contains(&i) } else { drops_down.contains(&i) });
+        if let Some(seed) = reorder_seed {
+            // Up to 20 µs of extra delay against 1.2 µs per segment: heavy reordering.
+            n.wire[0].jitter = Some((20 * US, seed | 1));
+            n.wire[1].jitter = Some((20 * US, (seed >> 1) | 1));
+        }
         n.ep[0].send(up);
         n.ep[1].send(down);
         n.run_to_end(1000 * S);
         n.assert_clean_finish([up, down]);
     }
+}
+
+#[test]
+fn heavy_reordering_still_delivers_every_byte_once() {
+    let mut n = Net::new(cfg(), cfg(), [77, 88], 5 * US, Some(10_000_000_000));
+    n.wire[0].jitter = Some((20 * US, 12345));
+    n.wire[1].jitter = Some((20 * US, 678));
+    n.ep[0].send(2_000_000);
+    n.ep[1].send(500_000);
+    n.run_to_end(100 * S);
+    n.assert_clean_finish([2_000_000, 500_000]);
+    assert!(n.ep[1].stats().out_of_order_segments > 100, "the wire reorders");
+    assert!(n.ep[1].stats().max_ooo_ranges > 1, "several holes at once");
 }
 
 /// Feed a listener by hand: out-of-order data is held and acked at once, a hole filled is
