@@ -798,3 +798,57 @@ fn receiver_buffers_out_of_order_ranges_and_acks_hole_fills_at_once() {
     assert_eq!(rx.stats().bytes_delivered, 11_000);
     assert_eq!(rx.stats().out_of_order_segments, 3);
 }
+
+/// RFC 8257 §3.2 receiver: ECE tracks the CE state exactly, and a CE change first flushes the
+/// delayed ACK with the old state.
+#[test]
+fn dctcp_receiver_echoes_ce_state_changes_exactly() {
+    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::dctcp(), mss_bytes: 1000, ..cfg() };
+    let mut rx = TcpEndpoint::listen(c, 0);
+    let syn = TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR;
+    rx.on_segment(0, &TcpSegment { seq: 99, ack: 0, flags: TcpFlags(syn), window: 65535, payload_len: 0 }, false);
+    let (synack, ect) = rx.poll_transmit(0).unwrap();
+    assert!(synack.flags.has(TcpFlags::ECE) && !synack.flags.has(TcpFlags::CWR) && !ect);
+    let data = |i: u32| TcpSegment { seq: 100 + i * 1000, ack: 1, flags: TcpFlags(TcpFlags::ACK), window: 65535, payload_len: 1000 };
+    let acks = |rx: &mut TcpEndpoint| {
+        let mut v = Vec::new();
+        while let Some((s, ect)) = rx.poll_transmit(0) {
+            assert!(ect, "DCTCP ACKs are ECT");
+            v.push(((s.ack - 100) / 1000, s.flags.has(TcpFlags::ECE)));
+        }
+        v
+    };
+    rx.on_segment(1, &data(0), false);
+    assert!(rx.ecn_negotiated());
+    assert_eq!(acks(&mut rx), vec![], "first segment: ACK delayed");
+    rx.on_segment(2, &data(1), true);
+    assert_eq!(acks(&mut rx), vec![(1, false), (2, true)], "old state for the delayed one, then the new");
+    rx.on_segment(3, &data(2), true);
+    assert_eq!(acks(&mut rx), vec![], "no change: delayed again");
+    rx.on_segment(4, &data(3), true);
+    assert_eq!(acks(&mut rx), vec![(4, true)], "second segment: ACK both, marked");
+    rx.on_segment(5, &data(4), false);
+    assert_eq!(acks(&mut rx), vec![(5, false)], "change with nothing delayed: one immediate ACK");
+}
+
+/// RFC 3168 receiver: ECE is latched from the first CE until a CWR arrives.
+#[test]
+fn classic_ecn_receiver_latches_ece_until_cwr() {
+    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::NewReno, mss_bytes: 1000, delayed_ack_count: 1, ..cfg() };
+    let mut rx = TcpEndpoint::listen(c, 0);
+    let syn = TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR;
+    rx.on_segment(0, &TcpSegment { seq: 99, ack: 0, flags: TcpFlags(syn), window: 65535, payload_len: 0 }, false);
+    rx.poll_transmit(0).unwrap();
+    let data = |i: u32, flags: u8| TcpSegment { seq: 100 + i * 1000, ack: 1, flags: TcpFlags(TcpFlags::ACK | flags), window: 65535, payload_len: 1000 };
+    let ece = |rx: &mut TcpEndpoint, seg: TcpSegment, ce: bool| {
+        rx.on_segment(1, &seg, ce);
+        let (s, ect) = rx.poll_transmit(1).unwrap();
+        assert!(!ect, "classic ECN: pure ACKs are not ECT");
+        s.flags.has(TcpFlags::ECE)
+    };
+    assert!(!ece(&mut rx, data(0, 0), false));
+    assert!(ece(&mut rx, data(1, 0), true));
+    assert!(ece(&mut rx, data(2, 0), false), "latched");
+    assert!(!ece(&mut rx, data(3, TcpFlags::CWR), false), "CWR clears it");
+    assert!(ece(&mut rx, data(4, TcpFlags::CWR), true), "a CE on the CWR segment sets it again");
+}
