@@ -16,6 +16,27 @@ pub(crate) struct CongestionState {
     reno_bytes_acked: u64,
     cubic: CubicState,
     dctcp: DctcpState,
+    hystart: HystartState,
+}
+
+// RFC 9406 constants (no pacing, so no per-ACK growth limit beyond byte counting's L).
+const HYSTART_MIN_RTT_THRESH_PS: u64 = 4_000_000_000;
+const HYSTART_MAX_RTT_THRESH_PS: u64 = 16_000_000_000;
+const HYSTART_MIN_RTT_DIVISOR: u64 = 8;
+const HYSTART_N_RTT_SAMPLE: u32 = 8;
+const HYSTART_CSS_GROWTH_DIVISOR: u64 = 4;
+const HYSTART_CSS_ROUNDS: u32 = 5;
+
+/// RFC 9406 HyStart++ for the initial slow start only (its §4.2 recommendation).
+#[derive(Debug, Clone)]
+struct HystartState {
+    active: bool,
+    window_end: u64,
+    last_round_min_rtt_ps: u64,
+    current_round_min_rtt_ps: u64,
+    samples: u32,
+    /// In Conservative Slow Start: the min RTT that triggered it and the rounds spent there.
+    css: Option<(u64, u32)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -56,6 +77,14 @@ impl CongestionState {
             reno_bytes_acked: 0,
             cubic: CubicState::default(),
             dctcp: DctcpState { alpha: initial_alpha, window_end: 1, acked_bytes: 0, marked_bytes: 0 },
+            hystart: HystartState {
+                active: matches!(kind, CongestionControl::Cubic { hystart: true, .. }),
+                window_end: 0,
+                last_round_min_rtt_ps: u64::MAX,
+                current_round_min_rtt_ps: u64::MAX,
+                samples: 0,
+                css: None,
+            },
         }
     }
 
@@ -80,7 +109,11 @@ impl CongestionState {
         if self.in_slow_start() {
             // RFC 3465 appropriate byte counting with L = 2 SMSS: a stretch ACK (delayed ACK
             // of two segments) grows the window by what it acknowledged, not by one MSS.
-            self.cwnd = (self.cwnd + acked_bytes.min(2 * self.mss)).min(self.ssthresh.max(self.cwnd));
+            let mut inc = acked_bytes.min(2 * self.mss);
+            if self.hystart.active && self.hystart.css.is_some() {
+                inc /= HYSTART_CSS_GROWTH_DIVISOR;
+            }
+            self.cwnd = (self.cwnd + inc).min(self.ssthresh.max(self.cwnd));
             return;
         }
         match self.kind {
@@ -145,8 +178,65 @@ impl CongestionState {
         }
     }
 
+    /// Whether HyStart++ has moved the initial slow start into Conservative Slow Start.
+    pub(crate) fn in_conservative_slow_start(&self) -> bool {
+        self.hystart.active && self.hystart.css.is_some()
+    }
+
+    /// HyStart++ round bookkeeping, before the growth of an ACK that moved SND.UNA.
+    pub(crate) fn hystart_on_ack(&mut self, snd_una: u64, snd_nxt: u64) {
+        if !self.hystart.active || !self.in_slow_start() {
+            return;
+        }
+        let h = &mut self.hystart;
+        if snd_una >= h.window_end {
+            h.last_round_min_rtt_ps = h.current_round_min_rtt_ps;
+            h.current_round_min_rtt_ps = u64::MAX;
+            h.samples = 0;
+            h.window_end = snd_nxt;
+            if let Some((_, rounds)) = h.css.as_mut() {
+                *rounds += 1;
+                if *rounds >= HYSTART_CSS_ROUNDS {
+                    // RFC 9406: CSS lasted long enough, go to congestion avoidance.
+                    h.active = false;
+                    h.css = None;
+                    self.ssthresh = self.cwnd;
+                }
+            }
+        }
+    }
+
+    /// HyStart++ delay-increase detection on one RTT sample.
+    pub(crate) fn hystart_on_rtt(&mut self, rtt_ps: u64) {
+        if !self.hystart.active || !self.in_slow_start() {
+            return;
+        }
+        let h = &mut self.hystart;
+        h.current_round_min_rtt_ps = h.current_round_min_rtt_ps.min(rtt_ps);
+        h.samples += 1;
+        if h.samples < HYSTART_N_RTT_SAMPLE || h.last_round_min_rtt_ps == u64::MAX {
+            return;
+        }
+        match h.css {
+            None => {
+                let thresh = (h.last_round_min_rtt_ps / HYSTART_MIN_RTT_DIVISOR)
+                    .clamp(HYSTART_MIN_RTT_THRESH_PS, HYSTART_MAX_RTT_THRESH_PS);
+                if h.current_round_min_rtt_ps >= h.last_round_min_rtt_ps.saturating_add(thresh) {
+                    h.css = Some((h.current_round_min_rtt_ps, 0));
+                }
+            }
+            Some((baseline, _)) => {
+                if h.current_round_min_rtt_ps < baseline {
+                    // The delay increase was spurious: back to standard slow start.
+                    h.css = None;
+                }
+            }
+        }
+    }
+
     /// A loss detected by duplicate ACKs: set ssthresh (the caller sets cwnd for recovery).
     pub(crate) fn on_loss(&mut self, flight_bytes: u64) {
+        self.hystart.active = false;
         self.ssthresh = match self.kind {
             CongestionControl::Cubic { beta, fast_convergence, .. } => self.cubic_reduce(beta, fast_convergence),
             // DCTCP reacts to loss like Reno (RFC 8257 §3.5).
@@ -157,6 +247,7 @@ impl CongestionState {
 
     /// An ECN echo, at most once per window: set ssthresh and cwnd together.
     pub(crate) fn on_ecn(&mut self, flight_bytes: u64) {
+        self.hystart.active = false;
         self.ssthresh = match self.kind {
             CongestionControl::Dctcp { .. } => {
                 // RFC 8257 §3.3: cwnd × (1 − alpha / 2).

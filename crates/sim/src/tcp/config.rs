@@ -21,6 +21,10 @@ pub enum CongestionControl {
         fast_convergence: bool,
         /// Never grow slower than the Reno-friendly estimate W_est (RFC 9438 §4.3).
         tcp_friendly: bool,
+        /// Leave the initial slow start on a delay increase (RFC 9406 HyStart++). On by
+        /// default as HyStart is in Linux and ns-3; its 4 ms minimum delay threshold means it
+        /// only acts when queueing adds milliseconds.
+        hystart: bool,
     },
     /// RFC 8257 DCTCP: Reno growth, ECN-proportional decrease. Needs `TcpConfig::ecn`.
     Dctcp {
@@ -34,7 +38,7 @@ pub enum CongestionControl {
 impl CongestionControl {
     /// CUBIC with the RFC 9438 constants.
     pub fn cubic() -> Self {
-        CongestionControl::Cubic { beta: 0.7, c: 0.4, fast_convergence: true, tcp_friendly: true }
+        CongestionControl::Cubic { beta: 0.7, c: 0.4, fast_convergence: true, tcp_friendly: true, hystart: true }
     }
 
     /// DCTCP with the RFC 8257 constants.

@@ -206,6 +206,11 @@ impl TcpEndpoint {
         self.in_recovery
     }
 
+    /// Whether HyStart++ has slowed the initial slow start (Conservative Slow Start).
+    pub fn in_conservative_slow_start(&self) -> bool {
+        self.cc.in_conservative_slow_start()
+    }
+
     /// DCTCP's congestion estimate alpha, if this endpoint runs DCTCP.
     pub fn dctcp_alpha(&self) -> Option<f64> {
         self.cc.dctcp_alpha()
@@ -732,7 +737,9 @@ impl TcpEndpoint {
         }
         if let Some(s) = sample {
             if !s.retransmitted {
-                self.rtt.sample(now_ps.saturating_sub(s.sent_ps));
+                let rtt_ps = now_ps.saturating_sub(s.sent_ps);
+                self.rtt.sample(rtt_ps);
+                self.cc.hystart_on_rtt(rtt_ps);
             }
         }
         self.snd_una = ack;
@@ -766,6 +773,7 @@ impl TcpEndpoint {
         } else {
             self.dupacks = 0;
             if !reduced {
+                self.cc.hystart_on_ack(self.snd_una, self.snd_nxt);
                 self.cc.on_ack(now_ps, acked, self.rtt.srtt_ps());
             }
         }

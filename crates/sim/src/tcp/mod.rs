@@ -38,8 +38,14 @@
 //!   No Nagle; sender-side silly-window avoidance only (no runt segment while data is in flight
 //!   unless it ends the stream). A FIN alone is sent even when the window is full.
 //! * **Slow start / congestion avoidance** (RFC 5681) with byte counting (RFC 3465, L = 2 MSS);
-//!   initial ssthresh is unbounded. No cwnd validation (RFC 7661) and no HyStart: application-
-//!   limited periods still grow cwnd, as in ns-3.
+//!   initial ssthresh is unbounded. No cwnd validation (RFC 7661): application-limited
+//!   periods still grow cwnd, as in ns-3.
+//! * **HyStart++** (RFC 9406, CUBIC's `hystart`, on by default): during the initial slow start
+//!   only, per round (SND.UNA passing the SND.NXT of the round's start) the min of the first 8
+//!   RTT samples is compared with the previous round's; an increase of clamp(min/8, 4 ms,
+//!   16 ms) enters Conservative Slow Start (growth / 4), a lower RTT returns to slow start,
+//!   and after 5 CSS rounds ssthresh = cwnd. Not Linux's ack-train HyStart; with datacenter
+//!   RTTs it only acts once queueing adds milliseconds.
 //! * **CUBIC** (RFC 9438): on congestion W_max = cwnd (or cwnd·(1+β)/2 with fast convergence
 //!   when cwnd < W_max), ssthresh = cwnd·β; an epoch starts at the first ACK in congestion
 //!   avoidance with K = ∛((W_max − cwnd)/C); cwnd grows towards W_cubic(t + SRTT), clamped to

@@ -151,7 +151,7 @@ impl Net {
         });
         let dropped = (self.drop)(d, index, data_index, &seg);
         let now = self.now;
-        let queued = w.queue.iter().rev().take_while(|p| p.tx_end_ps > now).count();
+        let queued = if ect { w.queue.iter().rev().take_while(|p| p.tx_end_ps > now).count() } else { 0 };
         let ce = ect && data_index.is_some_and(|i| (self.mark)(d, i, queued));
         self.log.push(Logged { t_ps: now, dir: d, seg, ect, ce, dropped });
         if dropped {
@@ -851,4 +851,39 @@ fn classic_ecn_receiver_latches_ece_until_cwr() {
     assert!(ece(&mut rx, data(2, 0), false), "latched");
     assert!(!ece(&mut rx, data(3, TcpFlags::CWR), false), "CWR clears it");
     assert!(ece(&mut rx, data(4, TcpFlags::CWR), true), "a CE on the CWR segment sets it again");
+}
+
+/// HyStart++ ends the initial slow start on the queueing delay at a bottleneck, before any
+/// loss; without it slow start runs on until something drops.
+#[test]
+fn hystart_leaves_slow_start_when_the_bottleneck_queue_builds() {
+    let run = |hystart: bool| {
+        let cc = CongestionControl::Cubic { beta: 0.7, c: 0.4, fast_convergence: true, tcp_friendly: true, hystart };
+        let c = TcpConfig { congestion_control: cc, receive_window_bytes: 64 << 20, ..TcpConfig::default() };
+        // 40 ms RTT at 100 Mb/s: a 500 kB (342 segment) pipe, an unbounded queue behind it.
+        let mut n = Net::new(c.clone(), c, [1, 1], 20 * MS, Some(100_000_000));
+        n.ep[0].send(1 << 40);
+        let mut css_entry_cwnd = None;
+        n.run_until(3 * S, |n| {
+            if n.ep[0].in_conservative_slow_start() && css_entry_cwnd.is_none() {
+                css_entry_cwnd = Some(n.ep[0].cwnd_bytes());
+            }
+            n.ep[0].ssthresh_bytes() < 1 << 40
+        });
+        assert_eq!(n.ep[0].stats().fast_retransmits + n.ep[0].stats().timeouts, 0);
+        (css_entry_cwnd, n.ep[0].ssthresh_bytes(), n.now)
+    };
+    let bdp = 100_000_000 / 8 * 40 / 1000;
+    let (css_entry, ssthresh, at) = run(true);
+    let css_entry = css_entry.expect("went through conservative slow start");
+    // Slow start sends at twice the bottleneck rate, so the queue (and the round's min RTT)
+    // jumps by well over 5 ms in the round where cwnd reaches the order of the pipe size.
+    assert!(css_entry > bdp / 2 && css_entry < 4 * bdp, "CSS at cwnd {css_entry} vs pipe {bdp}");
+    // Bursty slow start lets the queue drain between rounds, so CSS is left and re-entered a
+    // few times (RFC 9406's spurious-increase rule) before five CSS rounds end slow start.
+    assert!(ssthresh > css_entry && ssthresh < 16 * bdp, "ssthresh {ssthresh} after CSS from {css_entry}");
+    assert!(at < 2 * S, "left slow start at {} ms", at / MS);
+    let (css_entry, ssthresh, _) = run(false);
+    assert_eq!(css_entry, None);
+    assert!(ssthresh > 1 << 40, "no exit without HyStart and without loss");
 }
