@@ -1,1 +1,21 @@
-//! placeholder
+//! Traffic for experiments, as plain data: flow-size distributions, open-loop flow generators,
+//! and readers/writers for flow lists other simulators use (htsim's connection matrix) and for
+//! trace files. Nothing here knows about the simulator.
+
+pub mod cdf;
+pub mod generate;
+pub mod htsim;
+pub mod trace;
+
+pub use cdf::{cdf_by_name, FlowSizeCdf};
+pub use generate::{poisson_flows, uniform_size_flows};
+
+/// One flow between two servers (indices), starting at `start_ps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    pub id: u64,
+    pub src: u32,
+    pub dst: u32,
+    pub start_ps: u64,
+    pub size_bytes: u64,
+}

@@ -1,0 +1,156 @@
+//! `innet bench sim`: fixed simulator scenarios (or a given htsim connection-matrix flow list)
+//! timed on the wall clock, reporting events and packet-hops per second, delivered packets and
+//! peak memory. The same flow list drives ns-3 (bench/ns3/) for a side-by-side ratio.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use innet_dataplane::fabric::{build_fabric, l3_switch};
+use innet_sim::apps::{FlowKind, FlowSpec};
+use innet_sim::experiment::ExperimentError;
+use innet_sim::host::HostConfig;
+use innet_sim::topology::{Topology, TopologySpec};
+use serde_json::{json, Map, Value};
+
+use crate::transport::tcp_config;
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// An htsim connection-matrix flow list; when absent a built-in one is generated.
+    pub flows_path: Option<PathBuf>,
+    /// "fattree", "leafspine" or "rack".
+    pub topology: String,
+    /// Fat-tree arity (k-ary fat-tree); leaf-spine leaves; rack hosts.
+    pub k: u32,
+    /// "udp" or "tcp".
+    pub transport: String,
+    /// Named scenario instead of the above: "ft8-udp", "ft8-tcp", "ft4-udp".
+    pub scenario: Option<String>,
+    /// Flows for the generated list (when no file is given).
+    pub flows: usize,
+    pub seed: u64,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            flows_path: None,
+            topology: "fattree".into(),
+            k: 8,
+            transport: "udp".into(),
+            scenario: None,
+            flows: 1000,
+            seed: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    pub fields: Map<String, Value>,
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
+    ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+/// Peak resident set size of this process in MiB (Linux), if known.
+pub fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
+    let mut o = opts.clone();
+    if let Some(s) = &opts.scenario {
+        let (k, t) = match s.as_str() {
+            "ft8-udp" => (8, "udp"),
+            "ft8-tcp" => (8, "tcp"),
+            "ft4-udp" => (4, "udp"),
+            "ft4-tcp" => (4, "tcp"),
+            other => return Err(bad("scenario", format!("expected ft8-udp, ft8-tcp, ft4-udp or ft4-tcp, got '{other}'"))),
+        };
+        o.topology = "fattree".into();
+        o.k = k;
+        o.transport = t.into();
+    }
+    let spec = match o.topology.as_str() {
+        "fattree" => {
+            if o.k < 2 || o.k % 2 != 0 {
+                return Err(bad("k", format!("a k-ary fat-tree needs an even k >= 2, got {}", o.k)));
+            }
+            TopologySpec::k_ary(o.k)
+        }
+        "leafspine" => TopologySpec::leaf_spine(o.k.max(1), (o.k / 2).max(1), 8),
+        "rack" => TopologySpec::rack(o.k.max(2)),
+        other => return Err(bad("topology", format!("expected fattree, leafspine or rack, got '{other}'"))),
+    };
+    let topo = Topology::build(&spec, &[])?;
+    let servers = topo.num_servers;
+    let raw = match &o.flows_path {
+        Some(path) => {
+            let m = innet_workloads::htsim::read_file(path).map_err(|e| ExperimentError::Input(e.to_string()))?;
+            if m.nodes > servers {
+                return Err(ExperimentError::Input(format!(
+                    "{}: the flow list has {} nodes but the topology has {} servers",
+                    path.display(),
+                    m.nodes,
+                    servers
+                )));
+            }
+            m.flows
+        }
+        None => innet_workloads::uniform_size_flows(servers, 100_000_000_000, 0.5, o.flows, 500_000, 1_500_000, o.seed)
+            .map_err(|m| bad("flows", m))?,
+    };
+    let kind = match o.transport.as_str() {
+        "udp" => FlowKind::Udp { payload_bytes: 1000, interval_ps: 0 },
+        "tcp" => FlowKind::Tcp,
+        other => return Err(bad("transport", format!("expected udp or tcp, got '{other}'"))),
+    };
+    let flows: Vec<FlowSpec> = raw
+        .iter()
+        .map(|f| FlowSpec {
+            src_host: f.src,
+            dst_host: f.dst,
+            src_ip: 0,
+            dst_ip: 0,
+            start_ps: f.start_ps,
+            size_bytes: f.size_bytes,
+            kind,
+        })
+        .collect();
+    let n_flows = flows.len();
+    let host_cfg = HostConfig { tcp: tcp_config("ns3", "cubic")?, listen_all: true };
+    let t0 = Instant::now();
+    let mut fabric = build_fabric(topo, o.seed, host_cfg, flows, l3_switch);
+    let t_build = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    fabric.sim.run_until(u64::MAX, &mut |_| {});
+    let wall = t1.elapsed().as_secs_f64();
+    let cons = fabric.sim.finish();
+    let m = &fabric.sim.net.metrics;
+    let events = fabric.sim.net.events_processed();
+    let mut f = Map::new();
+    f.insert("simulator".into(), json!("innet"));
+    f.insert("topology".into(), json!(o.topology));
+    f.insert("k".into(), json!(o.k));
+    f.insert("transport".into(), json!(o.transport));
+    f.insert("flows".into(), json!(n_flows));
+    f.insert("delivered_packets".into(), json!(m.delivered_packets));
+    f.insert("data_packets_completed_flows".into(), json!(m.flows.iter().filter(|r| r.complete_ps.is_some()).count()));
+    f.insert("dropped_packets".into(), json!(m.dropped_total()));
+    f.insert("packet_hops".into(), json!(m.hops_sum));
+    f.insert("events".into(), json!(events));
+    f.insert("build_s".into(), json!(t_build));
+    f.insert("wall_s".into(), json!(wall));
+    f.insert("events_per_s".into(), json!(events as f64 / wall));
+    f.insert("packet_hops_per_s".into(), json!(m.hops_sum as f64 / wall));
+    f.insert("delivered_packets_per_s".into(), json!(m.delivered_packets as f64 / wall));
+    f.insert("sim_time_s".into(), json!(m.last_delivery_ps as f64 / 1e12));
+    f.insert("conservation_ok".into(), json!(cons.ok()));
+    f.insert("peak_rss_mib".into(), json!(peak_rss_mib()));
+    Ok(BenchReport { fields: f })
+}

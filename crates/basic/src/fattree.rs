@@ -1,0 +1,190 @@
+//! `basic.fattree`: FT8-10K (or any fat-tree) with plain L3 switches under a trace-driven
+//! workload — Hadoop or WebSearch flow sizes, Poisson arrivals at a load fraction of the total
+//! host bandwidth, uniformly random server pairs, one TCP (or UDP) flow per row.
+
+use std::collections::BTreeMap;
+
+use innet_dataplane::fabric::{build_fabric, l3_switch};
+use innet_sim::apps::{FlowKind, FlowSpec};
+use innet_sim::experiment::{
+    resolve_params, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput,
+};
+use innet_sim::host::HostConfig;
+use innet_sim::report::{flow_stats, flows_table, packet_fates, ports_table, round6, switches_table};
+use innet_sim::time::{ps_to_us, PS_PER_MS};
+use innet_sim::topology::{Topology, TopologySpec};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::transport::tcp_config;
+
+pub struct BasicFattree;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub pods: u32,
+    pub tors_per_pod: u32,
+    pub servers_per_tor: u32,
+    pub spines_per_pod: u32,
+    pub cores: u32,
+    pub host_link_gbps: f64,
+    pub fabric_link_gbps: f64,
+    pub link_delay_ns: u64,
+    pub switch_buffer_bytes: u64,
+    pub ecn_threshold_bytes: u64,
+    pub trace: String,
+    pub load: f64,
+    pub flows: u64,
+    pub transport: String,
+    pub congestion_control: String,
+    pub tcp_profile: String,
+    pub udp_payload_bytes: u32,
+    pub stop_ms: f64,
+    pub seed: u64,
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec { name: "pods", default: "8", doc: "fat-tree pods" },
+    ParamSpec { name: "tors_per_pod", default: "4", doc: "ToRs per pod" },
+    ParamSpec { name: "servers_per_tor", default: "4", doc: "servers per ToR" },
+    ParamSpec { name: "spines_per_pod", default: "4", doc: "spines per pod (each reaches cores/spines_per_pod cores)" },
+    ParamSpec { name: "cores", default: "16", doc: "core switches" },
+    ParamSpec { name: "host_link_gbps", default: "100.0", doc: "host-ToR link bandwidth" },
+    ParamSpec { name: "fabric_link_gbps", default: "400.0", doc: "switch-switch link bandwidth" },
+    ParamSpec { name: "link_delay_ns", default: "1000", doc: "propagation delay of every link" },
+    ParamSpec { name: "switch_buffer_bytes", default: "33554432", doc: "shared buffer per switch (32 MiB)" },
+    ParamSpec { name: "ecn_threshold_bytes", default: "0", doc: "ECN marking threshold per port; 0 = no marking" },
+    ParamSpec { name: "trace", default: "\"hadoop\"", doc: "flow-size distribution: hadoop or websearch" },
+    ParamSpec { name: "load", default: "0.3", doc: "offered load as a fraction of total host bandwidth" },
+    ParamSpec { name: "flows", default: "100000", doc: "number of flows" },
+    ParamSpec { name: "transport", default: "\"tcp\"", doc: "tcp or udp" },
+    ParamSpec { name: "congestion_control", default: "\"cubic\"", doc: "cubic, dctcp or newreno" },
+    ParamSpec { name: "tcp_profile", default: "\"switchv2p\"", doc: "switchv2p (the paper's ns-3 settings) or datacenter" },
+    ParamSpec { name: "udp_payload_bytes", default: "1000", doc: "UDP payload per packet when transport = udp" },
+    ParamSpec { name: "stop_ms", default: "2000.0", doc: "simulated-time limit; flows unfinished by then count as incomplete" },
+    ParamSpec { name: "seed", default: "1", doc: "seed of every random choice" },
+];
+
+const QUICK: &[(&str, &str)] = &[("flows", "2000")];
+
+impl Params {
+    fn topology(&self) -> TopologySpec {
+        let mut t = TopologySpec::fattree(self.pods, self.tors_per_pod, self.servers_per_tor, self.spines_per_pod, self.cores);
+        t.host_link_gbps = self.host_link_gbps;
+        t.fabric_link_gbps = self.fabric_link_gbps;
+        t.link_delay_ns = self.link_delay_ns;
+        t.switch_buffer_bytes = self.switch_buffer_bytes;
+        t.ecn_threshold_bytes = (self.ecn_threshold_bytes > 0).then_some(self.ecn_threshold_bytes);
+        t
+    }
+
+    fn check(&self) -> Result<(), ExperimentError> {
+        let bad = |field: &str, message: String| Err(ExperimentError::BadParam { field: field.into(), message });
+        if !(self.load > 0.0 && self.load <= 1.0) {
+            return bad("load", format!("expected a fraction in (0, 1], got {}", self.load));
+        }
+        if self.flows == 0 {
+            return bad("flows", "expected at least 1".into());
+        }
+        if !matches!(self.transport.as_str(), "tcp" | "udp") {
+            return bad("transport", format!("expected tcp or udp, got '{}'", self.transport));
+        }
+        if self.udp_payload_bytes == 0 || self.udp_payload_bytes > 1472 {
+            return bad("udp_payload_bytes", format!("expected 1..=1472, got {}", self.udp_payload_bytes));
+        }
+        if !(self.stop_ms > 0.0) {
+            return bad("stop_ms", format!("expected a positive time, got {}", self.stop_ms));
+        }
+        Ok(())
+    }
+}
+
+/// Trace-driven flows between servers of `topo` per the parameters.
+pub fn generate_flows(p: &Params, num_servers: u32) -> Result<Vec<FlowSpec>, ExperimentError> {
+    let cdf = innet_workloads::cdf_by_name(&p.trace).map_err(|message| ExperimentError::BadParam {
+        field: "trace".into(),
+        message,
+    })?;
+    let host_bps = (p.host_link_gbps * 1e9) as u64;
+    let flows = innet_workloads::poisson_flows(&cdf, num_servers, host_bps, p.load, p.flows as usize, p.seed)
+        .map_err(|message| ExperimentError::BadParam { field: "load".into(), message })?;
+    let kind = if p.transport == "udp" {
+        FlowKind::Udp { payload_bytes: p.udp_payload_bytes, interval_ps: 0 }
+    } else {
+        FlowKind::Tcp
+    };
+    Ok(flows
+        .iter()
+        .map(|f| FlowSpec {
+            src_host: f.src,
+            dst_host: f.dst,
+            src_ip: 0,
+            dst_ip: 0,
+            start_ps: f.start_ps,
+            size_bytes: f.size_bytes,
+            kind,
+        })
+        .collect())
+}
+
+impl Experiment for BasicFattree {
+    fn info(&self) -> ExperimentInfo {
+        ExperimentInfo {
+            name: "basic.fattree",
+            description: "FT8-10K with plain L3 switches: Hadoop/WebSearch flows, Poisson arrivals, FCT and first-packet latency",
+            params: PARAMS.to_vec(),
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        p.check()?;
+        let spec = p.topology();
+        let topo = Topology::build(&spec, &[])?;
+        let flows = generate_flows(&p, topo.num_servers)?;
+        let last_start_ps = flows.iter().map(|f| f.start_ps).max().unwrap_or(0);
+        let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control)?, listen_all: true };
+        let mut fabric = build_fabric(topo, p.seed, host_cfg, flows, l3_switch);
+        let stop_ps = (p.stop_ms * PS_PER_MS as f64) as u64;
+        // Progress: flow starts dominate early; report simulated time against the last start.
+        let horizon = last_start_ps.max(1) as f64 * 1.2;
+        fabric.sim.run_until(stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
+        let cons = fabric.sim.finish();
+        if !cons.ok() {
+            return Err(ExperimentError::Invariant(format!("packet conservation failed: {cons}")));
+        }
+        progress(1.0);
+        let stats = flow_stats(&fabric.sim);
+        let mut s = serde_json::Map::new();
+        s.insert("experiment".into(), json!("basic.fattree"));
+        s.insert("seed".into(), json!(p.seed));
+        s.insert("flows".into(), json!(stats.flows));
+        s.insert("completed_flows".into(), json!(stats.completed));
+        s.insert("fct_mean_us".into(), json!(round6(stats.fct_mean_us)));
+        s.insert("fct_p50_us".into(), json!(round6(stats.fct_p50_us)));
+        s.insert("fct_p99_us".into(), json!(round6(stats.fct_p99_us)));
+        s.insert("first_packet_latency_mean_us".into(), json!(round6(stats.first_packet_latency_mean_us)));
+        s.insert("first_packet_latency_p99_us".into(), json!(round6(stats.first_packet_latency_p99_us)));
+        for (k, v) in packet_fates(&fabric.sim, &cons) {
+            s.insert(k, v);
+        }
+        s.insert("last_delivery_us".into(), json!(round6(ps_to_us(fabric.sim.net.metrics.last_delivery_ps))));
+        s.insert("events".into(), json!(fabric.sim.net.events_processed()));
+        let hosts = fabric.topo.hosts.iter().filter_map(|&h| fabric.sim.node::<innet_sim::host::Host>(h));
+        let (mut retx, mut rto, mut failed) = (0, 0, 0);
+        for h in hosts {
+            retx += h.stats.retransmits;
+            rto += h.stats.timeouts;
+            failed += h.stats.tcp_failed;
+        }
+        s.insert("tcp_retransmits".into(), json!(retx));
+        s.insert("tcp_timeouts".into(), json!(rto));
+        s.insert("tcp_failed_connections".into(), json!(failed));
+        s.insert("offered_load".into(), json!(p.load));
+        s.insert("trace".into(), json!(p.trace));
+        s.insert("transport".into(), json!(p.transport));
+        let tables = vec![flows_table(&fabric.sim), switches_table(&fabric.sim, &fabric.topo), ports_table(&fabric.sim)];
+        Ok(RunOutput { summary: s, tables })
+    }
+}
