@@ -94,10 +94,7 @@ impl TcpEndpoint {
         let rwnd = (cfg.receive_window_bytes as u64).max(mss);
         let cc = CongestionState::new(cfg.congestion_control, mss, cfg.initial_cwnd_segments as u64);
         let rtt = RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps.max(1), cfg.max_rto_ps, cfg.clock_granularity_ps);
-        let mut stats = TcpStats::default();
-        stats.cwnd_bytes = cc.cwnd;
-        stats.ssthresh_bytes = cc.ssthresh;
-        stats.rto_ps = rtt.rto_ps();
+        let stats = TcpStats { cwnd_bytes: cc.cwnd, ssthresh_bytes: cc.ssthresh, rto_ps: rtt.rto_ps(), ..TcpStats::default() };
         TcpEndpoint {
             cfg,
             mss,
@@ -534,8 +531,9 @@ impl TcpEndpoint {
                 }
                 self.snd_max = end;
             }
-            if self.in_flight.back().map_or(true, |s| s.end < end) {
-                self.in_flight.push_back(Sent { end, sent_ps: now_ps, retransmitted: retransmission });
+            match self.in_flight.back() {
+                Some(last) if last.end >= end => {} // a go-back-N resend inside a recorded segment
+                _ => self.in_flight.push_back(Sent { end, sent_ps: now_ps, retransmitted: retransmission }),
             }
         }
         if self.rto_deadline_ps.is_none() {

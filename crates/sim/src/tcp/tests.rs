@@ -55,6 +55,8 @@ struct Wire {
 type DropFn = Box<dyn FnMut(usize, u64, Option<u64>, &TcpSegment) -> bool>;
 /// Decides whether to CE-mark an ECT data packet: (direction, data index, queue length).
 type MarkFn = Box<dyn FnMut(usize, u64, usize) -> bool>;
+/// Extra delay for one packet: (direction, packet index) -> picoseconds.
+type HoldFn = Box<dyn FnMut(usize, u64) -> u64>;
 
 /// Endpoint 0 is the client, 1 the server; wire d carries what endpoint d sends.
 struct Net {
@@ -64,6 +66,7 @@ struct Net {
     wire: [Wire; 2],
     drop: DropFn,
     mark: MarkFn,
+    hold: HoldFn,
     log: Vec<Logged>,
     events: [Vec<(u64, TcpEvent)>; 2],
     /// Bytes each endpoint delivered to its application.
@@ -95,6 +98,7 @@ impl Net {
             wire: [wire(), wire()],
             drop: Box::new(|_, _, _, _| false),
             mark: Box::new(|_, _, _| false),
+            hold: Box::new(|_, _| 0),
             log: Vec::new(),
             events: [Vec::new(), Vec::new()],
             delivered: [0, 0],
@@ -160,7 +164,7 @@ impl Net {
         let ser = w.bandwidth_bps.map_or(0, |b| (seg.payload_len as u64 + HEADER_BYTES) * 8 * S / b);
         let tx_end_ps = now.max(w.busy_until_ps) + ser;
         w.busy_until_ps = tx_end_ps;
-        let mut arrive_ps = tx_end_ps + w.delay_ps;
+        let mut arrive_ps = tx_end_ps + w.delay_ps + (self.hold)(d, index);
         if let Some((max_ps, state)) = w.jitter.as_mut() {
             *state ^= *state << 13;
             *state ^= *state >> 7;
@@ -260,8 +264,8 @@ impl Net {
     }
 
     fn assert_clean_finish(&self, sizes: [u64; 2]) {
-        for d in 0..2 {
-            assert_eq!(self.delivered[1 - d], sizes[d], "bytes of endpoint {d} delivered to its peer");
+        for (d, &size) in sizes.iter().enumerate() {
+            assert_eq!(self.delivered[1 - d], size, "bytes of endpoint {d} delivered to its peer");
             assert_eq!(self.ep[d].state(), TcpState::Closed, "endpoint {d} state");
             assert_eq!(self.count_events(d, TcpEvent::Closed), 1, "endpoint {d} Closed events");
             assert_eq!(self.count_events(d, TcpEvent::PeerClosed), 1, "endpoint {d} PeerClosed events");
@@ -624,7 +628,7 @@ fn dctcp_alpha_tracks_the_marked_fraction_and_cuts_by_half_alpha() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        d == 0 && rng % 4 == 0
+        d == 0 && rng & 3 == 0
     });
     n.ep[0].send(20_000_000);
     n.run_to_end(10 * S);
@@ -886,4 +890,86 @@ fn hystart_leaves_slow_start_when_the_bottleneck_queue_builds() {
     let (css_entry, ssthresh, _) = run(false);
     assert_eq!(css_entry, None);
     assert!(ssthresh > 1 << 40, "no exit without HyStart and without loss");
+}
+
+#[test]
+fn two_holes_in_one_window_are_repaired_by_partial_acks() {
+    let mut n = Net::new(cfg(), cfg(), [10, 20], 5 * US, Some(10_000_000_000));
+    n.drop = Box::new(|d, _, di, _| d == 0 && (di == Some(20) || di == Some(26)));
+    n.ep[0].send(1_000_000);
+    n.run_to_end(10 * S);
+    n.assert_clean_finish([1_000_000, 0]);
+    let s = n.ep[0].stats();
+    assert_eq!(s.fast_retransmits, 1, "one recovery episode covers both losses (RFC 6582)");
+    assert_eq!(s.timeouts, 0);
+    assert_eq!(s.retransmits, 2);
+}
+
+/// Karn: a SYN retransmitted before the SYN-ACK of the first one arrives gives no RTT sample
+/// (it would measure 5 µs on a 20 µs path).
+#[test]
+fn an_ambiguous_syn_ack_gives_no_rtt_sample() {
+    let c = TcpConfig { initial_rto_ps: 15 * US, ..cfg() };
+    let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
+    n.ep[0].send(10_000);
+    n.run_to_end(S);
+    n.assert_clean_finish([10_000, 0]);
+    assert_eq!(n.ep[0].stats().syn_retransmits, 1);
+    assert_eq!(n.ep[0].stats().min_rtt_ps, 20 * US);
+}
+
+/// Karn for data: spurious timeouts resend data whose first copy did arrive; the ACKs of
+/// those first copies, coming in just after the resend, must not be taken as RTT samples.
+#[test]
+fn spurious_timeouts_never_yield_rtt_samples_below_the_path_rtt() {
+    // The smallest true RTT: the handshake's two 40-byte segments at 1 Gb/s and 20 µs of
+    // propagation.
+    let path_rtt = 20 * US + 2 * 40 * 8 * 1000;
+    let mut spurious_runs = 0;
+    for hold_us in (50..3000).step_by(50) {
+        let c = TcpConfig { min_rto_ps: US, clock_granularity_ps: 0, ..cfg() };
+        let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, Some(1_000_000_000));
+        // From the 20th on, ACKs are held back: sooner or later after the sender timed out.
+        n.hold = Box::new(move |d, i| if d == 1 && (20..200).contains(&i) { hold_us * US } else { 0 });
+        n.ep[0].send(200_000);
+        n.run_to_end(10 * S);
+        n.assert_clean_finish([200_000, 0]);
+        spurious_runs += (n.ep[0].stats().timeouts > 0) as u32;
+        let min_rtt = n.ep[0].stats().min_rtt_ps;
+        assert!(min_rtt >= path_rtt, "hold {hold_us} µs: min RTT {min_rtt} < {path_rtt}");
+    }
+    assert!(spurious_runs > 30, "the setup must cause spurious timeouts ({spurious_runs} runs had some)");
+}
+
+/// RFC 6582: after a timeout, duplicate ACKs for data sent before it (go-back-N resends the
+/// receiver already had) must not start a fast retransmit.
+#[test]
+fn duplicate_acks_below_recover_after_a_timeout_do_not_fast_retransmit() {
+    let c = TcpConfig { mss_bytes: 1000, ..cfg() };
+    let mut tx = TcpEndpoint::connect(c, 0, 0);
+    tx.send(20_000);
+    let (syn, _) = tx.poll_transmit(0).unwrap();
+    let ack = |a: u32| TcpSegment { seq: 501, ack: a, flags: TcpFlags(TcpFlags::ACK), window: 1 << 20, payload_len: 0 };
+    let synack = TcpSegment { seq: 500, ack: syn.seq + 1, flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK), window: 1 << 20, payload_len: 0 };
+    tx.on_segment(10, &synack, false);
+    let mut sent = 0;
+    while let Some((s, _)) = tx.poll_transmit(10) {
+        sent += (s.payload_len > 0) as u32;
+    }
+    assert_eq!(sent, 10, "initial window");
+    // The first two segments are acked, then the timer expires.
+    tx.on_segment(20, &ack(1 + 2000), false);
+    while tx.poll_transmit(20).is_some() {}
+    let rto_at = tx.next_timeout_ps().unwrap();
+    tx.on_timeout(rto_at);
+    assert_eq!(tx.stats().timeouts, 1);
+    let (resent, _) = tx.poll_transmit(rto_at).unwrap();
+    assert_eq!(resent.seq, 1 + 2000, "go-back-N from the first unacknowledged byte");
+    // Three duplicates of the old ACK (the peer acking resends it already had).
+    for i in 0..3 {
+        tx.on_segment(rto_at + 1 + i, &ack(1 + 2000), false);
+    }
+    assert_eq!(tx.stats().dupacks_received, 3);
+    assert_eq!(tx.stats().fast_retransmits, 0);
+    assert!(!tx.in_recovery());
 }
