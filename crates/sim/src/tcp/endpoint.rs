@@ -421,7 +421,7 @@ impl TcpEndpoint {
         self.snd_nxt = self.snd_nxt.max(1);
         self.snd_max = self.snd_max.max(1);
         if self.rto_deadline_ps.is_none() {
-            self.rto_deadline_ps = Some(now_ps + self.rtt.rto_ps());
+            self.rto_deadline_ps = Some(now_ps.saturating_add(self.rtt.rto_ps()));
         }
         // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE|CWR, the SYN-ACK answers with ECE.
         let mut flags = TcpFlags::SYN;
@@ -537,7 +537,7 @@ impl TcpEndpoint {
             }
         }
         if self.rto_deadline_ps.is_none() {
-            self.rto_deadline_ps = Some(now_ps + self.rtt.rto_ps());
+            self.rto_deadline_ps = Some(now_ps.saturating_add(self.rtt.rto_ps()));
         }
         self.note_ack_sent();
         (seg, self.ect_for(!retransmission && len > 0))
@@ -776,7 +776,7 @@ impl TcpEndpoint {
             }
         }
         // RFC 6298 (5.2 / 5.3): stop the timer when all is acked, else restart it.
-        self.rto_deadline_ps = (self.snd_una < self.snd_max).then(|| now_ps + self.rtt.rto_ps());
+        self.rto_deadline_ps = (self.snd_una < self.snd_max).then(|| now_ps.saturating_add(self.rtt.rto_ps()));
         let data_acked = self.snd_una.min(self.data_end()) - 1;
         if data_acked == self.app_bytes && self.app_bytes > self.all_acked_reported {
             self.all_acked_reported = self.app_bytes;
@@ -837,7 +837,7 @@ impl TcpEndpoint {
             self.events.push_back(TcpEvent::Closed);
         } else {
             self.state = TcpState::TimeWait;
-            self.time_wait_deadline_ps = Some(now_ps + self.cfg.time_wait_ps);
+            self.time_wait_deadline_ps = Some(now_ps.saturating_add(self.cfg.time_wait_ps));
         }
     }
 
@@ -919,7 +919,7 @@ impl TcpEndpoint {
         if self.delack_segments >= self.cfg.delayed_ack_count.max(1) {
             self.ack_now = true;
         } else if self.delack_deadline_ps.is_none() {
-            self.delack_deadline_ps = Some(now_ps + self.cfg.delayed_ack_timeout_ps);
+            self.delack_deadline_ps = Some(now_ps.saturating_add(self.cfg.delayed_ack_timeout_ps));
         }
     }
 

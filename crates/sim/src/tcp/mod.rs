@@ -56,8 +56,9 @@
 //!   cwnd ← cwnd·(1 − alpha/2) at most once per window (alpha is updated before the cut, as in
 //!   Linux), with CWR on the next new data segment. Loss halves the flight size like Reno.
 //!   The receiver keeps the RFC's CE state: on a change it first sends the ACK it was
-//!   delaying, with the old ECE value, then acknowledges the new segment at once. Every DCTCP
-//!   packet (including pure ACKs and retransmissions) is sent ECT, as Linux does; with classic
+//!   delaying, with the old ECE value, then acknowledges the new segment at once. After the
+//!   handshake every DCTCP packet (pure ACKs and retransmissions too) is sent ECT, as Linux
+//!   does (SYN and SYN-ACK are not: ECN is not yet negotiated); with classic
 //!   ECN only new data is ECT (RFC 3168 §6.1.5) and the receiver latches ECE until CWR.
 //! * **Fast retransmit / NewReno recovery** (RFC 6582) after `dupack_threshold` duplicate
 //!   ACKs (RFC 5681 definition: no data, same ack and window, data outstanding):

@@ -37,14 +37,15 @@ impl RttEstimator {
                 self.rttvar_ps = rtt_ps / 2;
             }
             Some(srtt) => {
-                let err = srtt.abs_diff(rtt_ps);
-                self.rttvar_ps = (3 * self.rttvar_ps + err) / 4;
-                self.srtt_ps = Some((7 * srtt + rtt_ps) / 8);
+                // u128 so that absurd inputs cannot overflow.
+                let err = srtt.abs_diff(rtt_ps) as u128;
+                self.rttvar_ps = ((3 * self.rttvar_ps as u128 + err) / 4) as u64;
+                self.srtt_ps = Some(((7 * srtt as u128 + rtt_ps as u128) / 8) as u64);
             }
         }
         self.min_rtt_ps = Some(self.min_rtt_ps.map_or(rtt_ps, |m| m.min(rtt_ps)));
         let srtt = self.srtt_ps.unwrap_or(rtt_ps);
-        let rto = srtt.saturating_add(self.granularity_ps.max(4 * self.rttvar_ps));
+        let rto = srtt.saturating_add(self.granularity_ps.max(self.rttvar_ps.saturating_mul(4)));
         self.rto_ps = rto.clamp(self.min_rto_ps, self.max_rto_ps);
     }
 

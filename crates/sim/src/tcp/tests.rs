@@ -973,3 +973,49 @@ fn duplicate_acks_below_recover_after_a_timeout_do_not_fast_retransmit() {
     assert_eq!(tx.stats().fast_retransmits, 0);
     assert!(!tx.in_recovery());
 }
+
+fn any_congestion_control() -> impl Strategy<Value = CongestionControl> {
+    prop_oneof![
+        Just(CongestionControl::NewReno),
+        (0.5f64..0.9, 0.1f64..1.0, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(beta, c, fc, tf, hs)| {
+            CongestionControl::Cubic { beta, c, fast_convergence: fc, tcp_friendly: tf, hystart: hs }
+        }),
+        (0.01f64..0.5, 0.0f64..1.0).prop_map(|(g, a)| CongestionControl::Dctcp { g, initial_alpha: a }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// Any valid configuration transfers every byte exactly once, with losses and marks.
+    #[test]
+    fn any_valid_config_completes_a_lossy_transfer(
+        mss in 1u32..3000,
+        segments in 1u64..150,
+        iw in 1u32..20,
+        dupthresh in 1u32..8,
+        delack in 1u32..4,
+        rwnd_segments in 1u32..64,
+        cc in any_congestion_control(),
+        drops in proptest::collection::btree_set(0u64..200, 0..5),
+        mark_every in 1u64..10,
+    ) {
+        let c = TcpConfig {
+            mss_bytes: mss,
+            initial_cwnd_segments: iw,
+            dupack_threshold: dupthresh,
+            delayed_ack_count: delack,
+            receive_window_bytes: mss * rwnd_segments,
+            ecn: cc.is_dctcp() || mark_every % 2 == 0,
+            congestion_control: cc,
+            ..cfg()
+        };
+        prop_assert!(c.validate().is_ok(), "{:?}", c.validate());
+        let mut n = Net::new(c.clone(), c, [7, 9], 5 * US, Some(10_000_000_000));
+        n.drop = Box::new(move |_, i, _, _| drops.contains(&i));
+        n.mark = Box::new(move |_, i, _| i % mark_every == 0);
+        let size = segments * mss as u64;
+        n.ep[0].send(size);
+        n.run_to_end(1000 * S);
+        n.assert_clean_finish([size, 0]);
+    }
+}
