@@ -76,7 +76,12 @@ impl CongestionState {
             ssthresh: u64::MAX / 4,
             reno_bytes_acked: 0,
             cubic: CubicState::default(),
-            dctcp: DctcpState { alpha: initial_alpha, window_end: 1, acked_bytes: 0, marked_bytes: 0 },
+            dctcp: DctcpState {
+                alpha: initial_alpha,
+                window_end: 1,
+                acked_bytes: 0,
+                marked_bytes: 0,
+            },
             hystart: HystartState {
                 active: matches!(kind, CongestionControl::Cubic { hystart: true, .. }),
                 window_end: 0,
@@ -118,9 +123,9 @@ impl CongestionState {
         }
         match self.kind {
             CongestionControl::NewReno | CongestionControl::Dctcp { .. } => self.reno_avoidance(acked_bytes),
-            CongestionControl::Cubic { beta, c, tcp_friendly, .. } => {
-                self.cubic_avoidance(now_ps, acked_bytes, srtt_ps, beta, c, tcp_friendly)
-            }
+            CongestionControl::Cubic {
+                beta, c, tcp_friendly, ..
+            } => self.cubic_avoidance(now_ps, acked_bytes, srtt_ps, beta, c, tcp_friendly),
         }
     }
 
@@ -159,7 +164,11 @@ impl CongestionState {
         if friendly {
             // RFC 9438 §4.3: W_est grows like Reno with the alpha that matches CUBIC's beta,
             // then like Reno itself once it passes the window before the last reduction.
-            let alpha = if st.w_est >= st.cwnd_prior { 1.0 } else { 3.0 * (1.0 - beta) / (1.0 + beta) };
+            let alpha = if st.w_est >= st.cwnd_prior {
+                1.0
+            } else {
+                3.0 * (1.0 - beta) / (1.0 + beta)
+            };
             st.w_est += alpha * mss * acked as f64 / cwnd;
             if w_cubic(t) < st.w_est {
                 if st.w_est > cwnd {
@@ -238,7 +247,9 @@ impl CongestionState {
     pub(crate) fn on_loss(&mut self, flight_bytes: u64) {
         self.hystart.active = false;
         self.ssthresh = match self.kind {
-            CongestionControl::Cubic { beta, fast_convergence, .. } => self.cubic_reduce(beta, fast_convergence),
+            CongestionControl::Cubic {
+                beta, fast_convergence, ..
+            } => self.cubic_reduce(beta, fast_convergence),
             // DCTCP reacts to loss like Reno (RFC 8257 §3.5).
             CongestionControl::NewReno | CongestionControl::Dctcp { .. } => (flight_bytes / 2).max(2 * self.mss),
         };
@@ -254,7 +265,9 @@ impl CongestionState {
                 let reduced = (self.cwnd as f64 * (1.0 - self.dctcp.alpha / 2.0)) as u64;
                 reduced.max(2 * self.mss)
             }
-            CongestionControl::Cubic { beta, fast_convergence, .. } => self.cubic_reduce(beta, fast_convergence),
+            CongestionControl::Cubic {
+                beta, fast_convergence, ..
+            } => self.cubic_reduce(beta, fast_convergence),
             CongestionControl::NewReno => (flight_bytes / 2).max(2 * self.mss),
         };
         self.cwnd = self.ssthresh;
@@ -272,7 +285,11 @@ impl CongestionState {
         let st = &mut self.cubic;
         st.cwnd_prior = cwnd;
         // RFC 9438 §4.7 fast convergence: a flow whose W_max shrank releases some more.
-        st.w_max = if fast_convergence && cwnd < st.w_max { cwnd * (1.0 + beta) / 2.0 } else { cwnd };
+        st.w_max = if fast_convergence && cwnd < st.w_max {
+            cwnd * (1.0 + beta) / 2.0
+        } else {
+            cwnd
+        };
         st.epoch_start_ps = None;
         ((cwnd * beta) as u64).max(2 * self.mss)
     }
@@ -280,14 +297,20 @@ impl CongestionState {
     /// RFC 8257 §3.3 sender bookkeeping for one ACK that acknowledged `acked_bytes` (with the
     /// ECE flag `ece`): at the end of each observation window fold the marked fraction into alpha.
     pub(crate) fn dctcp_on_ack(&mut self, snd_una: u64, snd_nxt: u64, acked_bytes: u64, ece: bool) {
-        let CongestionControl::Dctcp { g, .. } = self.kind else { return };
+        let CongestionControl::Dctcp { g, .. } = self.kind else {
+            return;
+        };
         let d = &mut self.dctcp;
         d.acked_bytes += acked_bytes;
         if ece {
             d.marked_bytes += acked_bytes;
         }
         if snd_una > d.window_end {
-            let f = if d.acked_bytes > 0 { d.marked_bytes as f64 / d.acked_bytes as f64 } else { 0.0 };
+            let f = if d.acked_bytes > 0 {
+                d.marked_bytes as f64 / d.acked_bytes as f64
+            } else {
+                0.0
+            };
             d.alpha = (1.0 - g) * d.alpha + g * f;
             d.acked_bytes = 0;
             d.marked_bytes = 0;

@@ -38,12 +38,21 @@ pub enum CongestionControl {
 impl CongestionControl {
     /// CUBIC with the RFC 9438 constants.
     pub fn cubic() -> Self {
-        CongestionControl::Cubic { beta: 0.7, c: 0.4, fast_convergence: true, tcp_friendly: true, hystart: true }
+        CongestionControl::Cubic {
+            beta: 0.7,
+            c: 0.4,
+            fast_convergence: true,
+            tcp_friendly: true,
+            hystart: true,
+        }
     }
 
     /// DCTCP with the RFC 8257 constants.
     pub fn dctcp() -> Self {
-        CongestionControl::Dctcp { g: 1.0 / 16.0, initial_alpha: 1.0 }
+        CongestionControl::Dctcp {
+            g: 1.0 / 16.0,
+            initial_alpha: 1.0,
+        }
     }
 
     pub fn is_dctcp(&self) -> bool {
@@ -137,7 +146,10 @@ impl TcpConfig {
             return bad("min_rto_ps", "must be positive, got 0".into());
         }
         if self.max_rto_ps < self.min_rto_ps {
-            return bad("max_rto_ps", format!("must be ≥ min_rto_ps ({}), got {}", self.min_rto_ps, self.max_rto_ps));
+            return bad(
+                "max_rto_ps",
+                format!("must be ≥ min_rto_ps ({}), got {}", self.min_rto_ps, self.max_rto_ps),
+            );
         }
         if self.initial_rto_ps == 0 {
             return bad("initial_rto_ps", "must be positive, got 0".into());
@@ -146,12 +158,18 @@ impl TcpConfig {
             return bad("dupack_threshold", "must be at least 1, got 0".into());
         }
         if self.delayed_ack_count == 0 {
-            return bad("delayed_ack_count", "must be at least 1 (1 acks every segment), got 0".into());
+            return bad(
+                "delayed_ack_count",
+                "must be at least 1 (1 acks every segment), got 0".into(),
+            );
         }
         if self.receive_window_bytes < self.mss_bytes {
             return bad(
                 "receive_window_bytes",
-                format!("must be ≥ mss_bytes ({}), got {}", self.mss_bytes, self.receive_window_bytes),
+                format!(
+                    "must be ≥ mss_bytes ({}), got {}",
+                    self.mss_bytes, self.receive_window_bytes
+                ),
             );
         }
         match self.congestion_control {
@@ -169,7 +187,10 @@ impl TcpConfig {
                     return bad("congestion_control.g", format!("must be in (0, 1], got {g}"));
                 }
                 if !(0.0..=1.0).contains(&initial_alpha) {
-                    return bad("congestion_control.initial_alpha", format!("must be in [0, 1], got {initial_alpha}"));
+                    return bad(
+                        "congestion_control.initial_alpha",
+                        format!("must be in [0, 1], got {initial_alpha}"),
+                    );
                 }
                 if !self.ecn {
                     return bad("ecn", "must be true with DCTCP (it reacts only to ECN marks)".into());

@@ -93,8 +93,18 @@ impl TcpEndpoint {
         let mss = cfg.mss_bytes.max(1) as u64;
         let rwnd = (cfg.receive_window_bytes as u64).max(mss);
         let cc = CongestionState::new(cfg.congestion_control, mss, cfg.initial_cwnd_segments as u64);
-        let rtt = RttEstimator::new(cfg.initial_rto_ps, cfg.min_rto_ps.max(1), cfg.max_rto_ps, cfg.clock_granularity_ps);
-        let stats = TcpStats { cwnd_bytes: cc.cwnd, ssthresh_bytes: cc.ssthresh, rto_ps: rtt.rto_ps(), ..TcpStats::default() };
+        let rtt = RttEstimator::new(
+            cfg.initial_rto_ps,
+            cfg.min_rto_ps.max(1),
+            cfg.max_rto_ps,
+            cfg.clock_granularity_ps,
+        );
+        let stats = TcpStats {
+            cwnd_bytes: cc.cwnd,
+            ssthresh_bytes: cc.ssthresh,
+            rto_ps: rtt.rto_ps(),
+            ..TcpStats::default()
+        };
         TcpEndpoint {
             cfg,
             mss,
@@ -233,7 +243,14 @@ impl TcpEndpoint {
 
     /// Earliest pending timer: retransmission (data, SYN, SYN-ACK), delayed ACK, TIME-WAIT.
     pub fn next_timeout_ps(&self) -> Option<u64> {
-        [self.rto_deadline_ps, self.delack_deadline_ps, self.time_wait_deadline_ps].into_iter().flatten().min()
+        [
+            self.rto_deadline_ps,
+            self.delack_deadline_ps,
+            self.time_wait_deadline_ps,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Run every timer that is due at `now_ps`.
@@ -533,7 +550,11 @@ impl TcpEndpoint {
             }
             match self.in_flight.back() {
                 Some(last) if last.end >= end => {} // a go-back-N resend inside a recorded segment
-                _ => self.in_flight.push_back(Sent { end, sent_ps: now_ps, retransmitted: retransmission }),
+                _ => self.in_flight.push_back(Sent {
+                    end,
+                    sent_ps: now_ps,
+                    retransmitted: retransmission,
+                }),
             }
         }
         if self.rto_deadline_ps.is_none() {
@@ -843,7 +864,10 @@ impl TcpEndpoint {
 
     /// The receiver half: place the bytes, deliver what became contiguous, decide when to ACK.
     fn process_data(&mut self, now_ps: u64, start: u64, len: u64, fin: bool, ce: bool) {
-        if !matches!(self.state, TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2) {
+        if !matches!(
+            self.state,
+            TcpState::Established | TcpState::FinWait1 | TcpState::FinWait2
+        ) {
             // After the peer's FIN anything new is a retransmission: just acknowledge.
             self.ack_now = true;
             return;

@@ -157,7 +157,10 @@ pub enum TcpState {
 impl TcpState {
     /// Past the handshake (data may flow in at least one direction).
     pub fn is_synchronized(self) -> bool {
-        !matches!(self, TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::SynReceived)
+        !matches!(
+            self,
+            TcpState::Closed | TcpState::Listen | TcpState::SynSent | TcpState::SynReceived
+        )
     }
 }
 

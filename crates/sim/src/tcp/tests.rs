@@ -93,7 +93,10 @@ impl Net {
         };
         Net {
             now: 0,
-            ep: [TcpEndpoint::connect(client, isn[0], 0), TcpEndpoint::listen(server, isn[1])],
+            ep: [
+                TcpEndpoint::connect(client, isn[0], 0),
+                TcpEndpoint::listen(server, isn[1]),
+            ],
             isn,
             wire: [wire(), wire()],
             drop: Box::new(|_, _, _, _| false),
@@ -155,13 +158,26 @@ impl Net {
         });
         let dropped = (self.drop)(d, index, data_index, &seg);
         let now = self.now;
-        let queued = if ect { w.queue.iter().rev().take_while(|p| p.tx_end_ps > now).count() } else { 0 };
+        let queued = if ect {
+            w.queue.iter().rev().take_while(|p| p.tx_end_ps > now).count()
+        } else {
+            0
+        };
         let ce = ect && data_index.is_some_and(|i| (self.mark)(d, i, queued));
-        self.log.push(Logged { t_ps: now, dir: d, seg, ect, ce, dropped });
+        self.log.push(Logged {
+            t_ps: now,
+            dir: d,
+            seg,
+            ect,
+            ce,
+            dropped,
+        });
         if dropped {
             return;
         }
-        let ser = w.bandwidth_bps.map_or(0, |b| (seg.payload_len as u64 + HEADER_BYTES) * 8 * S / b);
+        let ser = w
+            .bandwidth_bps
+            .map_or(0, |b| (seg.payload_len as u64 + HEADER_BYTES) * 8 * S / b);
         let tx_end_ps = now.max(w.busy_until_ps) + ser;
         w.busy_until_ps = tx_end_ps;
         let mut arrive_ps = tx_end_ps + w.delay_ps + (self.hold)(d, index);
@@ -172,8 +188,20 @@ impl Net {
             arrive_ps += *state % *max_ps;
         }
         // Keep the queue in arrival order (jitter may let a packet overtake others).
-        let at = w.queue.iter().rposition(|p| p.arrive_ps <= arrive_ps).map_or(0, |i| i + 1);
-        w.queue.insert(at, InFlight { arrive_ps, tx_end_ps, seg, ce });
+        let at = w
+            .queue
+            .iter()
+            .rposition(|p| p.arrive_ps <= arrive_ps)
+            .map_or(0, |i| i + 1);
+        w.queue.insert(
+            at,
+            InFlight {
+                arrive_ps,
+                tx_end_ps,
+                seg,
+                ce,
+            },
+        );
     }
 
     fn record_arrival(&mut self, d: usize, seg: &TcpSegment) {
@@ -265,10 +293,18 @@ impl Net {
 
     fn assert_clean_finish(&self, sizes: [u64; 2]) {
         for (d, &size) in sizes.iter().enumerate() {
-            assert_eq!(self.delivered[1 - d], size, "bytes of endpoint {d} delivered to its peer");
+            assert_eq!(
+                self.delivered[1 - d],
+                size,
+                "bytes of endpoint {d} delivered to its peer"
+            );
             assert_eq!(self.ep[d].state(), TcpState::Closed, "endpoint {d} state");
             assert_eq!(self.count_events(d, TcpEvent::Closed), 1, "endpoint {d} Closed events");
-            assert_eq!(self.count_events(d, TcpEvent::PeerClosed), 1, "endpoint {d} PeerClosed events");
+            assert_eq!(
+                self.count_events(d, TcpEvent::PeerClosed),
+                1,
+                "endpoint {d} PeerClosed events"
+            );
             assert_eq!(self.count_events(d, TcpEvent::Reset), 0);
             assert_eq!(self.count_events(d, TcpEvent::TimedOut), 0);
         }
@@ -278,7 +314,11 @@ impl Net {
 /// Datacenter-like settings. The delayed-ACK timeout stays below the min RTO: otherwise the
 /// last segment of an odd-sized burst waits for the delayed ACK long enough to time out.
 fn cfg() -> TcpConfig {
-    TcpConfig { min_rto_ps: 10 * MS, delayed_ack_timeout_ps: MS, ..TcpConfig::default() }
+    TcpConfig {
+        min_rto_ps: 10 * MS,
+        delayed_ack_timeout_ps: MS,
+        ..TcpConfig::default()
+    }
 }
 
 #[test]
@@ -351,7 +391,10 @@ fn one_drop_is_repaired_by_fast_retransmit_without_rto() {
     assert_eq!(s.timeouts, 0);
     assert_eq!(s.retransmits, 1, "only the lost segment is sent again");
     assert!(s.dupacks_received >= 3);
-    assert!(n.ep[1].stats().out_of_order_segments >= 3, "receiver acked out-of-order data");
+    assert!(
+        n.ep[1].stats().out_of_order_segments >= 3,
+        "receiver acked out-of-order data"
+    );
     let lost = n.data_sends(0).nth(20).unwrap();
     let resend = n.data_sends(0).filter(|l| l.seg.seq == lost.seg.seq).nth(1).unwrap();
     assert!(resend.t_ps - lost.t_ps < MS, "repaired within about an RTT, not an RTO");
@@ -362,7 +405,10 @@ fn one_drop_is_repaired_by_fast_retransmit_without_rto() {
 
 #[test]
 fn without_fast_retransmit_the_same_drop_waits_for_the_rto() {
-    let c = TcpConfig { dupack_threshold: 2048, ..cfg() };
+    let c = TcpConfig {
+        dupack_threshold: 2048,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [10, 20], 5 * US, Some(10_000_000_000));
     n.drop = drop_data_once(0, 20);
     n.ep[0].send(1_000_000);
@@ -373,7 +419,11 @@ fn without_fast_retransmit_the_same_drop_waits_for_the_rto() {
     assert!(s.timeouts >= 1);
     let lost = n.data_sends(0).nth(20).unwrap();
     let resend = n.data_sends(0).filter(|l| l.seg.seq == lost.seg.seq).nth(1).unwrap();
-    assert!(resend.t_ps - lost.t_ps >= 10 * MS, "resent after {} µs", (resend.t_ps - lost.t_ps) / US);
+    assert!(
+        resend.t_ps - lost.t_ps >= 10 * MS,
+        "resent after {} µs",
+        (resend.t_ps - lost.t_ps) / US
+    );
     assert!(resend.t_ps - lost.t_ps < 12 * MS, "min RTO with a tiny RTT");
 }
 
@@ -405,7 +455,10 @@ fn a_dropped_syn_ack_is_repaired_too() {
 
 #[test]
 fn syn_retries_back_off_and_give_up() {
-    let c = TcpConfig { max_syn_retries: 3, ..cfg() };
+    let c = TcpConfig {
+        max_syn_retries: 3,
+        ..cfg()
+    };
     let mut n = Net::new(c, cfg(), [5, 6], 10 * US, None);
     n.drop = Box::new(|d, _, _, _| d == 0);
     n.run_to_end(100 * S);
@@ -416,14 +469,20 @@ fn syn_retries_back_off_and_give_up() {
 }
 
 fn pure_acks(n: &Net, d: usize) -> usize {
-    n.log.iter().filter(|l| l.dir == d && l.seg.payload_len == 0 && l.seg.flags.0 == TcpFlags::ACK).count()
+    n.log
+        .iter()
+        .filter(|l| l.dir == d && l.seg.payload_len == 0 && l.seg.flags.0 == TcpFlags::ACK)
+        .count()
 }
 
 #[test]
 fn delayed_acks_halve_the_ack_count() {
     let segments = 200u64;
     let run = |count: u32| {
-        let c = TcpConfig { delayed_ack_count: count, ..cfg() };
+        let c = TcpConfig {
+            delayed_ack_count: count,
+            ..cfg()
+        };
         let mut n = Net::new(c.clone(), c, [1, 1], 5 * US, Some(10_000_000_000));
         n.ep[0].send(segments * 1460);
         n.run_to_end(10 * S);
@@ -432,26 +491,44 @@ fn delayed_acks_halve_the_ack_count() {
     };
     let every_segment = run(1);
     let every_second = run(2);
-    assert!((200..=203).contains(&every_segment), "{every_segment} ACKs with no delay");
-    assert!((100..=110).contains(&every_second), "{every_second} ACKs with delayed ACK 2");
+    assert!(
+        (200..=203).contains(&every_segment),
+        "{every_segment} ACKs with no delay"
+    );
+    assert!(
+        (100..=110).contains(&every_second),
+        "{every_second} ACKs with delayed ACK 2"
+    );
 }
 
 #[test]
 fn a_lone_segment_is_acked_after_the_delayed_ack_timeout() {
-    let c = TcpConfig { delayed_ack_timeout_ps: 4 * MS, ..cfg() };
+    let c = TcpConfig {
+        delayed_ack_timeout_ps: 4 * MS,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
     n.auto_close = false;
     n.ep[0].send(100);
     n.run_until(S, |n| n.count_events(0, TcpEvent::AllAcked) == 1);
     let data = n.data_sends(0).next().unwrap().t_ps;
-    let ack = n.log.iter().filter(|l| l.dir == 1 && l.t_ps > data).map(|l| l.t_ps).next().unwrap();
+    let ack = n
+        .log
+        .iter()
+        .filter(|l| l.dir == 1 && l.t_ps > data)
+        .map(|l| l.t_ps)
+        .next()
+        .unwrap();
     assert_eq!(ack, data + 10 * US + 4 * MS);
 }
 
 #[test]
 fn the_receive_window_bounds_the_flight() {
     let rwnd = 4 * 1460;
-    let server = TcpConfig { receive_window_bytes: rwnd as u32, ..cfg() };
+    let server = TcpConfig {
+        receive_window_bytes: rwnd as u32,
+        ..cfg()
+    };
     let mut n = Net::new(cfg(), server, [1, 1], 10 * US, None);
     n.ep[0].send(100 * 1460);
     n.run_to_end(10 * S);
@@ -468,7 +545,13 @@ fn the_receive_window_bounds_the_flight() {
 
 #[test]
 fn sequence_numbers_wrap_around() {
-    let mut n = Net::new(cfg(), cfg(), [u32::MAX - 5_000, u32::MAX - 10], 5 * US, Some(10_000_000_000));
+    let mut n = Net::new(
+        cfg(),
+        cfg(),
+        [u32::MAX - 5_000, u32::MAX - 10],
+        5 * US,
+        Some(10_000_000_000),
+    );
     n.drop = Box::new(|d, _, di, _| di == Some(30) || (d == 1 && di == Some(3)));
     n.ep[0].send(1_000_000);
     n.ep[1].send(300_000);
@@ -482,12 +565,17 @@ fn sequence_numbers_wrap_around() {
 
 #[test]
 fn fin_in_both_directions_walks_the_close_states() {
-    let c = TcpConfig { time_wait_ps: 5 * MS, ..cfg() };
+    let c = TcpConfig {
+        time_wait_ps: 5 * MS,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
     n.auto_close = false;
     n.ep[0].send(10_000);
     n.ep[0].close();
-    n.run_until(S, |n| n.ep[1].state() == TcpState::CloseWait && n.ep[0].state() == TcpState::FinWait2);
+    n.run_until(S, |n| {
+        n.ep[1].state() == TcpState::CloseWait && n.ep[0].state() == TcpState::FinWait2
+    });
     assert_eq!(n.ep[1].state(), TcpState::CloseWait);
     assert_eq!(n.ep[0].state(), TcpState::FinWait2);
     assert_eq!(n.delivered[1], 10_000);
@@ -508,7 +596,10 @@ fn fin_in_both_directions_walks_the_close_states() {
 
 #[test]
 fn simultaneous_close_goes_through_closing() {
-    let c = TcpConfig { time_wait_ps: 0, ..cfg() };
+    let c = TcpConfig {
+        time_wait_ps: 0,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
     n.auto_close = false;
     n.run_until(S, |n| n.ep[1].state() == TcpState::Established);
@@ -538,7 +629,10 @@ fn abort_resets_the_peer() {
 
 #[test]
 fn rto_backs_off_exponentially() {
-    let c = TcpConfig { max_data_retries: 4, ..cfg() };
+    let c = TcpConfig {
+        max_data_retries: 4,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
     // Every data segment after the first exchange is lost.
     n.drop = Box::new(|d, _, di, _| d == 0 && di.is_some_and(|i| i >= 10));
@@ -566,14 +660,23 @@ fn cubic_window_follows_the_cubic_after_a_loss() {
     let mut n = Net::new(c.clone(), c, [1, 1], rtt / 2, None);
     n.drop = drop_data_once(0, 300);
     n.ep[0].send(1 << 40);
-    n.run_until(20 * S, |n| n.ep[0].stats().fast_retransmits == 1 && !n.ep[0].in_recovery());
+    n.run_until(20 * S, |n| {
+        n.ep[0].stats().fast_retransmits == 1 && !n.ep[0].in_recovery()
+    });
     let mss = 1460.0;
     let loss = *n.trace.iter().find(|t| t.fast_rtx).unwrap();
     let w_max = loss.cwnd_before as f64;
     assert!(w_max > 100.0 * mss, "W_max {} segments", w_max / mss);
-    assert!((loss.ssthresh_after as f64 - 0.7 * w_max).abs() <= 1.0, "ssthresh = 0.7 W_max");
+    assert!(
+        (loss.ssthresh_after as f64 - 0.7 * w_max).abs() <= 1.0,
+        "ssthresh = 0.7 W_max"
+    );
     let exit = *n.trace.last().unwrap();
-    assert!((exit.cwnd_after as f64 - 0.7 * w_max).abs() <= 2.0 * mss, "cwnd {} after recovery", exit.cwnd_after);
+    assert!(
+        (exit.cwnd_after as f64 - 0.7 * w_max).abs() <= 2.0 * mss,
+        "cwnd {} after recovery",
+        exit.cwnd_after
+    );
     // One more ACK starts the epoch; K = cbrt(W_max (1 - beta) / C) in segments and seconds.
     n.run_until(20 * S, |n| n.ep[0].cubic_w_max_and_k().unwrap().1 > 0.0);
     let (w_max_now, k) = n.ep[0].cubic_w_max_and_k().unwrap();
@@ -590,25 +693,46 @@ fn cubic_window_follows_the_cubic_after_a_loss() {
     };
     let w = |f: f64| cwnd_at(f) / w_max;
     // Concave up to K, a plateau at W_max, convex beyond.
-    assert!(w(0.5) - w(0.0) > 2.0 * (w(1.0) - w(0.5)), "concave: {} {} {}", w(0.0), w(0.5), w(1.0));
-    assert!(w(2.0) - w(1.5) > 2.0 * (w(1.5) - w(1.0)), "convex: {} {} {}", w(1.0), w(1.5), w(2.0));
+    assert!(
+        w(0.5) - w(0.0) > 2.0 * (w(1.0) - w(0.5)),
+        "concave: {} {} {}",
+        w(0.0),
+        w(0.5),
+        w(1.0)
+    );
+    assert!(
+        w(2.0) - w(1.5) > 2.0 * (w(1.5) - w(1.0)),
+        "convex: {} {} {}",
+        w(1.0),
+        w(1.5),
+        w(2.0)
+    );
     assert!((w(1.0) - 1.0).abs() < 0.03, "cwnd at K is {} W_max", w(1.0));
     // And close to W_cubic itself (cwnd aims one RTT ahead, so compare with t + RTT).
     for f in [0.25, 0.5, 0.75, 1.25, 1.5, 1.75] {
         let t = f * k + rtt as f64 / S as f64;
         let w_cubic = 0.4 * mss * (t - k).powi(3) + w_max;
-        assert!((cwnd_at(f) - w_cubic).abs() < 0.03 * w_max, "at {f} K: cwnd {} vs W_cubic {w_cubic}", cwnd_at(f));
+        assert!(
+            (cwnd_at(f) - w_cubic).abs() < 0.03 * w_max,
+            "at {f} K: cwnd {} vs W_cubic {w_cubic}",
+            cwnd_at(f)
+        );
     }
 }
 
 #[test]
 fn cubic_is_reno_friendly_at_short_rtt() {
-    let c = TcpConfig { delayed_ack_count: 1, ..cfg() };
+    let c = TcpConfig {
+        delayed_ack_count: 1,
+        ..cfg()
+    };
     let rtt = 200 * US;
     let mut n = Net::new(c.clone(), c, [1, 1], rtt / 2, None);
     n.drop = drop_data_once(0, 60);
     n.ep[0].send(1 << 40);
-    n.run_until(20 * S, |n| n.ep[0].stats().fast_retransmits == 1 && !n.ep[0].in_recovery());
+    n.run_until(20 * S, |n| {
+        n.ep[0].stats().fast_retransmits == 1 && !n.ep[0].in_recovery()
+    });
     let start_cwnd = n.ep[0].cwnd_bytes() as f64;
     let start = n.now;
     n.run_until(start + 10 * rtt, |_| false);
@@ -619,7 +743,11 @@ fn cubic_is_reno_friendly_at_short_rtt() {
 
 #[test]
 fn dctcp_alpha_tracks_the_marked_fraction_and_cuts_by_half_alpha() {
-    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::dctcp(), ..cfg() };
+    let c = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::dctcp(),
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 5 * US, Some(10_000_000_000));
     // Mark a quarter of the data packets at random (a fixed pattern phase-locks with windows
     // of a few segments, and alpha measures per-window fractions, not the long-run one).
@@ -638,7 +766,10 @@ fn dctcp_alpha_tracks_the_marked_fraction_and_cuts_by_half_alpha() {
     let marked = n.data_sends(0).filter(|l| l.ce).count() as f64;
     assert!((marked / data - 0.25).abs() < 0.02, "marked fraction {}", marked / data);
     let not_syn = |l: &&Logged| !l.seg.flags.has(TcpFlags::SYN);
-    assert!(n.log.iter().filter(not_syn).all(|l| l.ect), "DCTCP sends everything ECT after the handshake");
+    assert!(
+        n.log.iter().filter(not_syn).all(|l| l.ect),
+        "DCTCP sends everything ECT after the handshake"
+    );
     let alpha = n.ep[0].dctcp_alpha().unwrap();
     assert!((alpha - 0.25).abs() < 0.1, "alpha {alpha}");
     let late: Vec<f64> = n.trace[n.trace.len() / 2..].iter().map(|t| t.alpha.unwrap()).collect();
@@ -658,7 +789,11 @@ fn dctcp_alpha_tracks_the_marked_fraction_and_cuts_by_half_alpha() {
 
 #[test]
 fn dctcp_keeps_a_marking_queue_short() {
-    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::dctcp(), ..cfg() };
+    let c = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::dctcp(),
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 5 * US, Some(10_000_000_000));
     let threshold = 20;
     n.mark = Box::new(move |_, _, q| q > threshold);
@@ -673,12 +808,21 @@ fn dctcp_keeps_a_marking_queue_short() {
     assert!(max_queue < 3 * threshold, "queue peaked at {max_queue}");
     let done = n.event_time(1, TcpEvent::PeerClosed).unwrap();
     let line_rate = 20_000_000 * 8 * 100; // 100 ps per bit at 10 Gb/s
-    assert!(done < line_rate * 11 / 10, "throughput near line rate: {} vs {}", done, line_rate);
+    assert!(
+        done < line_rate * 11 / 10,
+        "throughput near line rate: {} vs {}",
+        done,
+        line_rate
+    );
 }
 
 #[test]
 fn classic_ecn_halves_once_per_window_and_sends_cwr() {
-    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::NewReno, ..cfg() };
+    let c = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::NewReno,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 5 * US, None);
     n.mark = Box::new(|d, i, _| d == 0 && i == 40);
     n.ep[0].send(1_000_000);
@@ -698,9 +842,19 @@ fn classic_ecn_halves_once_per_window_and_sends_cwr() {
 #[test]
 fn config_validation_names_the_field() {
     assert!(TcpConfig::default().validate().is_ok());
-    let e = TcpConfig { mss_bytes: 0, ..TcpConfig::default() }.validate().unwrap_err();
+    let e = TcpConfig {
+        mss_bytes: 0,
+        ..TcpConfig::default()
+    }
+    .validate()
+    .unwrap_err();
     assert!(e.to_string().contains("mss_bytes"), "{e}");
-    let e = TcpConfig { congestion_control: CongestionControl::dctcp(), ..TcpConfig::default() }.validate().unwrap_err();
+    let e = TcpConfig {
+        congestion_control: CongestionControl::dctcp(),
+        ..TcpConfig::default()
+    }
+    .validate()
+    .unwrap_err();
     assert!(e.to_string().contains("ecn"), "{e}");
 }
 
@@ -753,7 +907,11 @@ fn heavy_reordering_still_delivers_every_byte_once() {
 /// acked at once and delivered in one piece, data past the window is cut off.
 #[test]
 fn receiver_buffers_out_of_order_ranges_and_acks_hole_fills_at_once() {
-    let c = TcpConfig { receive_window_bytes: 10 * 1000, mss_bytes: 1000, ..cfg() };
+    let c = TcpConfig {
+        receive_window_bytes: 10 * 1000,
+        mss_bytes: 1000,
+        ..cfg()
+    };
     let mut rx = TcpEndpoint::listen(c, 500);
     let irs = u32::MAX - 1500; // the peer's data wraps inside this test
     let seg = |off: u32, len: u32, flags: u8| TcpSegment {
@@ -763,12 +921,25 @@ fn receiver_buffers_out_of_order_ranges_and_acks_hole_fills_at_once() {
         window: 65535,
         payload_len: len,
     };
-    rx.on_segment(0, &TcpSegment { seq: irs, ack: 0, flags: TcpFlags(TcpFlags::SYN), window: 65535, payload_len: 0 }, false);
+    rx.on_segment(
+        0,
+        &TcpSegment {
+            seq: irs,
+            ack: 0,
+            flags: TcpFlags(TcpFlags::SYN),
+            window: 65535,
+            payload_len: 0,
+        },
+        false,
+    );
     let (synack, _) = rx.poll_transmit(0).unwrap();
     assert_eq!(synack.ack, irs.wrapping_add(1));
     rx.on_segment(1, &seg(0, 0, TcpFlags::ACK), false);
     assert_eq!(rx.poll_event(), Some(TcpEvent::Connected));
-    let ack_of = |rx: &mut TcpEndpoint, now| rx.poll_transmit(now).map(|(s, _)| s.ack.wrapping_sub(irs.wrapping_add(1)));
+    let ack_of = |rx: &mut TcpEndpoint, now| {
+        rx.poll_transmit(now)
+            .map(|(s, _)| s.ack.wrapping_sub(irs.wrapping_add(1)))
+    };
     // In order: the first segment waits for a second (delayed ACK).
     rx.on_segment(2, &seg(0, 1000, TcpFlags::ACK), false);
     assert_eq!(ack_of(&mut rx, 2), None);
@@ -807,13 +978,34 @@ fn receiver_buffers_out_of_order_ranges_and_acks_hole_fills_at_once() {
 /// delayed ACK with the old state.
 #[test]
 fn dctcp_receiver_echoes_ce_state_changes_exactly() {
-    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::dctcp(), mss_bytes: 1000, ..cfg() };
+    let c = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::dctcp(),
+        mss_bytes: 1000,
+        ..cfg()
+    };
     let mut rx = TcpEndpoint::listen(c, 0);
     let syn = TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR;
-    rx.on_segment(0, &TcpSegment { seq: 99, ack: 0, flags: TcpFlags(syn), window: 65535, payload_len: 0 }, false);
+    rx.on_segment(
+        0,
+        &TcpSegment {
+            seq: 99,
+            ack: 0,
+            flags: TcpFlags(syn),
+            window: 65535,
+            payload_len: 0,
+        },
+        false,
+    );
     let (synack, ect) = rx.poll_transmit(0).unwrap();
     assert!(synack.flags.has(TcpFlags::ECE) && !synack.flags.has(TcpFlags::CWR) && !ect);
-    let data = |i: u32| TcpSegment { seq: 100 + i * 1000, ack: 1, flags: TcpFlags(TcpFlags::ACK), window: 65535, payload_len: 1000 };
+    let data = |i: u32| TcpSegment {
+        seq: 100 + i * 1000,
+        ack: 1,
+        flags: TcpFlags(TcpFlags::ACK),
+        window: 65535,
+        payload_len: 1000,
+    };
     let acks = |rx: &mut TcpEndpoint| {
         let mut v = Vec::new();
         while let Some((s, ect)) = rx.poll_transmit(0) {
@@ -826,24 +1018,54 @@ fn dctcp_receiver_echoes_ce_state_changes_exactly() {
     assert!(rx.ecn_negotiated());
     assert_eq!(acks(&mut rx), vec![], "first segment: ACK delayed");
     rx.on_segment(2, &data(1), true);
-    assert_eq!(acks(&mut rx), vec![(1, false), (2, true)], "old state for the delayed one, then the new");
+    assert_eq!(
+        acks(&mut rx),
+        vec![(1, false), (2, true)],
+        "old state for the delayed one, then the new"
+    );
     rx.on_segment(3, &data(2), true);
     assert_eq!(acks(&mut rx), vec![], "no change: delayed again");
     rx.on_segment(4, &data(3), true);
     assert_eq!(acks(&mut rx), vec![(4, true)], "second segment: ACK both, marked");
     rx.on_segment(5, &data(4), false);
-    assert_eq!(acks(&mut rx), vec![(5, false)], "change with nothing delayed: one immediate ACK");
+    assert_eq!(
+        acks(&mut rx),
+        vec![(5, false)],
+        "change with nothing delayed: one immediate ACK"
+    );
 }
 
 /// RFC 3168 receiver: ECE is latched from the first CE until a CWR arrives.
 #[test]
 fn classic_ecn_receiver_latches_ece_until_cwr() {
-    let c = TcpConfig { ecn: true, congestion_control: CongestionControl::NewReno, mss_bytes: 1000, delayed_ack_count: 1, ..cfg() };
+    let c = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::NewReno,
+        mss_bytes: 1000,
+        delayed_ack_count: 1,
+        ..cfg()
+    };
     let mut rx = TcpEndpoint::listen(c, 0);
     let syn = TcpFlags::SYN | TcpFlags::ECE | TcpFlags::CWR;
-    rx.on_segment(0, &TcpSegment { seq: 99, ack: 0, flags: TcpFlags(syn), window: 65535, payload_len: 0 }, false);
+    rx.on_segment(
+        0,
+        &TcpSegment {
+            seq: 99,
+            ack: 0,
+            flags: TcpFlags(syn),
+            window: 65535,
+            payload_len: 0,
+        },
+        false,
+    );
     rx.poll_transmit(0).unwrap();
-    let data = |i: u32, flags: u8| TcpSegment { seq: 100 + i * 1000, ack: 1, flags: TcpFlags(TcpFlags::ACK | flags), window: 65535, payload_len: 1000 };
+    let data = |i: u32, flags: u8| TcpSegment {
+        seq: 100 + i * 1000,
+        ack: 1,
+        flags: TcpFlags(TcpFlags::ACK | flags),
+        window: 65535,
+        payload_len: 1000,
+    };
     let ece = |rx: &mut TcpEndpoint, seg: TcpSegment, ce: bool| {
         rx.on_segment(1, &seg, ce);
         let (s, ect) = rx.poll_transmit(1).unwrap();
@@ -854,7 +1076,10 @@ fn classic_ecn_receiver_latches_ece_until_cwr() {
     assert!(ece(&mut rx, data(1, 0), true));
     assert!(ece(&mut rx, data(2, 0), false), "latched");
     assert!(!ece(&mut rx, data(3, TcpFlags::CWR), false), "CWR clears it");
-    assert!(ece(&mut rx, data(4, TcpFlags::CWR), true), "a CE on the CWR segment sets it again");
+    assert!(
+        ece(&mut rx, data(4, TcpFlags::CWR), true),
+        "a CE on the CWR segment sets it again"
+    );
 }
 
 /// HyStart++ ends the initial slow start on the queueing delay at a bottleneck, before any
@@ -862,8 +1087,18 @@ fn classic_ecn_receiver_latches_ece_until_cwr() {
 #[test]
 fn hystart_leaves_slow_start_when_the_bottleneck_queue_builds() {
     let run = |hystart: bool| {
-        let cc = CongestionControl::Cubic { beta: 0.7, c: 0.4, fast_convergence: true, tcp_friendly: true, hystart };
-        let c = TcpConfig { congestion_control: cc, receive_window_bytes: 64 << 20, ..TcpConfig::default() };
+        let cc = CongestionControl::Cubic {
+            beta: 0.7,
+            c: 0.4,
+            fast_convergence: true,
+            tcp_friendly: true,
+            hystart,
+        };
+        let c = TcpConfig {
+            congestion_control: cc,
+            receive_window_bytes: 64 << 20,
+            ..TcpConfig::default()
+        };
         // 40 ms RTT at 100 Mb/s: a 500 kB (342 segment) pipe, an unbounded queue behind it.
         let mut n = Net::new(c.clone(), c, [1, 1], 20 * MS, Some(100_000_000));
         n.ep[0].send(1 << 40);
@@ -882,10 +1117,16 @@ fn hystart_leaves_slow_start_when_the_bottleneck_queue_builds() {
     let css_entry = css_entry.expect("went through conservative slow start");
     // Slow start sends at twice the bottleneck rate, so the queue (and the round's min RTT)
     // jumps by well over 5 ms in the round where cwnd reaches the order of the pipe size.
-    assert!(css_entry > bdp / 2 && css_entry < 4 * bdp, "CSS at cwnd {css_entry} vs pipe {bdp}");
+    assert!(
+        css_entry > bdp / 2 && css_entry < 4 * bdp,
+        "CSS at cwnd {css_entry} vs pipe {bdp}"
+    );
     // Bursty slow start lets the queue drain between rounds, so CSS is left and re-entered a
     // few times (RFC 9406's spurious-increase rule) before five CSS rounds end slow start.
-    assert!(ssthresh > css_entry && ssthresh < 16 * bdp, "ssthresh {ssthresh} after CSS from {css_entry}");
+    assert!(
+        ssthresh > css_entry && ssthresh < 16 * bdp,
+        "ssthresh {ssthresh} after CSS from {css_entry}"
+    );
     assert!(at < 2 * S, "left slow start at {} ms", at / MS);
     let (css_entry, ssthresh, _) = run(false);
     assert_eq!(css_entry, None);
@@ -900,7 +1141,10 @@ fn two_holes_in_one_window_are_repaired_by_partial_acks() {
     n.run_to_end(10 * S);
     n.assert_clean_finish([1_000_000, 0]);
     let s = n.ep[0].stats();
-    assert_eq!(s.fast_retransmits, 1, "one recovery episode covers both losses (RFC 6582)");
+    assert_eq!(
+        s.fast_retransmits, 1,
+        "one recovery episode covers both losses (RFC 6582)"
+    );
     assert_eq!(s.timeouts, 0);
     assert_eq!(s.retransmits, 2);
 }
@@ -909,7 +1153,10 @@ fn two_holes_in_one_window_are_repaired_by_partial_acks() {
 /// (it would measure 5 µs on a 20 µs path).
 #[test]
 fn an_ambiguous_syn_ack_gives_no_rtt_sample() {
-    let c = TcpConfig { initial_rto_ps: 15 * US, ..cfg() };
+    let c = TcpConfig {
+        initial_rto_ps: 15 * US,
+        ..cfg()
+    };
     let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
     n.ep[0].send(10_000);
     n.run_to_end(S);
@@ -927,10 +1174,20 @@ fn spurious_timeouts_never_yield_rtt_samples_below_the_path_rtt() {
     let path_rtt = 20 * US + 2 * 40 * 8 * 1000;
     let mut spurious_runs = 0;
     for hold_us in (50..3000).step_by(50) {
-        let c = TcpConfig { min_rto_ps: US, clock_granularity_ps: 0, ..cfg() };
+        let c = TcpConfig {
+            min_rto_ps: US,
+            clock_granularity_ps: 0,
+            ..cfg()
+        };
         let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, Some(1_000_000_000));
         // From the 20th on, ACKs are held back: sooner or later after the sender timed out.
-        n.hold = Box::new(move |d, i| if d == 1 && (20..200).contains(&i) { hold_us * US } else { 0 });
+        n.hold = Box::new(move |d, i| {
+            if d == 1 && (20..200).contains(&i) {
+                hold_us * US
+            } else {
+                0
+            }
+        });
         n.ep[0].send(200_000);
         n.run_to_end(10 * S);
         n.assert_clean_finish([200_000, 0]);
@@ -938,19 +1195,37 @@ fn spurious_timeouts_never_yield_rtt_samples_below_the_path_rtt() {
         let min_rtt = n.ep[0].stats().min_rtt_ps;
         assert!(min_rtt >= path_rtt, "hold {hold_us} µs: min RTT {min_rtt} < {path_rtt}");
     }
-    assert!(spurious_runs > 30, "the setup must cause spurious timeouts ({spurious_runs} runs had some)");
+    assert!(
+        spurious_runs > 30,
+        "the setup must cause spurious timeouts ({spurious_runs} runs had some)"
+    );
 }
 
 /// RFC 6582: after a timeout, duplicate ACKs for data sent before it (go-back-N resends the
 /// receiver already had) must not start a fast retransmit.
 #[test]
 fn duplicate_acks_below_recover_after_a_timeout_do_not_fast_retransmit() {
-    let c = TcpConfig { mss_bytes: 1000, ..cfg() };
+    let c = TcpConfig {
+        mss_bytes: 1000,
+        ..cfg()
+    };
     let mut tx = TcpEndpoint::connect(c, 0, 0);
     tx.send(20_000);
     let (syn, _) = tx.poll_transmit(0).unwrap();
-    let ack = |a: u32| TcpSegment { seq: 501, ack: a, flags: TcpFlags(TcpFlags::ACK), window: 1 << 20, payload_len: 0 };
-    let synack = TcpSegment { seq: 500, ack: syn.seq + 1, flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK), window: 1 << 20, payload_len: 0 };
+    let ack = |a: u32| TcpSegment {
+        seq: 501,
+        ack: a,
+        flags: TcpFlags(TcpFlags::ACK),
+        window: 1 << 20,
+        payload_len: 0,
+    };
+    let synack = TcpSegment {
+        seq: 500,
+        ack: syn.seq + 1,
+        flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK),
+        window: 1 << 20,
+        payload_len: 0,
+    };
     tx.on_segment(10, &synack, false);
     let mut sent = 0;
     while let Some((s, _)) = tx.poll_transmit(10) {
@@ -978,7 +1253,13 @@ fn any_congestion_control() -> impl Strategy<Value = CongestionControl> {
     prop_oneof![
         Just(CongestionControl::NewReno),
         (0.5f64..0.9, 0.1f64..1.0, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(beta, c, fc, tf, hs)| {
-            CongestionControl::Cubic { beta, c, fast_convergence: fc, tcp_friendly: tf, hystart: hs }
+            CongestionControl::Cubic {
+                beta,
+                c,
+                fast_convergence: fc,
+                tcp_friendly: tf,
+                hystart: hs,
+            }
         }),
         (0.01f64..0.5, 0.0f64..1.0).prop_map(|(g, a)| CongestionControl::Dctcp { g, initial_alpha: a }),
     ]
