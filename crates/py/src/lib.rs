@@ -1,1 +1,133 @@
-//! placeholder
+//! `innet._native`: the Python front's door into the Rust simulator. Thin on purpose: it lists
+//! and runs experiments, converts results to Python objects, and maps errors to exceptions.
+
+mod registry;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use innet_sim::experiment::{ColumnData, ExperimentError, RunOutput};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+create_exception!(_native, InnetError, PyException, "Any error innet reports.");
+create_exception!(_native, UserInputError, InnetError, "Bad input: a parameter, a file, a name.");
+create_exception!(_native, InvariantError, InnetError, "The simulation broke an invariant.");
+
+fn to_py_err(e: ExperimentError) -> PyErr {
+    match e {
+        ExperimentError::Invariant(_) => InvariantError::new_err(e.to_string()),
+        _ => UserInputError::new_err(e.to_string()),
+    }
+}
+
+/// `[{name, description, params: [{name, default, doc}]}]`, sorted by name.
+#[pyfunction]
+fn list_experiments(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty(py);
+    for e in registry::all() {
+        let info = e.info();
+        let d = PyDict::new(py);
+        d.set_item("name", info.name)?;
+        d.set_item("description", info.description)?;
+        let params = PyList::empty(py);
+        for p in info.params {
+            let pd = PyDict::new(py);
+            pd.set_item("name", p.name)?;
+            pd.set_item("default", p.default)?;
+            pd.set_item("doc", p.doc)?;
+            params.append(pd)?;
+        }
+        d.set_item("params", params)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+fn column_to_py<'py>(py: Python<'py>, c: &ColumnData) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match c {
+        ColumnData::U64(v) => v.clone().into_pyobject(py)?.into_any(),
+        ColumnData::I64(v) => v.clone().into_pyobject(py)?.into_any(),
+        ColumnData::F64(v) => v.clone().into_pyobject(py)?.into_any(),
+        ColumnData::Str(v) => v.clone().into_pyobject(py)?.into_any(),
+        ColumnData::Bool(v) => v.clone().into_pyobject(py)?.into_any(),
+    })
+}
+
+/// Run an experiment. Returns `(summary_json, [(table_name, {column: list})])`. The progress
+/// callback, if given, is called with a fraction at most about ten times a second.
+#[pyfunction]
+#[pyo3(signature = (name, overrides, quick = false, progress = None))]
+fn run_experiment<'py>(
+    py: Python<'py>,
+    name: &str,
+    overrides: BTreeMap<String, String>,
+    quick: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(String, Bound<'py, PyList>)> {
+    let exp = registry::find(name).ok_or_else(|| to_py_err(ExperimentError::UnknownExperiment(name.to_string())))?;
+    let result: Result<RunOutput, ExperimentError> = py.detach(|| {
+        let mut last = Instant::now();
+        let mut report = |f: f64| {
+            if let Some(cb) = &progress {
+                if last.elapsed() >= Duration::from_millis(100) || f >= 1.0 {
+                    last = Instant::now();
+                    Python::attach(|py| {
+                        // A failing progress callback must not abort the run.
+                        let _ = cb.call1(py, (f,));
+                    });
+                }
+            }
+        };
+        exp.run(&overrides, quick, &mut report)
+    });
+    let out = result.map_err(to_py_err)?;
+    let tables = PyList::empty(py);
+    for t in &out.tables {
+        let cols = PyDict::new(py);
+        for (cname, data) in &t.columns {
+            cols.set_item(cname, column_to_py(py, data)?)?;
+        }
+        tables.append((t.name.clone(), cols))?;
+    }
+    Ok((out.summary_json(), tables))
+}
+
+/// Run the simulator benchmark; returns its report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (flows_path = None, topology = "fattree".to_string(), k = 8, transport = "udp".to_string(), scenario = None, flows = 1000, seed = 1))]
+fn bench_sim(
+    py: Python<'_>,
+    flows_path: Option<String>,
+    topology: String,
+    k: u32,
+    transport: String,
+    scenario: Option<String>,
+    flows: usize,
+    seed: u64,
+) -> PyResult<String> {
+    let opts = innet_basic::BenchOptions {
+        flows_path: flows_path.map(Into::into),
+        topology,
+        k,
+        transport,
+        scenario,
+        flows,
+        seed,
+    };
+    let r = py.detach(|| innet_basic::bench_sim(&opts)).map_err(to_py_err)?;
+    Ok(serde_json::Value::Object(r.fields).to_string())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("InnetError", m.py().get_type::<InnetError>())?;
+    m.add("UserInputError", m.py().get_type::<UserInputError>())?;
+    m.add("InvariantError", m.py().get_type::<InvariantError>())?;
+    m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
+    m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! Every experiment of every crate, in one list (system crates add theirs here).
+
+use innet_sim::experiment::Experiment;
+
+pub fn all() -> Vec<Box<dyn Experiment>> {
+    let mut v = innet_basic::experiments();
+    v.sort_by_key(|e| e.info().name);
+    v
+}
+
+pub fn find(name: &str) -> Option<Box<dyn Experiment>> {
+    all().into_iter().find(|e| e.info().name == name)
+}

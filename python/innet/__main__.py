@@ -1,0 +1,3 @@
+from innet.cli import main
+
+main()

@@ -1,0 +1,109 @@
+"""Plots for run results: one consistent style, a per-experiment registry, and a generic
+fallback so every run gets at least one figure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+PlotFn = Callable[[dict, dict[str, pd.DataFrame], Path], list[Path]]
+_REGISTRY: dict[str, PlotFn] = {}
+
+
+def register(experiment: str) -> Callable[[PlotFn], PlotFn]:
+    def deco(fn: PlotFn) -> PlotFn:
+        _REGISTRY[experiment] = fn
+        return fn
+
+    return deco
+
+
+def style() -> None:
+    plt.rcParams.update(
+        {
+            "figure.figsize": (6.0, 4.0),
+            "figure.dpi": 110,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "font.size": 10,
+        }
+    )
+
+
+def _cdf(ax, values: np.ndarray, label: str) -> None:
+    v = np.sort(values[np.isfinite(values)])
+    if v.size == 0:
+        return
+    ax.plot(v, np.arange(1, v.size + 1) / v.size, label=label)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+@register("basic.fattree")
+def plot_basic_fattree(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    flows = tables["flows"]
+    done = flows[flows["completed"]]
+    paths = []
+    fig, ax = plt.subplots()
+    _cdf(ax, done["fct_us"].to_numpy(), "flow completion time")
+    _cdf(ax, done["first_packet_latency_us"].to_numpy(), "first-packet latency")
+    ax.set_xscale("log")
+    ax.set_xlabel("time (µs)")
+    ax.set_ylabel("CDF over flows")
+    ax.set_title(f"basic.fattree: {summary.get('trace', '')}, load {summary.get('offered_load', '')}")
+    ax.legend()
+    paths.append(_save(fig, out / "fct_cdf.png"))
+    fig, ax = plt.subplots()
+    ax.scatter(done["size_bytes"], done["fct_us"], s=3, alpha=0.4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flow size (bytes)")
+    ax.set_ylabel("FCT (µs)")
+    ax.set_title("FCT by flow size")
+    paths.append(_save(fig, out / "fct_by_size.png"))
+    return paths
+
+
+def generic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """CDFs of every microsecond column; a bar chart of the summary's numbers otherwise."""
+    paths = []
+    for name, df in tables.items():
+        cols = [c for c in df.columns if c.endswith("_us") and pd.api.types.is_numeric_dtype(df[c])]
+        if not cols:
+            continue
+        fig, ax = plt.subplots()
+        for c in cols:
+            _cdf(ax, df[c].to_numpy(dtype=float), c)
+        ax.set_xlabel("µs")
+        ax.set_ylabel("CDF")
+        ax.set_title(name)
+        ax.legend()
+        paths.append(_save(fig, out / f"{name}_cdf.png"))
+    if not paths:
+        nums = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        fig, ax = plt.subplots()
+        ax.barh(list(nums), list(nums.values()))
+        ax.set_xscale("symlog")
+        ax.set_title("summary")
+        paths.append(_save(fig, out / "summary.png"))
+    return paths
+
+
+def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    style()
+    fn = _REGISTRY.get(experiment, generic)
+    return fn(summary, tables, Path(out))
