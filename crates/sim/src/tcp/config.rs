@@ -78,6 +78,11 @@ pub struct TcpConfig {
     /// Duplicate ACKs that trigger fast retransmit. Default 3; a huge value (the SwitchV2P
     /// artifact uses 2048) leaves loss recovery to the RTO.
     pub dupack_threshold: u32,
+    /// Send one new segment past cwnd for each duplicate ACK below `dupack_threshold`, as ns-3
+    /// (LimitedTransmit) and, through its in-flight accounting, Linux do; with the threshold
+    /// at 3 this is RFC 3042's two segments. Default true. With a huge threshold it keeps the
+    /// ACK clock (and the flow) going until the RTO repairs the loss.
+    pub limited_transmit: bool,
     /// Acknowledge every Nth in-order data segment (ns-3's DelAckCount). Default 2; 1 = no delay.
     pub delayed_ack_count: u32,
     /// Longest an ACK is held back. Default 200 ms (ns-3's DelAckTimeout, Linux's maximum).
@@ -112,6 +117,7 @@ impl Default for TcpConfig {
             max_rto_ps: 60 * PS_PER_S,
             clock_granularity_ps: PS_PER_MS,
             dupack_threshold: 3,
+            limited_transmit: true,
             delayed_ack_count: 2,
             delayed_ack_timeout_ps: 200 * PS_PER_MS,
             congestion_control: CongestionControl::cubic(),

@@ -47,6 +47,8 @@ pub struct TcpEndpoint {
     /// End (exclusive) of what was sent when recovery or the last RTO began (RFC 6582 "recover").
     recover: u64,
     dupacks: u32,
+    /// Duplicate ACKs that each allow one segment past cwnd (limited transmit).
+    limited_tx_credit: u32,
     all_acked_reported: u64,
     in_flight: VecDeque<Sent>,
     cc: CongestionState,
@@ -126,6 +128,7 @@ impl TcpEndpoint {
             in_recovery: false,
             recover: 0,
             dupacks: 0,
+            limited_tx_credit: 0,
             all_acked_reported: 0,
             in_flight: VecDeque::new(),
             cc,
@@ -304,6 +307,7 @@ impl TcpEndpoint {
                 self.in_recovery = false;
                 self.fast_rtx_pending = false;
                 self.dupacks = 0;
+                self.limited_tx_credit = 0;
                 self.cwr_end = None;
                 self.in_flight.clear();
                 self.rtt.back_off();
@@ -419,7 +423,7 @@ impl TcpEndpoint {
         if self.fast_rtx_pending {
             self.fast_rtx_pending = false;
             if self.snd_una < self.snd_max {
-                return Some(self.emit_data(now_ps, self.snd_una, true));
+                return Some(self.emit_data(now_ps, self.snd_una, u64::MAX, true));
             }
         }
         if let Some(out) = self.next_new_segment(now_ps) {
@@ -469,10 +473,16 @@ impl TcpEndpoint {
         if self.snd_nxt >= data_end && !fin_unsent {
             return None;
         }
-        let wnd = self.cc.cwnd.min(self.snd_wnd);
         let flight = self.snd_nxt - self.snd_una;
-        let room = wnd.saturating_sub(flight);
         let remaining = data_end.saturating_sub(self.snd_nxt);
+        // Limited transmit: each duplicate ACK so far lets one more segment of new data out.
+        let extra = if self.snd_nxt == self.snd_max {
+            self.limited_tx_credit as u64 * self.mss
+        } else {
+            0
+        };
+        let cwnd = self.cc.cwnd + extra;
+        let room = cwnd.min(self.snd_wnd).saturating_sub(flight);
         let len = self.mss.min(remaining).min(room);
         if remaining > 0 {
             if len == 0 {
@@ -484,19 +494,14 @@ impl TcpEndpoint {
                 return None;
             }
         }
-        Some(self.emit_data(now_ps, self.snd_nxt, false))
+        Some(self.emit_data(now_ps, self.snd_nxt, len, false))
     }
 
-    /// Build the segment that starts at offset `start`; `is_fast_rtx` leaves snd_nxt alone.
-    fn emit_data(&mut self, now_ps: u64, start: u64, is_fast_rtx: bool) -> (TcpSegment, bool) {
+    /// Build the segment that starts at offset `start` with at most `max_len` payload bytes;
+    /// `is_fast_rtx` leaves snd_nxt alone.
+    fn emit_data(&mut self, now_ps: u64, start: u64, max_len: u64, is_fast_rtx: bool) -> (TcpSegment, bool) {
         let data_end = self.data_end();
-        let len = if is_fast_rtx {
-            self.mss.min(data_end.saturating_sub(start))
-        } else {
-            let wnd = self.cc.cwnd.min(self.snd_wnd);
-            let room = wnd.saturating_sub(self.snd_nxt - self.snd_una);
-            self.mss.min(data_end.saturating_sub(start)).min(room)
-        };
+        let len = self.mss.min(data_end.saturating_sub(start)).min(max_len);
         let end_data = start + len;
         let fin = self.fin_requested && end_data == data_end;
         let end = end_data + fin as u64;
@@ -766,6 +771,7 @@ impl TcpEndpoint {
             self.snd_nxt = ack;
         }
         self.data_retries = 0;
+        self.limited_tx_credit = 0;
         self.cc.dctcp_on_ack(self.snd_una, self.snd_nxt, acked, ece);
         // An ACK that reaches only up to the window that was cut still echoes marks on data
         // sent before the cut; the next reduction needs an ACK for data sent after it.
@@ -822,8 +828,18 @@ impl TcpEndpoint {
             self.cc.cwnd += self.mss;
             return;
         }
-        // RFC 6582 step 2: no new recovery for losses in a window that was already recovered.
-        if self.dupacks == self.cfg.dupack_threshold && self.snd_una >= self.recover {
+        if self.snd_una < self.recover {
+            // RFC 6582 step 2: no new recovery (nor limited transmit, as in ns-3's CA_LOSS
+            // state) for losses in a window that was already recovered or timed out.
+            return;
+        }
+        if self.dupacks < self.cfg.dupack_threshold {
+            if self.cfg.limited_transmit {
+                self.limited_tx_credit += 1;
+            }
+            return;
+        }
+        if self.dupacks == self.cfg.dupack_threshold {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_loss(flight);
             self.recover = self.snd_max;
@@ -832,6 +848,7 @@ impl TcpEndpoint {
             let inflation = (self.cfg.dupack_threshold as u64).saturating_mul(self.mss);
             self.cc.cwnd = self.cc.ssthresh.saturating_add(inflation);
             self.fast_rtx_pending = true;
+            self.limited_tx_credit = 0;
             self.stats.fast_retransmits += 1;
         }
     }

@@ -67,8 +67,10 @@
 //!   covers `recover`) sets cwnd = min(ssthresh, flight + MSS). No new recovery starts before
 //!   SND.UNA passes the previous `recover` (also set at an RTO); the optional ACK and
 //!   timestamp heuristics of RFC 6582 §4 are not applied, so duplicate ACKs provoked by
-//!   go-back-N resends after a *spurious* timeout can still start a fast retransmit. No
-//!   limited transmit, no F-RTO or spurious-timeout undo.
+//!   go-back-N resends after a *spurious* timeout can still start a fast retransmit.
+//!   Limited transmit (ns-3's, also Linux's effective behaviour): each duplicate ACK below
+//!   the threshold, outside recovery and after SND.UNA passed `recover`, lets one new segment
+//!   go past cwnd (peer window permitting). No F-RTO or spurious-timeout undo.
 //! * **RTO** (RFC 6298): SRTT/RTTVAR with gains 1/8 and 1/4, RTO = SRTT + max(G, 4·RTTVAR)
 //!   clamped to [min_rto, max_rto]; samples only from segments never retransmitted (Karn) —
 //!   every in-flight segment's send time is kept, and a cumulative ACK samples the newest

@@ -30,6 +30,9 @@ struct AckTrace {
     ssthresh_after: u64,
     ecn_cut: bool,
     fast_rtx: bool,
+    /// Duplicate ACKs received so far, and where the log stood when this segment arrived.
+    dupacks: u64,
+    log_pos: usize,
     alpha: Option<f64>,
 }
 
@@ -251,6 +254,8 @@ impl Net {
                         ssthresh_after: self.ep[0].ssthresh_bytes(),
                         ecn_cut: after.ecn_reductions > before.ecn_reductions,
                         fast_rtx: after.fast_retransmits > before.fast_retransmits,
+                        dupacks: after.dupacks_received,
+                        log_pos: self.log.len(),
                         alpha: self.ep[0].dctcp_alpha(),
                     });
                 }
@@ -425,6 +430,55 @@ fn without_fast_retransmit_the_same_drop_waits_for_the_rto() {
         (resend.t_ps - lost.t_ps) / US
     );
     assert!(resend.t_ps - lost.t_ps < 12 * MS, "min RTO with a tiny RTT");
+}
+
+/// Limited transmit keeps new data flowing, one segment per duplicate ACK: with the
+/// threshold at 3 exactly two new segments precede the fast retransmit (RFC 3042); with
+/// fast retransmit off the whole flow goes out while the loss waits for the RTO (ns-3).
+#[test]
+fn limited_transmit_sends_one_new_segment_per_duplicate_ack() {
+    let run = |dupack_threshold: u32, limited_transmit: bool| {
+        let c = TcpConfig {
+            dupack_threshold,
+            limited_transmit,
+            ..cfg()
+        };
+        // No bandwidth limit: each flight leaves at once, so cwnd alone bounds what is sent.
+        let mut n = Net::new(c.clone(), c, [10, 20], 5 * US, None);
+        n.drop = drop_data_once(0, 20);
+        n.ep[0].send(300 * 1460);
+        n.run_to_end(10 * S);
+        n.assert_clean_finish([300 * 1460, 0]);
+        let lost_seq = n.data_sends(0).nth(20).unwrap().seg.seq;
+        let resend_pos = n
+            .log
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.dir == 0 && l.seg.seq == lost_seq)
+            .nth(1)
+            .unwrap()
+            .0;
+        let first_dupack_pos = n.trace.iter().find(|t| t.dupacks > 0).unwrap().log_pos;
+        // New data put on the wire between the first duplicate ACK and the repair.
+        let new_data = n.log[first_dupack_pos..resend_pos]
+            .iter()
+            .filter(|l| l.dir == 0 && l.seg.payload_len > 0 && l.seg.seq.wrapping_sub(lost_seq) < 1 << 31)
+            .count();
+        (new_data, n.ep[0].stats().clone())
+    };
+    let (lt_sent, lt) = run(3, true);
+    assert_eq!(lt.fast_retransmits, 1);
+    assert_eq!(lt_sent, 2, "RFC 3042: two new segments on the first two duplicates");
+    let (plain_sent, _) = run(3, false);
+    assert_eq!(plain_sent, 0);
+    let (lt_sent, lt) = run(2048, true);
+    assert!(lt.timeouts >= 1 && lt.fast_retransmits == 0);
+    assert!(
+        lt_sent > 200,
+        "the rest of the flow ({lt_sent} segments) left before the RTO"
+    );
+    let (plain_sent, _) = run(2048, false);
+    assert_eq!(plain_sent, 0, "without limited transmit the flow stalls at cwnd");
 }
 
 #[test]
