@@ -58,8 +58,8 @@
 //!   The receiver keeps the RFC's CE state: on a change it first sends the ACK it was
 //!   delaying, with the old ECE value, then acknowledges the new segment at once. After the
 //!   handshake every DCTCP packet (pure ACKs and retransmissions too) is sent ECT, as Linux
-//!   does (SYN and SYN-ACK are not: ECN is not yet negotiated); with classic
-//!   ECN only new data is ECT (RFC 3168 §6.1.5) and the receiver latches ECE until CWR.
+//!   does (SYN and SYN-ACK are not: ECN is not yet negotiated); with classic ECN only new
+//!   data is ECT (RFC 3168 §6.1.5) and the receiver latches ECE until CWR.
 //! * **Fast retransmit / NewReno recovery** (RFC 6582) after `dupack_threshold` duplicate
 //!   ACKs (RFC 5681 definition: no data, same ack and window, data outstanding):
 //!   ssthresh from the controller, cwnd = ssthresh + threshold·MSS, +1 MSS per further
@@ -89,9 +89,10 @@
 //!   Windows never close (the application reads at once), so there is no zero-window probing.
 //! * **Close**: `close` queues a FIN after all data; the RFC 793 states (FIN-WAIT-1/2,
 //!   CLOSING, CLOSE-WAIT, LAST-ACK, TIME-WAIT) are followed. `PeerClosed` reports the peer's
-//!   FIN; `Closed` the end. TIME-WAIT lasts `time_wait_ps` (default 1 s, re-acking a retransmitted
-//!   FIN; 0 gives `Closed` at once and the final ACK is still handed out by `poll_transmit`). `AllAcked` is reported each time
-//!   every byte given to `send` has been acknowledged.
+//!   FIN; `Closed` the end. TIME-WAIT lasts `time_wait_ps` (default 1 s, re-acking a
+//!   retransmitted FIN; 0 gives `Closed` at once, and the final ACK is still handed out by
+//!   `poll_transmit`). `AllAcked` is reported each time every byte given to `send` has been
+//!   acknowledged.
 //! * **RST**: accepted when its sequence number is in the receive window (or, in SYN-SENT,
 //!   when it acknowledges the SYN) and ends the connection with `Reset`. A RST is sent for an
 //!   ACK to a listener or an unacceptable ACK during the handshake, and by `abort`. A closed
