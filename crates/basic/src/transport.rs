@@ -19,12 +19,15 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
             cfg.delayed_ack_count = 2;
             cfg.initial_rto_ps = 3 * 106 * PS_PER_US;
         }
-        // Datacenter defaults: 1460 B segments, IW 10, min RTO 1 ms, fast retransmit at 3.
+        // Datacenter defaults: 1460 B segments, IW 10, min RTO 1 ms, fast retransmit at 3, and a
+        // delayed-ACK timeout (200 µs) below the min RTO so a flow's last odd segment is not
+        // retransmitted spuriously.
         "datacenter" => {
             cfg.mss_bytes = 1460;
             cfg.initial_cwnd_segments = 10;
             cfg.min_rto_ps = PS_PER_MS;
             cfg.dupack_threshold = 3;
+            cfg.delayed_ack_timeout_ps = 200 * PS_PER_US;
         }
         // ns-3 3.37 defaults with 1000 B segments (the simulator benchmark's TCP variant).
         "ns3" => {
