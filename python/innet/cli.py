@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -135,33 +136,66 @@ def bench() -> None:
     """Benchmarks (commands, never timed tests)."""
 
 
+BENCH_SCENARIOS = ("ft4-udp", "ft8-udp", "ft4-tcp", "ft8-tcp")
+BENCH_KEYS = ("flows", "delivered_packets", "dropped_packets", "packet_hops", "events", "wall_s",
+              "packet_hops_per_s", "events_per_s", "delivered_packets_per_s", "sim_time_s", "peak_rss_mib",
+              "rss_before_mib", "conservation_ok")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.3f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
 @bench.command("sim")
 @click.option("--flows", "flows_path", metavar="FILE", help="htsim connection-matrix flow list.")
 @click.option("--topology", default="fattree", show_default=True, help="fattree, leafspine or rack.")
 @click.option("--k", default=8, show_default=True, type=int, help="Fat-tree arity.")
 @click.option("--transport", default="udp", show_default=True, help="udp or tcp.")
-@click.option("--scenario", default=None, help="ft8-udp, ft8-tcp, ft4-udp or ft4-tcp.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON line on stdout.")
+@click.option("--scenario", default=None, help="One of " + ", ".join(BENCH_SCENARIOS) + "; none and no --flows = all.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines on stdout (one per scenario).")
 def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, scenario: str | None, as_json: bool) -> None:
-    """Simulated packet-hops and events per wall second, delivered packets, peak memory."""
+    """Simulated packet-hops and events per wall second, delivered packets, peak memory.
+
+    With neither --flows nor --scenario, runs every fixed scenario, each in its own process so
+    its peak memory is its own."""
     from innet import _native
 
-    report = json.loads(
-        _native.bench_sim(flows_path=flows_path, topology=topology, k=k, transport=transport, scenario=scenario)
-    )
-    # Peak RSS of this process (Linux reports KiB).
-    report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    if flows_path is None and scenario is None:
+        reports = []
+        for sc in BENCH_SCENARIOS:
+            r = subprocess.run([sys.executable, "-m", "innet", "bench", "sim", "--scenario", sc, "--json"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise UserError(f"scenario {sc} failed: {r.stderr.strip()}")
+            rep = json.loads(r.stdout)
+            rep["scenario"] = sc
+            reports.append(rep)
+    else:
+        if flows_path is not None and not Path(flows_path).is_file():
+            raise UserError(f"{flows_path}: no such flow list")
+        rep = json.loads(
+            _native.bench_sim(flows_path=flows_path, topology=topology, k=k, transport=transport, scenario=scenario)
+        )
+        if rep.get("peak_rss_mib") is None:  # not Linux /proc: fall back to getrusage (KiB on Linux)
+            rep["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        rep["scenario"] = scenario or (Path(flows_path).name if flows_path else f"{topology}-k{k}-{transport}")
+        reports = [rep]
     if as_json:
-        click.echo(json.dumps(report))
+        for rep in reports:
+            click.echo(json.dumps(rep))
         return
-    t = Table(title=f"innet bench sim — {report['topology']} k={report['k']} {report['transport']}")
+    t = Table(title="innet bench sim")
     t.add_column("measure")
-    t.add_column("value", justify="right")
-    for key in ("flows", "delivered_packets", "dropped_packets", "packet_hops", "events", "wall_s",
-                "packet_hops_per_s", "events_per_s", "delivered_packets_per_s", "sim_time_s", "peak_rss_mib",
-                "conservation_ok"):
-        v = report.get(key)
-        t.add_row(key, f"{v:,.3f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v))
+    for rep in reports:
+        t.add_column(rep["scenario"], justify="right")
+    for key in BENCH_KEYS:
+        t.add_row(key, *[_fmt(rep.get(key)) for rep in reports])
     Console().print(t)
 
 

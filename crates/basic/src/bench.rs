@@ -54,12 +54,21 @@ fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
     ExperimentError::BadParam { field: field.into(), message: message.into() }
 }
 
-/// Peak resident set size of this process in MiB (Linux), if known.
-pub fn peak_rss_mib() -> Option<f64> {
+fn proc_status_mib(field: &str) -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// Peak resident set size of this process in MiB (Linux), if known.
+pub fn peak_rss_mib() -> Option<f64> {
+    proc_status_mib("VmHWM:")
+}
+
+/// Current resident set size of this process in MiB (Linux), if known.
+pub fn rss_mib() -> Option<f64> {
+    proc_status_mib("VmRSS:")
 }
 
 pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
@@ -124,6 +133,7 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
         .collect();
     let n_flows = flows.len();
     let host_cfg = HostConfig { tcp: tcp_config("ns3", "cubic")?, listen_all: true };
+    let rss_before = rss_mib();
     let t0 = Instant::now();
     let mut fabric = build_fabric(topo, o.seed, host_cfg, flows, l3_switch);
     let t_build = t0.elapsed().as_secs_f64();
@@ -152,5 +162,7 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
     f.insert("sim_time_s".into(), json!(m.last_delivery_ps as f64 / 1e12));
     f.insert("conservation_ok".into(), json!(cons.ok()));
     f.insert("peak_rss_mib".into(), json!(peak_rss_mib()));
+    // What the process held before the simulation was built (e.g. the Python interpreter).
+    f.insert("rss_before_mib".into(), json!(rss_before));
     Ok(BenchReport { fields: f })
 }
