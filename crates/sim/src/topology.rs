@@ -521,6 +521,19 @@ mod tests {
     }
 
     #[test]
+    fn specs_read_from_toml_and_unknown_fields_are_named() {
+        let s: TopologySpec = toml::from_str("kind = \"leafspine\"\ntors_per_pod = 6\nspines = 3\nservers_per_tor = 2\n").unwrap();
+        let t = Topology::build(&s, &[]).unwrap();
+        assert_eq!((t.tors.len(), t.switches.len(), t.hosts.len()), (6, 9, 12));
+        // Every leaf reaches every spine.
+        assert_eq!(t.links.iter().filter(|l| t.role(l.b) == Role::Spine).count(), 18);
+        let e = toml::from_str::<TopologySpec>("kind = \"rack\"\nhosts = 4\n").unwrap_err().to_string();
+        assert!(e.contains("hosts") && e.contains("unknown field"), "{e}");
+        let r = Topology::build(&TopologySpec::rack(5), &[]).unwrap();
+        assert_eq!((r.switches.len(), r.hosts.len(), r.links.len()), (1, 5, 5));
+    }
+
+    #[test]
     fn bad_specs_name_the_field() {
         let mut s = TopologySpec::ft8();
         s.cores = 10;
