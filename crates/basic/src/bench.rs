@@ -24,7 +24,8 @@ pub struct BenchOptions {
     pub k: u32,
     /// "udp" or "tcp".
     pub transport: String,
-    /// Named scenario instead of the above: "ft8-udp", "ft8-tcp", "ft4-udp".
+    /// Named scenario instead of the above: "ft8-udp", "ft8-tcp", "ft4-udp", "ft4-tcp", or
+    /// "ft16-1m" (FT16-400K with 1,000,000 small UDP flows: the memory check).
     pub scenario: Option<String>,
     /// Flows for the generated list (when no file is given).
     pub flows: usize,
@@ -73,19 +74,27 @@ pub fn rss_mib() -> Option<f64> {
 
 pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
     let mut o = opts.clone();
+    let mut ft16 = false;
     if let Some(s) = &opts.scenario {
         let (k, t) = match s.as_str() {
             "ft8-udp" => (8, "udp"),
             "ft8-tcp" => (8, "tcp"),
             "ft4-udp" => (4, "udp"),
             "ft4-tcp" => (4, "tcp"),
-            other => return Err(bad("scenario", format!("expected ft8-udp, ft8-tcp, ft4-udp or ft4-tcp, got '{other}'"))),
+            "ft16-1m" => {
+                ft16 = true;
+                (16, "udp")
+            }
+            other => {
+                return Err(bad("scenario", format!("expected ft8-udp, ft8-tcp, ft4-udp, ft4-tcp or ft16-1m, got '{other}'")))
+            }
         };
-        o.topology = "fattree".into();
+        o.topology = if ft16 { "ft16-400k".into() } else { "fattree".into() };
         o.k = k;
         o.transport = t.into();
     }
     let spec = match o.topology.as_str() {
+        _ if ft16 => TopologySpec::ft16_400k(),
         "fattree" => {
             if o.k < 2 || o.k % 2 != 0 {
                 return Err(bad("k", format!("a k-ary fat-tree needs an even k >= 2, got {}", o.k)));
@@ -111,6 +120,8 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
             }
             m.flows
         }
+        None if ft16 => innet_workloads::uniform_size_flows(servers, 100_000_000_000, 0.3, 1_000_000, 1_000, 4_000, o.seed)
+            .map_err(|m| bad("flows", m))?,
         None => innet_workloads::uniform_size_flows(servers, 100_000_000_000, 0.5, o.flows, 500_000, 1_500_000, o.seed)
             .map_err(|m| bad("flows", m))?,
     };
