@@ -133,3 +133,28 @@ fn link_faults_lose_exactly_the_chosen_packets() {
     assert_eq!(m.delivered_packets, 7);
     assert_eq!(m.flows[0].complete_ps, None, "a UDP flow with losses never completes");
 }
+
+#[test]
+fn a_tap_sees_each_packet_leave_and_arrive_at_every_node_once() {
+    use innet_sim::network::{PacketTap, TapDirection};
+    use std::sync::{Arc, Mutex};
+    struct Count(Arc<Mutex<Vec<(u64, u32, u16, TapDirection, u64)>>>);
+    impl PacketTap for Count {
+        fn on_packet(&mut self, t: u64, node: u32, port: u16, dir: TapDirection, pkt: &innet_sim::packet::Packet) {
+            self.0.lock().unwrap().push((t, node, port, dir, pkt.uid));
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let topo = Topology::build(&TopologySpec::rack(2), &[]).unwrap();
+    let mut f = build_fabric(topo, 1, host_cfg(), vec![udp(0, 1, 0, 3)], l3_switch);
+    f.sim.net.tap = Some(Box::new(Count(seen.clone())));
+    f.sim.run_until(u64::MAX, &mut |_| {});
+    let seen = seen.lock().unwrap();
+    // Three packets, each: Tx at host 0, Rx at the switch, Tx at the switch, Rx at host 1.
+    assert_eq!(seen.len(), 12);
+    let at = |node: u32, dir: TapDirection| seen.iter().filter(|e| e.1 == node && e.3 == dir).count();
+    assert_eq!((at(1, TapDirection::Tx), at(0, TapDirection::Rx), at(0, TapDirection::Tx), at(2, TapDirection::Rx)), (3, 3, 3, 3));
+    // The first packet reaches host 1 after two serializations and two propagation delays.
+    let first_rx = seen.iter().find(|e| e.1 == 2).unwrap();
+    assert_eq!(first_rx.0, 2 * SER_100G_PS + 2 * DELAY_PS);
+}

@@ -86,6 +86,21 @@ pub struct NodeInfo {
     pub wants_port_idle: bool,
 }
 
+/// Which way a tapped packet was going at the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TapDirection {
+    /// The node started sending it on a port.
+    Tx,
+    /// It finished arriving at the node on a port.
+    Rx,
+}
+
+/// Something that watches packets at nodes (a pcap writer, a tracer). It sees every packet
+/// sent or received by any node; it filters for itself.
+pub trait PacketTap {
+    fn on_packet(&mut self, time_ps: u64, node: NodeId, port: u16, dir: TapDirection, pkt: &Packet);
+}
+
 /// The world a node acts on.
 pub struct Network {
     now_ps: u64,
@@ -99,6 +114,8 @@ pub struct Network {
     pub rng: ChaCha8Rng,
     pub seed: u64,
     events_processed: u64,
+    /// Optional observer of packets at nodes (see [`PacketTap`]).
+    pub tap: Option<Box<dyn PacketTap>>,
 }
 
 impl Network {
@@ -114,6 +131,7 @@ impl Network {
             rng: ChaCha8Rng::seed_from_u64(seed),
             seed,
             events_processed: 0,
+            tap: None,
         }
     }
 
@@ -337,6 +355,10 @@ impl Network {
         let pc = &mut self.metrics.ports[port as usize];
         pc.tx_packets += 1;
         pc.tx_bytes += wire;
+        if let Some(tap) = self.tap.as_mut() {
+            let local = self.ports[port as usize].local;
+            tap.on_packet(self.now_ps, node as NodeId, local, TapDirection::Tx, self.packets.get(id));
+        }
         let ser = serialization_ps(wire, link.bandwidth_bps);
         let now = self.now_ps;
         let peer_node = self.ports[peer as usize].node;
@@ -363,6 +385,10 @@ impl Network {
         if self.ports[port as usize].loss.is_some() && self.lost_on_link(port) {
             self.drop_packet(id, DropReason::LinkLoss);
             return None;
+        }
+        if let Some(tap) = self.tap.as_mut() {
+            let p = &self.ports[peer as usize];
+            tap.on_packet(self.now_ps, p.node, p.local, TapDirection::Rx, self.packets.get(id));
         }
         Some((peer, id))
     }
