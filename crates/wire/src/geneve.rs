@@ -1,0 +1,198 @@
+//! Geneve (RFC 8926): the 8-byte base header, the 24-bit VNI, and TLV options (class, type with
+//! its critical bit, 4-byte-word length, data). Options stay generic bytes: system-specific
+//! options (SwitchV2P's, SwitchVM's code header) are built on top.
+
+use crate::{be16, be32, put16, put32, Error, Result};
+
+pub const UDP_PORT: u16 = 6081;
+pub const HEADER_LEN: usize = 8;
+/// Protocol type of an inner Ethernet frame ("Transparent Ethernet Bridging").
+pub const PROTOCOL_ETHERNET: u16 = 0x6558;
+
+#[derive(Debug, Clone, Copy)]
+pub struct GenevePacket<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> GenevePacket<T> {
+    pub fn new_unchecked(buf: T) -> Self {
+        GenevePacket { buf }
+    }
+    /// Checks version 0 and that the options fit.
+    pub fn new_checked(buf: T) -> Result<Self> {
+        let have = buf.as_ref().len();
+        if have < HEADER_LEN {
+            return Err(Error::short("geneve", HEADER_LEN, have));
+        }
+        let p = GenevePacket { buf };
+        if p.version() != 0 {
+            return Err(Error::new("geneve", format!("version is {}, expected 0", p.version())));
+        }
+        if p.header_len() > have {
+            return Err(Error::new("geneve", format!("options length {} exceeds buffer of {have} bytes", p.options_len())));
+        }
+        Ok(p)
+    }
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    pub fn version(&self) -> u8 {
+        self.b()[0] >> 6
+    }
+    /// Length of the options in bytes.
+    pub fn options_len(&self) -> usize {
+        ((self.b()[0] & 0x3F) as usize) * 4
+    }
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN + self.options_len()
+    }
+    pub fn oam(&self) -> bool {
+        self.b()[1] & 0x80 != 0
+    }
+    pub fn critical(&self) -> bool {
+        self.b()[1] & 0x40 != 0
+    }
+    pub fn protocol(&self) -> u16 {
+        be16(self.b(), 2)
+    }
+    pub fn vni(&self) -> u32 {
+        be32(self.b(), 4) >> 8
+    }
+    pub fn options(&self) -> OptionIter<'_> {
+        OptionIter { b: &self.b()[HEADER_LEN..self.header_len()] }
+    }
+    pub fn payload(&self) -> &[u8] {
+        &self.b()[self.header_len()..]
+    }
+}
+
+/// One Geneve option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneveOption {
+    pub class: u16,
+    /// The type byte; its top bit is the critical bit.
+    pub kind: u8,
+    /// Data, a multiple of 4 bytes, at most 124.
+    pub data: Vec<u8>,
+}
+
+impl GeneveOption {
+    pub fn critical(&self) -> bool {
+        self.kind & 0x80 != 0
+    }
+    pub fn len(&self) -> usize {
+        4 + self.data.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// Iterates options; yields an error (once, then stops) on a malformed length.
+pub struct OptionIter<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Iterator for OptionIter<'a> {
+    type Item = Result<(u16, u8, &'a [u8])>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.b.is_empty() {
+            return None;
+        }
+        if self.b.len() < 4 {
+            let n = self.b.len();
+            self.b = &[];
+            return Some(Err(Error::new("geneve", format!("option header needs 4 bytes, {n} left"))));
+        }
+        let class = be16(self.b, 0);
+        let kind = self.b[2];
+        let len = ((self.b[3] & 0x1F) as usize) * 4;
+        if 4 + len > self.b.len() {
+            let left = self.b.len() - 4;
+            self.b = &[];
+            return Some(Err(Error::new("geneve", format!("option class 0x{class:04x} type {kind} length {len} exceeds the {left} bytes left"))));
+        }
+        let data = &self.b[4..4 + len];
+        self.b = &self.b[4 + len..];
+        Some(Ok((class, kind, data)))
+    }
+}
+
+/// A parsed Geneve header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneveRepr {
+    pub oam: bool,
+    pub critical: bool,
+    pub protocol: u16,
+    pub vni: u32,
+    pub options: Vec<GeneveOption>,
+}
+
+impl GeneveRepr {
+    pub fn parse<T: AsRef<[u8]>>(p: &GenevePacket<T>) -> Result<Self> {
+        let mut options = Vec::new();
+        for o in p.options() {
+            let (class, kind, data) = o?;
+            options.push(GeneveOption { class, kind, data: data.to_vec() });
+        }
+        Ok(GeneveRepr { oam: p.oam(), critical: p.critical(), protocol: p.protocol(), vni: p.vni(), options })
+    }
+    pub fn options_len(&self) -> usize {
+        self.options.iter().map(GeneveOption::len).sum()
+    }
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN + self.options_len()
+    }
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        let ol = self.options_len();
+        if ol > 252 {
+            return Err(Error::new("geneve", format!("options take {ol} bytes, at most 252 fit")));
+        }
+        if self.vni >= 1 << 24 {
+            return Err(Error::new("geneve", format!("VNI {} does not fit in 24 bits", self.vni)));
+        }
+        buf[0] = (ol / 4) as u8;
+        buf[1] = (if self.oam { 0x80 } else { 0 }) | (if self.critical { 0x40 } else { 0 });
+        put16(buf, 2, self.protocol);
+        put32(buf, 4, self.vni << 8);
+        let mut i = HEADER_LEN;
+        for o in &self.options {
+            if o.data.len() % 4 != 0 || o.data.len() > 124 {
+                return Err(Error::new("geneve", format!("option data must be a multiple of 4 bytes up to 124, got {}", o.data.len())));
+            }
+            put16(buf, i, o.class);
+            buf[i + 2] = o.kind;
+            buf[i + 3] = (o.data.len() / 4) as u8;
+            buf[i + 4..i + 4 + o.data.len()].copy_from_slice(&o.data);
+            i += o.len();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_round_trip_and_bad_lengths_are_errors() {
+        let r = GeneveRepr {
+            oam: false,
+            critical: true,
+            protocol: PROTOCOL_ETHERNET,
+            vni: 0xABCDE,
+            options: vec![
+                GeneveOption { class: 0x0103, kind: 0x80 | 1, data: vec![1, 2, 3, 4] },
+                GeneveOption { class: 0xFFFF, kind: 7, data: vec![] },
+            ],
+        };
+        let mut buf = vec![0u8; r.header_len()];
+        r.emit(&mut buf).unwrap();
+        let p = GenevePacket::new_checked(&buf[..]).unwrap();
+        assert_eq!(p.vni(), 0xABCDE);
+        assert_eq!(GeneveRepr::parse(&p).unwrap(), r);
+        buf[11] = 0x1F; // first option claims 124 bytes
+        let p = GenevePacket::new_checked(&buf[..]).unwrap();
+        assert!(GeneveRepr::parse(&p).unwrap_err().to_string().contains("exceeds"));
+    }
+}

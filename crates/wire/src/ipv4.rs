@@ -1,0 +1,263 @@
+//! IPv4 headers (RFC 791), options carried as bytes, ECN and checksum helpers.
+
+use std::net::Ipv4Addr;
+
+use crate::checksum;
+use crate::{be16, put16, Error, Result};
+
+pub const PROTO_IPIP: u8 = 4;
+pub const PROTO_TCP: u8 = 6;
+pub const PROTO_UDP: u8 = 17;
+pub const MIN_HEADER_LEN: usize = 20;
+
+/// A view of an IPv4 packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Ipv4Packet<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> Ipv4Packet<T> {
+    pub fn new_unchecked(buf: T) -> Self {
+        Ipv4Packet { buf }
+    }
+
+    /// Checks version 4, IHL ≥ 5, and that header and total length fit in the buffer.
+    pub fn new_checked(buf: T) -> Result<Self> {
+        let have = buf.as_ref().len();
+        if have < MIN_HEADER_LEN {
+            return Err(Error::short("ipv4", MIN_HEADER_LEN, have));
+        }
+        let p = Ipv4Packet { buf };
+        if p.version() != 4 {
+            return Err(Error::new("ipv4", format!("version is {}, expected 4", p.version())));
+        }
+        let hl = p.header_len();
+        if hl < MIN_HEADER_LEN {
+            return Err(Error::new("ipv4", format!("header length {hl} is below the minimum 20")));
+        }
+        if hl > have {
+            return Err(Error::new("ipv4", format!("header length {hl} exceeds buffer of {have} bytes")));
+        }
+        let tl = p.total_len() as usize;
+        if tl < hl {
+            return Err(Error::new("ipv4", format!("total length {tl} is shorter than the header ({hl})")));
+        }
+        if tl > have {
+            return Err(Error::new("ipv4", format!("total length {tl} exceeds buffer of {have} bytes")));
+        }
+        Ok(p)
+    }
+
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    pub fn version(&self) -> u8 {
+        self.b()[0] >> 4
+    }
+    pub fn header_len(&self) -> usize {
+        ((self.b()[0] & 0x0F) as usize) * 4
+    }
+    pub fn dscp(&self) -> u8 {
+        self.b()[1] >> 2
+    }
+    pub fn ecn(&self) -> u8 {
+        self.b()[1] & 0x03
+    }
+    pub fn total_len(&self) -> u16 {
+        be16(self.b(), 2)
+    }
+    pub fn ident(&self) -> u16 {
+        be16(self.b(), 4)
+    }
+    pub fn dont_fragment(&self) -> bool {
+        self.b()[6] & 0x40 != 0
+    }
+    pub fn more_fragments(&self) -> bool {
+        self.b()[6] & 0x20 != 0
+    }
+    pub fn frag_offset(&self) -> u16 {
+        be16(self.b(), 6) & 0x1FFF
+    }
+    pub fn ttl(&self) -> u8 {
+        self.b()[8]
+    }
+    pub fn protocol(&self) -> u8 {
+        self.b()[9]
+    }
+    pub fn header_checksum(&self) -> u16 {
+        be16(self.b(), 10)
+    }
+    pub fn src(&self) -> Ipv4Addr {
+        Ipv4Addr::new(self.b()[12], self.b()[13], self.b()[14], self.b()[15])
+    }
+    pub fn dst(&self) -> Ipv4Addr {
+        Ipv4Addr::new(self.b()[16], self.b()[17], self.b()[18], self.b()[19])
+    }
+    pub fn options(&self) -> &[u8] {
+        &self.b()[MIN_HEADER_LEN..self.header_len()]
+    }
+    pub fn verify_checksum(&self) -> bool {
+        checksum::checksum(&self.b()[..self.header_len()]) == 0
+    }
+    /// The payload up to the total length (trailing link padding excluded).
+    pub fn payload(&self) -> &[u8] {
+        &self.b()[self.header_len()..self.total_len() as usize]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
+    pub fn set_ttl(&mut self, ttl: u8) {
+        self.buf.as_mut()[8] = ttl;
+    }
+    pub fn set_ecn(&mut self, ecn: u8) {
+        let b = self.buf.as_mut();
+        b[1] = (b[1] & !0x03) | (ecn & 0x03);
+    }
+    pub fn set_src(&mut self, a: Ipv4Addr) {
+        self.buf.as_mut()[12..16].copy_from_slice(&a.octets());
+    }
+    pub fn set_dst(&mut self, a: Ipv4Addr) {
+        self.buf.as_mut()[16..20].copy_from_slice(&a.octets());
+    }
+    /// Recompute the header checksum after changing fields.
+    pub fn fill_checksum(&mut self) {
+        let hl = self.header_len();
+        let b = self.buf.as_mut();
+        put16(b, 10, 0);
+        let c = checksum::checksum(&b[..hl]);
+        put16(b, 10, c);
+    }
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let (h, t) = (self.header_len(), self.total_len() as usize);
+        &mut self.buf.as_mut()[h..t]
+    }
+}
+
+/// A parsed IPv4 header. `payload_len` is the total length minus the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ipv4Repr {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub protocol: u8,
+    pub ttl: u8,
+    pub dscp: u8,
+    pub ecn: u8,
+    pub ident: u16,
+    pub dont_fragment: bool,
+    /// Option bytes (length a multiple of 4, at most 40).
+    pub options: Vec<u8>,
+    pub payload_len: usize,
+}
+
+impl Ipv4Repr {
+    /// Parse and validate: the checksum must be right; fragments are refused (we never make them).
+    pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Result<Self> {
+        if !p.verify_checksum() {
+            return Err(Error::new("ipv4", format!("header checksum 0x{:04x} is wrong", p.header_checksum())));
+        }
+        if p.more_fragments() || p.frag_offset() != 0 {
+            return Err(Error::new("ipv4", "fragments are not supported"));
+        }
+        Ok(Ipv4Repr {
+            src: p.src(),
+            dst: p.dst(),
+            protocol: p.protocol(),
+            ttl: p.ttl(),
+            dscp: p.dscp(),
+            ecn: p.ecn(),
+            ident: p.ident(),
+            dont_fragment: p.dont_fragment(),
+            options: p.options().to_vec(),
+            payload_len: p.total_len() as usize - p.header_len(),
+        })
+    }
+
+    pub fn header_len(&self) -> usize {
+        MIN_HEADER_LEN + self.options.len()
+    }
+
+    pub fn buffer_len(&self) -> usize {
+        self.header_len() + self.payload_len
+    }
+
+    /// Write the header (with checksum) at the start of `buf`.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        if self.options.len() % 4 != 0 || self.options.len() > 40 {
+            return Err(Error::new("ipv4", format!("options must be a multiple of 4 bytes up to 40, got {}", self.options.len())));
+        }
+        let total = self.buffer_len();
+        if total > u16::MAX as usize {
+            return Err(Error::new("ipv4", format!("total length {total} exceeds 65535")));
+        }
+        let hl = self.header_len();
+        buf[0] = 0x40 | (hl / 4) as u8;
+        buf[1] = (self.dscp << 2) | (self.ecn & 0x03);
+        put16(buf, 2, total as u16);
+        put16(buf, 4, self.ident);
+        put16(buf, 6, if self.dont_fragment { 0x4000 } else { 0 });
+        buf[8] = self.ttl;
+        buf[9] = self.protocol;
+        put16(buf, 10, 0);
+        buf[12..16].copy_from_slice(&self.src.octets());
+        buf[16..20].copy_from_slice(&self.dst.octets());
+        buf[20..hl].copy_from_slice(&self.options);
+        let c = checksum::checksum(&buf[..hl]);
+        put16(buf, 10, c);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr() -> Ipv4Repr {
+        Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 1, 2),
+            protocol: PROTO_UDP,
+            ttl: 64,
+            dscp: 10,
+            ecn: 2,
+            ident: 0x1234,
+            dont_fragment: true,
+            options: vec![],
+            payload_len: 8,
+        }
+    }
+
+    #[test]
+    fn known_header_bytes() {
+        let mut buf = vec![0u8; 28];
+        repr().emit(&mut buf).unwrap();
+        assert_eq!(&buf[..12], &[0x45, 0x2a, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, buf[10], buf[11]]);
+        let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(Ipv4Repr::parse(&p).unwrap(), repr());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let mut buf = vec![0u8; 28];
+        repr().emit(&mut buf).unwrap();
+        let e = Ipv4Packet::new_checked(&buf[..25]).unwrap_err().to_string();
+        assert_eq!(e, "ipv4: total length 28 exceeds buffer of 25 bytes");
+        buf[8] = 3; // change TTL without fixing the checksum
+        let e = Ipv4Repr::parse(&Ipv4Packet::new_checked(&buf[..]).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+        buf[0] = 0x65;
+        assert!(Ipv4Packet::new_checked(&buf[..]).unwrap_err().to_string().contains("version"));
+    }
+
+    #[test]
+    fn setters_and_checksum_refill() {
+        let mut buf = vec![0u8; 28];
+        repr().emit(&mut buf).unwrap();
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.set_ttl(9);
+        p.set_ecn(3);
+        p.fill_checksum();
+        assert!(p.verify_checksum());
+        assert_eq!((p.ttl(), p.ecn(), p.dscp()), (9, 3, 10));
+    }
+}

@@ -1,0 +1,116 @@
+//! UDP datagrams (RFC 768) with the IPv4 pseudo-header checksum.
+
+use std::net::Ipv4Addr;
+
+use crate::checksum;
+use crate::ipv4::PROTO_UDP;
+use crate::{be16, put16, Error, Result};
+
+pub const HEADER_LEN: usize = 8;
+
+#[derive(Debug, Clone, Copy)]
+pub struct UdpPacket<T: AsRef<[u8]>> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    pub fn new_unchecked(buf: T) -> Self {
+        UdpPacket { buf }
+    }
+    /// Checks the header fits and the length field is within 8..=buffer.
+    pub fn new_checked(buf: T) -> Result<Self> {
+        let have = buf.as_ref().len();
+        if have < HEADER_LEN {
+            return Err(Error::short("udp", HEADER_LEN, have));
+        }
+        let p = UdpPacket { buf };
+        let len = p.len() as usize;
+        if len < HEADER_LEN || len > have {
+            return Err(Error::new("udp", format!("length {len} is outside 8..={have} (the buffer)")));
+        }
+        Ok(p)
+    }
+    pub fn src_port(&self) -> u16 {
+        be16(self.buf.as_ref(), 0)
+    }
+    pub fn dst_port(&self) -> u16 {
+        be16(self.buf.as_ref(), 2)
+    }
+    pub fn len(&self) -> u16 {
+        be16(self.buf.as_ref(), 4)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() as usize <= HEADER_LEN
+    }
+    pub fn checksum(&self) -> u16 {
+        be16(self.buf.as_ref(), 6)
+    }
+    pub fn payload(&self) -> &[u8] {
+        &self.buf.as_ref()[HEADER_LEN..self.len() as usize]
+    }
+    /// True if the checksum is absent (0) or right.
+    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        if self.checksum() == 0 {
+            return true;
+        }
+        let d = &self.buf.as_ref()[..self.len() as usize];
+        checksum::finish(checksum::pseudo_header(src, dst, PROTO_UDP, self.len()) + checksum::sum(d)) == 0
+    }
+}
+
+/// A parsed UDP header; `payload_len` bytes follow it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpRepr {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub payload_len: usize,
+}
+
+impl UdpRepr {
+    pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self> {
+        if !p.verify_checksum(src, dst) {
+            return Err(Error::new("udp", format!("checksum 0x{:04x} is wrong", p.checksum())));
+        }
+        Ok(UdpRepr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: p.len() as usize - HEADER_LEN })
+    }
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN
+    }
+    /// Write the header at the start of `buf`, whose payload (`payload_len` bytes after the
+    /// header) must already be in place, and fill the checksum.
+    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<()> {
+        let len = HEADER_LEN + self.payload_len;
+        if len > u16::MAX as usize {
+            return Err(Error::new("udp", format!("length {len} exceeds 65535")));
+        }
+        put16(buf, 0, self.src_port);
+        put16(buf, 2, self.dst_port);
+        put16(buf, 4, len as u16);
+        put16(buf, 6, 0);
+        let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_UDP, len as u16) + checksum::sum(&buf[..len]));
+        // A computed 0 is sent as all ones (RFC 768).
+        put16(buf, 6, if c == 0 { 0xFFFF } else { c });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_checksum() {
+        let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let r = UdpRepr { src_port: 667, dst_port: 667, payload_len: 5 };
+        let mut buf = vec![0u8; 13];
+        buf[8..].copy_from_slice(b"hello");
+        r.emit(&mut buf, s, d).unwrap();
+        let p = UdpPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!(UdpRepr::parse(&p, s, d).unwrap(), r);
+        assert_eq!(p.payload(), b"hello");
+        buf[9] ^= 1;
+        let p = UdpPacket::new_checked(&buf[..]).unwrap();
+        assert!(UdpRepr::parse(&p, s, d).unwrap_err().to_string().contains("checksum"));
+        assert!(UdpPacket::new_checked(&buf[..7]).is_err());
+    }
+}
