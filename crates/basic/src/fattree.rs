@@ -10,6 +10,7 @@ use innet_sim::experiment::{
     resolve_params, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput,
 };
 use innet_sim::host::HostConfig;
+use innet_sim::pcap_tap::PcapTap;
 use innet_sim::report::{flow_stats, flows_table, packet_fates, ports_table, round6, switches_table};
 use innet_sim::time::{ps_to_us, PS_PER_MS};
 use innet_sim::topology::{Topology, TopologySpec};
@@ -42,6 +43,9 @@ pub struct Params {
     pub udp_payload_bytes: u32,
     pub stop_ms: f64,
     pub seed: u64,
+    pub pcap_nodes: String,
+    pub pcap_file: String,
+    pub pcap_snaplen: u32,
 }
 
 const PARAMS: &[ParamSpec] = &[
@@ -64,6 +68,9 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "udp_payload_bytes", default: "1000", doc: "UDP payload per packet when transport = udp" },
     ParamSpec { name: "stop_ms", default: "2000.0", doc: "simulated-time limit; flows unfinished by then count as incomplete" },
     ParamSpec { name: "seed", default: "1", doc: "seed of every random choice" },
+    ParamSpec { name: "pcap_nodes", default: "\"\"", doc: "comma-separated node names (e.g. host0,tor0.0,core3) whose traffic to capture" },
+    ParamSpec { name: "pcap_file", default: "\"capture.pcap\"", doc: "where the capture of pcap_nodes is written" },
+    ParamSpec { name: "pcap_snaplen", default: "128", doc: "bytes kept of each captured frame" },
 ];
 
 const QUICK: &[(&str, &str)] = &[("flows", "2000")];
@@ -98,6 +105,21 @@ impl Params {
         }
         Ok(())
     }
+}
+
+/// Node ids for a comma-separated list of node names; unknown names are an error listing examples.
+fn node_ids(topo: &Topology, names: &str) -> Result<Vec<u32>, ExperimentError> {
+    names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|name| {
+            topo.nodes.iter().position(|n| n.name == name).map(|i| i as u32).ok_or_else(|| ExperimentError::BadParam {
+                field: "pcap_nodes".into(),
+                message: format!("no node named '{name}' (names look like host0, tor0.0, spine1.2, core3)"),
+            })
+        })
+        .collect()
 }
 
 /// Trace-driven flows between servers of `topo` per the parameters.
@@ -146,11 +168,23 @@ impl Experiment for BasicFattree {
         let last_start_ps = flows.iter().map(|f| f.start_ps).max().unwrap_or(0);
         let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control)?, listen_all: true };
         let mut fabric = build_fabric(topo, p.seed, host_cfg, flows, l3_switch);
+        let capture = !p.pcap_nodes.trim().is_empty();
+        if capture {
+            let nodes = node_ids(&fabric.topo, &p.pcap_nodes)?;
+            let tap = PcapTap::create(&fabric.sim.net, &nodes, &p.pcap_file, p.pcap_snaplen.max(64))
+                .map_err(|message| ExperimentError::BadParam { field: "pcap_file".into(), message })?;
+            fabric.sim.net.tap = Some(Box::new(tap));
+        }
         let stop_ps = (p.stop_ms * PS_PER_MS as f64) as u64;
         // Progress: flow starts dominate early; report simulated time against the last start.
         let horizon = last_start_ps.max(1) as f64 * 1.2;
         fabric.sim.run_until(stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
         let cons = fabric.sim.finish();
+        let capture_note = match fabric.sim.net.tap.as_mut().map(|t| t.finish()) {
+            Some(Err(e)) => return Err(ExperimentError::Input(e)),
+            Some(Ok(note)) => Some(note),
+            None => None,
+        };
         if !cons.ok() {
             return Err(ExperimentError::Invariant(format!("packet conservation failed: {cons}")));
         }
@@ -184,6 +218,9 @@ impl Experiment for BasicFattree {
         s.insert("offered_load".into(), json!(p.load));
         s.insert("trace".into(), json!(p.trace));
         s.insert("transport".into(), json!(p.transport));
+        if let Some(note) = capture_note.filter(|_| capture) {
+            s.insert("pcap".into(), json!(note));
+        }
         let tables = vec![flows_table(&fabric.sim), switches_table(&fabric.sim, &fabric.topo), ports_table(&fabric.sim)];
         Ok(RunOutput { summary: s, tables })
     }

@@ -77,3 +77,18 @@ fn bad_parameters_name_the_field() {
         assert!(e.to_string().contains(want), "{e} should mention {want}");
     }
 }
+
+#[test]
+fn captures_chosen_nodes_to_pcap() {
+    let path = std::env::temp_dir().join(format!("innet-fattree-{}.pcap", std::process::id()));
+    let p = path.to_str().unwrap().to_string();
+    let out = fattree()
+        .run(&set(&[("flows", "50"), ("pcap_nodes", "host0,tor0.0"), ("pcap_file", &p)]), true, &mut |_| {})
+        .unwrap();
+    assert!(out.summary["pcap"].as_str().unwrap().contains("frames written"));
+    let (_, recs) = innet_wire::pcap::parse(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(!recs.is_empty());
+    assert!(recs.iter().all(|r| r.data.len() <= 128 && r.orig_len >= r.data.len() as u32));
+    let e = fattree().run(&set(&[("flows", "5"), ("pcap_nodes", "host9999")]), true, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("'pcap_nodes'") && e.to_string().contains("host9999"), "{e}");
+}

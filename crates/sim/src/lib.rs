@@ -11,6 +11,7 @@ pub mod host;
 pub mod metrics;
 pub mod network;
 pub mod packet;
+pub mod pcap_tap;
 pub mod report;
 pub mod rng;
 pub mod routing;

@@ -99,6 +99,10 @@ pub enum TapDirection {
 /// sent or received by any node; it filters for itself.
 pub trait PacketTap {
     fn on_packet(&mut self, time_ps: u64, node: NodeId, port: u16, dir: TapDirection, pkt: &Packet);
+    /// The run is over: flush, and say what was recorded (or what went wrong).
+    fn finish(&mut self) -> Result<String, String> {
+        Ok(String::new())
+    }
 }
 
 /// The world a node acts on.
