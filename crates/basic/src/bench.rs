@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use innet_dataplane::fabric::{build_fabric, l3_switch};
-use innet_sim::apps::{FlowKind, FlowSpec};
+use innet_sim::apps::FlowKind;
 use innet_sim::experiment::ExperimentError;
 use innet_sim::host::HostConfig;
 use innet_sim::topology::{Topology, TopologySpec};
@@ -130,18 +130,7 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
         "tcp" => FlowKind::Tcp,
         other => return Err(bad("transport", format!("expected udp or tcp, got '{other}'"))),
     };
-    let flows: Vec<FlowSpec> = raw
-        .iter()
-        .map(|f| FlowSpec {
-            src_host: f.src,
-            dst_host: f.dst,
-            src_ip: 0,
-            dst_ip: 0,
-            start_ps: f.start_ps,
-            size_bytes: f.size_bytes,
-            kind,
-        })
-        .collect();
+    let flows = crate::flow_specs(&raw, kind);
     let n_flows = flows.len();
     let host_cfg = HostConfig { tcp: tcp_config("ns3", "cubic")?, listen_all: true };
     let rss_before = rss_mib();

@@ -136,18 +136,7 @@ pub fn generate_flows(p: &Params, num_servers: u32) -> Result<Vec<FlowSpec>, Exp
     } else {
         FlowKind::Tcp
     };
-    Ok(flows
-        .iter()
-        .map(|f| FlowSpec {
-            src_host: f.src,
-            dst_host: f.dst,
-            src_ip: 0,
-            dst_ip: 0,
-            start_ps: f.start_ps,
-            size_bytes: f.size_bytes,
-            kind,
-        })
-        .collect())
+    Ok(crate::flow_specs(&flows, kind))
 }
 
 impl Experiment for BasicFattree {

@@ -183,19 +183,8 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             ..*meta
         };
         let now = net.now_ps();
-        let verdict = {
-            let router = SimRouter { routing: &self.routing, switch_index: self.switch_index };
-            let mut ctx = Ctx {
-                now_ps: now,
-                switch_id: self.switch_index,
-                num_ports: self.num_ports,
-                recirculation_port: self.recirculation_port,
-                router: &router,
-                rng: &mut self.rng,
-                actions: &mut self.actions,
-            };
-            self.program.egress(net.packets.get_mut(id), &emeta, &mut ctx)
-        };
+        let pkt = net.packets.get_mut(id);
+        let verdict = self.with_ctx(now, |p, _, ctx| p.egress(pkt, &emeta, ctx));
         match verdict {
             EgressVerdict::Keep => {
                 net.transmit(gid, id);
@@ -251,10 +240,12 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
         }
     }
 
-    fn with_ctx<R>(&mut self, net: &mut Network, f: impl FnOnce(&mut P, &mut C, &mut Ctx<'_>) -> R) -> R {
+    /// Run `f` with the program, the control plane and a context of this switch's externs.
+    #[inline]
+    fn with_ctx<R>(&mut self, now_ps: u64, f: impl FnOnce(&mut P, &mut C, &mut Ctx<'_>) -> R) -> R {
         let router = SimRouter { routing: &self.routing, switch_index: self.switch_index };
         let mut ctx = Ctx {
-            now_ps: net.now_ps(),
+            now_ps,
             switch_id: self.switch_index,
             num_ports: self.num_ports,
             recirculation_port: self.recirculation_port,
@@ -296,19 +287,8 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
             replication_id: 0,
         };
         let now = net.now_ps();
-        let verdict = {
-            let router = SimRouter { routing: &self.routing, switch_index: self.switch_index };
-            let mut ctx = Ctx {
-                now_ps: now,
-                switch_id: self.switch_index,
-                num_ports: self.num_ports,
-                recirculation_port: self.recirculation_port,
-                router: &router,
-                rng: &mut self.rng,
-                actions: &mut self.actions,
-            };
-            self.program.ingress(net.packets.get_mut(id), &mut meta, &mut ctx)
-        };
+        let pkt = net.packets.get_mut(id);
+        let verdict = self.with_ctx(now, |p, _, ctx| p.ingress(pkt, &mut meta, ctx));
         self.dispatch(net, me, id, verdict, &meta);
         self.apply_actions(net, me);
     }
@@ -316,14 +296,15 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
     fn timer(&mut self, net: &mut Network, me: NodeId, token: u64) {
         let kind = token >> 56;
         let rest = token & ((1 << 56) - 1);
+        let now = net.now_ps();
         match kind {
-            TIMER_PROGRAM => self.with_ctx(net, |p, _, ctx| p.timer(rest, ctx)),
+            TIMER_PROGRAM => self.with_ctx(now, |p, _, ctx| p.timer(rest, ctx)),
             TIMER_DIGEST => {
                 if let Some(d) = self.pending_digests.pop_front() {
-                    self.with_ctx(net, |p, c, ctx| c.digest(p, d, ctx));
+                    self.with_ctx(now, |p, c, ctx| c.digest(p, d, ctx));
                 }
             }
-            TIMER_CONTROL => self.with_ctx(net, |p, c, ctx| c.timer(p, rest, ctx)),
+            TIMER_CONTROL => self.with_ctx(now, |p, c, ctx| c.timer(p, rest, ctx)),
             _ => {}
         }
         self.apply_actions(net, me);

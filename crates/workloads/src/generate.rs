@@ -44,6 +44,19 @@ fn exp_ps<R: Rng>(rng: &mut R, mean_ps: f64) -> f64 {
     -(1.0 - u).ln() * mean_ps
 }
 
+/// `count` flows with exponential gaps of mean `mean_gap_ps`, random pairs, sizes from `size`.
+fn poisson<F: FnMut(&mut ChaCha8Rng) -> u64>(servers: u32, count: usize, mean_gap_ps: f64, seed: u64, mut size: F) -> Vec<Flow> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut t = 0.0f64;
+    (1..=count as u64)
+        .map(|id| {
+            t += exp_ps(&mut rng, mean_gap_ps);
+            let (src, dst) = pair(&mut rng, servers);
+            Flow { id, src, dst, start_ps: t.round() as u64, size_bytes: size(&mut rng) }
+        })
+        .collect()
+}
+
 /// `count` flows with Poisson arrivals (first at t = 0 + one gap), CDF sizes, random pairs.
 pub fn poisson_flows(
     cdf: &FlowSizeCdf,
@@ -54,15 +67,7 @@ pub fn poisson_flows(
     seed: u64,
 ) -> Result<Vec<Flow>, String> {
     let mean_gap_ps = check(servers, host_bps, load, cdf.mean_bytes())?;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut t = 0.0f64;
-    Ok((1..=count as u64)
-        .map(|id| {
-            t += exp_ps(&mut rng, mean_gap_ps);
-            let (src, dst) = pair(&mut rng, servers);
-            Flow { id, src, dst, start_ps: t.round() as u64, size_bytes: cdf.sample(&mut rng) }
-        })
-        .collect())
+    Ok(poisson(servers, count, mean_gap_ps, seed, |rng| cdf.sample(rng)))
 }
 
 /// `count` flows with sizes uniform in [min_bytes, max_bytes] and Poisson arrivals at `load`.
@@ -80,15 +85,7 @@ pub fn uniform_size_flows(
     }
     let mean = (min_bytes + max_bytes) as f64 / 2.0;
     let mean_gap_ps = check(servers, host_bps, load, mean)?;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut t = 0.0f64;
-    Ok((1..=count as u64)
-        .map(|id| {
-            t += exp_ps(&mut rng, mean_gap_ps);
-            let (src, dst) = pair(&mut rng, servers);
-            Flow { id, src, dst, start_ps: t.round() as u64, size_bytes: rng.gen_range(min_bytes..=max_bytes) }
-        })
-        .collect())
+    Ok(poisson(servers, count, mean_gap_ps, seed, |rng| rng.gen_range(min_bytes..=max_bytes)))
 }
 
 #[cfg(test)]
