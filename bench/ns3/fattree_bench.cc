@@ -28,52 +28,99 @@ struct FlowLine {
   uint64_t id, start_ps, size;
 };
 
-static uint64_t g_delivered = 0;
-static void CountLocalDeliver(const Ipv4Header &, Ptr<const Packet>, uint32_t) { g_delivered++; }
+// Packets handed to a host's transport layer. `g_delivered` counts them all (TCP ACKs, SYNs and
+// FINs too), as innet's delivered_packets does; `g_deliveredData` only UDP datagrams and TCP
+// segments with payload (retransmitted copies included).
+static uint64_t g_delivered = 0, g_deliveredData = 0;
+static void CountLocalDeliver(const Ipv4Header &ip, Ptr<const Packet> p, uint32_t) {
+  g_delivered++;
+  if (ip.GetProtocol() == UdpL4Protocol::PROT_NUMBER) {
+    g_deliveredData++;
+  } else if (ip.GetProtocol() == TcpL4Protocol::PROT_NUMBER) {
+    TcpHeader tcp;
+    if (p->PeekHeader(tcp) && p->GetSize() > tcp.GetSerializedSize()) g_deliveredData++;
+  }
+}
 
+// Application bytes the PacketSinks received (for TCP: in order, without retransmitted copies).
+static uint64_t g_sinkBytes = 0;
+static uint64_t g_expectBytes = 0;
+static void CountSinkRx(Ptr<const Packet> p, const Address &) {
+  g_sinkBytes += p->GetSize();
+  // TCP leaves TIME_WAIT and other timers running for minutes of simulated time; stopping when
+  // every byte is in keeps sim_time_s the time of the last delivery for both transports.
+  if (g_sinkBytes == g_expectBytes) Simulator::Stop();
+}
+
+// Packets a device queue dropped; the queues are sized so this stays 0 (reported to show it).
+static uint64_t g_dropped = 0;
+static void CountDrop(Ptr<const Packet>) { g_dropped++; }
+
+[[noreturn]] static void Fail(const std::string &path, uint32_t line, const std::string &what) {
+  std::fprintf(stderr, "%s:%u: %s\n", path.c_str(), line, what.c_str());
+  std::exit(2);
+}
+
+// A whole non-negative decimal number, or nothing (no exceptions, no partial parses).
+static bool ParseU64(const std::string &tok, uint64_t &out) {
+  if (tok.empty() || tok.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : tok) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = uint64_t(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  out = v;
+  return true;
+}
+
+// Reads an htsim connection matrix ("Nodes N", "Connections M", "SRC->DST id ID start PS size
+// BYTES"), the format crates/workloads writes; anything else is an error naming file:line.
 static std::vector<FlowLine> ReadFlows(const std::string &path, uint32_t hosts) {
   std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "%s: cannot open\n", path.c_str());
-    std::exit(2);
-  }
+  if (!in) Fail(path, 0, "cannot open");
   std::vector<FlowLine> flows;
   std::string line;
-  uint32_t n = 0, nodes = 0;
+  uint32_t n = 0;
+  uint64_t nodes = 0, declared = 0;
+  bool haveNodes = false, haveDeclared = false;
   while (std::getline(in, line)) {
     n++;
-    if (line.empty() || line[0] == '#') continue;
     std::istringstream ss(line);
     std::string first;
-    ss >> first;
-    if (first == "Nodes") { ss >> nodes; continue; }
-    if (first == "Connections") continue;
+    if (!(ss >> first) || first[0] == '#') continue;
+    std::string v;
+    if (first == "Nodes" || first == "Connections") {
+      uint64_t x;
+      if (!(ss >> v) || !ParseU64(v, x)) Fail(path, n, "expected '" + first + " <number>'");
+      if (first == "Nodes") { nodes = x; haveNodes = true; } else { declared = x; haveDeclared = true; }
+      continue;
+    }
     auto arrow = first.find("->");
-    if (arrow == std::string::npos) {
-      std::fprintf(stderr, "%s:%u: expected 'SRC->DST id ID start PS size BYTES'\n", path.c_str(), n);
-      std::exit(2);
-    }
-    FlowLine f{};
-    f.src = std::stoul(first.substr(0, arrow));
-    f.dst = std::stoul(first.substr(arrow + 2));
+    uint64_t src, dst;
+    if (arrow == std::string::npos || !ParseU64(first.substr(0, arrow), src) || !ParseU64(first.substr(arrow + 2), dst))
+      Fail(path, n, "expected 'Nodes N', 'Connections M' or 'SRC->DST id ID start PS size BYTES', got '" + line + "'");
+    if (src >= hosts || dst >= hosts || src == dst)
+      Fail(path, n, "source and destination must be different hosts below " + std::to_string(hosts));
+    FlowLine f{uint32_t(src), uint32_t(dst), 0, 0, 0};
+    bool haveId = false, haveStart = false, haveSize = false;
     std::string key;
-    bool have_start = false, have_size = false;
     while (ss >> key) {
-      if (key == "id") ss >> f.id;
-      else if (key == "start") { ss >> f.start_ps; have_start = true; }
-      else if (key == "size") { ss >> f.size; have_size = true; }
-      else { std::fprintf(stderr, "%s:%u: unknown attribute '%s'\n", path.c_str(), n, key.c_str()); std::exit(2); }
+      uint64_t x;
+      if (!(ss >> v) || !ParseU64(v, x)) Fail(path, n, "expected a number after '" + key + "'");
+      if (key == "id") { f.id = x; haveId = true; }
+      else if (key == "start") { f.start_ps = x; haveStart = true; }
+      else if (key == "size") { f.size = x; haveSize = true; }
+      else Fail(path, n, "unknown flow attribute '" + key + "' (expected id, start, size)");
     }
-    if (!have_start || !have_size || f.src >= hosts || f.dst >= hosts) {
-      std::fprintf(stderr, "%s:%u: needs start and size, hosts below %u\n", path.c_str(), n, hosts);
-      std::exit(2);
-    }
+    if (!haveId || !haveStart || !haveSize || f.size == 0) Fail(path, n, "a flow needs id, start and a size of at least 1 byte");
     flows.push_back(f);
   }
-  if (nodes != hosts) {
-    std::fprintf(stderr, "%s: Nodes %u but the k-ary fat-tree has %u hosts\n", path.c_str(), nodes, hosts);
-    std::exit(2);
-  }
+  if (!haveNodes || nodes != hosts)
+    Fail(path, 0, "'Nodes " + std::to_string(nodes) + "' but the fat-tree has " + std::to_string(hosts) + " hosts");
+  if (haveDeclared && declared != flows.size())
+    Fail(path, 0, "'Connections " + std::to_string(declared) + "' but " + std::to_string(flows.size()) + " flows follow");
   return flows;
 }
 
@@ -170,11 +217,16 @@ int main(int argc, char **argv) {
     hostNodes.Get(h)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("LocalDeliver", MakeCallback(&CountLocalDeliver));
     PacketSinkHelper sink(transport == "udp" ? "ns3::UdpSocketFactory" : "ns3::TcpSocketFactory",
                           InetSocketAddress(Ipv4Address::GetAny(), 9));
-    sink.Install(hostNodes.Get(h)).Start(Seconds(0));
+    ApplicationContainer sinkApp = sink.Install(hostNodes.Get(h));
+    sinkApp.Start(Seconds(0));
+    sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeCallback(&CountSinkRx));
   }
   // UDP pacing: one 1000-byte datagram per serialization time of its 1030-byte PPP frame.
   const Time gap = PicoSeconds(1030ull * 8 * 1000000000000ull / 100000000000ull);
+  uint64_t sentPackets = 0;  // UDP: datagrams sent; TCP: the segments the flow sizes need
   for (const auto &f : flows) {
+    sentPackets += (f.size + 999) / 1000;
+    g_expectBytes += transport == "udp" ? (f.size + 999) / 1000 * 1000 : f.size;
     Address peer = InetSocketAddress(hostAddr[f.dst], 9);
     Time start = PicoSeconds(f.start_ps);
     if (transport == "udp") {
@@ -189,12 +241,18 @@ int main(int argc, char **argv) {
       bulk.Install(hostNodes.Get(f.src)).Start(start);
     }
   }
+  Config::ConnectWithoutContext("/NodeList/*/DeviceList/*/$ns3::PointToPointNetDevice/TxQueue/Drop",
+                                MakeCallback(&CountDrop));
+  auto run0 = std::chrono::steady_clock::now();
   Simulator::Run();
+  double runWall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run0).count();
   double simS = Simulator::Now().GetSeconds();
+  uint64_t events = Simulator::GetEventCount();
   Simulator::Destroy();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  std::printf("{\"simulator\":\"ns-3.37\",\"k\":%u,\"transport\":\"%s\",\"flows\":%zu,\"delivered_packets\":%llu,"
-              "\"wall_s\":%.3f,\"sim_time_s\":%.6f}\n",
-              k, transport.c_str(), flows.size(), (unsigned long long)g_delivered, wall, simS);
+  std::printf("{\"simulator\":\"ns-3.37\",\"k\":%u,\"transport\":\"%s\",\"flows\":%zu,\"sent_packets\":%llu,"
+              "\"delivered_packets\":%llu,\"delivered_data_packets\":%llu,\"sink_bytes\":%llu,\"dropped_packets\":%llu,\"wall_s\":%.3f,\"run_wall_s\":%.3f,\"sim_time_s\":%.9f,\"events\":%llu}\n",
+              k, transport.c_str(), flows.size(), (unsigned long long)sentPackets, (unsigned long long)g_delivered,
+              (unsigned long long)g_deliveredData, (unsigned long long)g_sinkBytes, (unsigned long long)g_dropped, wall, runWall, simS, (unsigned long long)events);
   return 0;
 }

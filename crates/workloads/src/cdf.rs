@@ -1,6 +1,7 @@
 //! Flow-size distributions given as empirical CDF points (bytes, cumulative percent), sampled
 //! by inverse transform with linear interpolation between points — the convention of the
-//! HPCC/ns-3 datacenter traffic generators the SwitchV2P workloads come from.
+//! HPCC/ns-3 datacenter traffic generators the SwitchV2P workloads come from. The model is the
+//! piecewise-linear CDF through the points; mass below the first point's percent sits at its size.
 
 use rand::Rng;
 
@@ -114,9 +115,20 @@ impl FlowSizeCdf {
         .expect("built-in CDF is valid")
     }
 
+    /// Read a CDF file of "bytes percent" lines; errors name `file:line`.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, String> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: cannot read: {e}"))?;
+        Self::parse(&text, &origin)
+    }
+
     /// Size for a uniform draw `u` in [0, 1): inverse CDF with linear interpolation.
     pub fn quantile(&self, u: f64) -> f64 {
         let p = &self.points;
+        if u < p[0].1 {
+            // A first point above 0% is a step: that much mass sits at its size.
+            return p[0].0;
+        }
         // First point whose cumulative fraction exceeds u.
         let i = p.partition_point(|&(_, c)| c <= u).clamp(1, p.len() - 1);
         let (b0, c0) = p[i - 1];
@@ -133,13 +145,24 @@ impl FlowSizeCdf {
         (self.quantile(u).round() as u64).max(1)
     }
 
-    /// Mean of the piecewise-linear distribution (each segment contributes its midpoint).
+    /// Exact mean of the piecewise-linear model: the step at the first point plus each
+    /// segment's probability times its midpoint (sizes are uniform within a segment).
     pub fn mean_bytes(&self) -> f64 {
-        self.points.windows(2).map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0).sum()
+        let (b0, c0) = self.points[0];
+        b0 * c0 + self.points.windows(2).map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0).sum::<f64>()
     }
 
     pub fn points(&self) -> &[(f64, f64)] {
         &self.points
+    }
+}
+
+impl std::str::FromStr for FlowSizeCdf {
+    type Err = String;
+
+    /// "bytes percent" lines, as in a CDF file; errors name `<string>:line`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::parse(text, "<string>")
     }
 }
 
@@ -148,10 +171,7 @@ pub fn cdf_by_name(name: &str) -> Result<FlowSizeCdf, String> {
     match name {
         "hadoop" => Ok(FlowSizeCdf::hadoop()),
         "websearch" => Ok(FlowSizeCdf::websearch()),
-        path if std::path::Path::new(path).is_file() => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-            FlowSizeCdf::parse(&text, path)
-        }
+        path if std::path::Path::new(path).is_file() => FlowSizeCdf::from_file(std::path::Path::new(path)),
         other => Err(format!("expected hadoop, websearch or the path of a CDF file ('bytes percent' lines), got '{other}'")),
     }
 }
@@ -185,11 +205,72 @@ mod tests {
     }
 
     #[test]
+    fn mean_is_exact_for_the_piecewise_linear_model() {
+        // Two equal-mass segments, uniform on [0,10] and [10,20]: mean 2.5 + 7.5.
+        let c: FlowSizeCdf = "0 0\n10 50\n20 100\n".parse().unwrap();
+        assert_eq!(c.mean_bytes(), 10.0);
+        // 20% at exactly 100 bytes, 80% uniform on [100,200]: 20 + 120.
+        let c: FlowSizeCdf = "100 20\n200 100\n".parse().unwrap();
+        assert_eq!(c.mean_bytes(), 140.0);
+        assert_eq!(c.quantile(0.1), 100.0);
+        assert_eq!(c.quantile(0.6), 150.0);
+        // A vertical segment is an atom; a flat one carries no mass.
+        let c: FlowSizeCdf = "0 0\n50 0\n50 40\n100 100\n".parse().unwrap();
+        assert_eq!(c.mean_bytes(), 0.4 * 50.0 + 0.6 * 75.0);
+        assert_eq!(c.quantile(0.2), 50.0);
+        // Hand-summed hadoop mean (the built-in points above).
+        assert!((FlowSizeCdf::hadoop().mean_bytes() - 120_420.75).abs() < 1e-3, "{}", FlowSizeCdf::hadoop().mean_bytes());
+    }
+
+    #[test]
+    fn samples_are_whole_bytes_of_at_least_one() {
+        let c: FlowSizeCdf = "0 0\n1 100\n".parse().unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        assert!((0..1000).all(|_| c.sample(&mut rng) == 1));
+    }
+
+    #[test]
+    fn from_file_names_file_and_line() {
+        let path = std::env::temp_dir().join(format!("innet-workloads-cdf-{}.txt", std::process::id()));
+        std::fs::write(&path, "# hadoop-like\n0 0\n\n100 50 7\n").unwrap();
+        let e = FlowSizeCdf::from_file(&path).unwrap_err();
+        assert!(e.starts_with(&format!("{}:4: expected 'bytes percent'", path.display())), "{e}");
+        std::fs::write(&path, "0 0\n100 50\n300 100\n").unwrap();
+        assert_eq!(cdf_by_name(path.to_str().unwrap()).unwrap().mean_bytes(), 0.5 * 50.0 + 0.5 * 200.0);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn bad_cdfs_say_what_is_wrong() {
         assert!(FlowSizeCdf::from_percent_points(&[(0.0, 0.0), (10.0, 90.0)]).unwrap_err().contains("100 percent"));
         assert!(FlowSizeCdf::from_percent_points(&[(5.0, 0.0), (1.0, 100.0)]).unwrap_err().contains("point 2"));
         let e = FlowSizeCdf::parse("0 0\n100 fifty\n", "x.cdf").unwrap_err();
         assert!(e.starts_with("x.cdf:2:"), "{e}");
         assert!(cdf_by_name("nosuch").unwrap_err().contains("hadoop"));
+        assert!(FlowSizeCdf::from_percent_points(&[(0.0, 0.0)]).unwrap_err().contains("at least 2 points"));
+        assert!(FlowSizeCdf::from_percent_points(&[(0.0, 0.0), (5.0, 60.0), (9.0, 50.0), (10.0, 100.0)])
+            .unwrap_err()
+            .starts_with("point 3: percents must not decrease"));
+        assert!(FlowSizeCdf::from_percent_points(&[(0.0, 0.0), (10.0, 101.0)]).unwrap_err().contains("within 0..100"));
+        assert!(FlowSizeCdf::from_percent_points(&[(f64::NAN, 0.0), (10.0, 100.0)]).unwrap_err().starts_with("point 1"));
+        assert!(FlowSizeCdf::from_percent_points(&[(-1.0, 0.0), (10.0, 100.0)]).unwrap_err().starts_with("point 1"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsing_any_text_never_panics_and_valid_cdfs_sample_in_range(text in "\\PC{0,120}", u in 0.0f64..1.0) {
+            if let Ok(c) = text.parse::<FlowSizeCdf>() {
+                let q = c.quantile(u);
+                let (lo, hi) = (c.points()[0].0, c.points().last().unwrap().0);
+                proptest::prop_assert!(q >= lo && q <= hi, "{q} outside {lo}..{hi}");
+            }
+        }
+
+        #[test]
+        fn quantile_is_monotone(a in 0.0f64..1.0, b in 0.0f64..1.0) {
+            let c = FlowSizeCdf::websearch();
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            proptest::prop_assert!(c.quantile(lo) <= c.quantile(hi));
+        }
     }
 }

@@ -44,17 +44,35 @@ fn exp_ps<R: Rng>(rng: &mut R, mean_ps: f64) -> f64 {
     -(1.0 - u).ln() * mean_ps
 }
 
-/// `count` flows with exponential gaps of mean `mean_gap_ps`, random pairs, sizes from `size`.
-fn poisson<F: FnMut(&mut ChaCha8Rng) -> u64>(servers: u32, count: usize, mean_gap_ps: f64, seed: u64, mut size: F) -> Vec<Flow> {
+/// When a generated list ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// Exactly this many flows.
+    Count(usize),
+    /// Every flow that starts before this time (picoseconds).
+    DurationPs(u64),
+}
+
+/// Flows with exponential gaps of mean `mean_gap_ps`, random pairs, sizes from `size`.
+fn poisson<F: FnMut(&mut ChaCha8Rng) -> u64>(servers: u32, until: Until, mean_gap_ps: f64, seed: u64, mut size: F) -> Vec<Flow> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = 0.0f64;
-    (1..=count as u64)
-        .map(|id| {
-            t += exp_ps(&mut rng, mean_gap_ps);
-            let (src, dst) = pair(&mut rng, servers);
-            Flow { id, src, dst, start_ps: t.round() as u64, size_bytes: size(&mut rng) }
-        })
-        .collect()
+    let mut flows = Vec::new();
+    if let Until::Count(n) = until {
+        flows.reserve(n);
+    }
+    for id in 1u64.. {
+        t += exp_ps(&mut rng, mean_gap_ps);
+        let start_ps = t.round() as u64;
+        match until {
+            Until::Count(n) if flows.len() >= n => break,
+            Until::DurationPs(d) if start_ps >= d => break,
+            _ => {}
+        }
+        let (src, dst) = pair(&mut rng, servers);
+        flows.push(Flow { id, src, dst, start_ps, size_bytes: size(&mut rng) });
+    }
+    flows
 }
 
 /// `count` flows with Poisson arrivals (first at t = 0 + one gap), CDF sizes, random pairs.
@@ -66,8 +84,20 @@ pub fn poisson_flows(
     count: usize,
     seed: u64,
 ) -> Result<Vec<Flow>, String> {
+    poisson_flows_until(cdf, servers, host_bps, load, Until::Count(count), seed)
+}
+
+/// Poisson arrivals at `load` with CDF sizes, ending by count or by duration.
+pub fn poisson_flows_until(
+    cdf: &FlowSizeCdf,
+    servers: u32,
+    host_bps: u64,
+    load: f64,
+    until: Until,
+    seed: u64,
+) -> Result<Vec<Flow>, String> {
     let mean_gap_ps = check(servers, host_bps, load, cdf.mean_bytes())?;
-    Ok(poisson(servers, count, mean_gap_ps, seed, |rng| cdf.sample(rng)))
+    Ok(poisson(servers, until, mean_gap_ps, seed, |rng| cdf.sample(rng)))
 }
 
 /// `count` flows with sizes uniform in [min_bytes, max_bytes] and Poisson arrivals at `load`.
@@ -85,7 +115,7 @@ pub fn uniform_size_flows(
     }
     let mean = (min_bytes + max_bytes) as f64 / 2.0;
     let mean_gap_ps = check(servers, host_bps, load, mean)?;
-    Ok(poisson(servers, count, mean_gap_ps, seed, |rng| rng.gen_range(min_bytes..=max_bytes)))
+    Ok(poisson(servers, Until::Count(count), mean_gap_ps, seed, |rng| rng.gen_range(min_bytes..=max_bytes)))
 }
 
 #[cfg(test)]
@@ -107,6 +137,19 @@ mod tests {
     }
 
     #[test]
+    fn a_duration_bounds_the_start_times_and_sets_the_count() {
+        // 16 hosts x 100 Gbps at 50% with 1 MB mean flows: one flow per 10 us on average.
+        let cdf: FlowSizeCdf = "500000 0\n1500000 100\n".parse().unwrap();
+        let flows = poisson_flows_until(&cdf, 16, 100_000_000_000, 0.5, Until::DurationPs(100_000_000_000), 5).unwrap();
+        assert!(flows.iter().all(|f| f.start_ps < 100_000_000_000));
+        assert!((9_500..10_500).contains(&flows.len()), "{}", flows.len());
+        // The same seed by count gives the same prefix.
+        let by_count = poisson_flows(&cdf, 16, 100_000_000_000, 0.5, flows.len(), 5).unwrap();
+        assert_eq!(by_count, flows);
+        assert!(poisson_flows_until(&cdf, 16, 1, 0.5, Until::DurationPs(0), 5).unwrap().is_empty());
+    }
+
+    #[test]
     fn same_seed_same_flows() {
         let cdf = FlowSizeCdf::websearch();
         let a = poisson_flows(&cdf, 16, 100_000_000_000, 0.5, 1000, 9).unwrap();
@@ -120,6 +163,19 @@ mod tests {
         assert!(poisson_flows(&cdf, 1, 1, 0.3, 10, 1).is_err());
         assert!(poisson_flows(&cdf, 8, 1, 0.0, 10, 1).is_err());
         assert!(uniform_size_flows(8, 1, 0.5, 10, 5, 4, 1).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        #[test]
+        fn offered_load_is_within_a_few_percent(seed in any::<u64>(), servers in 2u32..200, load in 0.05f64..1.0) {
+            let host_bps = 100_000_000_000;
+            let f = uniform_size_flows(servers, host_bps, load, 50_000, 1_000, 100_000, seed).unwrap();
+            let bytes: u64 = f.iter().map(|x| x.size_bytes).sum();
+            let offered = bytes as f64 * 8.0 / (f.last().unwrap().start_ps as f64 / 1e12) / (servers as f64 * host_bps as f64);
+            prop_assert!((offered / load - 1.0).abs() < 0.03, "offered {} for load {}", offered, load);
+        }
     }
 
     proptest! {

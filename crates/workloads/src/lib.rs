@@ -8,7 +8,7 @@ pub mod htsim;
 pub mod trace;
 
 pub use cdf::{cdf_by_name, FlowSizeCdf};
-pub use generate::{poisson_flows, uniform_size_flows};
+pub use generate::{poisson_flows, poisson_flows_until, uniform_size_flows, Until};
 
 /// One flow between two servers (indices), starting at `start_ps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,5 +65,28 @@ mod tests {
     fn errors_name_line_and_column() {
         assert_eq!(parse("1,2,30,4,5\n1,2,x,4,5", "t").unwrap_err(), "t:2: column ts_ns must be a non-negative integer, got 'x'");
         assert!(parse("1,2,3", "t").unwrap_err().starts_with("t:1: expected 5 columns"));
+        assert_eq!(parse("1,4294967296,3,4,5", "t").unwrap_err(), "t:1: dst_vm 4294967296 is too large");
+        // Only the first line may be a header.
+        assert!(parse("1,2,3,4,5\nsrc,dst,ts,id,size", "t").unwrap_err().starts_with("t:2: column src_vm"));
+        let missing = read_file(Path::new("/nonexistent/trace.csv")).unwrap_err();
+        assert!(missing.starts_with("/nonexistent/trace.csv: cannot read"), "{missing}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+            let _ = parse(&s, "fuzz");
+        }
+
+        #[test]
+        fn rows_round_trip(rows in proptest::collection::vec(
+            (proptest::prelude::any::<u32>(), proptest::prelude::any::<u32>(), proptest::prelude::any::<u64>(),
+             proptest::prelude::any::<u64>(), proptest::prelude::any::<u64>()), 0..30)) {
+            let text: String = rows.iter().map(|r| format!("{},{},{},{},{}\n", r.0, r.1, r.2, r.3, r.4)).collect();
+            let want: Vec<TraceRow> = rows.iter()
+                .map(|r| TraceRow { src_vm: r.0, dst_vm: r.1, ts_ns: r.2, flow_id: r.3, size_bytes: r.4 })
+                .collect();
+            proptest::prop_assert_eq!(parse(&text, "rt").unwrap(), want);
+        }
     }
 }
