@@ -28,7 +28,10 @@ impl<T: AsRef<[u8]>> EthernetPacket<T> {
             return Err(Error::short("ethernet", HEADER_LEN, have));
         }
         if p.outer_ethertype() == ETHERTYPE_VLAN && have < HEADER_LEN + 4 {
-            return Err(Error::new("ethernet", format!("802.1Q tag needs 18 bytes, buffer has {have}")));
+            return Err(Error::new(
+                "ethernet",
+                format!("802.1Q tag needs 18 bytes, buffer has {have}"),
+            ));
         }
         Ok(p)
     }
@@ -93,7 +96,12 @@ pub struct EthernetRepr {
 
 impl EthernetRepr {
     pub fn parse<T: AsRef<[u8]>>(p: &EthernetPacket<T>) -> Result<Self> {
-        Ok(EthernetRepr { dst: p.dst(), src: p.src(), vlan_tci: p.vlan_tci(), ethertype: p.ethertype() })
+        Ok(EthernetRepr {
+            dst: p.dst(),
+            src: p.src(),
+            vlan_tci: p.vlan_tci(),
+            ethertype: p.ethertype(),
+        })
     }
     pub fn header_len(&self) -> usize {
         HEADER_LEN + if self.vlan_tci.is_some() { 4 } else { 0 }
@@ -120,7 +128,12 @@ mod tests {
     #[test]
     fn tagged_and_untagged_round_trip() {
         for vlan in [None, Some(0x2064)] {
-            let r = EthernetRepr { dst: [1, 2, 3, 4, 5, 6], src: [7, 8, 9, 10, 11, 12], vlan_tci: vlan, ethertype: 0x0800 };
+            let r = EthernetRepr {
+                dst: [1, 2, 3, 4, 5, 6],
+                src: [7, 8, 9, 10, 11, 12],
+                vlan_tci: vlan,
+                ethertype: 0x0800,
+            };
             let mut buf = vec![0u8; r.header_len() + 3];
             r.emit(&mut buf);
             let p = EthernetPacket::new_checked(&buf[..]).unwrap();

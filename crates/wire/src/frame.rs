@@ -12,7 +12,10 @@ use crate::{Error, Result};
 /// The transport layer of the innermost IPv4 packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum L4Repr {
-    Udp { src_port: u16, dst_port: u16 },
+    Udp {
+        src_port: u16,
+        dst_port: u16,
+    },
     Tcp(TcpRepr),
     /// Another protocol: everything after the IP header is payload.
     Other,
@@ -23,9 +26,16 @@ pub enum L4Repr {
 pub enum EncapRepr {
     IpInIp,
     /// IPv4/UDP directly around the inner IPv4 packet.
-    Udp { src_port: u16, dst_port: u16 },
+    Udp {
+        src_port: u16,
+        dst_port: u16,
+    },
     /// IPv4/UDP(6081)/Geneve/Ethernet around the inner IPv4 packet.
-    Geneve { src_port: u16, geneve: GeneveRepr, inner_eth: EthernetRepr },
+    Geneve {
+        src_port: u16,
+        geneve: GeneveRepr,
+        inner_eth: EthernetRepr,
+    },
 }
 
 /// The outer IPv4 header of a tunnel and its encapsulation.
@@ -54,7 +64,14 @@ fn parse_inner(ip_bytes: &[u8]) -> Result<(Ipv4Repr, L4Repr, Vec<u8>)> {
         PROTO_UDP => {
             let u = UdpPacket::new_checked(body)?;
             let r = UdpRepr::parse(&u, ip.src, ip.dst)?;
-            Ok((ip, L4Repr::Udp { src_port: r.src_port, dst_port: r.dst_port }, u.payload().to_vec()))
+            Ok((
+                ip,
+                L4Repr::Udp {
+                    src_port: r.src_port,
+                    dst_port: r.dst_port,
+                },
+                u.payload().to_vec(),
+            ))
         }
         PROTO_TCP => {
             let t = TcpPacket::new_checked(body)?;
@@ -70,7 +87,10 @@ pub fn parse_frame_with(frame: &[u8], udp_tunnel_ports: &[u16]) -> Result<FrameR
     let e = EthernetPacket::new_checked(frame)?;
     let eth = EthernetRepr::parse(&e)?;
     if eth.ethertype != ETHERTYPE_IPV4 {
-        return Err(Error::new("frame", format!("ethertype 0x{:04x} is not IPv4", eth.ethertype)));
+        return Err(Error::new(
+            "frame",
+            format!("ethertype 0x{:04x} is not IPv4", eth.ethertype),
+        ));
     }
     let outer_p = Ipv4Packet::new_checked(e.payload())?;
     let outer = Ipv4Repr::parse(&outer_p)?;
@@ -93,24 +113,49 @@ pub fn parse_frame_with(frame: &[u8], udp_tunnel_ports: &[u16]) -> Result<FrameR
             let g = GenevePacket::new_checked(inner)?;
             let geneve = GeneveRepr::parse(&g)?;
             if geneve.protocol != PROTOCOL_ETHERNET {
-                return Err(Error::new("geneve", format!("protocol 0x{:04x} is not Ethernet", geneve.protocol)));
+                return Err(Error::new(
+                    "geneve",
+                    format!("protocol 0x{:04x} is not Ethernet", geneve.protocol),
+                ));
             }
             let ie = EthernetPacket::new_checked(g.payload())?;
             let inner_eth = EthernetRepr::parse(&ie)?;
             if inner_eth.ethertype != ETHERTYPE_IPV4 {
-                return Err(Error::new("frame", format!("inner ethertype 0x{:04x} is not IPv4", inner_eth.ethertype)));
+                return Err(Error::new(
+                    "frame",
+                    format!("inner ethertype 0x{:04x} is not IPv4", inner_eth.ethertype),
+                ));
             }
             let start = inner.len() - ie.payload().len();
-            (EncapRepr::Geneve { src_port, geneve, inner_eth }, &inner[start..])
+            (
+                EncapRepr::Geneve {
+                    src_port,
+                    geneve,
+                    inner_eth,
+                },
+                &inner[start..],
+            )
         } else {
             (EncapRepr::Udp { src_port, dst_port }, inner)
         }
     } else {
         let (ip, l4, payload) = parse_inner(e.payload())?;
-        return Ok(FrameRepr { eth, tunnel: None, ip, l4, payload });
+        return Ok(FrameRepr {
+            eth,
+            tunnel: None,
+            ip,
+            l4,
+            payload,
+        });
     };
     let (ip, l4, payload) = parse_inner(inner_bytes)?;
-    Ok(FrameRepr { eth, tunnel: Some(TunnelRepr { outer, encap }), ip, l4, payload })
+    Ok(FrameRepr {
+        eth,
+        tunnel: Some(TunnelRepr { outer, encap }),
+        ip,
+        l4,
+        payload,
+    })
 }
 
 /// Parse a frame, recognizing IP-in-IP and Geneve tunnels.
@@ -136,7 +181,9 @@ impl FrameRepr {
                     + match &t.encap {
                         EncapRepr::IpInIp => 0,
                         EncapRepr::Udp { .. } => UDP_LEN,
-                        EncapRepr::Geneve { geneve, inner_eth, .. } => UDP_LEN + geneve.header_len() + inner_eth.header_len(),
+                        EncapRepr::Geneve { geneve, inner_eth, .. } => {
+                            UDP_LEN + geneve.header_len() + inner_eth.header_len()
+                        }
                     }
             }
         }
@@ -164,7 +211,12 @@ impl FrameRepr {
             outer.emit(&mut buf[at..])?;
             at += outer.header_len();
             let udp = |src_port, dst_port, buf: &mut [u8]| {
-                UdpRepr { src_port, dst_port, payload_len: buf.len() - UDP_LEN }.emit(buf, outer.src, outer.dst)
+                UdpRepr {
+                    src_port,
+                    dst_port,
+                    payload_len: buf.len() - UDP_LEN,
+                }
+                .emit(buf, outer.src, outer.dst)
             };
             match &t.encap {
                 EncapRepr::IpInIp => {}
@@ -172,7 +224,11 @@ impl FrameRepr {
                     let end = buf.len();
                     udp(*src_port, *dst_port, &mut buf[at..end])?;
                 }
-                EncapRepr::Geneve { src_port, geneve, inner_eth } => {
+                EncapRepr::Geneve {
+                    src_port,
+                    geneve,
+                    inner_eth,
+                } => {
                     let g = at + UDP_LEN;
                     geneve.emit(&mut buf[g..])?;
                     inner_eth.emit(&mut buf[g + geneve.header_len()..]);
@@ -198,7 +254,12 @@ impl FrameRepr {
         match &self.l4 {
             L4Repr::Udp { src_port, dst_port } => {
                 body[UDP_LEN..].copy_from_slice(&self.payload);
-                UdpRepr { src_port: *src_port, dst_port: *dst_port, payload_len: self.payload.len() }.emit(body, ip.src, ip.dst)
+                UdpRepr {
+                    src_port: *src_port,
+                    dst_port: *dst_port,
+                    payload_len: self.payload.len(),
+                }
+                .emit(body, ip.src, ip.dst)
             }
             L4Repr::Tcp(t) => {
                 let mut t = t.clone();

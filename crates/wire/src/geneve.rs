@@ -29,7 +29,10 @@ impl<T: AsRef<[u8]>> GenevePacket<T> {
             return Err(Error::new("geneve", format!("version is {}, expected 0", p.version())));
         }
         if p.header_len() > have {
-            return Err(Error::new("geneve", format!("options length {} exceeds buffer of {have} bytes", p.options_len())));
+            return Err(Error::new(
+                "geneve",
+                format!("options length {} exceeds buffer of {have} bytes", p.options_len()),
+            ));
         }
         Ok(p)
     }
@@ -59,10 +62,42 @@ impl<T: AsRef<[u8]>> GenevePacket<T> {
         be32(self.b(), 4) >> 8
     }
     pub fn options(&self) -> OptionIter<'_> {
-        OptionIter { b: &self.b()[HEADER_LEN..self.header_len()] }
+        OptionIter {
+            b: &self.b()[HEADER_LEN..self.header_len()],
+        }
     }
     pub fn payload(&self) -> &[u8] {
         &self.b()[self.header_len()..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> GenevePacket<T> {
+    pub fn set_oam(&mut self, oam: bool) {
+        let b = self.buf.as_mut();
+        b[1] = (b[1] & !0x80) | if oam { 0x80 } else { 0 };
+    }
+    pub fn set_critical(&mut self, critical: bool) {
+        let b = self.buf.as_mut();
+        b[1] = (b[1] & !0x40) | if critical { 0x40 } else { 0 };
+    }
+    pub fn set_protocol(&mut self, protocol: u16) {
+        put16(self.buf.as_mut(), 2, protocol);
+    }
+    /// Sets the 24-bit VNI (higher bits of `vni` are dropped), keeping the reserved byte.
+    pub fn set_vni(&mut self, vni: u32) {
+        let b = self.buf.as_mut();
+        let reserved = b[7];
+        put32(b, 4, (vni << 8) | reserved as u32);
+    }
+    /// The option area, for rewriting an option's data in place (e.g. a switch updating a
+    /// telemetry field) without re-emitting the header.
+    pub fn options_mut(&mut self) -> &mut [u8] {
+        let h = self.header_len();
+        &mut self.buf.as_mut()[HEADER_LEN..h]
+    }
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let h = self.header_len();
+        &mut self.buf.as_mut()[h..]
     }
 }
 
@@ -102,7 +137,10 @@ impl<'a> Iterator for OptionIter<'a> {
         if self.b.len() < 4 {
             let n = self.b.len();
             self.b = &[];
-            return Some(Err(Error::new("geneve", format!("option header needs 4 bytes, {n} left"))));
+            return Some(Err(Error::new(
+                "geneve",
+                format!("option header needs 4 bytes, {n} left"),
+            )));
         }
         let class = be16(self.b, 0);
         let kind = self.b[2];
@@ -110,7 +148,10 @@ impl<'a> Iterator for OptionIter<'a> {
         if 4 + len > self.b.len() {
             let left = self.b.len() - 4;
             self.b = &[];
-            return Some(Err(Error::new("geneve", format!("option class 0x{class:04x} type {kind} length {len} exceeds the {left} bytes left"))));
+            return Some(Err(Error::new(
+                "geneve",
+                format!("option class 0x{class:04x} type {kind} length {len} exceeds the {left} bytes left"),
+            )));
         }
         let data = &self.b[4..4 + len];
         self.b = &self.b[4 + len..];
@@ -133,9 +174,19 @@ impl GeneveRepr {
         let mut options = Vec::new();
         for o in p.options() {
             let (class, kind, data) = o?;
-            options.push(GeneveOption { class, kind, data: data.to_vec() });
+            options.push(GeneveOption {
+                class,
+                kind,
+                data: data.to_vec(),
+            });
         }
-        Ok(GeneveRepr { oam: p.oam(), critical: p.critical(), protocol: p.protocol(), vni: p.vni(), options })
+        Ok(GeneveRepr {
+            oam: p.oam(),
+            critical: p.critical(),
+            protocol: p.protocol(),
+            vni: p.vni(),
+            options,
+        })
     }
     pub fn options_len(&self) -> usize {
         self.options.iter().map(GeneveOption::len).sum()
@@ -143,13 +194,34 @@ impl GeneveRepr {
     pub fn header_len(&self) -> usize {
         HEADER_LEN + self.options_len()
     }
+    /// Same as `header_len`: the Geneve header does not say how long its payload is.
+    pub fn buffer_len(&self) -> usize {
+        self.header_len()
+    }
+    /// Write the header and options at the start of `buf` (at least `header_len()` bytes).
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let ol = self.options_len();
+        if buf.len() < HEADER_LEN + ol {
+            return Err(Error::new(
+                "geneve",
+                format!(
+                    "header of {} bytes does not fit in a buffer of {}",
+                    HEADER_LEN + ol,
+                    buf.len()
+                ),
+            ));
+        }
         if ol > 252 {
-            return Err(Error::new("geneve", format!("options take {ol} bytes, at most 252 fit")));
+            return Err(Error::new(
+                "geneve",
+                format!("options take {ol} bytes, at most 252 fit"),
+            ));
         }
         if self.vni >= 1 << 24 {
-            return Err(Error::new("geneve", format!("VNI {} does not fit in 24 bits", self.vni)));
+            return Err(Error::new(
+                "geneve",
+                format!("VNI {} does not fit in 24 bits", self.vni),
+            ));
         }
         buf[0] = (ol / 4) as u8;
         buf[1] = (if self.oam { 0x80 } else { 0 }) | (if self.critical { 0x40 } else { 0 });
@@ -158,7 +230,13 @@ impl GeneveRepr {
         let mut i = HEADER_LEN;
         for o in &self.options {
             if o.data.len() % 4 != 0 || o.data.len() > 124 {
-                return Err(Error::new("geneve", format!("option data must be a multiple of 4 bytes up to 124, got {}", o.data.len())));
+                return Err(Error::new(
+                    "geneve",
+                    format!(
+                        "option data must be a multiple of 4 bytes up to 124, got {}",
+                        o.data.len()
+                    ),
+                ));
             }
             put16(buf, i, o.class);
             buf[i + 2] = o.kind;
@@ -182,8 +260,16 @@ mod tests {
             protocol: PROTOCOL_ETHERNET,
             vni: 0xABCDE,
             options: vec![
-                GeneveOption { class: 0x0103, kind: 0x80 | 1, data: vec![1, 2, 3, 4] },
-                GeneveOption { class: 0xFFFF, kind: 7, data: vec![] },
+                GeneveOption {
+                    class: 0x0103,
+                    kind: 0x80 | 1,
+                    data: vec![1, 2, 3, 4],
+                },
+                GeneveOption {
+                    class: 0xFFFF,
+                    kind: 7,
+                    data: vec![],
+                },
             ],
         };
         let mut buf = vec![0u8; r.header_len()];

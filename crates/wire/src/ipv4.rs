@@ -10,6 +10,35 @@ pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 pub const MIN_HEADER_LEN: usize = 20;
 
+/// The two ECN bits of the traffic-class byte (RFC 3168 §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    NotEct = 0,
+    Ect1 = 1,
+    Ect0 = 2,
+    Ce = 3,
+}
+
+impl Ecn {
+    /// The codepoint of the low two bits of `bits` (higher bits are ignored).
+    pub fn from_bits(bits: u8) -> Ecn {
+        match bits & 0x03 {
+            0 => Ecn::NotEct,
+            1 => Ecn::Ect1,
+            2 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+    pub fn bits(self) -> u8 {
+        self as u8
+    }
+    /// True for the codepoints a router may rewrite to CE (ECT(0), ECT(1)); CE itself counts,
+    /// as the packet came from an ECN-capable transport.
+    pub fn is_ecn_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
 /// A view of an IPv4 packet.
 #[derive(Debug, Clone, Copy)]
 pub struct Ipv4Packet<T: AsRef<[u8]>> {
@@ -33,17 +62,29 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         }
         let hl = p.header_len();
         if hl < MIN_HEADER_LEN {
-            return Err(Error::new("ipv4", format!("header length {hl} is below the minimum 20")));
+            return Err(Error::new(
+                "ipv4",
+                format!("header length {hl} is below the minimum 20"),
+            ));
         }
         if hl > have {
-            return Err(Error::new("ipv4", format!("header length {hl} exceeds buffer of {have} bytes")));
+            return Err(Error::new(
+                "ipv4",
+                format!("header length {hl} exceeds buffer of {have} bytes"),
+            ));
         }
         let tl = p.total_len() as usize;
         if tl < hl {
-            return Err(Error::new("ipv4", format!("total length {tl} is shorter than the header ({hl})")));
+            return Err(Error::new(
+                "ipv4",
+                format!("total length {tl} is shorter than the header ({hl})"),
+            ));
         }
         if tl > have {
-            return Err(Error::new("ipv4", format!("total length {tl} exceeds buffer of {have} bytes")));
+            return Err(Error::new(
+                "ipv4",
+                format!("total length {tl} exceeds buffer of {have} bytes"),
+            ));
         }
         Ok(p)
     }
@@ -62,6 +103,9 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
     pub fn ecn(&self) -> u8 {
         self.b()[1] & 0x03
+    }
+    pub fn ecn_codepoint(&self) -> Ecn {
+        Ecn::from_bits(self.b()[1])
     }
     pub fn total_len(&self) -> u16 {
         be16(self.b(), 2)
@@ -113,6 +157,40 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         let b = self.buf.as_mut();
         b[1] = (b[1] & !0x03) | (ecn & 0x03);
     }
+    pub fn set_ecn_codepoint(&mut self, ecn: Ecn) {
+        self.set_ecn(ecn.bits());
+    }
+    /// Congestion-experienced marking as an AQM does it: an ECN-capable packet becomes CE and
+    /// the checksum is refilled; returns false (packet untouched) for Not-ECT, which the
+    /// caller must drop instead.
+    pub fn mark_ce(&mut self) -> bool {
+        if !self.ecn_codepoint().is_ecn_capable() {
+            return false;
+        }
+        self.set_ecn_codepoint(Ecn::Ce);
+        self.fill_checksum();
+        true
+    }
+    pub fn set_dscp(&mut self, dscp: u8) {
+        let b = self.buf.as_mut();
+        b[1] = (dscp << 2) | (b[1] & 0x03);
+    }
+    pub fn set_total_len(&mut self, len: u16) {
+        put16(self.buf.as_mut(), 2, len);
+    }
+    pub fn set_ident(&mut self, ident: u16) {
+        put16(self.buf.as_mut(), 4, ident);
+    }
+    pub fn set_dont_fragment(&mut self, df: bool) {
+        let b = self.buf.as_mut();
+        b[6] = (b[6] & !0x40) | if df { 0x40 } else { 0 };
+    }
+    pub fn set_protocol(&mut self, protocol: u8) {
+        self.buf.as_mut()[9] = protocol;
+    }
+    pub fn set_header_checksum(&mut self, c: u16) {
+        put16(self.buf.as_mut(), 10, c);
+    }
     pub fn set_src(&mut self, a: Ipv4Addr) {
         self.buf.as_mut()[12..16].copy_from_slice(&a.octets());
     }
@@ -153,7 +231,10 @@ impl Ipv4Repr {
     /// Parse and validate: the checksum must be right; fragments are refused (we never make them).
     pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Result<Self> {
         if !p.verify_checksum() {
-            return Err(Error::new("ipv4", format!("header checksum 0x{:04x} is wrong", p.header_checksum())));
+            return Err(Error::new(
+                "ipv4",
+                format!("header checksum 0x{:04x} is wrong", p.header_checksum()),
+            ));
         }
         if p.more_fragments() || p.frag_offset() != 0 {
             return Err(Error::new("ipv4", "fragments are not supported"));
@@ -180,16 +261,39 @@ impl Ipv4Repr {
         self.header_len() + self.payload_len
     }
 
-    /// Write the header (with checksum) at the start of `buf`.
+    pub fn ecn_codepoint(&self) -> Ecn {
+        Ecn::from_bits(self.ecn)
+    }
+
+    /// Write the header (with checksum) at the start of `buf`, which must hold at least
+    /// `header_len()` bytes (an error otherwise, not a panic).
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        if self.options.len() % 4 != 0 || self.options.len() > 40 {
-            return Err(Error::new("ipv4", format!("options must be a multiple of 4 bytes up to 40, got {}", self.options.len())));
+        if self.dscp > 63 || self.ecn > 3 {
+            return Err(Error::new(
+                "ipv4",
+                format!("DSCP {} / ECN {} do not fit in 6 / 2 bits", self.dscp, self.ecn),
+            ));
+        }
+        if !self.options.len().is_multiple_of(4) || self.options.len() > 40 {
+            return Err(Error::new(
+                "ipv4",
+                format!(
+                    "options must be a multiple of 4 bytes up to 40, got {}",
+                    self.options.len()
+                ),
+            ));
         }
         let total = self.buffer_len();
         if total > u16::MAX as usize {
             return Err(Error::new("ipv4", format!("total length {total} exceeds 65535")));
         }
         let hl = self.header_len();
+        if buf.len() < hl {
+            return Err(Error::new(
+                "ipv4",
+                format!("header of {hl} bytes does not fit in a buffer of {}", buf.len()),
+            ));
+        }
         buf[0] = 0x40 | (hl / 4) as u8;
         buf[1] = (self.dscp << 2) | (self.ecn & 0x03);
         put16(buf, 2, total as u16);
@@ -230,7 +334,10 @@ mod tests {
     fn known_header_bytes() {
         let mut buf = vec![0u8; 28];
         repr().emit(&mut buf).unwrap();
-        assert_eq!(&buf[..12], &[0x45, 0x2a, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, buf[10], buf[11]]);
+        assert_eq!(
+            &buf[..12],
+            &[0x45, 0x2a, 0x00, 0x1c, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, buf[10], buf[11]]
+        );
         let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
         assert!(p.verify_checksum());
         assert_eq!(Ipv4Repr::parse(&p).unwrap(), repr());
@@ -243,10 +350,15 @@ mod tests {
         let e = Ipv4Packet::new_checked(&buf[..25]).unwrap_err().to_string();
         assert_eq!(e, "ipv4: total length 28 exceeds buffer of 25 bytes");
         buf[8] = 3; // change TTL without fixing the checksum
-        let e = Ipv4Repr::parse(&Ipv4Packet::new_checked(&buf[..]).unwrap()).unwrap_err().to_string();
+        let e = Ipv4Repr::parse(&Ipv4Packet::new_checked(&buf[..]).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("checksum"), "{e}");
         buf[0] = 0x65;
-        assert!(Ipv4Packet::new_checked(&buf[..]).unwrap_err().to_string().contains("version"));
+        assert!(Ipv4Packet::new_checked(&buf[..])
+            .unwrap_err()
+            .to_string()
+            .contains("version"));
     }
 
     #[test]

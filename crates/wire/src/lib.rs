@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod frame;
 pub mod geneve;
+pub mod ipip;
 pub mod ipv4;
 pub mod pcap;
 pub mod tcp;
@@ -23,7 +24,10 @@ pub struct Error {
 
 impl Error {
     pub fn new(header: &'static str, message: impl Into<String>) -> Self {
-        Error { header, message: message.into() }
+        Error {
+            header,
+            message: message.into(),
+        }
     }
     pub(crate) fn short(header: &'static str, need: usize, have: usize) -> Self {
         Error::new(header, format!("needs {need} bytes, buffer has {have}"))

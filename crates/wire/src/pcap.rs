@@ -63,7 +63,8 @@ pub struct PcapRecord {
 /// Read a whole pcap file (microsecond or nanosecond, little- or big-endian).
 pub fn read_all(mut r: impl Read) -> Result<(u32, Vec<PcapRecord>), Error> {
     let mut all = Vec::new();
-    r.read_to_end(&mut all).map_err(|e| Error::new("pcap", format!("read failed: {e}")))?;
+    r.read_to_end(&mut all)
+        .map_err(|e| Error::new("pcap", format!("read failed: {e}")))?;
     parse(&all)
 }
 
@@ -101,10 +102,17 @@ pub fn parse(all: &[u8]) -> Result<(u32, Vec<PcapRecord>), Error> {
         let orig = rd(&all[at + 12..at + 16]);
         at += 16;
         if cap > all.len() - at {
-            return Err(Error::new("pcap", format!("record at byte {} claims {cap} bytes, {} left", at - 16, all.len() - at)));
+            return Err(Error::new(
+                "pcap",
+                format!("record at byte {} claims {cap} bytes, {} left", at - 16, all.len() - at),
+            ));
         }
         let time_ns = secs * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        out.push(PcapRecord { time_ns, data: all[at..at + cap].to_vec(), orig_len: orig });
+        out.push(PcapRecord {
+            time_ns,
+            data: all[at..at + cap].to_vec(),
+            orig_len: orig,
+        });
         at += cap;
     }
     Ok((link, out))
@@ -122,7 +130,14 @@ mod tests {
         let bytes = w.into_inner();
         let (link, recs) = parse(&bytes).unwrap();
         assert_eq!(link, LINKTYPE_ETHERNET);
-        assert_eq!(recs[0], PcapRecord { time_ns: 1_500_000_123, data: vec![1, 2, 3], orig_len: 3 });
+        assert_eq!(
+            recs[0],
+            PcapRecord {
+                time_ns: 1_500_000_123,
+                data: vec![1, 2, 3],
+                orig_len: 3
+            }
+        );
         assert_eq!(recs[1].data.len(), 8);
         assert_eq!(recs[1].orig_len, 1500);
         assert!(parse(&bytes[..30]).is_err());

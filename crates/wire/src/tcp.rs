@@ -41,7 +41,10 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
             return Err(Error::new("tcp", format!("data offset {hl} is below the minimum 20")));
         }
         if hl > have {
-            return Err(Error::new("tcp", format!("data offset {hl} exceeds segment of {have} bytes")));
+            return Err(Error::new(
+                "tcp",
+                format!("data offset {hl} exceeds segment of {have} bytes"),
+            ));
         }
         Ok(p)
     }
@@ -88,6 +91,49 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
+    pub fn set_src_port(&mut self, port: u16) {
+        put16(self.buf.as_mut(), 0, port);
+    }
+    pub fn set_dst_port(&mut self, port: u16) {
+        put16(self.buf.as_mut(), 2, port);
+    }
+    pub fn set_seq(&mut self, seq: u32) {
+        put32(self.buf.as_mut(), 4, seq);
+    }
+    pub fn set_ack(&mut self, ack: u32) {
+        put32(self.buf.as_mut(), 8, ack);
+    }
+    pub fn set_flags(&mut self, flags: u8) {
+        self.buf.as_mut()[13] = flags;
+    }
+    pub fn set_window(&mut self, window: u16) {
+        put16(self.buf.as_mut(), 14, window);
+    }
+    pub fn set_checksum(&mut self, c: u16) {
+        put16(self.buf.as_mut(), 16, c);
+    }
+    pub fn set_urgent(&mut self, urgent: u16) {
+        put16(self.buf.as_mut(), 18, urgent);
+    }
+    /// Recompute the checksum over the whole buffer (header and payload), which must not
+    /// exceed 65535 bytes; a longer one keeps its checksum and returns false.
+    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        let len = self.buf.as_ref().len();
+        if len > u16::MAX as usize {
+            return false;
+        }
+        self.set_checksum(0);
+        let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_TCP, len as u16) + checksum::sum(self.b()));
+        self.set_checksum(c);
+        true
+    }
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let h = self.header_len();
+        &mut self.buf.as_mut()[h..]
+    }
+}
+
 /// A TCP option.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TcpOption {
@@ -95,9 +141,15 @@ pub enum TcpOption {
     WindowScale(u8),
     SackPermitted,
     Sack(Vec<(u32, u32)>),
-    Timestamps { value: u32, echo: u32 },
+    Timestamps {
+        value: u32,
+        echo: u32,
+    },
     /// Kind and data of an option this parser does not interpret.
-    Unknown { kind: u8, data: Vec<u8> },
+    Unknown {
+        kind: u8,
+        data: Vec<u8>,
+    },
 }
 
 impl TcpOption {
@@ -125,9 +177,14 @@ pub fn parse_options(mut b: &[u8]) -> Result<Vec<TcpOption>> {
             }
             _ => {}
         }
-        let len = *b.get(1).ok_or_else(|| Error::new("tcp", format!("option {kind} has no length byte")))? as usize;
+        let len = *b
+            .get(1)
+            .ok_or_else(|| Error::new("tcp", format!("option {kind} has no length byte")))? as usize;
         if len < 2 || len > b.len() {
-            return Err(Error::new("tcp", format!("option {kind} length {len} is outside 2..={}", b.len())));
+            return Err(Error::new(
+                "tcp",
+                format!("option {kind} length {len} is outside 2..={}", b.len()),
+            ));
         }
         let data = &b[2..len];
         let bad = |what: &str| Error::new("tcp", format!("option {kind} ({what}) has length {len}"));
@@ -138,13 +195,19 @@ pub fn parse_options(mut b: &[u8]) -> Result<Vec<TcpOption>> {
             3 => return Err(bad("window scale")),
             4 if len == 2 => TcpOption::SackPermitted,
             4 => return Err(bad("SACK permitted")),
-            5 if (len - 2) % 8 == 0 => {
+            5 if len > 2 && (len - 2).is_multiple_of(8) => {
                 TcpOption::Sack(data.chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4))).collect())
             }
             5 => return Err(bad("SACK")),
-            8 if len == 10 => TcpOption::Timestamps { value: be32(data, 0), echo: be32(data, 4) },
+            8 if len == 10 => TcpOption::Timestamps {
+                value: be32(data, 0),
+                echo: be32(data, 4),
+            },
             8 => return Err(bad("timestamps")),
-            _ => TcpOption::Unknown { kind, data: data.to_vec() },
+            _ => TcpOption::Unknown {
+                kind,
+                data: data.to_vec(),
+            },
         });
         b = &b[len..];
     }
@@ -227,15 +290,50 @@ impl TcpRepr {
     pub fn header_len(&self) -> usize {
         MIN_HEADER_LEN + options_len(&self.options)
     }
+    pub fn buffer_len(&self) -> usize {
+        self.header_len() + self.payload_len
+    }
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag == flag
+    }
     /// Write the header into `buf` (header then `payload_len` bytes already in place) with checksum.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<()> {
         let hl = self.header_len();
         if hl > 60 {
-            return Err(Error::new("tcp", format!("options need {} bytes, at most 40 fit", hl - MIN_HEADER_LEN)));
+            return Err(Error::new(
+                "tcp",
+                format!("options need {} bytes, at most 40 fit", hl - MIN_HEADER_LEN),
+            ));
         }
         let len = hl + self.payload_len;
         if len > u16::MAX as usize {
             return Err(Error::new("tcp", format!("segment length {len} exceeds 65535")));
+        }
+        if buf.len() < len {
+            return Err(Error::new(
+                "tcp",
+                format!("segment of {len} bytes does not fit in a buffer of {}", buf.len()),
+            ));
+        }
+        if let Some(TcpOption::Sack(b)) = self
+            .options
+            .iter()
+            .find(|o| matches!(o, TcpOption::Sack(b) if b.is_empty() || b.len() > 4))
+        {
+            return Err(Error::new(
+                "tcp",
+                format!("SACK option with {} blocks, expected 1..=4", b.len()),
+            ));
+        }
+        if let Some(TcpOption::Unknown { kind, .. }) = self
+            .options
+            .iter()
+            .find(|o| matches!(o, TcpOption::Unknown { kind, data } if *kind < 2 || data.len() > 38))
+        {
+            return Err(Error::new(
+                "tcp",
+                format!("unknown option kind {kind} cannot be emitted (kinds 0/1 are EOL/NOP, data at most 38 bytes)"),
+            ));
         }
         put16(buf, 0, self.src_port);
         put16(buf, 2, self.dst_port);
@@ -296,6 +394,12 @@ mod tests {
         assert!(parse_options(&[9, 40]).is_err());
         assert!(parse_options(&[9]).is_err());
         assert_eq!(parse_options(&[1, 1, 0, 9, 9]).unwrap(), vec![]);
-        assert_eq!(parse_options(&[30, 3, 7]).unwrap(), vec![TcpOption::Unknown { kind: 30, data: vec![7] }]);
+        assert_eq!(
+            parse_options(&[30, 3, 7]).unwrap(),
+            vec![TcpOption::Unknown {
+                kind: 30,
+                data: vec![7]
+            }]
+        );
     }
 }

@@ -26,7 +26,10 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         let p = UdpPacket { buf };
         let len = p.len() as usize;
         if len < HEADER_LEN || len > have {
-            return Err(Error::new("udp", format!("length {len} is outside 8..={have} (the buffer)")));
+            return Err(Error::new(
+                "udp",
+                format!("length {len} is outside 8..={have} (the buffer)"),
+            ));
         }
         Ok(p)
     }
@@ -58,6 +61,34 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    pub fn set_src_port(&mut self, port: u16) {
+        put16(self.buf.as_mut(), 0, port);
+    }
+    pub fn set_dst_port(&mut self, port: u16) {
+        put16(self.buf.as_mut(), 2, port);
+    }
+    pub fn set_len(&mut self, len: u16) {
+        put16(self.buf.as_mut(), 4, len);
+    }
+    pub fn set_checksum(&mut self, c: u16) {
+        put16(self.buf.as_mut(), 6, c);
+    }
+    /// Recompute the checksum over the datagram (as long as the length field says).
+    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
+        let len = self.len();
+        self.set_checksum(0);
+        let d = &self.buf.as_ref()[..len as usize];
+        let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_UDP, len) + checksum::sum(d));
+        // A computed 0 is sent as all ones (RFC 768): 0 means "no checksum".
+        self.set_checksum(if c == 0 { 0xFFFF } else { c });
+    }
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let len = self.len() as usize;
+        &mut self.buf.as_mut()[HEADER_LEN..len]
+    }
+}
+
 /// A parsed UDP header; `payload_len` bytes follow it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpRepr {
@@ -71,25 +102,36 @@ impl UdpRepr {
         if !p.verify_checksum(src, dst) {
             return Err(Error::new("udp", format!("checksum 0x{:04x} is wrong", p.checksum())));
         }
-        Ok(UdpRepr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: p.len() as usize - HEADER_LEN })
+        Ok(UdpRepr {
+            src_port: p.src_port(),
+            dst_port: p.dst_port(),
+            payload_len: p.len() as usize - HEADER_LEN,
+        })
     }
     pub fn header_len(&self) -> usize {
         HEADER_LEN
     }
+    pub fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.payload_len
+    }
     /// Write the header at the start of `buf`, whose payload (`payload_len` bytes after the
     /// header) must already be in place, and fill the checksum.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) -> Result<()> {
-        let len = HEADER_LEN + self.payload_len;
+        let len = self.buffer_len();
         if len > u16::MAX as usize {
             return Err(Error::new("udp", format!("length {len} exceeds 65535")));
         }
-        put16(buf, 0, self.src_port);
-        put16(buf, 2, self.dst_port);
-        put16(buf, 4, len as u16);
-        put16(buf, 6, 0);
-        let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_UDP, len as u16) + checksum::sum(&buf[..len]));
-        // A computed 0 is sent as all ones (RFC 768).
-        put16(buf, 6, if c == 0 { 0xFFFF } else { c });
+        if buf.len() < len {
+            return Err(Error::new(
+                "udp",
+                format!("datagram of {len} bytes does not fit in a buffer of {}", buf.len()),
+            ));
+        }
+        let mut p = UdpPacket::new_unchecked(&mut buf[..len]);
+        p.set_src_port(self.src_port);
+        p.set_dst_port(self.dst_port);
+        p.set_len(len as u16);
+        p.fill_checksum(src, dst);
         Ok(())
     }
 }
@@ -101,7 +143,11 @@ mod tests {
     #[test]
     fn round_trip_with_checksum() {
         let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-        let r = UdpRepr { src_port: 667, dst_port: 667, payload_len: 5 };
+        let r = UdpRepr {
+            src_port: 667,
+            dst_port: 667,
+            payload_len: 5,
+        };
         let mut buf = vec![0u8; 13];
         buf[8..].copy_from_slice(b"hello");
         r.emit(&mut buf, s, d).unwrap();

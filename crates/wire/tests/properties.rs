@@ -17,7 +17,16 @@ fn addr() -> impl Strategy<Value = Ipv4Addr> {
 }
 
 fn ip() -> impl Strategy<Value = Ipv4Repr> {
-    (addr(), addr(), 1u8..=255, 0u8..64, 0u8..4, any::<u16>(), any::<bool>(), prop::collection::vec(any::<u8>(), 0..=2))
+    (
+        addr(),
+        addr(),
+        1u8..=255,
+        0u8..64,
+        0u8..4,
+        any::<u16>(),
+        any::<bool>(),
+        prop::collection::vec(any::<u8>(), 0..=2),
+    )
         .prop_map(|(src, dst, ttl, dscp, ecn, ident, df, words)| Ipv4Repr {
             src,
             dst,
@@ -41,7 +50,8 @@ fn tcp_opts() -> impl Strategy<Value = Vec<TcpOption>> {
             Just(TcpOption::SackPermitted),
             prop::collection::vec((any::<u32>(), any::<u32>()), 1..=3).prop_map(TcpOption::Sack),
             (any::<u32>(), any::<u32>()).prop_map(|(value, echo)| TcpOption::Timestamps { value, echo }),
-            (30u8..250, prop::collection::vec(any::<u8>(), 0..6)).prop_map(|(kind, data)| TcpOption::Unknown { kind, data }),
+            (30u8..250, prop::collection::vec(any::<u8>(), 0..6))
+                .prop_map(|(kind, data)| TcpOption::Unknown { kind, data }),
         ],
         0..3,
     )
@@ -52,18 +62,42 @@ fn l4() -> impl Strategy<Value = L4Repr> {
     prop_oneof![
         (any::<u16>(), any::<u16>())
             .prop_filter("not a tunnel port", |(_, d)| *d != 6081)
-            .prop_map(|(s, d)| L4Repr::Udp { src_port: s, dst_port: d }),
-        (any::<u16>(), any::<u16>(), any::<u32>(), any::<u32>(), any::<u8>(), any::<u16>(), tcp_opts()).prop_map(
-            |(src_port, dst_port, seq, ack, flags, window, options)| {
-                L4Repr::Tcp(TcpRepr { src_port, dst_port, seq, ack, flags, window, urgent: 0, options, payload_len: 0 })
-            }
-        ),
+            .prop_map(|(s, d)| L4Repr::Udp {
+                src_port: s,
+                dst_port: d
+            }),
+        (
+            any::<u16>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u8>(),
+            any::<u16>(),
+            tcp_opts()
+        )
+            .prop_map(|(src_port, dst_port, seq, ack, flags, window, options)| {
+                L4Repr::Tcp(TcpRepr {
+                    src_port,
+                    dst_port,
+                    seq,
+                    ack,
+                    flags,
+                    window,
+                    urgent: 0,
+                    options,
+                    payload_len: 0,
+                })
+            }),
     ]
 }
 
 fn eth() -> impl Strategy<Value = EthernetRepr> {
-    (any::<[u8; 6]>(), any::<[u8; 6]>(), prop::option::of(any::<u16>()))
-        .prop_map(|(dst, src, vlan_tci)| EthernetRepr { dst, src, vlan_tci, ethertype: ETHERTYPE_IPV4 })
+    (any::<[u8; 6]>(), any::<[u8; 6]>(), prop::option::of(any::<u16>())).prop_map(|(dst, src, vlan_tci)| EthernetRepr {
+        dst,
+        src,
+        vlan_tci,
+        ethertype: ETHERTYPE_IPV4,
+    })
 }
 
 fn encap() -> impl Strategy<Value = Option<(Ipv4Repr, EncapRepr)>> {
@@ -71,9 +105,17 @@ fn encap() -> impl Strategy<Value = Option<(Ipv4Repr, EncapRepr)>> {
         ip(),
         prop_oneof![
             Just(EncapRepr::IpInIp),
-            any::<u16>().prop_map(|s| EncapRepr::Udp { src_port: s, dst_port: 667 }),
-            (any::<u16>(), 0u32..1 << 24, prop::collection::vec((any::<u16>(), any::<u8>(), 0usize..3), 0..3), eth()).prop_map(
-                |(src_port, vni, opts, inner_eth)| EncapRepr::Geneve {
+            any::<u16>().prop_map(|s| EncapRepr::Udp {
+                src_port: s,
+                dst_port: 667
+            }),
+            (
+                any::<u16>(),
+                0u32..1 << 24,
+                prop::collection::vec((any::<u16>(), any::<u8>(), 0usize..3), 0..3),
+                eth()
+            )
+                .prop_map(|(src_port, vni, opts, inner_eth)| EncapRepr::Geneve {
                     src_port,
                     geneve: GeneveRepr {
                         oam: false,
@@ -82,12 +124,18 @@ fn encap() -> impl Strategy<Value = Option<(Ipv4Repr, EncapRepr)>> {
                         vni,
                         options: opts
                             .into_iter()
-                            .map(|(class, kind, words)| GeneveOption { class, kind, data: vec![0xAB; words * 4] })
+                            .map(|(class, kind, words)| GeneveOption {
+                                class,
+                                kind,
+                                data: vec![0xAB; words * 4]
+                            })
                             .collect(),
                     },
-                    inner_eth: EthernetRepr { vlan_tci: None, ..inner_eth },
-                }
-            ),
+                    inner_eth: EthernetRepr {
+                        vlan_tci: None,
+                        ..inner_eth
+                    },
+                }),
         ],
     ))
 }
