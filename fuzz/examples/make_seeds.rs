@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
 use innet_wire::frame::{parse_frame_with, EncapRepr, FrameRepr, L4Repr, TunnelRepr};
 use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
-use innet_wire::ipv4::Ipv4Repr;
+use innet_wire::checksum;
+use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
 use innet_wire::pcap::PcapWriter;
 use innet_wire::tcp::{flags, TcpOption, TcpRepr};
 use innet_wire::Ipv4Addr;
@@ -117,6 +118,25 @@ fn frames() -> Vec<(&'static str, FrameRepr)> {
     ]
 }
 
+/// Inputs that once broke an oracle, kept so every run re-checks them first.
+fn regressions() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    // A SACK option with no blocks (kind 5, length 2): parse accepted it, emit refused it.
+    let (src, dst) = (Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2));
+    let mut seg = vec![0x9c, 0x40, 0x00, 0x50, 0, 0, 3, 0xe8, 0, 0, 0, 0, 0x60, flags::ACK, 0x10, 0, 0, 0, 0, 0];
+    seg.extend_from_slice(&[5, 2, 1, 1]);
+    let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_TCP, seg.len() as u16) + checksum::sum(&seg));
+    seg[16..18].copy_from_slice(&c.to_be_bytes());
+    let tcp = [&src.octets()[..], &dst.octets(), &seg].concat();
+    let mut ip = ip(src.octets(), dst.octets(), vec![]);
+    ip.protocol = PROTO_TCP;
+    ip.payload_len = seg.len();
+    let mut frame = vec![0u8; 14 + ip.buffer_len()];
+    eth(None).emit(&mut frame);
+    ip.emit(&mut frame[14..]).expect("a plain header fits");
+    frame[14 + 20..].copy_from_slice(&seg);
+    vec![("tcp", "regress_sack_zero_blocks", tcp), ("frame", "regress_sack_zero_blocks", [&[0u8][..], &frame].concat())]
+}
+
 fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
     let d = dir.join(target);
     fs::create_dir_all(&d).unwrap_or_else(|e| panic!("creating {}: {e}", d.display()));
@@ -130,7 +150,8 @@ fn main() {
     for (i, (name, f)) in frames().into_iter().enumerate() {
         let bytes = f.emit().unwrap_or_else(|e| panic!("seed {name} does not emit: {e}"));
         assert_eq!(parse_frame_with(&bytes, &[667]).map(|g| g.payload), Ok(f.payload.clone()), "seed {name} round trip");
-        write(&dir, "frame", name, &bytes);
+        // The frame target's first byte picks a mode; odd means "fix checksums first".
+        write(&dir, "frame", name, &[&[1u8][..], &bytes].concat());
         write(&dir, "ethernet", name, &bytes[..f.eth.header_len() + 2]);
         let ip_at = f.eth.header_len();
         write(&dir, "ipv4", name, &bytes[ip_at..]);
@@ -156,5 +177,8 @@ fn main() {
         }
     }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
+    for (target, name, bytes) in regressions() {
+        write(&dir, target, name, &bytes);
+    }
     println!("seeds written under {}", dir.display());
 }
