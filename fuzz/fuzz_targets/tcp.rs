@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // Options alone, straight from the input: must return, not panic, and what parses must
-    // fit back into at most as many bytes as it came from (NOPs and padding dropped).
+    // fit back into at most as many bytes as it came from (padding after EOL dropped).
     if let Ok(opts) = parse_options(data) {
         let n = options_len(&opts);
         assert!(n <= data.len().div_ceil(4) * 4, "{n} bytes of options from {} input bytes", data.len());

@@ -143,6 +143,28 @@ mod tests {
     }
 
     #[test]
+    fn known_tagged_bytes() {
+        const F: [u8; 20] = [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x81, 0x00, 0x20, 0x64, 0x08, 0x00, 0x45, 0x00,
+        ];
+        let p = EthernetPacket::new_checked(&F[..]).unwrap();
+        let r = EthernetRepr::parse(&p).unwrap();
+        assert_eq!(
+            r,
+            EthernetRepr {
+                dst: [0xff; 6],
+                src: [2, 0, 0, 0, 0, 1],
+                vlan_tci: Some(0x2064),
+                ethertype: ETHERTYPE_IPV4
+            }
+        );
+        assert_eq!((p.header_len(), p.payload()), (18, &[0x45, 0x00][..]));
+        let mut out = [0u8; 18];
+        r.emit(&mut out);
+        assert_eq!(out[..], F[..18]);
+    }
+
+    #[test]
     fn short_buffers_are_errors() {
         assert!(EthernetPacket::new_checked(&[0u8; 13][..]).is_err());
         let mut b = [0u8; 16];

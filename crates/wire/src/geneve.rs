@@ -253,6 +253,99 @@ mod tests {
     use super::*;
 
     #[test]
+    fn known_bytes() {
+        #[rustfmt::skip]
+        const HDR: [u8; 24] = [
+            0x03, 0x40, 0x65, 0x58, // version 0, 3 words of options; C bit; Ethernet
+            0x12, 0x34, 0x56, 0x00, // VNI 0x123456, reserved
+            0x01, 0x03, 0x81, 0x01, 0xde, 0xad, 0xbe, 0xef, // class 0x0103, critical type 1, 1 word
+            0xff, 0xf0, 0x02, 0x00, // class 0xfff0, type 2, no data
+            0x45, 0x00, 0x00, 0x14, // payload starts here
+        ];
+        let p = GenevePacket::new_checked(&HDR[..]).unwrap();
+        assert_eq!((p.version(), p.options_len(), p.header_len()), (0, 12, 20));
+        assert_eq!(
+            (p.oam(), p.critical(), p.protocol(), p.vni()),
+            (false, true, PROTOCOL_ETHERNET, 0x123456)
+        );
+        let opts: Vec<_> = p.options().collect::<Result<_>>().unwrap();
+        assert_eq!(
+            opts,
+            vec![(0x0103, 0x81, &[0xde, 0xad, 0xbe, 0xef][..]), (0xfff0, 2, &[][..])]
+        );
+        assert_eq!(p.payload(), &[0x45, 0x00, 0x00, 0x14]);
+        let r = GeneveRepr::parse(&p).unwrap();
+        assert!(r.options[0].critical() && !r.options[1].critical());
+        let mut out = [0u8; 20];
+        r.emit(&mut out).unwrap();
+        assert_eq!(out[..], HDR[..20]);
+        // In-place setters.
+        let mut buf = HDR;
+        let mut w = GenevePacket::new_checked(&mut buf[..]).unwrap();
+        w.set_vni(0xFF00_0001);
+        w.set_oam(true);
+        w.set_critical(false);
+        w.options_mut()[4..8].copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!((w.vni(), w.oam(), w.critical()), (1, true, false));
+        assert_eq!(w.options().next().unwrap().unwrap().2, &[1, 2, 3, 4]);
+        // Version 1 is refused, and an option area longer than the buffer too.
+        let mut v1 = HDR;
+        v1[0] |= 0x40;
+        assert_eq!(
+            GenevePacket::new_checked(&v1[..]).unwrap_err().to_string(),
+            "geneve: version is 1, expected 0"
+        );
+        assert_eq!(
+            GenevePacket::new_checked(&HDR[..15]).unwrap_err().to_string(),
+            "geneve: options length 12 exceeds buffer of 15 bytes"
+        );
+    }
+
+    #[test]
+    fn emit_rejects_what_does_not_fit() {
+        let base = GeneveRepr {
+            oam: false,
+            critical: false,
+            protocol: PROTOCOL_ETHERNET,
+            vni: 1,
+            options: vec![],
+        };
+        let mut buf = [0u8; 400];
+        let e = GeneveRepr {
+            vni: 1 << 24,
+            ..base.clone()
+        }
+        .emit(&mut buf)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("VNI 16777216"), "{e}");
+        let odd = GeneveRepr {
+            options: vec![GeneveOption {
+                class: 1,
+                kind: 1,
+                data: vec![0; 3],
+            }],
+            ..base.clone()
+        };
+        assert!(odd.emit(&mut buf).unwrap_err().to_string().contains("multiple of 4"));
+        let big = GeneveOption {
+            class: 1,
+            kind: 1,
+            data: vec![0; 124],
+        };
+        let too_many = GeneveRepr {
+            options: vec![big.clone(), big.clone(), big],
+            ..base.clone()
+        };
+        assert!(too_many.emit(&mut buf).unwrap_err().to_string().contains("at most 252"));
+        assert!(base
+            .emit(&mut buf[..7])
+            .unwrap_err()
+            .to_string()
+            .contains("does not fit"));
+    }
+
+    #[test]
     fn options_round_trip_and_bad_lengths_are_errors() {
         let r = GeneveRepr {
             oam: false,

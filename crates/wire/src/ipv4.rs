@@ -330,6 +330,105 @@ mod tests {
         }
     }
 
+    /// A textbook header (192.168.0.1 -> 192.168.0.199, UDP, total length 115) whose checksum
+    /// 0xb861 is the one published with it, not one this crate computed.
+    #[test]
+    fn published_header_bytes() {
+        #[rustfmt::skip]
+        const HDR: [u8; 20] = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+            0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        let mut pkt = HDR.to_vec();
+        pkt.resize(0x73, 0xAA);
+        let p = Ipv4Packet::new_checked(&pkt[..]).unwrap();
+        assert!(p.verify_checksum());
+        let r = Ipv4Repr::parse(&p).unwrap();
+        let want = Ipv4Repr {
+            src: Ipv4Addr::new(192, 168, 0, 1),
+            dst: Ipv4Addr::new(192, 168, 0, 199),
+            protocol: PROTO_UDP,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: 0,
+            dont_fragment: true,
+            options: vec![],
+            payload_len: 95,
+        };
+        assert_eq!(r, want);
+        assert_eq!(r.ecn_codepoint(), Ecn::NotEct);
+        let mut out = [0u8; 20];
+        want.emit(&mut out).unwrap();
+        assert_eq!(out, HDR);
+    }
+
+    #[test]
+    fn ecn_codepoints_and_ce_marking() {
+        assert_eq!(
+            [0, 1, 2, 3].map(Ecn::from_bits),
+            [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce]
+        );
+        assert_eq!(Ecn::from_bits(0xFE), Ecn::Ect0, "only the low two bits count");
+        let mut buf = vec![0u8; 28];
+        for (ecn, marked) in [
+            (Ecn::NotEct, false),
+            (Ecn::Ect0, true),
+            (Ecn::Ect1, true),
+            (Ecn::Ce, true),
+        ] {
+            Ipv4Repr {
+                ecn: ecn.bits(),
+                ..repr()
+            }
+            .emit(&mut buf)
+            .unwrap();
+            let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+            assert_eq!(p.mark_ce(), marked, "{ecn:?}");
+            let r = Ipv4Repr::parse(&p).expect("checksum refilled");
+            assert_eq!(r.ecn_codepoint(), if marked { Ecn::Ce } else { Ecn::NotEct });
+            assert_eq!(r.dscp, 10, "DSCP untouched by marking");
+        }
+    }
+
+    #[test]
+    fn options_set_the_header_length() {
+        let r = Ipv4Repr {
+            options: vec![1, 1, 1, 0, 0x94, 0x04, 0, 0],
+            ..repr()
+        };
+        let mut buf = vec![0u8; r.buffer_len()];
+        r.emit(&mut buf).unwrap();
+        assert_eq!(buf[0], 0x47);
+        let p = Ipv4Packet::new_checked(&buf[..]).unwrap();
+        assert_eq!(
+            (p.header_len(), p.options(), p.payload().len()),
+            (28, &r.options[..], 8)
+        );
+        assert_eq!(Ipv4Repr::parse(&p).unwrap(), r);
+        let e = Ipv4Repr {
+            options: vec![1; 5],
+            ..repr()
+        }
+        .emit(&mut buf)
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("ipv4: options must be a multiple of 4"), "{e}");
+        buf[0] = 0x44;
+        let e = Ipv4Packet::new_checked(&buf[..]).unwrap_err().to_string();
+        assert_eq!(e, "ipv4: header length 16 is below the minimum 20");
+    }
+
+    #[test]
+    fn fragments_are_refused() {
+        let mut buf = vec![0u8; 28];
+        repr().emit(&mut buf).unwrap();
+        let mut p = Ipv4Packet::new_checked(&mut buf[..]).unwrap();
+        p.buf[6] |= 0x20;
+        p.fill_checksum();
+        assert!(Ipv4Repr::parse(&p).unwrap_err().to_string().contains("fragments"));
+    }
+
     #[test]
     fn known_header_bytes() {
         let mut buf = vec![0u8; 28];

@@ -137,6 +137,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
 /// A TCP option.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TcpOption {
+    /// One byte of alignment (kind 1). Kept so that parse → emit reproduces the bytes.
+    Nop,
     Mss(u16),
     WindowScale(u8),
     SackPermitted,
@@ -157,6 +159,7 @@ impl TcpOption {
         match self {
             TcpOption::Mss(_) => 4,
             TcpOption::WindowScale(_) => 3,
+            TcpOption::Nop => 1,
             TcpOption::SackPermitted => 2,
             TcpOption::Sack(b) => 2 + 8 * b.len(),
             TcpOption::Timestamps { .. } => 10,
@@ -165,13 +168,15 @@ impl TcpOption {
     }
 }
 
-/// Parse an option list; NOPs are skipped, EOL ends it.
+/// Parse an option list. NOPs are kept (as `TcpOption::Nop`); EOL ends the list and what
+/// follows it is padding, which emit writes as zeros.
 pub fn parse_options(mut b: &[u8]) -> Result<Vec<TcpOption>> {
     let mut out = Vec::new();
     while let Some(&kind) = b.first() {
         match kind {
             0 => break,
             1 => {
+                out.push(TcpOption::Nop);
                 b = &b[1..];
                 continue;
             }
@@ -228,6 +233,7 @@ fn emit_options(opts: &[TcpOption], buf: &mut [u8]) {
                 put16(buf, i + 2, *m);
             }
             TcpOption::WindowScale(s) => buf[i..i + 3].copy_from_slice(&[3, 3, *s]),
+            TcpOption::Nop => buf[i] = 1,
             TcpOption::SackPermitted => buf[i..i + 2].copy_from_slice(&[4, 2]),
             TcpOption::Sack(blocks) => {
                 buf[i] = 5;
@@ -360,6 +366,21 @@ mod tests {
     /// and cross-checked by emitting.
     #[test]
     fn a_linux_like_syn() {
+        // Written out by hand; the checksum 0x2b1e was computed separately (Python, RFC 1071
+        // over the pseudo-header and segment), not by this crate.
+        #[rustfmt::skip]
+        const SYN: [u8; 40] = [
+            0x9c, 0x40, 0x00, 0x50, // ports 40000 -> 80
+            0x01, 0x02, 0x03, 0x04, // seq
+            0x00, 0x00, 0x00, 0x00, // ack
+            0xa0, 0x02, 0xfa, 0xf0, // data offset 10 words, SYN, window 64240
+            0x2b, 0x1e, 0x00, 0x00, // checksum, urgent
+            0x02, 0x04, 0x05, 0xb4, // MSS 1460
+            0x04, 0x02, // SACK permitted
+            0x08, 0x0a, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, // timestamps 7, 0
+            0x01, // NOP
+            0x03, 0x03, 0x07, // window scale 7
+        ];
         let (s, d) = (Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2));
         let r = TcpRepr {
             src_port: 40000,
@@ -373,19 +394,48 @@ mod tests {
                 TcpOption::Mss(1460),
                 TcpOption::SackPermitted,
                 TcpOption::Timestamps { value: 7, echo: 0 },
+                TcpOption::Nop,
                 TcpOption::WindowScale(7),
             ],
             payload_len: 0,
         };
-        assert_eq!(r.header_len(), 40);
-        let mut buf = vec![0u8; 40];
-        r.emit(&mut buf, s, d).unwrap();
-        assert_eq!(&buf[..4], &[0x9c, 0x40, 0x00, 0x50]);
-        assert_eq!(buf[12], 0xa0);
-        assert_eq!(&buf[20..24], &[2, 4, 0x05, 0xb4]);
-        let p = TcpPacket::new_checked(&buf[..]).unwrap();
+        let p = TcpPacket::new_checked(&SYN[..]).unwrap();
         assert!(p.verify_checksum(s, d));
+        assert_eq!((p.header_len(), p.checksum()), (40, 0x2b1e));
         assert_eq!(TcpRepr::parse(&p, s, d).unwrap(), r);
+        assert!(r.has(flags::SYN) && !r.has(flags::SYN | flags::ACK));
+        let mut buf = [0u8; 40];
+        r.emit(&mut buf, s, d).unwrap();
+        assert_eq!(buf, SYN, "emit must give back the exact bytes");
+        // Same segment seen with another destination address: the pseudo-header catches it.
+        assert!(TcpRepr::parse(&p, s, Ipv4Addr::new(192, 168, 0, 3))
+            .unwrap_err()
+            .to_string()
+            .contains("checksum 0x2b1e"));
+    }
+
+    #[test]
+    fn view_setters_then_fill_checksum() {
+        let (s, d) = (Ipv4Addr::new(1, 2, 3, 4), Ipv4Addr::new(5, 6, 7, 8));
+        let mut buf = [0u8; 24];
+        buf[12] = 0x50;
+        buf[20..].copy_from_slice(b"data");
+        let mut p = TcpPacket::new_checked(&mut buf[..]).unwrap();
+        p.set_src_port(1);
+        p.set_dst_port(2);
+        p.set_seq(u32::MAX);
+        p.set_ack(17);
+        p.set_flags(flags::ACK | flags::FIN);
+        p.set_window(9);
+        p.set_urgent(3);
+        assert!(!p.verify_checksum(s, d));
+        assert!(p.fill_checksum(s, d));
+        let r = TcpRepr::parse(&p, s, d).unwrap();
+        assert_eq!(
+            (r.src_port, r.dst_port, r.seq, r.ack, r.flags, r.window, r.urgent),
+            (1, 2, u32::MAX, 17, 0x11, 9, 3)
+        );
+        assert_eq!(p.payload(), b"data");
     }
 
     #[test]
@@ -393,7 +443,10 @@ mod tests {
         assert!(parse_options(&[2, 3, 0]).unwrap_err().to_string().contains("MSS"));
         assert!(parse_options(&[9, 40]).is_err());
         assert!(parse_options(&[9]).is_err());
-        assert_eq!(parse_options(&[1, 1, 0, 9, 9]).unwrap(), vec![]);
+        assert_eq!(
+            parse_options(&[1, 1, 0, 9, 9]).unwrap(),
+            vec![TcpOption::Nop, TcpOption::Nop]
+        );
         assert_eq!(
             parse_options(&[30, 3, 7]).unwrap(),
             vec![TcpOption::Unknown {

@@ -141,6 +141,65 @@ mod tests {
     use super::*;
 
     #[test]
+    fn known_bytes() {
+        // 10.0.0.1:667 -> 10.0.0.2:667 "hello"; checksum 0xa2c9 computed outside this crate.
+        const DGRAM: [u8; 13] = [
+            0x02, 0x9b, 0x02, 0x9b, 0x00, 0x0d, 0xa2, 0xc9, b'h', b'e', b'l', b'l', b'o',
+        ];
+        let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let p = UdpPacket::new_checked(&DGRAM[..]).unwrap();
+        assert_eq!(
+            UdpRepr::parse(&p, s, d).unwrap(),
+            UdpRepr {
+                src_port: 667,
+                dst_port: 667,
+                payload_len: 5
+            }
+        );
+        let mut buf = DGRAM;
+        buf[..8].fill(0);
+        UdpRepr {
+            src_port: 667,
+            dst_port: 667,
+            payload_len: 5,
+        }
+        .emit(&mut buf, s, d)
+        .unwrap();
+        assert_eq!(buf, DGRAM);
+        // Trailing bytes past the length field (link padding) are not payload.
+        let mut padded = DGRAM.to_vec();
+        padded.extend_from_slice(&[0, 0, 0]);
+        assert_eq!(UdpPacket::new_checked(&padded[..]).unwrap().payload(), b"hello");
+        let e = UdpPacket::new_checked(&DGRAM[..10]).unwrap_err().to_string();
+        assert_eq!(e, "udp: length 13 is outside 8..=10 (the buffer)");
+    }
+
+    #[test]
+    fn zero_checksum_means_none_and_computed_zero_is_sent_as_ffff() {
+        let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut buf = [0x02, 0x9b, 0x02, 0x9b, 0x00, 0x0a, 0x00, 0x00, 0, 0];
+        assert!(UdpPacket::new_checked(&buf[..]).unwrap().verify_checksum(s, d));
+        // Choose two payload bytes that make the one's-complement sum 0xffff, so the
+        // checksum computes to 0 and must go out as 0xffff.
+        let partial = checksum::pseudo_header(s, d, PROTO_UDP, 10) + checksum::sum(&buf);
+        let mut folded = partial;
+        while folded >> 16 != 0 {
+            folded = (folded & 0xFFFF) + (folded >> 16);
+        }
+        buf[8..10].copy_from_slice(&(0xFFFF - folded as u16).to_be_bytes());
+        UdpRepr {
+            src_port: 667,
+            dst_port: 667,
+            payload_len: 2,
+        }
+        .emit(&mut buf, s, d)
+        .unwrap();
+        let p = UdpPacket::new_checked(&buf[..]).unwrap();
+        assert_eq!(p.checksum(), 0xFFFF);
+        assert!(p.verify_checksum(s, d));
+    }
+
+    #[test]
     fn round_trip_with_checksum() {
         let (s, d) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
         let r = UdpRepr {
