@@ -23,7 +23,7 @@ fn check(servers: u32, host_bps: u64, load: f64, mean_bytes: f64) -> Result<f64,
     if host_bps == 0 {
         return Err("host bandwidth must be positive".into());
     }
-    if !(mean_bytes > 0.0) {
+    if mean_bytes.is_nan() || mean_bytes <= 0.0 {
         return Err("the mean flow size must be positive".into());
     }
     // Mean inter-arrival time in picoseconds.

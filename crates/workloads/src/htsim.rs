@@ -55,7 +55,7 @@ fn start_ps(origin: &str, line: usize, tok: Option<&str>) -> Result<u64, ParseEr
     }
     match tok.parse::<f64>() {
         // Below 2^64 ps (~213 days); larger values are not a simulation anyone runs.
-        Ok(v) if v.is_finite() && v >= 0.0 && v < 1.8e19 => Ok(v.round() as u64),
+        Ok(v) if (0.0..1.8e19).contains(&v) => Ok(v.round() as u64),
         _ => Err(err(origin, line, format!("'start' must be a non-negative time in picoseconds, got '{tok}'"))),
     }
 }
