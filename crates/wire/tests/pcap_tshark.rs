@@ -1,7 +1,8 @@
 //! An outside decoder agrees with our bytes: frames built with innet-wire (UDP, a TCP SYN with
 //! options, Geneve with options, IP-in-IP) go into a pcap file and tshark must read back the
-//! fields we wrote, with every IP/UDP/TCP checksum verified good. tshark is a required tool
-//! (scripts/setup.sh installs it); its absence fails the test.
+//! fields we wrote, inner and outer, with every IP/UDP/TCP checksum verified good — and a
+//! deliberately corrupted copy verified bad, so "good" is not just tshark's default. tshark is
+//! a required tool (scripts/setup.sh installs it); its absence fails the test.
 
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -104,11 +105,25 @@ fn frames() -> Vec<FrameRepr> {
                 inner_eth: eth(4),
             },
         }),
-        ip: ip([172, 16, 0, 1], [172, 16, 0, 2]),
-        l4: L4Repr::Udp {
+        ip: Ipv4Repr {
+            ttl: 17,
+            ident: 0x0707,
+            ..ip([172, 16, 0, 1], [172, 16, 0, 2])
+        },
+        l4: L4Repr::Tcp(TcpRepr {
             src_port: 61111,
             dst_port: 62222,
-        },
+            seq: 0xDEAD_BEEF,
+            ack: 0x0BAD_F00D,
+            flags: flags::ACK | flags::PSH,
+            window: 4321,
+            urgent: 0,
+            options: vec![TcpOption::Timestamps {
+                value: 77,
+                echo: 66,
+            }],
+            payload_len: 0,
+        }),
         payload: b"inner".to_vec(),
     };
     let ipip = FrameRepr {
@@ -182,28 +197,56 @@ fn tshark_fields(file: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
 #[test]
 fn tshark_decodes_what_we_wrote() {
     let frames = frames();
-    let path =
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wire_tshark_{}.pcap", std::process::id()));
-    let mut w = PcapWriter::new(std::fs::File::create(&path).expect("create pcap"), 65_535).expect("pcap header");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("wire_tshark_{}.pcap", std::process::id()));
+    let mut w = PcapWriter::new(std::fs::File::create(&path).expect("create pcap"), 65_535)
+        .expect("pcap header");
     let mut written = Vec::new();
     for (i, f) in frames.iter().enumerate() {
         let bytes = f.emit().expect("frame emits");
         // The first frame claims 4 more bytes on the wire (an FCS we do not capture).
         let orig = bytes.len() as u32 + if i == 0 { 4 } else { 0 };
-        w.write(1_700_000_000_000_000_000 + i as u64 * 1_000_000_123, &bytes, orig)
-            .expect("pcap record");
+        w.write(
+            1_700_000_000_000_000_000 + i as u64 * 1_000_000_123,
+            &bytes,
+            orig,
+        )
+        .expect("pcap record");
         written.push(bytes);
     }
+    // Frame 5: frame 1 with its TTL and last payload byte changed behind the checksums' back.
+    let mut bad = written[0].clone();
+    bad[14 + 8] ^= 0x01;
+    *bad.last_mut().expect("frame 1 has a payload") ^= 0x20;
+    w.write(1_700_000_010_000_000_000, &bad, bad.len() as u32)
+        .expect("pcap record");
+    written.push(bad);
     w.flush().expect("flush");
     drop(w);
 
     // Our own reader sees the same records.
     let (link, recs) = pcap::parse(&std::fs::read(&path).expect("read pcap")).expect("pcap parses");
     assert_eq!(link, pcap::LINKTYPE_ETHERNET);
-    assert_eq!(recs.iter().map(|r| r.data.clone()).collect::<Vec<_>>(), written);
+    assert_eq!(
+        recs.iter().map(|r| r.data.clone()).collect::<Vec<_>>(),
+        written
+    );
 
     let fields = [
+        "frame.number",
         "frame.time_epoch",
+        "eth.src",
+        "eth.dst",
+        "ip.ttl",
+        "ip.id",
+        "ip.len",
+        "ip.flags.df",
+        "tcp.seq_raw",
+        "tcp.ack_raw",
+        "tcp.window_size_value",
+        "tcp.options.timestamp.tsecr",
+        "tcp.len",
+        "geneve.option.unknown.data",
         "frame.len",
         "frame.cap_len",
         "ip.src",
@@ -237,9 +280,12 @@ fn tshark_decodes_what_we_wrote() {
         "_ws.expert",
     ];
     let rows = tshark_fields(&path, &fields);
-    assert_eq!(rows.len(), 4, "tshark saw {} frames: {rows:?}", rows.len());
+    assert_eq!(rows.len(), 5, "tshark saw {} frames: {rows:?}", rows.len());
     let get = |row: usize, name: &str| -> &str {
-        let col = fields.iter().position(|f| *f == name).expect("field requested");
+        let col = fields
+            .iter()
+            .position(|f| *f == name)
+            .expect("field requested");
         rows[row]
             .get(col)
             .map(String::as_str)
@@ -254,36 +300,103 @@ fn tshark_decodes_what_we_wrote() {
         );
     };
 
+    for (i, _) in rows.iter().enumerate() {
+        assert_eq!(get(i, "frame.number"), (i + 1).to_string());
+    }
     // 1: plain UDP, with DSCP/ECN, time with nanoseconds, original length beyond the capture.
     assert_eq!(get(0, "frame.time_epoch"), "1700000000.000000000");
+    assert_eq!(
+        (get(0, "eth.src"), get(0, "eth.dst")),
+        ("02:00:00:00:00:ee", "02:00:00:00:00:01")
+    );
+    assert_eq!(
+        (
+            get(0, "ip.ttl"),
+            get(0, "ip.id"),
+            get(0, "ip.len"),
+            get(0, "ip.flags.df")
+        ),
+        ("63", "0x4242", "40", "1")
+    );
     assert_eq!((get(0, "frame.len"), get(0, "frame.cap_len")), ("58", "54"));
     assert_eq!(
         (get(0, "ip.src"), get(0, "ip.dst"), get(0, "ip.proto")),
         ("10.0.0.1", "10.0.1.2", "17")
     );
-    assert_eq!((get(0, "ip.dsfield.dscp"), get(0, "ip.dsfield.ecn")), ("10", "2"));
-    assert_eq!((get(0, "udp.srcport"), get(0, "udp.dstport")), ("5000", "667"));
+    assert_eq!(
+        (get(0, "ip.dsfield.dscp"), get(0, "ip.dsfield.ecn")),
+        ("10", "2")
+    );
+    assert_eq!(
+        (get(0, "udp.srcport"), get(0, "udp.dstport")),
+        ("5000", "667")
+    );
     assert_eq!(get(0, "data.data"), "68656c6c6f2074736861726b");
     good(0, "ip.checksum.status");
     good(0, "udp.checksum.status");
 
     // 2: TCP SYN with the options Linux sends, absolute sequence number.
     assert_eq!(get(1, "frame.time_epoch"), "1700000001.000000123");
-    assert_eq!((get(1, "tcp.srcport"), get(1, "tcp.dstport")), ("40000", "80"));
+    assert_eq!(
+        (get(1, "tcp.srcport"), get(1, "tcp.dstport")),
+        ("40000", "80")
+    );
     assert_eq!(get(1, "tcp.seq"), "16909060");
+    assert_eq!(get(1, "tcp.seq_raw"), "16909060");
+    assert_eq!(
+        (get(1, "tcp.window_size_value"), get(1, "tcp.len")),
+        ("64240", "0")
+    );
     assert_eq!(get(1, "tcp.flags"), "0x00c2");
     assert_eq!(get(1, "tcp.options.mss_val"), "1460");
     assert_eq!(get(1, "tcp.options.wscale.shift"), "7");
-    assert!(!get(1, "tcp.options.sack_perm").is_empty(), "SACK permitted not seen");
+    assert!(
+        !get(1, "tcp.options.sack_perm").is_empty(),
+        "SACK permitted not seen"
+    );
     assert_eq!(get(1, "tcp.options.timestamp.tsval"), "123456");
     good(1, "ip.checksum.status");
     good(1, "tcp.checksum.status");
 
-    // 3: Geneve with two options, then inner Ethernet/IPv4/UDP.
+    // 3: Geneve with two options, then inner Ethernet/IPv4/TCP.
+    assert_eq!(get(2, "eth.src"), "02:00:00:00:00:ee,02:00:00:00:00:ee");
+    assert_eq!(get(2, "eth.dst"), "02:00:00:00:00:03,02:00:00:00:00:04");
     assert_eq!(get(2, "ip.src"), "10.0.0.1,172.16.0.1");
     assert_eq!(get(2, "ip.dst"), "10.0.0.2,172.16.0.2");
-    assert_eq!(get(2, "udp.srcport"), "49152,61111");
-    assert_eq!(get(2, "udp.dstport"), "6081,62222");
+    assert_eq!(get(2, "ip.proto"), "17,6");
+    assert_eq!(
+        (get(2, "ip.ttl"), get(2, "ip.id")),
+        ("63,17", "0x4242,0x0707")
+    );
+    // Outer: 20 IP + 8 UDP + 8 Geneve + 20 options + 14 Ethernet + inner 20 IP + 32 TCP + 5.
+    assert_eq!(get(2, "ip.len"), "127,57");
+    assert_eq!(get(2, "udp.srcport"), "49152");
+    assert_eq!(get(2, "udp.dstport"), "6081");
+    assert_eq!(
+        (get(2, "tcp.srcport"), get(2, "tcp.dstport")),
+        ("61111", "62222")
+    );
+    assert_eq!(
+        (get(2, "tcp.seq_raw"), get(2, "tcp.ack_raw")),
+        ("3735928559", "195948557")
+    );
+    assert_eq!(get(2, "tcp.flags"), "0x0018");
+    assert_eq!(
+        (get(2, "tcp.window_size_value"), get(2, "tcp.len")),
+        ("4321", "5")
+    );
+    assert_eq!(
+        (
+            get(2, "tcp.options.timestamp.tsval"),
+            get(2, "tcp.options.timestamp.tsecr")
+        ),
+        ("77", "66")
+    );
+    good(2, "tcp.checksum.status");
+    assert_eq!(
+        get(2, "geneve.option.unknown.data"),
+        "deadbeef,0102030405060708"
+    );
     assert_eq!(get(2, "geneve.vni"), "0x123456");
     assert_eq!(get(2, "geneve.flags.critical"), "1");
     assert_eq!(get(2, "geneve.proto_type"), "0x6558");
@@ -303,12 +416,26 @@ fn tshark_decodes_what_we_wrote() {
     assert_eq!(get(3, "ip.dst"), "10.0.0.3,172.16.1.2");
     assert_eq!(get(3, "ip.proto"), "4,6");
     assert_eq!((get(3, "tcp.seq"), get(3, "tcp.ack")), ("99", "7"));
+    assert_eq!((get(3, "tcp.seq_raw"), get(3, "tcp.ack_raw")), ("99", "7"));
+    assert_eq!(
+        get(3, "ip.len"),
+        "85,65",
+        "outer = 20 + inner (20 + 32 TCP + 13)"
+    );
+    assert_eq!(get(3, "tcp.len"), "13");
+    assert_eq!(get(3, "data.data"), "7061796c6f6164206279746573");
     assert_eq!(
         (get(3, "tcp.options.sack_le"), get(3, "tcp.options.sack_re")),
         ("1000", "2000")
     );
     good(3, "ip.checksum.status");
     good(3, "tcp.checksum.status");
+
+    // 5: the corrupted copy: tshark must call both checksums bad (0), which shows it really
+    // checked the others.
+    assert_eq!(get(4, "ip.ttl"), "62");
+    assert_eq!(get(4, "ip.checksum.status"), "0");
+    assert_eq!(get(4, "udp.checksum.status"), "0");
 
     // No frame may carry an expert warning about malformed fields.
     for (i, r) in rows.iter().enumerate() {
