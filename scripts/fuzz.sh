@@ -25,6 +25,14 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 installed=$(date +%s)
 
+# One run at a time: concurrent runs would share fuzz/target, corpus/ and artifacts/.
+mkdir -p fuzz/target
+exec 9>fuzz/target/.fuzz.lock
+if ! flock -n 9; then
+    echo "fuzz.sh: another fuzz.sh is running; waiting for it" >&2
+    flock 9
+fi
+
 export RUSTC_BOOTSTRAP=1
 # The same flags for build and run, or `cargo fuzz run` rebuilds; an explicit target dir so a
 # CARGO_TARGET_DIR meant for the workspace does not get instrumented artifacts mixed in.

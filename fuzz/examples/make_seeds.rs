@@ -5,10 +5,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use innet_wire::checksum;
 use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
 use innet_wire::frame::{parse_frame_with, EncapRepr, FrameRepr, L4Repr, TunnelRepr};
 use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
-use innet_wire::checksum;
 use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
 use innet_wire::pcap::PcapWriter;
 use innet_wire::tcp::{flags, TcpOption, TcpRepr};
@@ -30,7 +30,12 @@ fn ip(src: [u8; 4], dst: [u8; 4], options: Vec<u8>) -> Ipv4Repr {
 }
 
 fn eth(vlan_tci: Option<u16>) -> EthernetRepr {
-    EthernetRepr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan_tci, ethertype: ETHERTYPE_IPV4 }
+    EthernetRepr {
+        dst: [2, 0, 0, 0, 0, 2],
+        src: [2, 0, 0, 0, 0, 1],
+        vlan_tci,
+        ethertype: ETHERTYPE_IPV4,
+    }
 }
 
 fn syn() -> L4Repr {
@@ -61,35 +66,108 @@ fn ack_with_sack() -> L4Repr {
         flags: flags::ACK | flags::PSH,
         window: 512,
         urgent: 0,
-        options: vec![TcpOption::Sack(vec![(10, 20), (30, 40)]), TcpOption::Unknown { kind: 30, data: vec![1, 2] }],
+        options: vec![
+            TcpOption::Sack(vec![(10, 20), (30, 40)]),
+            TcpOption::Unknown {
+                kind: 30,
+                data: vec![1, 2],
+            },
+        ],
         payload_len: 0,
     })
 }
 
 fn frames() -> Vec<(&'static str, FrameRepr)> {
-    let (a, b, c, d) = ([10, 0, 0, 1], [10, 0, 1, 2], [192, 168, 0, 1], [192, 168, 0, 2]);
-    let inner_udp = L4Repr::Udp { src_port: 5000, dst_port: 9000 };
+    let (a, b, c, d) = (
+        [10, 0, 0, 1],
+        [10, 0, 1, 2],
+        [192, 168, 0, 1],
+        [192, 168, 0, 2],
+    );
+    let inner_udp = L4Repr::Udp {
+        src_port: 5000,
+        dst_port: 9000,
+    };
     let geneve = GeneveRepr {
         oam: false,
         critical: true,
         protocol: PROTOCOL_ETHERNET,
         vni: 0x12345,
         options: vec![
-            GeneveOption { class: 0x0103, kind: 0x81, data: vec![1, 2, 3, 4] },
-            GeneveOption { class: 0xFFFF, kind: 2, data: vec![] },
+            GeneveOption {
+                class: 0x0103,
+                kind: 0x81,
+                data: vec![1, 2, 3, 4],
+            },
+            GeneveOption {
+                class: 0xFFFF,
+                kind: 2,
+                data: vec![],
+            },
         ],
     };
     vec![
-        ("udp", FrameRepr { eth: eth(None), tunnel: None, ip: ip(a, b, vec![]), l4: inner_udp.clone(), payload: b"hi".to_vec() }),
-        ("udp_vlan_ipopts", FrameRepr { eth: eth(Some(0x2064)), tunnel: None, ip: ip(a, b, vec![1, 1, 1, 0]), l4: inner_udp.clone(), payload: vec![0; 5] }),
-        ("tcp_syn", FrameRepr { eth: eth(None), tunnel: None, ip: ip(c, d, vec![]), l4: syn(), payload: vec![] }),
-        ("tcp_sack", FrameRepr { eth: eth(None), tunnel: None, ip: ip(d, c, vec![]), l4: ack_with_sack(), payload: b"data".to_vec() }),
-        ("other_proto", FrameRepr { eth: eth(None), tunnel: None, ip: Ipv4Repr { protocol: 47, ..ip(a, b, vec![]) }, l4: L4Repr::Other, payload: vec![9; 6] }),
+        (
+            "udp",
+            FrameRepr {
+                eth: eth(None),
+                tunnel: None,
+                ip: ip(a, b, vec![]),
+                l4: inner_udp.clone(),
+                payload: b"hi".to_vec(),
+            },
+        ),
+        (
+            "udp_vlan_ipopts",
+            FrameRepr {
+                eth: eth(Some(0x2064)),
+                tunnel: None,
+                ip: ip(a, b, vec![1, 1, 1, 0]),
+                l4: inner_udp.clone(),
+                payload: vec![0; 5],
+            },
+        ),
+        (
+            "tcp_syn",
+            FrameRepr {
+                eth: eth(None),
+                tunnel: None,
+                ip: ip(c, d, vec![]),
+                l4: syn(),
+                payload: vec![],
+            },
+        ),
+        (
+            "tcp_sack",
+            FrameRepr {
+                eth: eth(None),
+                tunnel: None,
+                ip: ip(d, c, vec![]),
+                l4: ack_with_sack(),
+                payload: b"data".to_vec(),
+            },
+        ),
+        (
+            "other_proto",
+            FrameRepr {
+                eth: eth(None),
+                tunnel: None,
+                ip: Ipv4Repr {
+                    protocol: 47,
+                    ..ip(a, b, vec![])
+                },
+                l4: L4Repr::Other,
+                payload: vec![9; 6],
+            },
+        ),
         (
             "ipip",
             FrameRepr {
                 eth: eth(None),
-                tunnel: Some(TunnelRepr { outer: ip(a, b, vec![]), encap: EncapRepr::IpInIp }),
+                tunnel: Some(TunnelRepr {
+                    outer: ip(a, b, vec![]),
+                    encap: EncapRepr::IpInIp,
+                }),
                 ip: ip(c, d, vec![]),
                 l4: syn(),
                 payload: vec![],
@@ -99,7 +177,13 @@ fn frames() -> Vec<(&'static str, FrameRepr)> {
             "udp_tunnel_667",
             FrameRepr {
                 eth: eth(None),
-                tunnel: Some(TunnelRepr { outer: ip(a, b, vec![]), encap: EncapRepr::Udp { src_port: 1234, dst_port: 667 } }),
+                tunnel: Some(TunnelRepr {
+                    outer: ip(a, b, vec![]),
+                    encap: EncapRepr::Udp {
+                        src_port: 1234,
+                        dst_port: 667,
+                    },
+                }),
                 ip: ip(c, d, vec![]),
                 l4: inner_udp.clone(),
                 payload: b"x".to_vec(),
@@ -109,7 +193,14 @@ fn frames() -> Vec<(&'static str, FrameRepr)> {
             "geneve_tcp",
             FrameRepr {
                 eth: eth(None),
-                tunnel: Some(TunnelRepr { outer: ip(a, b, vec![]), encap: EncapRepr::Geneve { src_port: 4321, geneve, inner_eth: eth(None) } }),
+                tunnel: Some(TunnelRepr {
+                    outer: ip(a, b, vec![]),
+                    encap: EncapRepr::Geneve {
+                        src_port: 4321,
+                        geneve,
+                        inner_eth: eth(None),
+                    },
+                }),
                 ip: ip(c, d, vec![]),
                 l4: ack_with_sack(),
                 payload: b"inner".to_vec(),
@@ -122,9 +213,32 @@ fn frames() -> Vec<(&'static str, FrameRepr)> {
 fn regressions() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     // A SACK option with no blocks (kind 5, length 2): parse accepted it, emit refused it.
     let (src, dst) = (Ipv4Addr::new(192, 168, 0, 1), Ipv4Addr::new(192, 168, 0, 2));
-    let mut seg = vec![0x9c, 0x40, 0x00, 0x50, 0, 0, 3, 0xe8, 0, 0, 0, 0, 0x60, flags::ACK, 0x10, 0, 0, 0, 0, 0];
+    let mut seg = vec![
+        0x9c,
+        0x40,
+        0x00,
+        0x50,
+        0,
+        0,
+        3,
+        0xe8,
+        0,
+        0,
+        0,
+        0,
+        0x60,
+        flags::ACK,
+        0x10,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
     seg.extend_from_slice(&[5, 2, 1, 1]);
-    let c = checksum::finish(checksum::pseudo_header(src, dst, PROTO_TCP, seg.len() as u16) + checksum::sum(&seg));
+    let c = checksum::finish(
+        checksum::pseudo_header(src, dst, PROTO_TCP, seg.len() as u16) + checksum::sum(&seg),
+    );
     seg[16..18].copy_from_slice(&c.to_be_bytes());
     let tcp = [&src.octets()[..], &dst.octets(), &seg].concat();
     let mut ip = ip(src.octets(), dst.octets(), vec![]);
@@ -134,7 +248,14 @@ fn regressions() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     eth(None).emit(&mut frame);
     ip.emit(&mut frame[14..]).expect("a plain header fits");
     frame[14 + 20..].copy_from_slice(&seg);
-    vec![("tcp", "regress_sack_zero_blocks", tcp), ("frame", "regress_sack_zero_blocks", [&[0u8][..], &frame].concat())]
+    vec![
+        ("tcp", "regress_sack_zero_blocks", tcp),
+        (
+            "frame",
+            "regress_sack_zero_blocks",
+            [&[0u8][..], &frame].concat(),
+        ),
+    ]
 }
 
 fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
@@ -145,35 +266,63 @@ fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
 }
 
 fn main() {
-    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/seeds").into()));
+    let dir = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/seeds").into()),
+    );
     let mut pcap = PcapWriter::new(Vec::new(), 65535).expect("Vec never fails");
     for (i, (name, f)) in frames().into_iter().enumerate() {
-        let bytes = f.emit().unwrap_or_else(|e| panic!("seed {name} does not emit: {e}"));
-        assert_eq!(parse_frame_with(&bytes, &[667]).map(|g| g.payload), Ok(f.payload.clone()), "seed {name} round trip");
+        let bytes = f
+            .emit()
+            .unwrap_or_else(|e| panic!("seed {name} does not emit: {e}"));
+        assert_eq!(
+            parse_frame_with(&bytes, &[667]).map(|g| g.payload),
+            Ok(f.payload.clone()),
+            "seed {name} round trip"
+        );
         // The frame target's first byte picks a mode; odd means "fix checksums first".
         write(&dir, "frame", name, &[&[1u8][..], &bytes].concat());
         write(&dir, "ethernet", name, &bytes[..f.eth.header_len() + 2]);
         let ip_at = f.eth.header_len();
         write(&dir, "ipv4", name, &bytes[ip_at..]);
-        pcap.write(i as u64 * 1_000_123, &bytes, bytes.len() as u32).expect("Vec never fails");
+        pcap.write(i as u64 * 1_000_123, &bytes, bytes.len() as u32)
+            .expect("Vec never fails");
         // The innermost transport segment, prefixed by its pseudo-header addresses.
-        let inner_at = bytes.len() - (f.ip.header_len() + f.payload.len() + match &f.l4 {
-            L4Repr::Udp { .. } => 8,
-            L4Repr::Tcp(t) => t.header_len(),
-            L4Repr::Other => 0,
-        });
+        let inner_at = bytes.len()
+            - (f.ip.header_len()
+                + f.payload.len()
+                + match &f.l4 {
+                    L4Repr::Udp { .. } => 8,
+                    L4Repr::Tcp(t) => t.header_len(),
+                    L4Repr::Other => 0,
+                });
         let mut seg = [f.ip.src.octets(), f.ip.dst.octets()].concat();
         seg.extend_from_slice(&bytes[inner_at + f.ip.header_len()..]);
         match &f.l4 {
             L4Repr::Udp { .. } => write(&dir, "udp", name, &seg),
             L4Repr::Tcp(t) => {
                 write(&dir, "tcp", name, &seg);
-                write(&dir, "tcp", &format!("{name}_options"), &seg[8 + 20..8 + t.header_len()]);
+                write(
+                    &dir,
+                    "tcp",
+                    &format!("{name}_options"),
+                    &seg[8 + 20..8 + t.header_len()],
+                );
             }
             L4Repr::Other => {}
         }
-        if let Some(TunnelRepr { outer, encap: EncapRepr::Geneve { .. } }) = &f.tunnel {
-            write(&dir, "geneve", name, &bytes[ip_at + outer.header_len() + 8..]);
+        if let Some(TunnelRepr {
+            outer,
+            encap: EncapRepr::Geneve { .. },
+        }) = &f.tunnel
+        {
+            write(
+                &dir,
+                "geneve",
+                name,
+                &bytes[ip_at + outer.header_len() + 8..],
+            );
         }
     }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());

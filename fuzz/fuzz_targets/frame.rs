@@ -18,14 +18,18 @@ const TUNNEL_PORT: u16 = 667;
 /// Rewrite every IPv4, UDP and TCP checksum the frame parser will check so they are right,
 /// walking the same layers it does (tunnels one level deep). Anything malformed is left as is.
 fn fix_checksums(frame: &mut [u8], depth: u32) {
-    let Ok(mut e) = EthernetPacket::new_checked(&mut *frame) else { return };
+    let Ok(mut e) = EthernetPacket::new_checked(&mut *frame) else {
+        return;
+    };
     if e.ethertype() == ETHERTYPE_IPV4 {
         fix_ipv4(e.payload_mut(), depth);
     }
 }
 
 fn fix_ipv4(b: &mut [u8], depth: u32) {
-    let Ok(mut p) = Ipv4Packet::new_checked(&mut *b) else { return };
+    let Ok(mut p) = Ipv4Packet::new_checked(&mut *b) else {
+        return;
+    };
     p.fill_checksum();
     let (src, dst, proto) = (p.src(), p.dst(), p.protocol());
     let body = p.payload_mut();
@@ -55,7 +59,9 @@ fn fix_ipv4(b: &mut [u8], depth: u32) {
 /// Put the pseudo-header checksum of `seg` at byte `at` (a computed 0 goes out as 0xFFFF, which
 /// is the same value in one's complement and what UDP requires).
 fn fill(seg: &mut [u8], at: usize, src: Ipv4Addr, dst: Ipv4Addr, proto: u8) {
-    let Ok(len) = u16::try_from(seg.len()) else { return };
+    let Ok(len) = u16::try_from(seg.len()) else {
+        return;
+    };
     seg[at..at + 2].fill(0);
     let c = checksum::finish(checksum::pseudo_header(src, dst, proto, len) + checksum::sum(seg));
     let c = if c == 0 { 0xFFFF } else { c };
@@ -72,18 +78,30 @@ fn with_lengths_of(mut f: FrameRepr, to: &FrameRepr) -> FrameRepr {
 }
 
 fn check(data: &[u8], ports: &[u16]) {
-    let Ok(f) = parse_frame_with(data, ports) else { return };
-    let bytes = f.emit().unwrap_or_else(|e| panic!("parsed frame does not emit: {e}\n{f:?}"));
+    let Ok(f) = parse_frame_with(data, ports) else {
+        return;
+    };
+    let bytes = f
+        .emit()
+        .unwrap_or_else(|e| panic!("parsed frame does not emit: {e}\n{f:?}"));
     assert_eq!(bytes.len(), f.buffer_len(), "emit length vs buffer_len");
-    let g = parse_frame_with(&bytes, ports).unwrap_or_else(|e| panic!("emitted frame does not parse: {e}\n{f:?}"));
+    let g = parse_frame_with(&bytes, ports)
+        .unwrap_or_else(|e| panic!("emitted frame does not parse: {e}\n{f:?}"));
     assert_eq!(with_lengths_of(f.clone(), &g), g, "re-parsed frame differs");
     let again = g.emit().expect("re-parsed frame emits");
     assert_eq!(again, bytes, "emit is not a fixed point");
-    assert!(bytes.len() <= data.len(), "emit grew the frame from {} to {} bytes", data.len(), bytes.len());
+    assert!(
+        bytes.len() <= data.len(),
+        "emit grew the frame from {} to {} bytes",
+        data.len(),
+        bytes.len()
+    );
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, data)) = data.split_first() else { return };
+    let Some((&mode, data)) = data.split_first() else {
+        return;
+    };
     let mut fixed;
     let data = if mode & 1 == 1 {
         fixed = data.to_vec();

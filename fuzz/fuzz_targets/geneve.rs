@@ -6,7 +6,9 @@ use innet_wire::geneve::{GenevePacket, GeneveRepr, HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(p) = GenevePacket::new_checked(data) else { return };
+    let Ok(p) = GenevePacket::new_checked(data) else {
+        return;
+    };
     let _ = (p.oam(), p.critical(), p.protocol(), p.vni());
     assert!(p.vni() < 1 << 24);
     assert_eq!(p.payload().len(), data.len() - p.header_len());
@@ -22,23 +24,38 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => errors += 1,
         }
     }
-    assert!(errors <= 1, "iterator yielded {errors} errors, expected it to stop after one");
+    assert!(
+        errors <= 1,
+        "iterator yielded {errors} errors, expected it to stop after one"
+    );
     assert!(seen <= p.options_len());
     if errors == 0 {
-        assert_eq!(seen, p.options_len(), "well-formed options must cover the option area");
+        assert_eq!(
+            seen,
+            p.options_len(),
+            "well-formed options must cover the option area"
+        );
     }
     let Ok(repr) = GeneveRepr::parse(&p) else {
-        assert_eq!(errors, 1, "parse failed though every option was well-formed");
+        assert_eq!(
+            errors, 1,
+            "parse failed though every option was well-formed"
+        );
         return;
     };
     assert_eq!(repr.header_len(), p.header_len());
     let mut buf = vec![0u8; repr.header_len()];
-    repr.emit(&mut buf).expect("a parsed Geneve header must emit");
+    repr.emit(&mut buf)
+        .expect("a parsed Geneve header must emit");
     let q = GenevePacket::new_checked(&buf[..]).expect("emitted Geneve is checkable");
     assert_eq!(GeneveRepr::parse(&q).expect("emitted Geneve parses"), repr);
     // Option class and type bytes are kept verbatim; only reserved bits may differ.
     for (a, b) in p.options().zip(q.options()) {
         assert_eq!(a.expect("parsed above"), b.expect("emitted"));
     }
-    assert_eq!(&buf[2..HEADER_LEN - 1], &data[2..HEADER_LEN - 1], "protocol and VNI bytes");
+    assert_eq!(
+        &buf[2..HEADER_LEN - 1],
+        &data[2..HEADER_LEN - 1],
+        "protocol and VNI bytes"
+    );
 });

@@ -12,7 +12,11 @@ fuzz_target!(|data: &[u8]| {
     // fit back into at most as many bytes as it came from (padding after EOL dropped).
     if let Ok(opts) = parse_options(data) {
         let n = options_len(&opts);
-        assert!(n <= data.len().div_ceil(4) * 4, "{n} bytes of options from {} input bytes", data.len());
+        assert!(
+            n <= data.len().div_ceil(4) * 4,
+            "{n} bytes of options from {} input bytes",
+            data.len()
+        );
     }
     if data.len() < 8 {
         return;
@@ -20,16 +24,34 @@ fuzz_target!(|data: &[u8]| {
     let src = Ipv4Addr::new(data[0], data[1], data[2], data[3]);
     let dst = Ipv4Addr::new(data[4], data[5], data[6], data[7]);
     let seg = &data[8..];
-    let Ok(p) = TcpPacket::new_checked(seg) else { return };
-    let _ = (p.seq(), p.ack(), p.flags(), p.window(), p.urgent(), p.options());
+    let Ok(p) = TcpPacket::new_checked(seg) else {
+        return;
+    };
+    let _ = (
+        p.seq(),
+        p.ack(),
+        p.flags(),
+        p.window(),
+        p.urgent(),
+        p.options(),
+    );
     assert_eq!(p.payload().len(), seg.len() - p.header_len());
-    let Ok(repr) = TcpRepr::parse(&p, src, dst) else { return };
-    assert!(repr.header_len() <= p.header_len(), "canonical options grew the header");
+    let Ok(repr) = TcpRepr::parse(&p, src, dst) else {
+        return;
+    };
+    assert!(
+        repr.header_len() <= p.header_len(),
+        "canonical options grew the header"
+    );
     let mut buf = vec![0u8; repr.header_len() + repr.payload_len];
     buf[repr.header_len()..].copy_from_slice(p.payload());
-    repr.emit(&mut buf, src, dst).expect("a parsed TCP header must emit");
+    repr.emit(&mut buf, src, dst)
+        .expect("a parsed TCP header must emit");
     let q = TcpPacket::new_checked(&buf[..]).expect("emitted TCP is checkable");
     assert!(q.verify_checksum(src, dst));
-    assert_eq!(TcpRepr::parse(&q, src, dst).expect("emitted TCP parses"), repr);
+    assert_eq!(
+        TcpRepr::parse(&q, src, dst).expect("emitted TCP parses"),
+        repr
+    );
     assert_eq!(q.payload(), p.payload());
 });

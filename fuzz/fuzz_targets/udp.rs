@@ -12,17 +12,25 @@ fuzz_target!(|data: &[u8]| {
     }
     let src = Ipv4Addr::new(data[0], data[1], data[2], data[3]);
     let dst = Ipv4Addr::new(data[4], data[5], data[6], data[7]);
-    let Ok(p) = UdpPacket::new_checked(&data[8..]) else { return };
+    let Ok(p) = UdpPacket::new_checked(&data[8..]) else {
+        return;
+    };
     assert_eq!(p.payload().len(), p.len() as usize - HEADER_LEN);
     assert_eq!(p.is_empty(), p.payload().is_empty());
-    let Ok(repr) = UdpRepr::parse(&p, src, dst) else { return };
+    let Ok(repr) = UdpRepr::parse(&p, src, dst) else {
+        return;
+    };
     let mut buf = vec![0u8; HEADER_LEN + repr.payload_len];
     buf[HEADER_LEN..].copy_from_slice(p.payload());
-    repr.emit(&mut buf, src, dst).expect("a parsed UDP header must emit");
+    repr.emit(&mut buf, src, dst)
+        .expect("a parsed UDP header must emit");
     let q = UdpPacket::new_checked(&buf[..]).expect("emitted UDP is checkable");
     // emit always fills a checksum (0 is sent as 0xFFFF), so it must verify for real.
     assert_ne!(q.checksum(), 0);
     assert!(q.verify_checksum(src, dst));
-    assert_eq!(UdpRepr::parse(&q, src, dst).expect("emitted UDP parses"), repr);
+    assert_eq!(
+        UdpRepr::parse(&q, src, dst).expect("emitted UDP parses"),
+        repr
+    );
     assert_eq!(q.payload(), p.payload());
 });
