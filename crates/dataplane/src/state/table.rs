@@ -1,0 +1,1117 @@
+//! Match-action tables with a declared key layout: exact (hash map), ternary (value/mask/
+//! priority, first match in priority order) and LPM (longest prefix on one field, per-length
+//! hash maps). Each has a default action, hit/miss counters and resource accounting.
+//!
+//! Keys are `u128`: wide enough for a 5-tuple (104 bits), an IPv6 address, or a 128-bit
+//! hashed object key, while staying `Copy`, one compare and one cheap hash, so lookups never
+//! allocate. Wider match keys (e.g. OrbitCache's 16-byte key plus flags) are hashed or split
+//! first, which is what the hardware does too.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use super::resources::{ResourceEntry, ResourceKind, ResourceReport, Resources};
+use super::StateError;
+
+/// A packed match key; the first declared field is the most significant.
+pub type Key = u128;
+
+/// Widest key layout.
+pub const MAX_KEY_BITS: u32 = 128;
+
+fn low_mask(bits: u32) -> u128 {
+    if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    }
+}
+
+/// One named field of a key layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyField {
+    pub name: Arc<str>,
+    pub bits: u32,
+}
+
+/// The fields of a table key, in order, packed most-significant-first into a `Key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLayout {
+    fields: Vec<KeyField>,
+    total_bits: u32,
+}
+
+impl KeyLayout {
+    /// `fields` as `(name, width_bits)`; widths 1..=128, at most 128 bits in total.
+    pub fn new(fields: &[(&str, u32)]) -> Result<Self, StateError> {
+        let mut total_bits = 0u32;
+        let mut out = Vec::with_capacity(fields.len());
+        for &(name, bits) in fields {
+            if bits == 0 || bits > MAX_KEY_BITS {
+                return Err(StateError::ZeroWidthField { field: name.into() });
+            }
+            total_bits = total_bits.saturating_add(bits);
+            out.push(KeyField {
+                name: name.into(),
+                bits,
+            });
+        }
+        if total_bits > MAX_KEY_BITS {
+            return Err(StateError::LayoutTooWide {
+                bits: total_bits,
+                max: MAX_KEY_BITS,
+            });
+        }
+        Ok(Self {
+            fields: out,
+            total_bits,
+        })
+    }
+
+    pub fn fields(&self) -> &[KeyField] {
+        &self.fields
+    }
+    pub fn total_bits(&self) -> u32 {
+        self.total_bits
+    }
+
+    /// Whether `key` has no bits above the layout's width.
+    pub fn fits(&self, key: Key) -> bool {
+        key & !low_mask(self.total_bits) == 0
+    }
+
+    /// Packs one value per field; a value wider than its field is an error naming the field.
+    pub fn pack(&self, values: &[u128]) -> Result<Key, StateError> {
+        if values.len() != self.fields.len() {
+            return Err(StateError::FieldCountMismatch {
+                expected: self.fields.len(),
+                got: values.len(),
+            });
+        }
+        let mut key: Key = 0;
+        for (field, &value) in self.fields.iter().zip(values) {
+            if value & !low_mask(field.bits) != 0 {
+                return Err(StateError::FieldValueTooWide {
+                    field: field.name.clone(),
+                    value,
+                    bits: field.bits,
+                });
+            }
+            // Shifting a u128 by 128 overflows; a 128-bit field is the whole key.
+            key = if field.bits >= 128 {
+                value
+            } else {
+                (key << field.bits) | value
+            };
+        }
+        Ok(key)
+    }
+
+    /// The value of field `index` inside `key` (None if there is no such field).
+    pub fn field(&self, key: Key, index: usize) -> Option<u128> {
+        let field = self.fields.get(index)?;
+        let below: u32 = self.fields[index + 1..].iter().map(|f| f.bits).sum();
+        Some((key >> below) & low_mask(field.bits))
+    }
+}
+
+/// Deterministic, fast hasher for `Key`s (std's default is randomly seeded and slower); the
+/// multiply-xorshift mix spreads both halves into the low and high bits hashbrown uses.
+#[derive(Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        let mut h = (self.0 ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 32;
+        h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        h ^= h >> 29;
+        self.0 = h;
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(
+            v as u64
+                ^ ((v >> 64) as u64)
+                    .rotate_left(31)
+                    .wrapping_mul(0xA24B_AED4_963E_E407),
+        );
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type KeyMap<A> = HashMap<Key, A, BuildHasherDefault<KeyHasher>>;
+
+fn key_map<A>(capacity: usize) -> KeyMap<A> {
+    KeyMap::with_capacity_and_hasher(capacity, Default::default())
+}
+
+/// Hit and miss counts of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableCounters {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Counters {
+    hits: Cell<u64>,
+    misses: Cell<u64>,
+}
+
+impl Counters {
+    fn count<T>(&self, result: Option<T>) -> Option<T> {
+        let cell = if result.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        cell.set(cell.get() + 1);
+        result
+    }
+    fn get(&self) -> TableCounters {
+        TableCounters {
+            hits: self.hits.get(),
+            misses: self.misses.get(),
+        }
+    }
+    fn reset(&self) {
+        self.hits.set(0);
+        self.misses.set(0);
+    }
+}
+
+fn action_bits_of<A>() -> u32 {
+    (std::mem::size_of::<A>() * 8) as u32
+}
+
+fn check_capacity(name: &Arc<str>, capacity: usize) -> Result<(), StateError> {
+    if capacity == 0 {
+        Err(StateError::ZeroSize { name: name.clone() })
+    } else {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Exact-match table of at most `capacity` entries.
+#[derive(Debug, Clone)]
+pub struct ExactTable<A> {
+    name: Arc<str>,
+    layout: KeyLayout,
+    capacity: usize,
+    entries: KeyMap<A>,
+    default_action: A,
+    action_bits: u32,
+    counters: Counters,
+}
+
+impl<A: Copy> ExactTable<A> {
+    /// Memory for all `capacity` entries is reserved here, so inserts up to capacity never
+    /// rehash.
+    pub fn new(
+        name: &str,
+        layout: KeyLayout,
+        capacity: usize,
+        default_action: A,
+    ) -> Result<Self, StateError> {
+        let name: Arc<str> = name.into();
+        check_capacity(&name, capacity)?;
+        Ok(Self {
+            name,
+            layout,
+            capacity,
+            entries: key_map(capacity),
+            default_action,
+            action_bits: action_bits_of::<A>(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Declares the action-data width for resource accounting (default: `size_of::<A>()`
+    /// bits, an overestimate when `A` carries padding or an enum tag).
+    pub fn with_action_bits(mut self, bits: u32) -> Self {
+        self.action_bits = bits;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn counters(&self) -> TableCounters {
+        self.counters.get()
+    }
+    pub fn reset_counters(&self) {
+        self.counters.reset()
+    }
+    pub fn default_action(&self) -> &A {
+        &self.default_action
+    }
+    pub fn set_default_action(&mut self, action: A) {
+        self.default_action = action;
+    }
+
+    fn check_key(&self, key: Key) -> Result<(), StateError> {
+        if self.layout.fits(key) {
+            Ok(())
+        } else {
+            Err(StateError::KeyTooWide {
+                name: self.name.clone(),
+                key,
+                layout_bits: self.layout.total_bits,
+            })
+        }
+    }
+
+    /// Adds an entry; an existing key is `DuplicateEntry`, a full table `TableFull`.
+    pub fn insert(&mut self, key: Key, action: A) -> Result<(), StateError> {
+        self.check_key(key)?;
+        if self.entries.contains_key(&key) {
+            return Err(StateError::DuplicateEntry {
+                name: self.name.clone(),
+            });
+        }
+        if self.entries.len() >= self.capacity {
+            return Err(StateError::TableFull {
+                name: self.name.clone(),
+                capacity: self.capacity,
+            });
+        }
+        self.entries.insert(key, action);
+        Ok(())
+    }
+
+    /// Replaces an existing entry's action, returning the old one.
+    pub fn modify(&mut self, key: Key, action: A) -> Result<A, StateError> {
+        match self.entries.get_mut(&key) {
+            Some(slot) => Ok(std::mem::replace(slot, action)),
+            None => Err(StateError::EntryNotFound {
+                name: self.name.clone(),
+            }),
+        }
+    }
+
+    pub fn delete(&mut self, key: Key) -> Result<A, StateError> {
+        self.entries
+            .remove(&key)
+            .ok_or_else(|| StateError::EntryNotFound {
+                name: self.name.clone(),
+            })
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Data-plane lookup: the entry's action, counted as a hit or miss.
+    pub fn lookup(&self, key: Key) -> Option<&A> {
+        self.counters.count(self.entries.get(&key))
+    }
+
+    /// Data-plane apply: the entry's action or, on a miss, the default action.
+    pub fn apply(&self, key: Key) -> &A {
+        self.lookup(key).unwrap_or(&self.default_action)
+    }
+
+    /// Control-plane read; not counted.
+    pub fn get(&self, key: Key) -> Option<&A> {
+        self.entries.get(&key)
+    }
+
+    /// All entries sorted by key, for deterministic dumps.
+    pub fn entries_sorted(&self) -> Vec<(Key, A)> {
+        let mut all: Vec<(Key, A)> = self.entries.iter().map(|(k, a)| (*k, *a)).collect();
+        all.sort_unstable_by_key(|(k, _)| *k);
+        all
+    }
+}
+
+impl<A> Resources for ExactTable<A> {
+    fn resources(&self) -> ResourceReport {
+        let mut report = ResourceReport::new(&self.name);
+        report.push(ResourceEntry::new(
+            &self.name,
+            ResourceKind::Exact,
+            self.capacity as u64,
+            self.layout.total_bits,
+            self.action_bits,
+        ));
+        report
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Identifies a ternary entry for modify/delete; handles grow with insertion order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryHandle(pub u64);
+
+#[derive(Debug, Clone)]
+struct TernaryEntry<A> {
+    value: Key,
+    mask: Key,
+    priority: u32,
+    handle: EntryHandle,
+    action: A,
+}
+
+/// Ternary table. A key matches an entry when `key & mask == value & mask`. Among matching
+/// entries the one with the **highest `priority` number** wins (P4Runtime's convention);
+/// among equal priorities the **earliest inserted** wins (a modify keeps an entry's place).
+/// Entries are kept sorted in that order, so a lookup is a scan to the first match, like a
+/// TCAM's priority encoder.
+#[derive(Debug, Clone)]
+pub struct TernaryTable<A> {
+    name: Arc<str>,
+    layout: KeyLayout,
+    capacity: usize,
+    entries: Vec<TernaryEntry<A>>,
+    next_handle: u64,
+    default_action: A,
+    action_bits: u32,
+    counters: Counters,
+}
+
+impl<A: Copy> TernaryTable<A> {
+    pub fn new(
+        name: &str,
+        layout: KeyLayout,
+        capacity: usize,
+        default_action: A,
+    ) -> Result<Self, StateError> {
+        let name: Arc<str> = name.into();
+        check_capacity(&name, capacity)?;
+        Ok(Self {
+            name,
+            layout,
+            capacity,
+            entries: Vec::with_capacity(capacity),
+            next_handle: 0,
+            default_action,
+            action_bits: action_bits_of::<A>(),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn with_action_bits(mut self, bits: u32) -> Self {
+        self.action_bits = bits;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    pub fn counters(&self) -> TableCounters {
+        self.counters.get()
+    }
+    pub fn reset_counters(&self) {
+        self.counters.reset()
+    }
+    pub fn default_action(&self) -> &A {
+        &self.default_action
+    }
+    pub fn set_default_action(&mut self, action: A) {
+        self.default_action = action;
+    }
+
+    /// Adds an entry (`value` is stored masked). The same (value, mask, priority) twice is
+    /// `DuplicateEntry`; a full table is `TableFull`.
+    pub fn insert(
+        &mut self,
+        value: Key,
+        mask: Key,
+        priority: u32,
+        action: A,
+    ) -> Result<EntryHandle, StateError> {
+        for k in [value, mask] {
+            if !self.layout.fits(k) {
+                return Err(StateError::KeyTooWide {
+                    name: self.name.clone(),
+                    key: k,
+                    layout_bits: self.layout.total_bits,
+                });
+            }
+        }
+        let value = value & mask;
+        if self.find(value, mask, priority).is_some() {
+            return Err(StateError::DuplicateEntry {
+                name: self.name.clone(),
+            });
+        }
+        if self.entries.len() >= self.capacity {
+            return Err(StateError::TableFull {
+                name: self.name.clone(),
+                capacity: self.capacity,
+            });
+        }
+        let handle = EntryHandle(self.next_handle);
+        self.next_handle += 1;
+        // After every entry of priority >= ours: the newest handle goes last among its ties.
+        let at = self.entries.partition_point(|e| e.priority >= priority);
+        self.entries.insert(
+            at,
+            TernaryEntry {
+                value,
+                mask,
+                priority,
+                handle,
+                action,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// The handle of the entry with exactly this value (masked), mask and priority.
+    pub fn find(&self, value: Key, mask: Key, priority: u32) -> Option<EntryHandle> {
+        let value = value & mask;
+        self.entries
+            .iter()
+            .find(|e| e.value == value && e.mask == mask && e.priority == priority)
+            .map(|e| e.handle)
+    }
+
+    fn position(&self, handle: EntryHandle) -> Result<usize, StateError> {
+        self.entries
+            .iter()
+            .position(|e| e.handle == handle)
+            .ok_or_else(|| StateError::EntryNotFound {
+                name: self.name.clone(),
+            })
+    }
+
+    pub fn modify(&mut self, handle: EntryHandle, action: A) -> Result<A, StateError> {
+        let at = self.position(handle)?;
+        Ok(std::mem::replace(&mut self.entries[at].action, action))
+    }
+
+    pub fn delete(&mut self, handle: EntryHandle) -> Result<A, StateError> {
+        let at = self.position(handle)?;
+        Ok(self.entries.remove(at).action)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Data-plane lookup: the winning entry's action, counted.
+    pub fn lookup(&self, key: Key) -> Option<&A> {
+        let hit = if self.layout.fits(key) {
+            self.entries
+                .iter()
+                .find(|e| key & e.mask == e.value)
+                .map(|e| &e.action)
+        } else {
+            None
+        };
+        self.counters.count(hit)
+    }
+
+    pub fn apply(&self, key: Key) -> &A {
+        self.lookup(key).unwrap_or(&self.default_action)
+    }
+
+    /// Entries in match order: (value, mask, priority, handle, action).
+    pub fn entries(&self) -> impl Iterator<Item = (Key, Key, u32, EntryHandle, &A)> {
+        self.entries
+            .iter()
+            .map(|e| (e.value, e.mask, e.priority, e.handle, &e.action))
+    }
+}
+
+impl<A> Resources for TernaryTable<A> {
+    fn resources(&self) -> ResourceReport {
+        let mut report = ResourceReport::new(&self.name);
+        report.push(ResourceEntry::new(
+            &self.name,
+            ResourceKind::Ternary,
+            self.capacity as u64,
+            self.layout.total_bits,
+            self.action_bits,
+        ));
+        report
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Longest-prefix-match table on one field of up to 128 bits. One hash map per prefix length,
+/// probed from the longest non-empty length down, so a lookup costs at most one probe per
+/// distinct length in use (≤ 33 for IPv4) whatever the number of routes.
+#[derive(Debug, Clone)]
+pub struct LpmTable<A> {
+    name: Arc<str>,
+    layout: KeyLayout,
+    key_bits: u32,
+    capacity: usize,
+    len: usize,
+    by_length: Vec<KeyMap<A>>,
+    /// Non-empty prefix lengths, longest first.
+    lengths_in_use: Vec<u32>,
+    default_action: A,
+    action_bits: u32,
+    counters: Counters,
+}
+
+impl<A: Copy> LpmTable<A> {
+    /// `layout` must have exactly one field (the one matched by prefix).
+    pub fn new(
+        name: &str,
+        layout: KeyLayout,
+        capacity: usize,
+        default_action: A,
+    ) -> Result<Self, StateError> {
+        let name: Arc<str> = name.into();
+        check_capacity(&name, capacity)?;
+        if layout.fields.len() != 1 {
+            return Err(StateError::LpmNeedsOneField {
+                name,
+                fields: layout.fields.len(),
+            });
+        }
+        let key_bits = layout.total_bits;
+        Ok(Self {
+            name,
+            layout,
+            key_bits,
+            capacity,
+            len: 0,
+            by_length: (0..=key_bits).map(|_| key_map(0)).collect(),
+            lengths_in_use: Vec::new(),
+            default_action,
+            action_bits: action_bits_of::<A>(),
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn with_action_bits(mut self, bits: u32) -> Self {
+        self.action_bits = bits;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+    pub fn key_bits(&self) -> u32 {
+        self.key_bits
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn counters(&self) -> TableCounters {
+        self.counters.get()
+    }
+    pub fn reset_counters(&self) {
+        self.counters.reset()
+    }
+    pub fn default_action(&self) -> &A {
+        &self.default_action
+    }
+    pub fn set_default_action(&mut self, action: A) {
+        self.default_action = action;
+    }
+
+    /// Mask of the top `prefix_len` bits of the field.
+    fn prefix_mask(&self, prefix_len: u32) -> Key {
+        if prefix_len == 0 {
+            0
+        } else {
+            low_mask(self.key_bits) & !low_mask(self.key_bits - prefix_len)
+        }
+    }
+
+    fn check_prefix(&self, prefix: Key, prefix_len: u32) -> Result<(), StateError> {
+        if prefix_len > self.key_bits {
+            return Err(StateError::BadPrefixLength {
+                name: self.name.clone(),
+                prefix_len,
+                key_bits: self.key_bits,
+            });
+        }
+        // Bits past the prefix length are rejected rather than dropped, as `ip route` does:
+        // 10.0.0.1/8 is almost always a typo for 10.0.0.0/8 or 10.0.0.1/32.
+        if prefix & !self.prefix_mask(prefix_len) != 0 {
+            return Err(StateError::FieldValueTooWide {
+                field: self.layout.fields[0].name.clone(),
+                value: prefix,
+                bits: prefix_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a route `prefix/prefix_len`; the same prefix twice is `DuplicateEntry`.
+    pub fn insert(&mut self, prefix: Key, prefix_len: u32, action: A) -> Result<(), StateError> {
+        self.check_prefix(prefix, prefix_len)?;
+        let map = &self.by_length[prefix_len as usize];
+        if map.contains_key(&prefix) {
+            return Err(StateError::DuplicateEntry {
+                name: self.name.clone(),
+            });
+        }
+        if self.len >= self.capacity {
+            return Err(StateError::TableFull {
+                name: self.name.clone(),
+                capacity: self.capacity,
+            });
+        }
+        let map = &mut self.by_length[prefix_len as usize];
+        let was_empty = map.is_empty();
+        map.insert(prefix, action);
+        self.len += 1;
+        if was_empty {
+            let at = self.lengths_in_use.partition_point(|&l| l > prefix_len);
+            self.lengths_in_use.insert(at, prefix_len);
+        }
+        Ok(())
+    }
+
+    pub fn modify(&mut self, prefix: Key, prefix_len: u32, action: A) -> Result<A, StateError> {
+        self.check_prefix(prefix, prefix_len)?;
+        match self.by_length[prefix_len as usize].get_mut(&prefix) {
+            Some(slot) => Ok(std::mem::replace(slot, action)),
+            None => Err(StateError::EntryNotFound {
+                name: self.name.clone(),
+            }),
+        }
+    }
+
+    pub fn delete(&mut self, prefix: Key, prefix_len: u32) -> Result<A, StateError> {
+        self.check_prefix(prefix, prefix_len)?;
+        let map = &mut self.by_length[prefix_len as usize];
+        let action = map
+            .remove(&prefix)
+            .ok_or_else(|| StateError::EntryNotFound {
+                name: self.name.clone(),
+            })?;
+        self.len -= 1;
+        if map.is_empty() {
+            self.lengths_in_use.retain(|&l| l != prefix_len);
+        }
+        Ok(action)
+    }
+
+    pub fn clear(&mut self) {
+        for map in &mut self.by_length {
+            map.clear();
+        }
+        self.lengths_in_use.clear();
+        self.len = 0;
+    }
+
+    /// Control-plane read of one exact route; not counted.
+    pub fn get(&self, prefix: Key, prefix_len: u32) -> Option<&A> {
+        self.by_length.get(prefix_len as usize)?.get(&prefix)
+    }
+
+    /// The action and prefix length of the longest matching prefix, not counted.
+    pub fn longest_match(&self, addr: Key) -> Option<(u32, &A)> {
+        if !self.layout.fits(addr) {
+            return None;
+        }
+        for &len in &self.lengths_in_use {
+            if let Some(action) = self.by_length[len as usize].get(&(addr & self.prefix_mask(len)))
+            {
+                return Some((len, action));
+            }
+        }
+        None
+    }
+
+    /// Data-plane lookup: the longest matching prefix's action, counted.
+    pub fn lookup(&self, addr: Key) -> Option<&A> {
+        self.counters
+            .count(self.longest_match(addr).map(|(_, a)| a))
+    }
+
+    pub fn apply(&self, addr: Key) -> &A {
+        self.lookup(addr).unwrap_or(&self.default_action)
+    }
+}
+
+impl<A> Resources for LpmTable<A> {
+    fn resources(&self) -> ResourceReport {
+        let mut report = ResourceReport::new(&self.name);
+        report.push(ResourceEntry::new(
+            &self.name,
+            ResourceKind::Lpm,
+            self.capacity as u64,
+            self.key_bits,
+            self.action_bits,
+        ));
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ipv4(a: u8, b: u8, c: u8, d: u8) -> Key {
+        u32::from_be_bytes([a, b, c, d]) as Key
+    }
+
+    fn five_tuple() -> KeyLayout {
+        KeyLayout::new(&[
+            ("src", 32),
+            ("dst", 32),
+            ("sport", 16),
+            ("dport", 16),
+            ("proto", 8),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn key_layout_packs_msb_first_and_checks_widths() {
+        let l = KeyLayout::new(&[("a", 8), ("b", 4), ("c", 16)]).unwrap();
+        assert_eq!(l.total_bits(), 28);
+        let k = l.pack(&[0xab, 0xc, 0x1234]).unwrap();
+        assert_eq!(k, 0xabc1234);
+        assert_eq!(l.field(k, 0), Some(0xab));
+        assert_eq!(l.field(k, 1), Some(0xc));
+        assert_eq!(l.field(k, 2), Some(0x1234));
+        assert_eq!(l.field(k, 3), None);
+        let err = l.pack(&[0xab, 0x10, 0]).unwrap_err();
+        assert!(err.to_string().contains("`b`"), "{err}");
+        assert!(matches!(
+            l.pack(&[1, 2]),
+            Err(StateError::FieldCountMismatch { .. })
+        ));
+        assert!(matches!(
+            KeyLayout::new(&[("x", 100), ("y", 29)]),
+            Err(StateError::LayoutTooWide { bits: 129, .. })
+        ));
+        assert!(KeyLayout::new(&[("z", 0)]).is_err());
+        let full = KeyLayout::new(&[("v6", 128)]).unwrap();
+        assert_eq!(full.pack(&[u128::MAX]).unwrap(), u128::MAX);
+        assert_eq!(five_tuple().total_bits(), 104);
+    }
+
+    #[test]
+    fn exact_insert_modify_delete_and_counters() {
+        let l = five_tuple();
+        let mut t = ExactTable::new("flows", l.clone(), 2, 0u16).unwrap();
+        let k1 = l
+            .pack(&[ipv4(10, 0, 0, 1), ipv4(10, 0, 0, 2), 1000, 80, 6])
+            .unwrap();
+        let k2 = l
+            .pack(&[ipv4(10, 0, 0, 1), ipv4(10, 0, 0, 2), 1001, 80, 6])
+            .unwrap();
+        let k3 = l
+            .pack(&[ipv4(10, 0, 0, 3), ipv4(10, 0, 0, 2), 1000, 80, 6])
+            .unwrap();
+        t.insert(k1, 7).unwrap();
+        assert!(matches!(
+            t.insert(k1, 8),
+            Err(StateError::DuplicateEntry { .. })
+        ));
+        t.insert(k2, 9).unwrap();
+        assert!(matches!(
+            t.insert(k3, 1),
+            Err(StateError::TableFull { capacity: 2, .. })
+        ));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.lookup(k1), Some(&7));
+        assert_eq!(t.lookup(k3), None);
+        assert_eq!(*t.apply(k3), 0);
+        t.set_default_action(5);
+        assert_eq!(*t.apply(k3), 5);
+        assert_eq!(t.counters(), TableCounters { hits: 1, misses: 3 });
+        assert_eq!(t.get(k1), Some(&7));
+        assert_eq!(t.counters().hits, 1, "get is not counted");
+        assert_eq!(t.modify(k1, 70).unwrap(), 7);
+        assert_eq!(t.lookup(k1), Some(&70));
+        assert!(matches!(
+            t.modify(k3, 1),
+            Err(StateError::EntryNotFound { .. })
+        ));
+        assert_eq!(t.delete(k2).unwrap(), 9);
+        assert!(t.delete(k2).is_err());
+        t.insert(k3, 3).unwrap();
+        assert_eq!(t.entries_sorted(), vec![(k1, 70), (k3, 3)]);
+        assert!(matches!(
+            t.insert(1u128 << 104, 1),
+            Err(StateError::KeyTooWide { .. })
+        ));
+        t.reset_counters();
+        assert_eq!(t.counters(), TableCounters::default());
+        let r = t.resources();
+        assert_eq!(r.entries()[0].key_bits, 104);
+        assert_eq!(r.entries()[0].total_bits, 2 * (104 + 16));
+    }
+
+    #[test]
+    fn ternary_highest_priority_wins_then_earliest() {
+        let l = KeyLayout::new(&[("dst", 32)]).unwrap();
+        let mut t = TernaryTable::new("acl", l, 8, 'd').unwrap();
+        let any = t.insert(0, 0, 1, 'a').unwrap();
+        let net10 = t.insert(ipv4(10, 0, 0, 0), 0xff00_0000, 10, 'b').unwrap();
+        let _first_tie = t.insert(ipv4(10, 1, 0, 0), 0xffff_0000, 5, 'c').unwrap();
+        let _second_tie = t.insert(ipv4(10, 1, 2, 0), 0xffff_ff00, 5, 'e').unwrap();
+        // 10.1.2.3 matches any (1), net10 (10), and both ties (5): priority 10 wins.
+        assert_eq!(t.lookup(ipv4(10, 1, 2, 3)), Some(&'b'));
+        t.delete(net10).unwrap();
+        // Now the two priority-5 entries tie: the one inserted first wins, even though the
+        // second is more specific.
+        assert_eq!(t.lookup(ipv4(10, 1, 2, 3)), Some(&'c'));
+        assert_eq!(t.lookup(ipv4(10, 2, 0, 0)), Some(&'a'));
+        t.delete(any).unwrap();
+        assert_eq!(t.lookup(ipv4(11, 0, 0, 0)), None);
+        assert_eq!(*t.apply(ipv4(11, 0, 0, 0)), 'd');
+        assert_eq!(t.counters(), TableCounters { hits: 3, misses: 2 });
+        // Value bits outside the mask are ignored; same (value, mask, prio) is a duplicate.
+        assert!(matches!(
+            t.insert(ipv4(10, 1, 9, 9), 0xffff_0000, 5, 'x'),
+            Err(StateError::DuplicateEntry { .. })
+        ));
+        let h = t.find(ipv4(10, 1, 0, 0), 0xffff_0000, 5).unwrap();
+        assert_eq!(t.modify(h, 'm').unwrap(), 'c');
+        assert_eq!(
+            t.lookup(ipv4(10, 1, 2, 3)),
+            Some(&'m'),
+            "modify keeps the entry's place"
+        );
+        assert!(t.delete(EntryHandle(999)).is_err());
+    }
+
+    #[test]
+    fn ternary_capacity_and_key_width() {
+        let l = KeyLayout::new(&[("k", 8)]).unwrap();
+        let mut t = TernaryTable::new("t", l, 1, 0u8).unwrap();
+        t.insert(1, 0xff, 0, 1).unwrap();
+        assert!(matches!(
+            t.insert(2, 0xff, 0, 1),
+            Err(StateError::TableFull { .. })
+        ));
+        assert!(matches!(
+            t.insert(0, 0x100, 0, 1),
+            Err(StateError::KeyTooWide { .. })
+        ));
+        // A key wider than the layout never matches, even an all-wildcard entry.
+        let mut w = TernaryTable::new("w", KeyLayout::new(&[("k", 8)]).unwrap(), 2, 0u8).unwrap();
+        w.insert(0, 0, 0, 9).unwrap();
+        assert_eq!(w.lookup(0x1ff), None);
+        assert_eq!(w.lookup(0xff), Some(&9));
+    }
+
+    #[test]
+    fn lpm_longest_prefix_wins() {
+        let l = KeyLayout::new(&[("dst", 32)]).unwrap();
+        let mut t = LpmTable::new("routes", l, 16, 0u32).unwrap();
+        t.insert(0, 0, 1).unwrap();
+        t.insert(ipv4(10, 0, 0, 0), 8, 2).unwrap();
+        t.insert(ipv4(10, 1, 0, 0), 16, 3).unwrap();
+        t.insert(ipv4(10, 1, 2, 3), 32, 4).unwrap();
+        assert_eq!(t.lookup(ipv4(10, 1, 2, 3)), Some(&4));
+        assert_eq!(t.lookup(ipv4(10, 1, 2, 4)), Some(&3));
+        assert_eq!(t.lookup(ipv4(10, 2, 0, 0)), Some(&2));
+        assert_eq!(t.lookup(ipv4(11, 0, 0, 0)), Some(&1));
+        assert_eq!(t.longest_match(ipv4(10, 1, 9, 9)), Some((16, &3)));
+        t.delete(ipv4(10, 1, 0, 0), 16).unwrap();
+        assert_eq!(t.lookup(ipv4(10, 1, 2, 4)), Some(&2));
+        t.delete(0, 0).unwrap();
+        assert_eq!(t.lookup(ipv4(11, 0, 0, 0)), None);
+        assert_eq!(*t.apply(ipv4(11, 0, 0, 0)), 0);
+        assert_eq!(t.counters(), TableCounters { hits: 5, misses: 2 });
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.modify(ipv4(10, 0, 0, 0), 8, 20).unwrap(), 2);
+        assert_eq!(t.get(ipv4(10, 0, 0, 0), 8), Some(&20));
+        assert!(matches!(
+            t.insert(ipv4(10, 0, 0, 0), 8, 1),
+            Err(StateError::DuplicateEntry { .. })
+        ));
+        assert!(matches!(
+            t.insert(ipv4(10, 0, 0, 1), 8, 1),
+            Err(StateError::FieldValueTooWide { .. })
+        ));
+        assert!(matches!(
+            t.insert(0, 33, 1),
+            Err(StateError::BadPrefixLength { .. })
+        ));
+        assert!(matches!(
+            t.delete(ipv4(12, 0, 0, 0), 8),
+            Err(StateError::EntryNotFound { .. })
+        ));
+        // Addresses wider than the field miss.
+        assert_eq!(t.longest_match(1u128 << 32), None);
+    }
+
+    #[test]
+    fn lpm_capacity_and_layout() {
+        let mut t = LpmTable::new("r", KeyLayout::new(&[("dst", 32)]).unwrap(), 1, ()).unwrap();
+        t.insert(0, 0, ()).unwrap();
+        assert!(matches!(
+            t.insert(ipv4(1, 0, 0, 0), 8, ()),
+            Err(StateError::TableFull { .. })
+        ));
+        assert!(matches!(
+            LpmTable::new("two", KeyLayout::new(&[("a", 8), ("b", 8)]).unwrap(), 1, ()),
+            Err(StateError::LpmNeedsOneField { fields: 2, .. })
+        ));
+        // IPv6-width field: prefix masks at 128 bits.
+        let mut v6 = LpmTable::new("v6", KeyLayout::new(&[("dst", 128)]).unwrap(), 4, 0u8).unwrap();
+        v6.insert(0x2001_0db8u128 << 96, 32, 1).unwrap();
+        v6.insert(u128::MAX, 128, 2).unwrap();
+        assert_eq!(v6.lookup((0x2001_0db8u128 << 96) | 5), Some(&1));
+        assert_eq!(v6.lookup(u128::MAX), Some(&2));
+        assert_eq!(v6.lookup(u128::MAX - 1), None);
+    }
+
+    // --- property tests against brute-force models ---
+
+    fn brute_lpm(routes: &[(u32, u32, u16)], addr: u32) -> Option<u16> {
+        routes
+            .iter()
+            .filter(|(p, len, _)| {
+                let mask = if *len == 0 { 0 } else { u32::MAX << (32 - len) };
+                addr & mask == *p
+            })
+            .max_by_key(|(_, len, _)| *len)
+            .map(|(_, _, a)| *a)
+    }
+
+    proptest! {
+        #[test]
+        fn lpm_matches_brute_force(
+            raw in proptest::collection::vec((any::<u32>(), 0u32..=32, any::<u16>()), 0..200),
+            addrs in proptest::collection::vec(any::<u32>(), 1..100),
+        ) {
+            let mut t = LpmTable::new("p", KeyLayout::new(&[("dst", 32)]).unwrap(), 1000, 0u16).unwrap();
+            let mut routes: Vec<(u32, u32, u16)> = Vec::new();
+            for (p, len, a) in raw {
+                let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                let p = p & mask;
+                if routes.iter().any(|r| r.0 == p && r.1 == len) {
+                    prop_assert!(t.insert(p as Key, len, a).is_err());
+                } else {
+                    t.insert(p as Key, len, a).unwrap();
+                    routes.push((p, len, a));
+                }
+            }
+            // Delete every third route, then compare.
+            let mut kept = Vec::new();
+            for (i, r) in routes.iter().enumerate() {
+                if i % 3 == 0 {
+                    t.delete(r.0 as Key, r.1).unwrap();
+                } else {
+                    kept.push(*r);
+                }
+            }
+            prop_assert_eq!(t.len(), kept.len());
+            // Probe the random addresses and each route's own prefix (+1) so hits are common.
+            let probes = addrs.iter().copied().chain(kept.iter().map(|r| r.0 | 1));
+            for addr in probes {
+                prop_assert_eq!(t.lookup(addr as Key).copied(), brute_lpm(&kept, addr));
+            }
+        }
+
+        #[test]
+        fn ternary_matches_brute_force(
+            raw in proptest::collection::vec((any::<u16>(), any::<u16>(), 0u32..8, any::<u8>()), 0..100),
+            keys in proptest::collection::vec(any::<u16>(), 1..100),
+        ) {
+            let mut t = TernaryTable::new("p", KeyLayout::new(&[("k", 16)]).unwrap(), 1000, 0u8).unwrap();
+            // Model: (value, mask, priority, insertion order, action)
+            let mut model: Vec<(u16, u16, u32, usize, u8)> = Vec::new();
+            for (order, (v, m, prio, a)) in raw.into_iter().enumerate() {
+                // Sparse masks so entries overlap and priorities matter.
+                let m = m & 0xf0f0;
+                let v = v & m;
+                if model.iter().any(|e| e.0 == v && e.1 == m && e.2 == prio) {
+                    prop_assert!(t.insert(v as Key, m as Key, prio, a).is_err());
+                    continue;
+                }
+                t.insert(v as Key, m as Key, prio, a).unwrap();
+                model.push((v, m, prio, order, a));
+            }
+            for k in keys {
+                let want = model
+                    .iter()
+                    .filter(|e| k & e.1 == e.0)
+                    .min_by_key(|e| (std::cmp::Reverse(e.2), e.3))
+                    .map(|e| e.4);
+                prop_assert_eq!(t.lookup(k as Key).copied(), want);
+            }
+        }
+
+        #[test]
+        fn exact_matches_hashmap_model(
+            ops in proptest::collection::vec((0u8..3, 0u64..64, any::<u32>()), 0..400),
+        ) {
+            let cap = 32;
+            let mut t = ExactTable::new("p", KeyLayout::new(&[("k", 64)]).unwrap(), cap, 0u32).unwrap();
+            let mut model: std::collections::HashMap<u64, u32> = Default::default();
+            let (mut hits, mut misses) = (0, 0);
+            for (op, k, a) in ops {
+                match op {
+                    0 => {
+                        let r = t.insert(k as Key, a);
+                        if model.contains_key(&k) {
+                            prop_assert!(matches!(r, Err(StateError::DuplicateEntry { .. })), "{:?}", r);
+                        } else if model.len() >= cap {
+                            prop_assert!(matches!(r, Err(StateError::TableFull { .. })), "{:?}", r);
+                        } else {
+                            prop_assert!(r.is_ok());
+                            model.insert(k, a);
+                        }
+                    }
+                    1 => {
+                        prop_assert_eq!(t.delete(k as Key).ok(), model.remove(&k));
+                    }
+                    _ => {
+                        let want = model.get(&k).copied();
+                        if want.is_some() { hits += 1 } else { misses += 1 }
+                        prop_assert_eq!(t.lookup(k as Key).copied(), want);
+                    }
+                }
+                prop_assert_eq!(t.len(), model.len());
+            }
+            prop_assert_eq!(t.counters(), TableCounters { hits, misses });
+        }
+    }
+}
