@@ -369,6 +369,21 @@ impl<A> Resources for ExactTable<A> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryHandle(pub u64);
 
+/// Entries sharing one mask: masked value -> entries with that value, best first.
+#[derive(Debug, Clone)]
+struct MaskGroup<A> {
+    mask: Key,
+    max_priority: u32,
+    by_value: KeyMap<Vec<TernarySlot<A>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TernarySlot<A> {
+    priority: u32,
+    handle: EntryHandle,
+    action: A,
+}
+
 #[derive(Debug, Clone)]
 struct TernaryEntry<A> {
     value: Key,
@@ -381,14 +396,17 @@ struct TernaryEntry<A> {
 /// Ternary table. A key matches an entry when `key & mask == value & mask`. Among matching
 /// entries the one with the **highest `priority` number** wins (P4Runtime's convention);
 /// among equal priorities the **earliest inserted** wins (a modify keeps an entry's place).
-/// Entries are kept sorted in that order, so a lookup is a scan to the first match, like a
-/// TCAM's priority encoder.
+/// Lookups use tuple-space search: one hash map per distinct mask, probed in order of the
+/// group's best priority and stopped once no remaining group can beat the match found, so the
+/// cost grows with the number of distinct masks, not entries.
 #[derive(Debug, Clone)]
 pub struct TernaryTable<A> {
     name: Arc<str>,
     layout: KeyLayout,
     capacity: usize,
     entries: Vec<TernaryEntry<A>>,
+    /// Mask groups sorted by `max_priority`, highest first.
+    groups: Vec<MaskGroup<A>>,
     next_handle: u64,
     default_action: A,
     action_bits: u32,
@@ -409,6 +427,7 @@ impl<A: Copy> TernaryTable<A> {
             layout,
             capacity,
             entries: Vec::with_capacity(capacity),
+            groups: Vec::new(),
             next_handle: 0,
             default_action,
             action_bits: action_bits_of::<A>(),
@@ -493,7 +512,42 @@ impl<A: Copy> TernaryTable<A> {
                 action,
             },
         );
+        let group = match self.groups.iter().position(|g| g.mask == mask) {
+            Some(g) => g,
+            None => {
+                self.groups.push(MaskGroup {
+                    mask,
+                    max_priority: priority,
+                    by_value: key_map(0),
+                });
+                self.groups.len() - 1
+            }
+        };
+        let g = &mut self.groups[group];
+        g.max_priority = g.max_priority.max(priority);
+        let slots = g.by_value.entry(value).or_default();
+        let at = slots.partition_point(|s| s.priority >= priority);
+        slots.insert(
+            at,
+            TernarySlot {
+                priority,
+                handle,
+                action,
+            },
+        );
+        self.sort_groups();
         Ok(handle)
+    }
+
+    fn sort_groups(&mut self) {
+        // Stable, so equal-priority groups keep a deterministic order.
+        self.groups
+            .sort_by_key(|g| std::cmp::Reverse(g.max_priority));
+    }
+
+    fn group_slot(&mut self, mask: Key, value: Key) -> Option<(usize, &mut Vec<TernarySlot<A>>)> {
+        let g = self.groups.iter().position(|g| g.mask == mask)?;
+        Some((g, self.groups[g].by_value.get_mut(&value)?))
     }
 
     /// The handle of the entry with exactly this value (masked), mask and priority.
@@ -516,25 +570,75 @@ impl<A: Copy> TernaryTable<A> {
 
     pub fn modify(&mut self, handle: EntryHandle, action: A) -> Result<A, StateError> {
         let at = self.position(handle)?;
+        let (mask, value) = (self.entries[at].mask, self.entries[at].value);
+        if let Some((_, slots)) = self.group_slot(mask, value) {
+            for slot in slots.iter_mut().filter(|s| s.handle == handle) {
+                slot.action = action;
+            }
+        }
         Ok(std::mem::replace(&mut self.entries[at].action, action))
     }
 
     pub fn delete(&mut self, handle: EntryHandle) -> Result<A, StateError> {
         let at = self.position(handle)?;
-        Ok(self.entries.remove(at).action)
+        let entry = self.entries.remove(at);
+        if let Some((g, slots)) = self.group_slot(entry.mask, entry.value) {
+            slots.retain(|s| s.handle != handle);
+            let group = &mut self.groups[g];
+            if group
+                .by_value
+                .get(&entry.value)
+                .is_some_and(|s| s.is_empty())
+            {
+                group.by_value.remove(&entry.value);
+            }
+            if group.by_value.is_empty() {
+                self.groups.remove(g);
+            } else {
+                group.max_priority = group
+                    .by_value
+                    .values()
+                    .map(|s| s[0].priority)
+                    .max()
+                    .unwrap_or(0);
+                self.sort_groups();
+            }
+        }
+        Ok(entry.action)
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.groups.clear();
+    }
+
+    /// The winning slot for `key`, not counted.
+    fn best(&self, key: Key) -> Option<&TernarySlot<A>> {
+        let mut best: Option<&TernarySlot<A>> = None;
+        for g in &self.groups {
+            if best.is_some_and(|b| g.max_priority < b.priority) {
+                break;
+            }
+            if let Some(slot) = g.by_value.get(&(key & g.mask)).and_then(|s| s.first()) {
+                let better = match best {
+                    None => true,
+                    Some(b) => {
+                        (slot.priority, std::cmp::Reverse(slot.handle))
+                            > (b.priority, std::cmp::Reverse(b.handle))
+                    }
+                };
+                if better {
+                    best = Some(slot);
+                }
+            }
+        }
+        best
     }
 
     /// Data-plane lookup: the winning entry's action, counted.
     pub fn lookup(&self, key: Key) -> Option<&A> {
         let hit = if self.layout.fits(key) {
-            self.entries
-                .iter()
-                .find(|e| key & e.mask == e.value)
-                .map(|e| &e.action)
+            self.best(key).map(|s| &s.action)
         } else {
             None
         };
@@ -1052,30 +1156,49 @@ mod tests {
 
         #[test]
         fn ternary_matches_brute_force(
-            raw in proptest::collection::vec((any::<u16>(), any::<u16>(), 0u32..8, any::<u8>()), 0..100),
-            keys in proptest::collection::vec(any::<u16>(), 1..100),
+            ops in proptest::collection::vec(
+                (0u8..5, 0usize..5, any::<u16>(), 0u32..6, any::<u8>()), 0..300),
         ) {
+            const MASKS: [u16; 5] = [0, 0xff00, 0xf0f0, 0xffff, 0x0f0f];
             let mut t = TernaryTable::new("p", KeyLayout::new(&[("k", 16)]).unwrap(), 1000, 0u8).unwrap();
-            // Model: (value, mask, priority, insertion order, action)
-            let mut model: Vec<(u16, u16, u32, usize, u8)> = Vec::new();
-            for (order, (v, m, prio, a)) in raw.into_iter().enumerate() {
-                // Sparse masks so entries overlap and priorities matter.
-                let m = m & 0xf0f0;
-                let v = v & m;
-                if model.iter().any(|e| e.0 == v && e.1 == m && e.2 == prio) {
-                    prop_assert!(t.insert(v as Key, m as Key, prio, a).is_err());
-                    continue;
+            // Model: (value, mask, priority, handle, action); handles grow with insertion order.
+            let mut model: Vec<(u16, u16, u32, EntryHandle, u8)> = Vec::new();
+            for (op, mi, v, prio, a) in ops {
+                // Few masks and a small value domain so entries overlap and ties happen.
+                let m = MASKS[mi];
+                let v = v & m & 0x3333;
+                match op {
+                    0 | 1 => {
+                        let r = t.insert(v as Key, m as Key, prio, a);
+                        if model.iter().any(|e| e.0 == v && e.1 == m && e.2 == prio) {
+                            prop_assert!(r.is_err());
+                        } else {
+                            model.push((v, m, prio, r.unwrap(), a));
+                        }
+                    }
+                    2 if !model.is_empty() => {
+                        let e = model.remove(v as usize % model.len());
+                        prop_assert_eq!(t.delete(e.3).unwrap(), e.4);
+                    }
+                    3 if !model.is_empty() => {
+                        let i = v as usize % model.len();
+                        prop_assert_eq!(t.modify(model[i].3, a).unwrap(), model[i].4);
+                        model[i].4 = a;
+                    }
+                    _ => {
+                        // Probe a random key and one built to hit an entry.
+                        let near = model.get(v as usize % model.len().max(1)).map(|e| e.0 | (!e.1 & v));
+                        for k in std::iter::once(v ^ prio as u16).chain(near) {
+                            let want = model
+                                .iter()
+                                .filter(|e| k & e.1 == e.0)
+                                .min_by_key(|e| (std::cmp::Reverse(e.2), e.3))
+                                .map(|e| e.4);
+                            prop_assert_eq!(t.lookup(k as Key).copied(), want);
+                        }
+                    }
                 }
-                t.insert(v as Key, m as Key, prio, a).unwrap();
-                model.push((v, m, prio, order, a));
-            }
-            for k in keys {
-                let want = model
-                    .iter()
-                    .filter(|e| k & e.1 == e.0)
-                    .min_by_key(|e| (std::cmp::Reverse(e.2), e.3))
-                    .map(|e| e.4);
-                prop_assert_eq!(t.lookup(k as Key).copied(), want);
+                prop_assert_eq!(t.len(), model.len());
             }
         }
 
