@@ -673,6 +673,10 @@ impl<A> Resources for TernaryTable<A> {
 
 // ---------------------------------------------------------------------------------------------
 
+/// Prefix lengths from this many bits up get a presence bitmap of 2^FILTER_BITS bits (8 KiB).
+const FILTER_BITS: u32 = 16;
+const FILTER_WORDS: usize = (1 << FILTER_BITS) / 64;
+
 /// Longest-prefix-match table on one field of up to 128 bits. One hash map per prefix length,
 /// probed from the longest non-empty length down, so a lookup costs at most one probe per
 /// distinct length in use (≤ 33 for IPv4) whatever the number of routes.
@@ -686,6 +690,12 @@ pub struct LpmTable<A> {
     by_length: Vec<KeyMap<A>>,
     /// Non-empty prefix lengths, longest first.
     lengths_in_use: Vec<u32>,
+    /// Per length >= FILTER_BITS: a bitmap over the top FILTER_BITS bits of its prefixes, so
+    /// most lengths are skipped with one bit test instead of a hash probe. Deletes leave
+    /// bits set (a stale bit only costs a probe) until they outnumber the routes, then the
+    /// bitmap is rebuilt.
+    filters: Vec<Vec<u64>>,
+    stale_deletes: Vec<usize>,
     default_action: A,
     action_bits: u32,
     counters: Counters,
@@ -716,6 +726,8 @@ impl<A: Copy> LpmTable<A> {
             len: 0,
             by_length: (0..=key_bits).map(|_| key_map(0)).collect(),
             lengths_in_use: Vec::new(),
+            filters: vec![Vec::new(); key_bits as usize + 1],
+            stale_deletes: vec![0; key_bits as usize + 1],
             default_action,
             action_bits: action_bits_of::<A>(),
             counters: Counters::default(),
@@ -756,6 +768,19 @@ impl<A: Copy> LpmTable<A> {
     }
     pub fn set_default_action(&mut self, action: A) {
         self.default_action = action;
+    }
+
+    fn filtered(&self, prefix_len: u32) -> bool {
+        prefix_len >= FILTER_BITS
+    }
+
+    /// Index of `key`'s top FILTER_BITS bits (0 for fields narrower than that).
+    fn filter_bit(&self, key: Key) -> usize {
+        if self.key_bits < FILTER_BITS {
+            0
+        } else {
+            ((key >> (self.key_bits - FILTER_BITS)) as usize) & ((1 << FILTER_BITS) - 1)
+        }
     }
 
     /// Mask of the top `prefix_len` bits of the field.
@@ -806,6 +831,14 @@ impl<A: Copy> LpmTable<A> {
         let was_empty = map.is_empty();
         map.insert(prefix, action);
         self.len += 1;
+        if self.filtered(prefix_len) {
+            let bit = self.filter_bit(prefix);
+            let filter = &mut self.filters[prefix_len as usize];
+            if filter.is_empty() {
+                *filter = vec![0; FILTER_WORDS];
+            }
+            filter[bit / 64] |= 1 << (bit % 64);
+        }
         if was_empty {
             let at = self.lengths_in_use.partition_point(|&l| l > prefix_len);
             self.lengths_in_use.insert(at, prefix_len);
@@ -832,8 +865,23 @@ impl<A: Copy> LpmTable<A> {
                 name: self.name.clone(),
             })?;
         self.len -= 1;
+        let l = prefix_len as usize;
         if map.is_empty() {
             self.lengths_in_use.retain(|&l| l != prefix_len);
+            self.filters[l] = Vec::new();
+            self.stale_deletes[l] = 0;
+        } else if self.filtered(prefix_len) {
+            self.stale_deletes[l] += 1;
+            if self.stale_deletes[l] > self.by_length[l].len() {
+                self.stale_deletes[l] = 0;
+                let mut filter = std::mem::take(&mut self.filters[l]);
+                filter.fill(0);
+                for &p in self.by_length[l].keys() {
+                    let bit = self.filter_bit(p);
+                    filter[bit / 64] |= 1 << (bit % 64);
+                }
+                self.filters[l] = filter;
+            }
         }
         Ok(action)
     }
@@ -843,6 +891,8 @@ impl<A: Copy> LpmTable<A> {
             map.clear();
         }
         self.lengths_in_use.clear();
+        self.filters.iter_mut().for_each(|f| *f = Vec::new());
+        self.stale_deletes.fill(0);
         self.len = 0;
     }
 
@@ -856,7 +906,11 @@ impl<A: Copy> LpmTable<A> {
         if !self.layout.fits(addr) {
             return None;
         }
+        let bit = self.filter_bit(addr);
         for &len in &self.lengths_in_use {
+            if self.filtered(len) && self.filters[len as usize][bit / 64] & (1 << (bit % 64)) == 0 {
+                continue;
+            }
             if let Some(action) = self.by_length[len as usize].get(&(addr & self.prefix_mask(len)))
             {
                 return Some((len, action));
@@ -1124,6 +1178,7 @@ mod tests {
         fn lpm_matches_brute_force(
             raw in proptest::collection::vec((any::<u32>(), 0u32..=32, any::<u16>()), 0..200),
             addrs in proptest::collection::vec(any::<u32>(), 1..100),
+            delete_per_3 in 0u32..=3,
         ) {
             let mut t = LpmTable::new("p", KeyLayout::new(&[("dst", 32)]).unwrap(), 1000, 0u16).unwrap();
             let mut routes: Vec<(u32, u32, u16)> = Vec::new();
@@ -1137,10 +1192,10 @@ mod tests {
                     routes.push((p, len, a));
                 }
             }
-            // Delete every third route, then compare.
+            // Delete `delete_per_3` of every three routes (stale filter bits, rebuilds), then compare.
             let mut kept = Vec::new();
             for (i, r) in routes.iter().enumerate() {
-                if i % 3 == 0 {
+                if ((i % 3) as u32) < delete_per_3 {
                     t.delete(r.0 as Key, r.1).unwrap();
                 } else {
                     kept.push(*r);
