@@ -679,7 +679,8 @@ const FILTER_WORDS: usize = (1 << FILTER_BITS) / 64;
 
 /// Longest-prefix-match table on one field of up to 128 bits. One hash map per prefix length,
 /// probed from the longest non-empty length down, so a lookup costs at most one probe per
-/// distinct length in use (≤ 33 for IPv4) whatever the number of routes.
+/// distinct length in use (≤ 33 for IPv4) whatever the number of routes; a bitmap over the
+/// top 16 address bits per length (lengths ≥ 16) skips most lengths without a probe.
 #[derive(Debug, Clone)]
 pub struct LpmTable<A> {
     name: Arc<str>,
