@@ -58,4 +58,22 @@ fuzz_target!(|data: &[u8]| {
         &data[2..HEADER_LEN - 1],
         "protocol and VNI bytes"
     );
+
+    // Setters touch only their own bits: the reserved byte after the VNI and the options stay.
+    let mut m = data.to_vec();
+    let mut w = GenevePacket::new_checked(&mut m[..]).expect("same bytes as above");
+    w.set_vni(!repr.vni);
+    w.set_oam(!repr.oam);
+    w.set_critical(!repr.critical);
+    let r = GeneveRepr::parse(&w).expect("options untouched by the setters");
+    assert_eq!(
+        (r.vni, r.oam, r.critical),
+        (!repr.vni & 0xFF_FFFF, !repr.oam, !repr.critical)
+    );
+    assert_eq!(r.options, repr.options);
+    assert_eq!(
+        m[HEADER_LEN - 1],
+        data[HEADER_LEN - 1],
+        "reserved byte after the VNI"
+    );
 });

@@ -54,4 +54,21 @@ fuzz_target!(|data: &[u8]| {
         repr
     );
     assert_eq!(q.payload(), p.payload());
+
+    // In-place rewrite of sequence space and flags, refilled checksum, still valid.
+    let mut m = seg.to_vec();
+    let mut w = TcpPacket::new_checked(&mut m[..]).expect("same bytes as above");
+    w.set_seq(repr.ack);
+    w.set_ack(repr.seq.wrapping_add(1));
+    w.set_flags(!repr.flags);
+    assert!(
+        w.fill_checksum(src, dst),
+        "a segment from an IPv4 packet fits 65535 bytes"
+    );
+    let r = TcpRepr::parse(&w, src, dst).expect("checksum refilled after rewrite");
+    assert_eq!(
+        (r.seq, r.ack, r.flags),
+        (repr.ack, repr.seq.wrapping_add(1), !repr.flags)
+    );
+    assert_eq!(r.options, repr.options);
 });

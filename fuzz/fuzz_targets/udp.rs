@@ -33,4 +33,16 @@ fuzz_target!(|data: &[u8]| {
         repr
     );
     assert_eq!(q.payload(), p.payload());
+
+    // In-place rewrite as a NAT would do it: new ports, refilled checksum, still valid.
+    let mut m = data[8..8 + p.len() as usize].to_vec();
+    let mut w = UdpPacket::new_checked(&mut m[..]).expect("same bytes as above");
+    w.set_src_port(repr.dst_port);
+    w.set_dst_port(repr.src_port.wrapping_add(1));
+    w.fill_checksum(src, dst);
+    let r = UdpRepr::parse(&w, src, dst).expect("checksum refilled after port rewrite");
+    assert_eq!(
+        (r.src_port, r.dst_port),
+        (repr.dst_port, repr.src_port.wrapping_add(1))
+    );
 });
