@@ -5,6 +5,7 @@ pub mod fabric;
 pub mod l3;
 pub mod program;
 pub mod sim_switch;
+pub mod state;
 
 pub use l3::L3Forward;
 pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Verdict};

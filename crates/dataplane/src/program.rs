@@ -137,6 +137,11 @@ pub trait Program: 'static {
     }
     /// A timer set with [`Ctx::set_timer`] fired (no packet in the pipeline).
     fn timer(&mut self, _token: u64, _ctx: &mut Ctx<'_>) {}
+    /// The state the program declares (registers, tables), for the resource report; programs
+    /// build it with `ResourceReport::of_parts` over their blocks. Empty for stateless programs.
+    fn resources(&self) -> crate::state::ResourceReport {
+        crate::state::ResourceReport::new(self.name())
+    }
 }
 
 /// Decrement the routing header's TTL; false if the packet must be dropped (TTL expired).

@@ -233,3 +233,15 @@ fn timers_generate_packets_and_digests_arrive_after_the_control_latency() {
     // The packet reached the switch at SER + DELAY; the timer fired 5 µs later.
     assert_eq!(d.data[0], SER_100G_PS + DELAY_PS + 5_000_000);
 }
+
+#[test]
+fn stateless_programs_report_no_resources_and_stateful_ones_sum_their_parts() {
+    use innet_dataplane::state::{RegisterArray, ResourceReport, Resources};
+    let r = innet_dataplane::L3Forward::default().resources();
+    assert_eq!((r.total_bits(), r.entries().len()), (0, 0));
+    let cache = RegisterArray::new("cache_key", 1024, 32).unwrap();
+    let bits = RegisterArray::new("access_bit", 1024, 1).unwrap();
+    let report = ResourceReport::of_parts("cache", &[&cache as &dyn Resources, &bits]);
+    assert_eq!(report.total_bits(), 1024 * 33);
+    assert_eq!(report.register_arrays(), 2);
+}
