@@ -128,6 +128,11 @@ pub struct OptionIter<'a> {
     b: &'a [u8],
 }
 
+/// Iterate the TLV options in `options` (the bytes after the 8-byte base header).
+pub fn iter_options(options: &[u8]) -> OptionIter<'_> {
+    OptionIter { b: options }
+}
+
 impl<'a> Iterator for OptionIter<'a> {
     type Item = Result<(u16, u8, &'a [u8])>;
     fn next(&mut self) -> Option<Self::Item> {
