@@ -9,4 +9,4 @@ pub mod state;
 
 pub use l3::L3Forward;
 pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Verdict};
-pub use sim_switch::{ControlPlane, NoControl, SimSwitch, SwitchConfig};
+pub use sim_switch::{ControlPlane, CpuPort, NoControl, SimSwitch, SwitchConfig};

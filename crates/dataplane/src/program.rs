@@ -42,6 +42,13 @@ pub enum Verdict {
     Recirculate,
     /// To every member of a multicast group of the packet replication engine.
     Multicast(u16),
+    /// The packet ends at this switch (a control message addressed to it, e.g. a learning or
+    /// invalidation packet): counted as delivered, not dropped.
+    Consume,
+    /// To the switch CPU over the CPU port (PCIe): queued at the port's bandwidth and buffer,
+    /// then handed to [`crate::ControlPlane::packet_in`] after the CPU's latency. Dropped if
+    /// the switch has no CPU port configured.
+    ToCpu,
     Drop,
 }
 

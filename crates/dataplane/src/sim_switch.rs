@@ -25,6 +25,11 @@ pub trait ControlPlane<P: Program>: 'static {
     fn digest(&mut self, _program: &mut P, _digest: Digest, _ctx: &mut Ctx<'_>) {}
     /// A control timer set with [`Ctx::set_control_timer`] fired.
     fn timer(&mut self, _program: &mut P, _token: u64, _ctx: &mut Ctx<'_>) {}
+    /// A packet the data plane sent to the CPU (`Verdict::ToCpu`) arrived; the control plane may
+    /// rewrite it and says where it goes next (packet-out). The default drops it.
+    fn packet_in(&mut self, _program: &mut P, _pkt: &mut Packet, _ctx: &mut Ctx<'_>) -> Verdict {
+        Verdict::Drop
+    }
 }
 
 /// No control plane.
@@ -40,12 +45,25 @@ pub struct SwitchConfig {
     pub control_latency_ps: u64,
     /// Multicast groups of the packet replication engine: group id → (port, replication id).
     pub multicast_groups: Vec<Vec<(u16, u16)>>,
+    /// The data plane → CPU path, if the program uses `Verdict::ToCpu`.
+    pub cpu_port: Option<CpuPort>,
 }
 
 impl Default for SwitchConfig {
     fn default() -> Self {
-        SwitchConfig { max_recirculations: u16::MAX, control_latency_ps: 0, multicast_groups: Vec::new() }
+        SwitchConfig { max_recirculations: u16::MAX, control_latency_ps: 0, multicast_groups: Vec::new(), cpu_port: None }
     }
+}
+
+/// The switch's CPU port: a FIFO served at `bandwidth_bps` with a drop-tail buffer; each packet
+/// reaches the control plane `latency_ps` after its transfer ends, and the next transfer starts
+/// `gap_ps` after the previous one ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuPort {
+    pub bandwidth_bps: u64,
+    pub buffer_bytes: u64,
+    pub latency_ps: u64,
+    pub gap_ps: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,8 +75,13 @@ pub struct SwitchCounters {
     pub multicast_copies: u64,
     pub digests: u64,
     pub program_drops: u64,
+    /// Packets that ended at the switch (`Verdict::Consume`).
+    pub consumed: u64,
     pub egress_drops: u64,
     pub no_route: u64,
+    /// Packets sent to the CPU, and those the CPU port's buffer (or its absence) dropped.
+    pub to_cpu: u64,
+    pub cpu_drops: u64,
 }
 
 struct SimRouter<'a> {
@@ -76,6 +99,7 @@ impl Router for SimRouter<'_> {
 const TIMER_PROGRAM: u64 = 1;
 const TIMER_DIGEST: u64 = 2;
 const TIMER_CONTROL: u64 = 3;
+const TIMER_CPU: u64 = 4;
 
 /// A programmable switch node of the simulator.
 pub struct SimSwitch<P: Program, C: ControlPlane<P> = NoControl> {
@@ -90,6 +114,10 @@ pub struct SimSwitch<P: Program, C: ControlPlane<P> = NoControl> {
     pending_digests: VecDeque<Digest>,
     recirculation_port: u16,
     num_ports: u16,
+    /// Packets on the CPU path, in order, with the time each reaches the control plane.
+    cpu_queue: VecDeque<(PacketId, u32)>,
+    cpu_queued_bytes: u64,
+    cpu_free_at_ps: u64,
 }
 
 impl<P: Program> SimSwitch<P, NoControl> {
@@ -120,6 +148,9 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             pending_digests: VecDeque::new(),
             recirculation_port: num_ports.saturating_sub(1),
             num_ports,
+            cpu_queue: VecDeque::new(),
+            cpu_queued_bytes: 0,
+            cpu_free_at_ps: 0,
         }
     }
 
@@ -167,11 +198,39 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
                     self.egress(net, me, copy, port, rid, meta);
                 }
             }
+            Verdict::ToCpu => self.to_cpu(net, me, id),
+            Verdict::Consume => {
+                self.counters.consumed += 1;
+                net.deliver(id);
+            }
             Verdict::Drop => {
                 self.counters.program_drops += 1;
                 net.drop_packet(id, DropReason::Program);
             }
         }
+    }
+
+    /// Queue a packet on the CPU port (or drop it when there is none or its buffer is full).
+    fn to_cpu(&mut self, net: &mut Network, me: NodeId, id: PacketId) {
+        self.counters.to_cpu += 1;
+        let Some(cpu) = self.cfg.cpu_port else {
+            self.counters.cpu_drops += 1;
+            net.drop_packet(id, DropReason::NoRoute);
+            return;
+        };
+        let bytes = net.pkt(id).wire_bytes();
+        if self.cpu_queued_bytes + bytes as u64 > cpu.buffer_bytes {
+            self.counters.cpu_drops += 1;
+            net.drop_packet(id, DropReason::BufferOverflow);
+            return;
+        }
+        let now = net.now_ps();
+        let start = now.max(self.cpu_free_at_ps);
+        let tx_ps = innet_sim::time::serialization_ps(bytes as u64, cpu.bandwidth_bps);
+        self.cpu_free_at_ps = start + tx_ps + cpu.gap_ps;
+        self.cpu_queued_bytes += bytes as u64;
+        self.cpu_queue.push_back((id, bytes));
+        net.schedule_timer(me, start + tx_ps + cpu.latency_ps, TIMER_CPU << 56);
     }
 
     fn egress(&mut self, net: &mut Network, me: NodeId, id: PacketId, port: u16, rid: u16, meta: &Metadata) {
@@ -305,9 +364,31 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
                 }
             }
             TIMER_CONTROL => self.with_ctx(now, |p, c, ctx| c.timer(p, rest, ctx)),
+            TIMER_CPU => {
+                if let Some((id, bytes)) = self.cpu_queue.pop_front() {
+                    self.cpu_queued_bytes -= bytes as u64;
+                    let pkt = net.packets.get_mut(id);
+                    let verdict = self.with_ctx(now, |p, c, ctx| c.packet_in(p, pkt, ctx));
+                    let meta = Metadata {
+                        ingress_port: self.recirculation_port,
+                        instance: Instance::Generated,
+                        egress_port: 0,
+                        enq_queue_bytes: 0,
+                        replication_id: 0,
+                    };
+                    self.dispatch(net, me, id, verdict, &meta);
+                }
+            }
             _ => {}
         }
         self.apply_actions(net, me);
+    }
+
+    fn finish(&mut self, net: &mut Network, _me: NodeId) {
+        for (id, _) in self.cpu_queue.drain(..) {
+            net.drop_packet(id, DropReason::InFlightAtEnd);
+        }
+        self.cpu_queued_bytes = 0;
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

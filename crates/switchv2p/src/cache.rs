@@ -1,0 +1,456 @@
+//! The in-switch mapping caches.
+//!
+//! [`DirectMapped`] is SwitchV2P's cache (and LocalLearning's and GwCache's): one slot per CRC-32
+//! index of the virtual IP, each slot a (VIP, PIP) pair plus an access bit. The paper: the bit
+//! turns on upon a hit and off when a lookup lands on the slot but misses. Operations follow the
+//! authors' artifact (docs/switchv2p.md): `get` sets/clears the bit, `put` overwrites and clears
+//! the bit, `put_if_free` inserts only into an empty slot or over the same key.
+//!
+//! Large caches (the paper sweeps up to 1,500× the address space) would need gigabytes as dense
+//! arrays on FT16-400K, so above [`DENSE_LIMIT_SLOTS`] slots the same direct-mapped semantics are
+//! stored sparsely (only occupied slots take memory). Both layouts are checked equal by a
+//! property test.
+//!
+//! [`Lru`] is Bluebird's ToR route cache: a true LRU of fixed capacity.
+
+use std::collections::HashMap;
+
+use innet_dataplane::state::{HashAlgorithm, HashUnit, ResourceEntry, ResourceKind};
+
+/// Above this many slots a cache is stored sparsely.
+pub const DENSE_LIMIT_SLOTS: u64 = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    key: u32,
+    val: u32,
+    bit: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Store {
+    Dense(Vec<Option<Slot>>),
+    Sparse(HashMap<u32, Slot>),
+}
+
+/// A direct-mapped (VIP → PIP, access bit) cache.
+#[derive(Debug, Clone)]
+pub struct DirectMapped {
+    capacity: u32,
+    hash: HashUnit,
+    store: Store,
+    occupied: u32,
+}
+
+/// What `put` displaced.
+pub type Evicted = Option<(u32, u32)>;
+
+impl DirectMapped {
+    /// A cache of `capacity` slots (0 = no cache: every lookup misses, every insert is refused),
+    /// indexed by CRC-32 salted with `salt` (0 for SwitchV2P's network-wide function).
+    pub fn new(capacity: u32, salt: u32) -> Self {
+        let store = if capacity as u64 > DENSE_LIMIT_SLOTS {
+            Store::Sparse(HashMap::new())
+        } else {
+            Store::Dense(vec![None; capacity as usize])
+        };
+        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store, occupied: 0 }
+    }
+
+    /// The same cache with the sparse layout whatever its size (for tests).
+    pub fn new_sparse(capacity: u32, salt: u32) -> Self {
+        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store: Store::Sparse(HashMap::new()), occupied: 0 }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Occupied slots.
+    pub fn len(&self) -> u32 {
+        self.occupied
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.occupied == 0
+    }
+
+    /// The slot of `key`.
+    #[inline]
+    pub fn index(&self, key: u32) -> u32 {
+        self.hash.hash(&key.to_be_bytes()) % self.capacity.max(1)
+    }
+
+    #[inline]
+    fn slot(&self, i: u32) -> Option<Slot> {
+        match &self.store {
+            Store::Dense(v) => v[i as usize],
+            Store::Sparse(m) => m.get(&i).copied(),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: u32, s: Option<Slot>) {
+        let was = match &mut self.store {
+            Store::Dense(v) => std::mem::replace(&mut v[i as usize], s),
+            Store::Sparse(m) => match s {
+                Some(s) => m.insert(i, s),
+                None => m.remove(&i),
+            },
+        };
+        match (was.is_some(), s.is_some()) {
+            (false, true) => self.occupied += 1,
+            (true, false) => self.occupied -= 1,
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn set_bit(&mut self, i: u32, bit: bool) {
+        match &mut self.store {
+            Store::Dense(v) => {
+                if let Some(s) = v[i as usize].as_mut() {
+                    s.bit = bit;
+                }
+            }
+            Store::Sparse(m) => {
+                if let Some(s) = m.get_mut(&i) {
+                    s.bit = bit;
+                }
+            }
+        }
+    }
+
+    /// Lookup: on a hit set the access bit and return the PIP; on a miss clear the slot's bit.
+    #[inline]
+    pub fn get(&mut self, key: u32) -> Option<u32> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let i = self.index(key);
+        match self.slot(i) {
+            Some(s) if s.key == key => {
+                if !s.bit {
+                    self.set_bit(i, true);
+                }
+                Some(s.val)
+            }
+            Some(s) => {
+                if s.bit {
+                    self.set_bit(i, false);
+                }
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The PIP cached for `key`, without touching the access bit.
+    pub fn find(&self, key: u32) -> Option<u32> {
+        if self.capacity == 0 {
+            return None;
+        }
+        self.slot(self.index(key)).filter(|s| s.key == key).map(|s| s.val)
+    }
+
+    /// The access bit of `key`'s slot (whatever key it holds; false when empty).
+    pub fn slot_bit(&self, key: u32) -> bool {
+        if self.capacity == 0 {
+            return false;
+        }
+        self.slot(self.index(key)).is_some_and(|s| s.bit)
+    }
+
+    /// Overwrite `key`'s slot with (key, val), bit cleared; returns the other key it displaced.
+    /// Refused (returns `Err`) only when the cache has no slots.
+    #[inline]
+    pub fn put(&mut self, key: u32, val: u32) -> Result<Evicted, ()> {
+        if self.capacity == 0 {
+            return Err(());
+        }
+        let i = self.index(key);
+        let old = self.slot(i);
+        self.set(i, Some(Slot { key, val, bit: false }));
+        Ok(old.filter(|s| s.key != key).map(|s| (s.key, s.val)))
+    }
+
+    /// Insert only into an empty slot or over the same key (bit kept for the same key).
+    /// Returns whether the mapping is now cached.
+    #[inline]
+    pub fn put_if_free(&mut self, key: u32, val: u32) -> bool {
+        if self.capacity == 0 {
+            return false;
+        }
+        let i = self.index(key);
+        match self.slot(i) {
+            None => {
+                self.set(i, Some(Slot { key, val, bit: false }));
+                true
+            }
+            Some(s) if s.key == key => {
+                if s.val != val {
+                    self.set(i, Some(Slot { key, val, bit: s.bit }));
+                }
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    /// Remove `key` if it is cached (with any value).
+    pub fn remove(&mut self, key: u32) -> bool {
+        if self.capacity == 0 {
+            return false;
+        }
+        let i = self.index(key);
+        if self.slot(i).is_some_and(|s| s.key == key) {
+            self.set(i, None);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Remove `key` only if it maps to `val` (an invalidation of a known-stale entry).
+    pub fn remove_if(&mut self, key: u32, val: u32) -> bool {
+        if self.find(key) == Some(val) {
+            self.remove(key)
+        } else {
+            false
+        }
+    }
+
+    /// Every cached (key, val, bit), in slot order.
+    pub fn entries(&self) -> Vec<(u32, u32, bool)> {
+        let mut v: Vec<(u32, Slot)> = match &self.store {
+            Store::Dense(d) => d.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i as u32, s))).collect(),
+            Store::Sparse(m) => m.iter().map(|(&i, &s)| (i, s)).collect(),
+        };
+        v.sort_by_key(|(i, _)| *i);
+        v.into_iter().map(|(_, s)| (s.key, s.val, s.bit)).collect()
+    }
+
+    /// Declared size for the resource report: 32-bit key, 32-bit value and 1 access bit per slot.
+    pub fn resource_entry(&self, name: &str) -> ResourceEntry {
+        ResourceEntry::new(name, ResourceKind::Register, self.capacity as u64, 32, 33)
+    }
+}
+
+/// A least-recently-used cache (Bluebird's ToR route cache).
+#[derive(Debug, Clone)]
+pub struct Lru {
+    capacity: usize,
+    map: HashMap<u32, (u32, u64)>,
+    /// Recency order: stamp → key (stamps only grow).
+    order: std::collections::BTreeMap<u64, u32>,
+    clock: u64,
+}
+
+impl Lru {
+    pub fn new(capacity: usize) -> Self {
+        Lru { capacity, map: HashMap::new(), order: Default::default(), clock: 0 }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn touch(&mut self, key: u32) {
+        if let Some(e) = self.map.get_mut(&key) {
+            self.order.remove(&e.1);
+            self.clock += 1;
+            e.1 = self.clock;
+            self.order.insert(self.clock, key);
+        }
+    }
+
+    /// Lookup, making `key` the most recently used on a hit.
+    pub fn get(&mut self, key: u32) -> Option<u32> {
+        let v = self.map.get(&key).map(|e| e.0)?;
+        self.touch(key);
+        Some(v)
+    }
+
+    pub fn find(&self, key: u32) -> Option<u32> {
+        self.map.get(&key).map(|e| e.0)
+    }
+
+    /// Insert or update; evicts (and returns) the least recently used entry when full.
+    pub fn put(&mut self, key: u32, val: u32) -> Option<(u32, u32)> {
+        if self.capacity == 0 {
+            return None;
+        }
+        if let Some(e) = self.map.get_mut(&key) {
+            e.0 = val;
+            self.touch(key);
+            return None;
+        }
+        let mut evicted = None;
+        if self.map.len() >= self.capacity {
+            if let Some((&stamp, &victim)) = self.order.iter().next() {
+                self.order.remove(&stamp);
+                let (v, _) = self.map.remove(&victim).expect("order and map agree");
+                evicted = Some((victim, v));
+            }
+        }
+        self.clock += 1;
+        self.map.insert(key, (val, self.clock));
+        self.order.insert(self.clock, key);
+        evicted
+    }
+
+    pub fn remove(&mut self, key: u32) -> bool {
+        match self.map.remove(&key) {
+            Some((_, stamp)) => {
+                self.order.remove(&stamp);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Get(u32),
+        Put(u32, u32),
+        PutIfFree(u32, u32),
+        Remove(u32),
+        RemoveIf(u32, u32),
+    }
+
+    fn op(keys: u32) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..keys).prop_map(Op::Get),
+            (0..keys, 0..4u32).prop_map(|(k, v)| Op::Put(k, v)),
+            (0..keys, 0..4u32).prop_map(|(k, v)| Op::PutIfFree(k, v)),
+            (0..keys).prop_map(Op::Remove),
+            (0..keys, 0..4u32).prop_map(|(k, v)| Op::RemoveIf(k, v)),
+        ]
+    }
+
+    /// The specification, written the slow way: slots as a map from index to (key, val, bit).
+    #[derive(Default)]
+    struct Model {
+        slots: HashMap<u32, (u32, u32, bool)>,
+    }
+
+    proptest! {
+        /// Dense, sparse and the slow model agree on every result and on the final contents;
+        /// a hit always returns the last value put for that key, never another key's.
+        #[test]
+        fn direct_mapped_matches_the_model(cap in 1u32..8, salt in any::<u32>(), ops in proptest::collection::vec(op(24), 1..200)) {
+            let mut dense = DirectMapped::new(cap, salt);
+            let mut sparse = DirectMapped::new_sparse(cap, salt);
+            let mut model = Model::default();
+            let mut truth: HashMap<u32, u32> = HashMap::new();
+            for o in ops {
+                let idx = dense.index(match o { Op::Get(k) | Op::Put(k, _) | Op::PutIfFree(k, _) | Op::Remove(k) | Op::RemoveIf(k, _) => k });
+                match o {
+                    Op::Get(k) => {
+                        let want = match model.slots.get_mut(&idx) {
+                            Some(s) if s.0 == k => { s.2 = true; Some(s.1) }
+                            Some(s) => { s.2 = false; None }
+                            None => None,
+                        };
+                        let (a, b) = (dense.get(k), sparse.get(k));
+                        prop_assert_eq!(a, want);
+                        prop_assert_eq!(b, want);
+                        if let Some(v) = a { prop_assert_eq!(truth.get(&k), Some(&v)); }
+                    }
+                    Op::Put(k, v) => {
+                        let old = model.slots.insert(idx, (k, v, false));
+                        let want = old.filter(|s| s.0 != k).map(|s| (s.0, s.1));
+                        prop_assert_eq!(dense.put(k, v), Ok(want));
+                        prop_assert_eq!(sparse.put(k, v), Ok(want));
+                        truth.insert(k, v);
+                    }
+                    Op::PutIfFree(k, v) => {
+                        let want = match model.slots.get_mut(&idx) {
+                            None => { model.slots.insert(idx, (k, v, false)); true }
+                            Some(s) if s.0 == k => { s.1 = v; true }
+                            Some(_) => false,
+                        };
+                        prop_assert_eq!(dense.put_if_free(k, v), want);
+                        prop_assert_eq!(sparse.put_if_free(k, v), want);
+                        if want { truth.insert(k, v); }
+                    }
+                    Op::Remove(k) => {
+                        let want = model.slots.get(&idx).is_some_and(|s| s.0 == k);
+                        if want { model.slots.remove(&idx); }
+                        prop_assert_eq!(dense.remove(k), want);
+                        prop_assert_eq!(sparse.remove(k), want);
+                    }
+                    Op::RemoveIf(k, v) => {
+                        let want = model.slots.get(&idx).is_some_and(|s| s.0 == k && s.1 == v);
+                        if want { model.slots.remove(&idx); }
+                        prop_assert_eq!(dense.remove_if(k, v), want);
+                        prop_assert_eq!(sparse.remove_if(k, v), want);
+                    }
+                }
+                prop_assert_eq!(dense.len() as usize, model.slots.len());
+                prop_assert_eq!(sparse.len() as usize, model.slots.len());
+            }
+            let mut want: Vec<(u32, (u32, u32, bool))> = model.slots.into_iter().collect();
+            want.sort_by_key(|e| e.0);
+            let want: Vec<(u32, u32, bool)> = want.into_iter().map(|(_, s)| s).collect();
+            prop_assert_eq!(dense.entries(), want.clone());
+            prop_assert_eq!(sparse.entries(), want);
+        }
+
+        /// LRU against a plain recency list.
+        #[test]
+        fn lru_matches_a_recency_list(cap in 1usize..6, ops in proptest::collection::vec((any::<bool>(), 0u32..12, 0u32..4), 1..200)) {
+            let mut lru = Lru::new(cap);
+            let mut list: VecDeque<(u32, u32)> = VecDeque::new(); // front = most recent
+            for (is_put, k, v) in ops {
+                if is_put {
+                    let want = if let Some(p) = list.iter().position(|e| e.0 == k) {
+                        list.remove(p);
+                        None
+                    } else if list.len() >= cap { list.pop_back() } else { None };
+                    list.push_front((k, v));
+                    prop_assert_eq!(lru.put(k, v), want);
+                } else {
+                    let want = list.iter().position(|e| e.0 == k).map(|p| { let e = list.remove(p).unwrap(); list.push_front(e); e.1 });
+                    prop_assert_eq!(lru.get(k), want);
+                }
+                prop_assert_eq!(lru.len(), list.len());
+            }
+        }
+    }
+
+    #[test]
+    fn zero_capacity_caches_nothing() {
+        let mut c = DirectMapped::new(0, 0);
+        assert_eq!(c.put(1, 2), Err(()));
+        assert!(!c.put_if_free(1, 2));
+        assert_eq!(c.get(1), None);
+        assert_eq!(Lru::new(0).put(1, 2), None);
+    }
+
+    #[test]
+    fn access_bit_follows_the_paper() {
+        let mut c = DirectMapped::new(1, 0);
+        c.put(10, 100).unwrap();
+        assert!(!c.slot_bit(10));
+        assert_eq!(c.get(10), Some(100));
+        assert!(c.slot_bit(10), "a hit sets the bit");
+        assert_eq!(c.get(11), None);
+        assert!(!c.slot_bit(10), "a lookup of another key landing on the slot clears it");
+    }
+}

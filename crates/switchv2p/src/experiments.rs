@@ -1,0 +1,606 @@
+//! The paper's evaluation as `innet run` experiments. Each runs a set of (scheme, setting)
+//! points, normalises against NoCache where the paper does, and returns the figure's data.
+//!
+//! | experiment | paper | points |
+//! |---|---|---|
+//! | `switchv2p.cachesize` | Fig. 5 | schemes × cache fractions |
+//! | `switchv2p.migration` | Table 4 | NoCache, OnDemand, SwitchV2P ablations on the incast |
+//! | `switchv2p.hits_by_layer` | Table 5 | SwitchV2P at 50 % cache |
+//! | `switchv2p.pod_bytes` | Figs. 7–8 | bytes per pod and per switch, packet stretch |
+//! | `switchv2p.gateways` | Fig. 9 | schemes × gateway counts |
+//! | `switchv2p.topology` | Fig. 10 | schemes × pod counts at 128 servers |
+
+use std::collections::BTreeMap;
+
+use innet_sim::experiment::{
+    resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table,
+};
+use innet_sim::report::round6;
+use innet_sim::time::{PS_PER_MS, PS_PER_US};
+use innet_sim::topology::TopologySpec;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::run::{run_scheme, NetworkSpec, RunSpec, SchemeResult, Transport};
+use crate::scheme::Scheme;
+use crate::traces::{self, TraceRequest};
+
+/// Parameters of every SwitchV2P experiment (each exposes the subset it uses).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Params {
+    pub trace: String,
+    pub trace_file: String,
+    pub trace_transport: String,
+    pub duration_ms: f64,
+    pub load: f64,
+    pub schemes: String,
+    pub cache_fraction: f64,
+    pub cache_fractions: String,
+    pub gateway_counts: String,
+    pub pod_counts: String,
+    pub gateways_per_tor: u32,
+    pub p_learn: f64,
+    pub promote_requires_access_bit: bool,
+    pub gateway_processing_us: f64,
+    pub tcp_profile: String,
+    pub congestion_control: String,
+    pub stop_ms: f64,
+    pub seed: u64,
+    pub migrate_vm: u32,
+    pub migrate_at_us: f64,
+    pub migrate_to_server: u32,
+    pub incast_senders: u32,
+    pub incast_packets: u32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            trace: "hadoop".into(),
+            trace_file: String::new(),
+            trace_transport: "tcp".into(),
+            duration_ms: 25.0,
+            load: 0.3,
+            schemes: "nocache,locallearning,gwcache,switchv2p".into(),
+            cache_fraction: 0.5,
+            cache_fractions: "0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500".into(),
+            gateway_counts: "40,20,12,4".into(),
+            pod_counts: "1,8,16,32".into(),
+            gateways_per_tor: 10,
+            p_learn: 0.005,
+            promote_requires_access_bit: false,
+            gateway_processing_us: 40.0,
+            tcp_profile: "switchv2p".into(),
+            congestion_control: "cubic".into(),
+            stop_ms: 2000.0,
+            seed: 1,
+            migrate_vm: 5200,
+            migrate_at_us: 500.0,
+            migrate_to_server: 68,
+            incast_senders: 64,
+            incast_packets: 1000,
+        }
+    }
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
+    ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+fn parse_f64_list(field: &str, s: &str) -> Result<Vec<f64>, ExperimentError> {
+    let v: Result<Vec<f64>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::parse::<f64>).collect();
+    let v = v.map_err(|_| bad(field, format!("expected comma-separated numbers, got '{s}'")))?;
+    if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+        return Err(bad(field, format!("expected non-negative numbers, got '{s}'")));
+    }
+    Ok(v)
+}
+
+fn parse_u32_list(field: &str, s: &str) -> Result<Vec<u32>, ExperimentError> {
+    let v: Result<Vec<u32>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::parse::<u32>).collect();
+    let v = v.map_err(|_| bad(field, format!("expected comma-separated whole numbers, got '{s}'")))?;
+    if v.is_empty() || v.contains(&0) {
+        return Err(bad(field, format!("expected positive whole numbers, got '{s}'")));
+    }
+    Ok(v)
+}
+
+impl Params {
+    fn check(&self) -> Result<(), ExperimentError> {
+        if !(self.load > 0.0 && self.load <= 1.0) {
+            return Err(bad("load", format!("expected a fraction in (0, 1], got {}", self.load)));
+        }
+        if !(self.duration_ms > 0.0) {
+            return Err(bad("duration_ms", format!("expected a positive duration, got {}", self.duration_ms)));
+        }
+        if !(0.0..=1.0).contains(&self.p_learn) {
+            return Err(bad("p_learn", format!("expected a probability in [0, 1], got {}", self.p_learn)));
+        }
+        if !(self.stop_ms > 0.0) {
+            return Err(bad("stop_ms", format!("expected a positive time, got {}", self.stop_ms)));
+        }
+        if !(self.gateway_processing_us >= 0.0) {
+            return Err(bad("gateway_processing_us", "expected a non-negative time"));
+        }
+        if !(self.cache_fraction >= 0.0 && self.cache_fraction.is_finite()) {
+            return Err(bad("cache_fraction", format!("expected a non-negative fraction, got {}", self.cache_fraction)));
+        }
+        Ok(())
+    }
+
+    fn schemes(&self) -> Result<Vec<Scheme>, ExperimentError> {
+        Scheme::parse_list(&self.schemes).map_err(|m| bad("schemes", m))
+    }
+
+    /// A run spec on `net` with this trace.
+    fn spec(&self, net: NetworkSpec) -> Result<RunSpec, ExperimentError> {
+        self.check()?;
+        let req = TraceRequest {
+            name: self.trace.as_str(),
+            file: self.trace_file.as_str(),
+            file_transport: self.trace_transport.as_str(),
+            servers: net.topo.num_servers(),
+            vms_per_server: net.vms_per_server,
+            host_bps: (net.topo.host_link_gbps * 1e9) as u64,
+            load: self.load,
+            duration_ns: (self.duration_ms * 1e6) as u64,
+            seed: self.seed,
+        };
+        let (rows, transport) = traces::load(&req)?;
+        self.spec_with_rows(net, rows, transport)
+    }
+
+    fn spec_with_rows(&self, net: NetworkSpec, rows: Vec<innet_workloads::trace::TraceRow>, transport: Transport) -> Result<RunSpec, ExperimentError> {
+        let tcp = innet_basic::transport::tcp_config(&self.tcp_profile, &self.congestion_control)?;
+        let mut s = RunSpec::new(net, rows, transport, tcp);
+        s.cache_fraction = self.cache_fraction;
+        s.p_learn = self.p_learn;
+        s.promote_requires_access_bit = self.promote_requires_access_bit;
+        s.gateway_processing_ps = (self.gateway_processing_us * PS_PER_US as f64) as u64;
+        s.stop_ps = (self.stop_ms * PS_PER_MS as f64) as u64;
+        s.seed = self.seed;
+        Ok(s)
+    }
+
+    fn net(&self) -> NetworkSpec {
+        let mut n = NetworkSpec::ft8_10k();
+        n.gateways_per_tor = self.gateways_per_tor;
+        n
+    }
+}
+
+fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
+    ParamSpec { name, default, doc }
+}
+
+fn trace_params() -> Vec<ParamSpec> {
+    vec![
+        p("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts or video (UDP)"),
+        p("trace_file", "\"\"", "a trace CSV (src_vm,dst_vm,ts_ns,flow_id,size_bytes) instead of a generated one"),
+        p("trace_transport", "\"tcp\"", "how trace_file rows travel: tcp (one connection per row) or udp (one 64 B packet per row)"),
+        p("duration_ms", "25.0", "length of the generated trace (the artifact's traces span 25 ms)"),
+        p("load", "0.3", "offered load as a fraction of total host bandwidth"),
+        p("gateways_per_tor", "10", "gateways on each of the 4 gateway ToRs (FT8-10K: 10 → 40 gateways)"),
+        p("p_learn", "0.005", "probability that a gateway ToR sends a learning packet for a mapping it learns"),
+        p("promote_requires_access_bit", "false", "spines promote only already-hot entries (the paper's wording) instead of on every hit (the artifact)"),
+        p("gateway_processing_us", "40.0", "gateway processing delay per packet"),
+        p("tcp_profile", "\"switchv2p\"", "TCP settings: switchv2p (the artifact's ns-3 settings), datacenter or ns3"),
+        p("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
+        p("stop_ms", "2000.0", "simulated-time limit"),
+        p("seed", "1", "seed of every random choice"),
+    ]
+}
+
+/// Run every point, reporting progress over the whole set.
+fn run_all(points: &[(Scheme, RunSpec)], progress: Progress<'_>) -> Result<Vec<SchemeResult>, ExperimentError> {
+    let n = points.len().max(1) as f64;
+    let mut out = Vec::with_capacity(points.len());
+    for (i, (scheme, spec)) in points.iter().enumerate() {
+        let r = run_scheme(spec, *scheme, &mut |f| progress((i as f64 + f) / n))?;
+        out.push(r);
+    }
+    progress(1.0);
+    Ok(out)
+}
+
+/// The per-scheme metrics every summary carries; improvements against `base` (NoCache).
+fn metrics(r: &SchemeResult, base: Option<&SchemeResult>) -> Map<String, Value> {
+    let mut m = Map::new();
+    let imp = |b: f64, x: f64| if x > 0.0 && b > 0.0 { round6(b / x) } else { 0.0 };
+    m.insert("hit_rate".into(), json!(round6(r.stats.hit_rate())));
+    m.insert("fct_mean_us".into(), json!(round6(r.fct_mean_us)));
+    m.insert("fct_p99_us".into(), json!(round6(r.fct_p99_us)));
+    m.insert("fct_improvement".into(), json!(base.map(|b| imp(b.fct_mean_us, r.fct_mean_us)).unwrap_or(0.0)));
+    m.insert("first_packet_latency_mean_us".into(), json!(round6(r.fpl_mean_us)));
+    m.insert("fpl_improvement".into(), json!(base.map(|b| imp(b.fpl_mean_us, r.fpl_mean_us)).unwrap_or(0.0)));
+    m.insert("gateway_packets".into(), json!(r.stats.gateway_packets));
+    m.insert("avg_packet_hops".into(), json!(round6(r.avg_packet_hops)));
+    m.insert("avg_packet_latency_us".into(), json!(round6(r.avg_packet_latency_us)));
+    m.insert("tenant_packets".into(), json!(r.stats.tenant_packets_sent));
+    m.insert("flows".into(), json!(r.flows));
+    m.insert("completed_flows".into(), json!(r.completed_flows));
+    m.insert("learning_packets".into(), json!(r.stats.learning_packets));
+    m.insert("invalidation_packets".into(), json!(r.stats.invalidation_packets));
+    m.insert("misdelivered_packets".into(), json!(r.stats.misdelivered_packets));
+    m.insert("last_misdelivered_us".into(), json!(round6(r.stats.last_misdelivered_ps as f64 / PS_PER_US as f64)));
+    m.insert("switch_bytes".into(), json!(r.total_switch_bytes()));
+    m.insert("cache_slots_per_switch".into(), json!(r.cache_slots_per_switch));
+    m.insert("caching_switches".into(), json!(r.caching_switches));
+    for (layer, n) in r.hits_by_layer(false) {
+        m.insert(format!("hits_{layer}"), json!(n));
+    }
+    for (layer, n) in r.hits_by_layer(true) {
+        m.insert(format!("first_hits_{layer}"), json!(n));
+    }
+    m.insert("spills".into(), json!(r.stats.spills));
+    m.insert("promotions".into(), json!(r.stats.promotions));
+    m.insert("cpu_packets".into(), json!(r.stats.cpu_packets));
+    m.insert("drops".into(), json!(r.drops.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<_, _>>()));
+    m.insert("events".into(), json!(r.events));
+    m
+}
+
+/// A table with one row per point: `keys` (name, values) columns first, then the metrics.
+fn points_table(name: &str, keys: Vec<(&str, ColumnData)>, rows: &[Map<String, Value>]) -> Table {
+    let mut t = Table::new(name);
+    for (k, c) in keys {
+        t = t.with(k, c);
+    }
+    let Some(first) = rows.first() else { return t };
+    for (k, v) in first {
+        let col = match v {
+            Value::Number(n) if n.is_u64() => ColumnData::U64(rows.iter().map(|r| r[k].as_u64().unwrap_or(0)).collect()),
+            Value::Number(_) => ColumnData::F64(rows.iter().map(|r| r[k].as_f64().unwrap_or(0.0)).collect()),
+            _ => continue,
+        };
+        t = t.with(k.as_str(), col);
+    }
+    t
+}
+
+fn header(name: &str, p: &Params) -> Map<String, Value> {
+    let mut s = Map::new();
+    s.insert("experiment".into(), json!(name));
+    s.insert("trace".into(), json!(if p.trace_file.is_empty() { p.trace.clone() } else { p.trace_file.clone() }));
+    s.insert("seed".into(), json!(p.seed));
+    s
+}
+
+// ---------------------------------------------------------------- switchv2p.cachesize (Fig. 5)
+
+pub struct CacheSize;
+
+impl Experiment for CacheSize {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = trace_params();
+        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare (NoCache is always run as the baseline)"));
+        params.push(p(
+            "cache_fractions",
+            "\"0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500\"",
+            "total cache sizes as fractions of the VM address space",
+        ));
+        ExperimentInfo {
+            name: "switchv2p.cachesize",
+            description: "Fig. 5: hit rate, FCT and first-packet-latency improvement over NoCache vs total cache size, per scheme",
+            params,
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
+        let schemes: Vec<Scheme> = p.schemes()?.into_iter().filter(|&s| s != Scheme::NoCache).collect();
+        let base_spec = p.spec(p.net())?;
+        let mut points = vec![(Scheme::NoCache, base_spec.clone())];
+        // Schemes without switch caches do not depend on the size: one run each.
+        for &s in &schemes {
+            if s.uses_switch_cache() || s == Scheme::Bluebird {
+                for &f in &fractions {
+                    let mut spec = base_spec.clone();
+                    spec.cache_fraction = f;
+                    points.push((s, spec));
+                }
+            } else {
+                points.push((s, base_spec.clone()));
+            }
+        }
+        let results = run_all(&points, progress)?;
+        let base = &results[0];
+        let mut rows = Vec::new();
+        let (mut names, mut fr) = (Vec::new(), Vec::new());
+        let mut by_scheme: Map<String, Value> = Map::new();
+        for ((s, spec), r) in points.iter().zip(&results) {
+            let m = metrics(r, Some(base));
+            names.push(s.name().to_string());
+            fr.push(spec.cache_fraction);
+            // The summary's per-scheme entry: the point closest to the paper's 50 % analysis size.
+            let better = match by_scheme.get(s.name()) {
+                None => true,
+                Some(prev) => {
+                    (spec.cache_fraction - 0.5).abs() < (prev["cache_fraction"].as_f64().unwrap_or(f64::MAX) - 0.5).abs()
+                }
+            };
+            if better {
+                let mut e = m.clone();
+                e.insert("cache_fraction".into(), json!(spec.cache_fraction));
+                by_scheme.insert(s.name().into(), Value::Object(e));
+            }
+            rows.push(m);
+        }
+        let mut s = header("switchv2p.cachesize", &p);
+        s.insert("cache_fractions".into(), json!(fractions));
+        s.insert("schemes".into(), Value::Object(by_scheme));
+        let table = points_table("points", vec![("scheme", ColumnData::Str(names)), ("cache_fraction", ColumnData::F64(fr))], &rows);
+        Ok(RunOutput { summary: s, tables: vec![table] })
+    }
+}
+
+// ---------------------------------------------------------------- switchv2p.migration (Table 4)
+
+pub struct MigrationExp;
+
+impl Experiment for MigrationExp {
+    fn info(&self) -> ExperimentInfo {
+        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "duration_ms" | "load" | "tcp_profile" | "congestion_control")).collect();
+        params.push(p("schemes", "\"nocache,ondemand,switchv2p_noinval,switchv2p_nots,switchv2p\"", "schemes (Table 4's rows)"));
+        params.push(p("cache_fraction", "0.09375", "total cache as a fraction of the address space (the artifact: 12 entries per switch × 80 switches / 10,240 VMs)"));
+        params.push(p("migrate_vm", "5200", "the VM every sender sends to, and that migrates"));
+        params.push(p("migrate_at_us", "500.0", "when it migrates"));
+        params.push(p("migrate_to_server", "68", "server index it moves to (68 = ToR 17, first server: another rack and pod)"));
+        params.push(p("incast_senders", "64", "senders, the first VM of servers 0, 1, …"));
+        params.push(p("incast_packets", "1000", "packets per sender, 1 µs apart"));
+        ExperimentInfo {
+            name: "switchv2p.migration",
+            description: "Table 4: a VM migrates during a 64-sender incast; gateway packets, latency, misdelivered and invalidation packets",
+            params,
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("stop_ms", "50.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        p.check()?;
+        let net = p.net();
+        let vm_count = net.vm_count();
+        if p.migrate_vm as u64 >= vm_count {
+            return Err(bad("migrate_vm", format!("VM {} does not exist ({vm_count} VMs)", p.migrate_vm)));
+        }
+        if p.incast_senders == 0 || p.incast_senders > net.topo.num_servers() {
+            return Err(bad("incast_senders", format!("expected 1..={} senders", net.topo.num_servers())));
+        }
+        let rows = traces::incast(p.incast_senders, net.vms_per_server, p.migrate_vm, p.incast_packets, 1000);
+        let mut spec = p.spec_with_rows(net, rows, Transport::UdpPacket { payload_bytes: traces::UDP_PAYLOAD_BYTES })?;
+        spec.migrations = vec![(p.migrate_vm, (p.migrate_at_us * PS_PER_US as f64) as u64, p.migrate_to_server)];
+        let mut schemes = p.schemes()?;
+        if !schemes.contains(&Scheme::NoCache) {
+            schemes.insert(0, Scheme::NoCache);
+        }
+        let points: Vec<(Scheme, RunSpec)> = schemes.iter().map(|&s| (s, spec.clone())).collect();
+        let results = run_all(&points, progress)?;
+        let base = results.iter().find(|r| r.scheme == Scheme::NoCache).expect("NoCache runs");
+        let mut by_scheme = Map::new();
+        let mut rows = Vec::new();
+        for r in &results {
+            let mut m = metrics(r, Some(base));
+            let norm = |x: f64, b: f64| if b > 0.0 { round6(x / b) } else { 0.0 };
+            m.insert("gateway_packets_fraction".into(), json!(norm(r.stats.gateway_packets as f64, r.stats.tenant_packets_sent as f64)));
+            m.insert("avg_packet_latency_vs_nocache".into(), json!(norm(r.avg_packet_latency_us, base.avg_packet_latency_us)));
+            m.insert("misdelivered_vs_nocache".into(), json!(norm(r.stats.misdelivered_packets as f64, base.stats.misdelivered_packets as f64)));
+            m.insert("invalidations_suppressed".into(), json!(r.stats.invalidations_suppressed));
+            by_scheme.insert(r.scheme.name().into(), Value::Object(m.clone()));
+            rows.push(m);
+        }
+        let mut s = header("switchv2p.migration", &p);
+        s.insert("trace".into(), json!("incast"));
+        s.insert("schemes".into(), Value::Object(by_scheme));
+        let names = results.iter().map(|r| r.scheme.name().to_string()).collect();
+        Ok(RunOutput { summary: s, tables: vec![points_table("table4", vec![("scheme", ColumnData::Str(names))], &rows)] })
+    }
+}
+
+// ------------------------------------------------- switchv2p.hits_by_layer (Table 5), pod_bytes
+
+pub struct HitsByLayer;
+
+impl Experiment for HitsByLayer {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = trace_params();
+        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
+        ExperimentInfo {
+            name: "switchv2p.hits_by_layer",
+            description: "Table 5: where SwitchV2P's cache hits happen (core, spine, ToR), for all packets and first packets",
+            params,
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.8"), ("stop_ms", "200.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let spec = p.spec(p.net())?;
+        let results = run_all(&[(Scheme::SwitchV2P, spec)], progress)?;
+        let r = &results[0];
+        let share = |v: [(&'static str, u64); 3]| {
+            let total: u64 = v.iter().map(|x| x.1).sum();
+            v.map(|(l, n)| (l, if total > 0 { round6(n as f64 / total as f64) } else { 0.0 }))
+        };
+        let mut s = header("switchv2p.hits_by_layer", &p);
+        let mut layers = Map::new();
+        for (kind, v) in [("total", share(r.hits_by_layer(false))), ("first_packet", share(r.hits_by_layer(true)))] {
+            layers.insert(kind.into(), json!(v.iter().map(|(l, x)| (l.to_string(), json!(x))).collect::<Map<_, _>>()));
+        }
+        s.insert("hit_share".into(), Value::Object(layers));
+        let mut schemes = Map::new();
+        schemes.insert("switchv2p".into(), Value::Object(metrics(r, None)));
+        s.insert("schemes".into(), Value::Object(schemes));
+        Ok(RunOutput { summary: s, tables: vec![switch_table(&results)] })
+    }
+}
+
+/// One row per (scheme, switch): where bytes went and where hits happened.
+fn switch_table(results: &[SchemeResult]) -> Table {
+    let all = || results.iter().flat_map(|r| r.switches.iter().map(move |s| (r.scheme, s)));
+    Table::new("switches")
+        .with("scheme", ColumnData::Str(all().map(|(sc, _)| sc.name().to_string()).collect()))
+        .with("switch", ColumnData::Str(all().map(|(_, s)| s.name.clone()).collect()))
+        .with("pod", ColumnData::U64(all().map(|(_, s)| s.pod as u64).collect()))
+        .with("role", ColumnData::Str(all().map(|(_, s)| s.role.name().to_string()).collect()))
+        .with("layer", ColumnData::Str(all().map(|(_, s)| s.role.layer().to_string()).collect()))
+        .with("bytes", ColumnData::U64(all().map(|(_, s)| s.bytes).collect()))
+        .with("packets", ColumnData::U64(all().map(|(_, s)| s.packets).collect()))
+        .with("hits", ColumnData::U64(all().map(|(_, s)| s.hits).collect()))
+        .with("first_hits", ColumnData::U64(all().map(|(_, s)| s.first_hits).collect()))
+}
+
+pub struct PodBytes;
+
+impl Experiment for PodBytes {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = trace_params();
+        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p,direct\"", "schemes to compare"));
+        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
+        ExperimentInfo {
+            name: "switchv2p.pod_bytes",
+            description: "Figs. 7-8: bytes processed per pod and per switch of a gateway pod, total bandwidth overhead and packet stretch",
+            params,
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("stop_ms", "200.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let spec = p.spec(p.net())?;
+        let mut schemes = p.schemes()?;
+        if !schemes.contains(&Scheme::NoCache) {
+            schemes.insert(0, Scheme::NoCache);
+        }
+        let points: Vec<(Scheme, RunSpec)> = schemes.iter().map(|&s| (s, spec.clone())).collect();
+        let results = run_all(&points, progress)?;
+        let base = results.iter().find(|r| r.scheme == Scheme::NoCache).expect("NoCache runs");
+        let mut by_scheme = Map::new();
+        for r in &results {
+            let mut m = metrics(r, Some(base));
+            let pods = r.switches.iter().map(|s| s.pod).max().unwrap_or(0) + 1;
+            let mut per_pod = vec![0u64; pods as usize];
+            for s in r.switches.iter().filter(|s| s.role.layer() != "core") {
+                per_pod[s.pod as usize] += s.bytes;
+            }
+            m.insert("pod_bytes".into(), json!(per_pod));
+            m.insert(
+                "bytes_reduction_vs_nocache".into(),
+                json!(if r.total_switch_bytes() > 0 { round6(base.total_switch_bytes() as f64 / r.total_switch_bytes() as f64) } else { 0.0 }),
+            );
+            by_scheme.insert(r.scheme.name().into(), Value::Object(m));
+        }
+        let tables = vec![switch_table(&results)];
+        let mut s = header("switchv2p.pod_bytes", &p);
+        s.insert("schemes".into(), Value::Object(by_scheme));
+        Ok(RunOutput { summary: s, tables })
+    }
+}
+
+// -------------------------------------------- switchv2p.gateways (Fig. 9), topology (Fig. 10)
+
+pub struct Gateways;
+
+impl Experiment for Gateways {
+    fn info(&self) -> ExperimentInfo {
+        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| x.name != "gateways_per_tor").collect();
+        params.push(p("schemes", "\"nocache,locallearning,switchv2p\"", "schemes to compare"));
+        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
+        params.push(p("gateway_counts", "\"40,20,12,4\"", "total gateways, spread evenly over the 4 gateway ToRs"));
+        ExperimentInfo { name: "switchv2p.gateways", description: "Fig. 9: FCT and first-packet latency as the gateways shrink from 40 to 4", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("gateway_counts", "\"40,4\""), ("stop_ms", "200.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let counts = parse_u32_list("gateway_counts", &p.gateway_counts)?;
+        let schemes = p.schemes()?;
+        let mut points = Vec::new();
+        for &c in &counts {
+            if c % 4 != 0 {
+                return Err(bad("gateway_counts", format!("{c} does not spread evenly over the 4 gateway ToRs; use multiples of 4")));
+            }
+            let mut net = p.net();
+            net.gateways_per_tor = c / 4;
+            let spec = p.spec(net)?;
+            for &s in &schemes {
+                points.push((s, c, spec.clone()));
+            }
+        }
+        let runs: Vec<(Scheme, RunSpec)> = points.iter().map(|(s, _, sp)| (*s, sp.clone())).collect();
+        let results = run_all(&runs, progress)?;
+        sweep_output("switchv2p.gateways", "gateways", &p, points.iter().map(|x| (x.0, x.1)).collect(), &results)
+    }
+}
+
+pub struct TopologyScaling;
+
+impl Experiment for TopologyScaling {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = trace_params();
+        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare"));
+        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
+        params.push(p("pod_counts", "\"1,8,16,32\"", "pods; servers per ToR = 128 / (4 × pods), so the 128 servers stay"));
+        ExperimentInfo { name: "switchv2p.topology", description: "Fig. 10: FCT as the same 128 servers spread over 1 to 32 pods", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.5"), ("pod_counts", "\"1,8\""), ("stop_ms", "200.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let pods = parse_u32_list("pod_counts", &p.pod_counts)?;
+        let schemes = p.schemes()?;
+        let mut points = Vec::new();
+        for &k in &pods {
+            if 128 % (4 * k) != 0 {
+                return Err(bad("pod_counts", format!("{k} pods × 4 ToRs do not divide 128 servers; use 1, 2, 4, 8, 16 or 32")));
+            }
+            let mut topo = TopologySpec::fattree(k, 4, 128 / (4 * k), 4, 16);
+            topo.host_link_gbps = 100.0;
+            // Gateway ToRs as in the artifact: the last ToR index of the scaled layout and
+            // three spread before it (the first ToR of pods 0, ~1/4, ~5/8 and the last ToR).
+            let tors = 4 * k;
+            let mut gw: Vec<u32> = vec![0, tors * 10 / 32, tors * 20 / 32, tors - 1];
+            gw.dedup();
+            let net = NetworkSpec { topo, gateway_tors: gw.clone(), gateways_per_tor: 40 / gw.len() as u32, vms_per_server: 80 };
+            let spec = p.spec(net)?;
+            for &s in &schemes {
+                points.push((s, k, spec.clone()));
+            }
+        }
+        let runs: Vec<(Scheme, RunSpec)> = points.iter().map(|(s, _, sp)| (*s, sp.clone())).collect();
+        let results = run_all(&runs, progress)?;
+        sweep_output("switchv2p.topology", "pods", &p, points.iter().map(|x| (x.0, x.1)).collect(), &results)
+    }
+}
+
+/// Summary + table of a (scheme × setting) sweep; improvements against NoCache at the same setting.
+fn sweep_output(name: &str, key: &str, p: &Params, points: Vec<(Scheme, u32)>, results: &[SchemeResult]) -> Result<RunOutput, ExperimentError> {
+    let mut rows = Vec::new();
+    let mut by_scheme = Map::new();
+    for (i, ((s, k), r)) in points.iter().zip(results).enumerate() {
+        let base = points.iter().zip(results).find(|((bs, bk), _)| *bs == Scheme::NoCache && bk == k).map(|(_, b)| b);
+        let m = metrics(r, base);
+        let _ = i;
+        let e = by_scheme.entry(s.name().to_string()).or_insert_with(|| json!({}));
+        e.as_object_mut().expect("object").insert(k.to_string(), Value::Object(m.clone()));
+        rows.push(m);
+    }
+    let mut s = header(name, p);
+    s.insert("schemes".into(), Value::Object(by_scheme));
+    let t = points_table(
+        "points",
+        vec![
+            ("scheme", ColumnData::Str(points.iter().map(|x| x.0.name().to_string()).collect())),
+            (key, ColumnData::U64(points.iter().map(|x| x.1 as u64).collect())),
+        ],
+        &rows,
+    );
+    Ok(RunOutput { summary: s, tables: vec![t] })
+}
+
+pub fn all() -> Vec<Box<dyn Experiment>> {
+    vec![Box::new(CacheSize), Box::new(MigrationExp), Box::new(HitsByLayer), Box::new(PodBytes), Box::new(Gateways), Box::new(TopologyScaling)]
+}

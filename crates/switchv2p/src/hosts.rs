@@ -1,0 +1,289 @@
+//! The end-host side of the virtual network: the server's virtual switch (encapsulation toward a
+//! gateway, the VM's server, or a learned address; misdelivery handling) and the gateway
+//! (resolve from the directory, 40 µs processing, forward).
+//!
+//! Both are [`Vswitch`]es on ordinary simulator hosts. Packets a vswitch delays are held in a
+//! [`Holder`] and re-sent from a vswitch timer, so conservation covers them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use innet_sim::host::{HostAddr, Vswitch, VswitchVerdict};
+use innet_sim::metrics::DropReason;
+use innet_sim::network::Network;
+use innet_sim::packet::{ecn, Encap, PacketId};
+use innet_sim::vswitch::{TunnelKind, TunnelVswitch};
+use innet_wire::switchv2p::V2pOptions;
+
+use crate::directory::Directory;
+use crate::scheme::HostMode;
+use crate::stats::SharedStats;
+
+const TOKEN_KIND_SHIFT: u32 = 48;
+const TOKEN_RESEND: u64 = 1;
+const TOKEN_INSTALL: u64 = 2;
+
+/// Packets a vswitch keeps until a timer sends them on.
+#[derive(Default)]
+pub struct Holder {
+    slots: Vec<Option<PacketId>>,
+    free: Vec<u32>,
+}
+
+impl Holder {
+    /// Keep `pkt` and arm a vswitch timer that releases it at `at_ps`.
+    pub fn hold(&mut self, net: &mut Network, host: &HostAddr, pkt: PacketId, at_ps: u64) {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() as u32 - 1
+        });
+        self.slots[slot as usize] = Some(pkt);
+        host.vswitch_timer(net, at_ps, (TOKEN_RESEND << TOKEN_KIND_SHIFT) | slot as u64);
+    }
+
+    /// The packet behind a resend token.
+    pub fn release(&mut self, slot: u64) -> Option<PacketId> {
+        let p = self.slots.get_mut(slot as usize)?.take();
+        if p.is_some() {
+            self.free.push(slot as u32);
+        }
+        p
+    }
+
+    pub fn drain(&mut self, net: &mut Network) {
+        for s in self.slots.iter_mut() {
+            if let Some(p) = s.take() {
+                net.drop_packet(p, DropReason::InFlightAtEnd);
+            }
+        }
+    }
+}
+
+fn split_token(token: u64) -> (u64, u64) {
+    (token >> TOKEN_KIND_SHIFT, token & ((1 << TOKEN_KIND_SHIFT) - 1))
+}
+
+/// The gateway serving a flow: CRC-32 of the flow id over the gateways (per-flow balancing).
+#[inline]
+pub fn gateway_for(gateways: &[u32], flow_id: u64) -> u32 {
+    let h = innet_dataplane::state::HashUnit::new(innet_dataplane::state::HashAlgorithm::Crc32, 0).hash(&flow_id.to_le_bytes());
+    gateways[(h % gateways.len() as u32) as usize]
+}
+
+/// Settings of the server vswitches.
+#[derive(Debug, Clone)]
+pub struct HostSettings {
+    pub mode: HostMode,
+    pub vni: u32,
+    /// Extra processing of a misdelivered packet at the old server before it is re-sent.
+    pub misdelivery_delay_ps: u64,
+    /// SwitchV2P: a misdelivered packet that a switch resolved (it carries a hit tag) goes back
+    /// through the gateway so switches on the way can invalidate; otherwise, and under every
+    /// other scheme, the old server forwards it to the new one (a follow-me rule).
+    pub bounce_hits_via_gateway: bool,
+    /// OnDemand: after a miss the host installs the mapping this much later (the lookup).
+    pub ondemand_install_delay_ps: u64,
+    /// OnDemand: how long the control plane takes to update mappings hosts already hold.
+    pub ondemand_update_delay_ps: u64,
+}
+
+/// The virtual switch of a server hosting VMs.
+pub struct V2pHostVswitch {
+    pub cfg: HostSettings,
+    dir: Arc<Directory>,
+    gateways: Arc<Vec<u32>>,
+    stats: SharedStats,
+    held: Holder,
+    /// OnDemand: VIPs this host may send to directly, and lookups in progress.
+    learned: HashSet<u32>,
+    pending: HashSet<u32>,
+}
+
+impl V2pHostVswitch {
+    pub fn new(cfg: HostSettings, dir: Arc<Directory>, gateways: Arc<Vec<u32>>, stats: SharedStats) -> Self {
+        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned: HashSet::new(), pending: HashSet::new() }
+    }
+
+    fn encapsulate(&self, net: &mut Network, host: &HostAddr, pkt: PacketId, pip: u32) {
+        TunnelVswitch::encapsulate(&TunnelKind::Geneve { vni: self.cfg.vni }, net, host, pkt, pip);
+    }
+}
+
+impl Vswitch for V2pHostVswitch {
+    fn egress(&mut self, net: &mut Network, host: &HostAddr, pkt: PacketId) -> VswitchVerdict {
+        let now = net.now_ps();
+        let (vip, flow) = {
+            let p = net.pkt(pkt);
+            (p.ip.dst, p.flow_id)
+        };
+        self.stats.borrow_mut().tenant_packets_sent += 1;
+        let pip = match self.cfg.mode {
+            HostMode::Direct => self.dir.pip_at(vip, now),
+            HostMode::OnDemand if self.learned.contains(&vip) => {
+                // The host's copy of the directory lags behind migrations by the update delay.
+                self.dir.pip_at(vip, now.saturating_sub(self.cfg.ondemand_update_delay_ps))
+            }
+            HostMode::OnDemand => {
+                if self.pending.insert(vip) {
+                    let at = now + self.cfg.ondemand_install_delay_ps;
+                    host.vswitch_timer(net, at, (TOKEN_INSTALL << TOKEN_KIND_SHIFT) | vip as u64);
+                }
+                Some(gateway_for(&self.gateways, flow))
+            }
+            HostMode::Gateway => Some(gateway_for(&self.gateways, flow)),
+        };
+        match pip {
+            Some(pip) => {
+                self.encapsulate(net, host, pkt, pip);
+                VswitchVerdict::Pass
+            }
+            None => {
+                self.stats.borrow_mut().tenant_packets_lost += 1;
+                VswitchVerdict::Drop(DropReason::Vswitch)
+            }
+        }
+    }
+
+    fn ingress(&mut self, net: &mut Network, host: &HostAddr, pkt: PacketId) -> VswitchVerdict {
+        let now = net.now_ps();
+        let p = net.pkt_mut(pkt);
+        let Some(t) = p.tunnel.as_ref() else {
+            return VswitchVerdict::Drop(DropReason::NotForThisHost);
+        };
+        if t.outer.dst != host.ip {
+            return VswitchVerdict::Drop(DropReason::NotForThisHost);
+        }
+        let vip = p.ip.dst;
+        let owner = self.dir.pip_at(vip, now);
+        let mut stats = self.stats.borrow_mut();
+        if !self.dir.ever_held(vip, host.ip) {
+            stats.resolved_to_foreign_pip += 1;
+        }
+        match owner {
+            Some(pip) if pip == host.ip => {
+                let t = p.tunnel.take().expect("checked above");
+                if t.outer.ecn == ecn::CE && p.ip.ecn != ecn::NOT_ECT {
+                    p.ip.ecn = ecn::CE;
+                }
+                stats.tenant_packets_delivered += 1;
+                stats.tenant_hops_total += p.hops as u64;
+                stats.tenant_latency_total_ps += now.saturating_sub(p.created_ps);
+                if self.cfg.mode == HostMode::OnDemand {
+                    // Learn the sender (its VIP lives where the packet came from).
+                    self.learned.insert(p.ip.src);
+                }
+                VswitchVerdict::Pass
+            }
+            Some(new_pip) => {
+                stats.misdelivered_packets += 1;
+                stats.last_misdelivered_ps = stats.last_misdelivered_ps.max(now);
+                let flow = p.flow_id;
+                let t = p.tunnel.as_mut().expect("checked above");
+                let via_gateway = self.cfg.bounce_hits_via_gateway
+                    && match &t.encap {
+                        Encap::Geneve { options, .. } => V2pOptions::parse(options).map(|o| o.hit.is_some()).unwrap_or(false),
+                        _ => false,
+                    };
+                t.outer.dst = if via_gateway { gateway_for(&self.gateways, flow) } else { new_pip };
+                drop(stats);
+                self.held.hold(net, host, pkt, now + self.cfg.misdelivery_delay_ps);
+                VswitchVerdict::Taken
+            }
+            None => {
+                stats.tenant_packets_lost += 1;
+                VswitchVerdict::Drop(DropReason::Vswitch)
+            }
+        }
+    }
+
+    fn timer(&mut self, net: &mut Network, host: &HostAddr, token: u64) {
+        let (kind, rest) = split_token(token);
+        match kind {
+            TOKEN_RESEND => {
+                if let Some(p) = self.held.release(rest) {
+                    host.send_raw(net, p);
+                }
+            }
+            TOKEN_INSTALL => {
+                let vip = rest as u32;
+                self.pending.remove(&vip);
+                if self.learned.insert(vip) {
+                    self.stats.borrow_mut().host_installs += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn owns(&self, ip: u32) -> bool {
+        // Ingress already checked that the VM lives here now.
+        self.dir.vm_of(ip).is_some()
+    }
+
+    fn finish(&mut self, net: &mut Network) {
+        self.held.drain(net);
+    }
+}
+
+/// A V2P translation gateway: resolves the inner destination from the directory, rewrites the
+/// outer destination (keeping the outer source, so the original sender stays visible), drops
+/// SwitchV2P's options, and forwards after a fixed processing delay. Like the authors' artifact
+/// it has no service-rate model: only its 100 G link limits it.
+pub struct GatewayVswitch {
+    dir: Arc<Directory>,
+    stats: SharedStats,
+    pub processing_ps: u64,
+    held: Holder,
+}
+
+impl GatewayVswitch {
+    pub fn new(dir: Arc<Directory>, stats: SharedStats, processing_ps: u64) -> Self {
+        GatewayVswitch { dir, stats, processing_ps, held: Holder::default() }
+    }
+}
+
+impl Vswitch for GatewayVswitch {
+    fn egress(&mut self, _net: &mut Network, _host: &HostAddr, _pkt: PacketId) -> VswitchVerdict {
+        VswitchVerdict::Pass
+    }
+
+    fn ingress(&mut self, net: &mut Network, host: &HostAddr, pkt: PacketId) -> VswitchVerdict {
+        let now = net.now_ps();
+        let p = net.pkt_mut(pkt);
+        let vip = p.ip.dst;
+        let Some(t) = p.tunnel.as_mut().filter(|t| t.outer.dst == host.ip) else {
+            return VswitchVerdict::Drop(DropReason::NotForThisHost);
+        };
+        self.stats.borrow_mut().gateway_packets += 1;
+        let Some(pip) = self.dir.pip_at(vip, now) else {
+            self.stats.borrow_mut().tenant_packets_lost += 1;
+            return VswitchVerdict::Drop(DropReason::Vswitch);
+        };
+        if let Encap::Geneve { options, .. } = &mut t.encap {
+            if !options.is_empty() && V2pOptions::default().rewrite(options).is_err() {
+                options.clear();
+            }
+        }
+        t.outer.dst = pip;
+        t.outer.ttl = t.outer.ttl.saturating_sub(1).max(1);
+        self.held.hold(net, host, pkt, now + self.processing_ps);
+        VswitchVerdict::Taken
+    }
+
+    fn timer(&mut self, net: &mut Network, host: &HostAddr, token: u64) {
+        let (kind, rest) = split_token(token);
+        if kind == TOKEN_RESEND {
+            if let Some(p) = self.held.release(rest) {
+                host.send_raw(net, p);
+            }
+        }
+    }
+
+    fn owns(&self, _ip: u32) -> bool {
+        false
+    }
+
+    fn finish(&mut self, net: &mut Network) {
+        self.held.drain(net);
+    }
+}

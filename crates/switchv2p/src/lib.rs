@@ -1,0 +1,30 @@
+//! SwitchV2P (Zeno, Chen, Silberstein; SIGCOMM 2024): switches cache virtual-to-physical
+//! address mappings learned from traffic, so tenant packets skip the translation gateways.
+//!
+//! - [`cache`]: the direct-mapped cache with access bits (and Bluebird's LRU);
+//! - [`switch`]: the switch program for SwitchV2P and the LocalLearning / GwCache baselines;
+//! - [`bluebird`]: the Bluebird baseline (ToR route cache + switch-CPU slow path);
+//! - [`hosts`]: server vswitches (gateway / Direct / OnDemand, misdelivery) and gateways;
+//! - [`directory`]: where every VM lives over time (migrations);
+//! - [`run`]: one simulation under one scheme, with the invariants and metrics;
+//! - [`experiments`]: the paper's figures and tables as `innet run` experiments.
+//!
+//! docs/switchv2p.md records every choice made where the paper is vague.
+
+pub mod bluebird;
+pub mod cache;
+pub mod directory;
+pub mod experiments;
+pub mod hosts;
+pub mod run;
+pub mod scheme;
+pub mod stats;
+pub mod switch;
+pub mod traces;
+
+pub use scheme::Scheme;
+
+/// Every SwitchV2P experiment.
+pub fn experiments() -> Vec<Box<dyn innet_sim::experiment::Experiment>> {
+    experiments::all()
+}

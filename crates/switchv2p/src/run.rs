@@ -1,0 +1,464 @@
+//! One simulation of the virtual network under one scheme: build the fat-tree with gateways,
+//! place VMs, attach the trace, run, check the invariants, and collect the metrics every
+//! SwitchV2P experiment reports.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use innet_dataplane::fabric::{build_fabric, SwitchSite};
+use innet_dataplane::{L3Forward, SimSwitch};
+use innet_sim::apps::{FlowKind, FlowSpec};
+use innet_sim::engine::Node;
+use innet_sim::experiment::ExperimentError;
+use innet_sim::host::{Host, HostConfig};
+use innet_sim::metrics::{Conservation, DropReason};
+use innet_sim::tcp::TcpConfig;
+use innet_sim::time::{ps_to_us, PS_PER_MS, PS_PER_US};
+use innet_sim::topology::{base_rtt_ps, Role, Topology, TopologySpec};
+use innet_workloads::trace::TraceRow;
+use rand::{Rng, SeedableRng};
+
+use crate::bluebird::{BluebirdControl, BluebirdSettings, BluebirdTor};
+use crate::directory::{Directory, Migration};
+use crate::hosts::{GatewayVswitch, HostSettings, V2pHostVswitch};
+use crate::scheme::Scheme;
+use crate::stats::V2pStats;
+use crate::switch::{FabricFacts, V2pRole, V2pSwitch, V2pSwitchSettings};
+
+/// The physical network and where gateways and VMs are.
+#[derive(Debug, Clone)]
+pub struct NetworkSpec {
+    pub topo: TopologySpec,
+    /// ToR indices that host gateways, and how many gateways each.
+    pub gateway_tors: Vec<u32>,
+    pub gateways_per_tor: u32,
+    /// VMs are placed sequentially: VM v on server v / vms_per_server.
+    pub vms_per_server: u32,
+}
+
+impl NetworkSpec {
+    /// FT8-10K: 8 pods × 4 ToRs × 4 servers, 16 cores, 40 gateways on ToRs 0, 10, 20, 31
+    /// (pods 0, 2, 5, 7), 80 VMs per server.
+    pub fn ft8_10k() -> Self {
+        NetworkSpec { topo: TopologySpec::ft8(), gateway_tors: vec![0, 10, 20, 31], gateways_per_tor: 10, vms_per_server: 80 }
+    }
+
+    /// FT16-400K: 50 pods × 8 ToRs × 32 servers, 16 cores, 250 gateways on ToRs 8x+7 for even x.
+    pub fn ft16_400k() -> Self {
+        NetworkSpec {
+            topo: TopologySpec::ft16_400k(),
+            gateway_tors: (0..50).step_by(2).map(|x| x * 8 + 7).collect(),
+            gateways_per_tor: 10,
+            vms_per_server: 32,
+        }
+    }
+
+    pub fn vm_count(&self) -> u64 {
+        self.topo.num_servers() as u64 * self.vms_per_server as u64
+    }
+}
+
+/// What each trace row is on the wire.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Transport {
+    /// One TCP connection per row, sending `size_bytes`.
+    Tcp,
+    /// One UDP packet per row with this payload (the artifact's UDP mode: the size column is
+    /// ignored); rows with the same flow id form one flow for FCT.
+    UdpPacket { payload_bytes: u32 },
+}
+
+/// Everything one run needs besides the scheme.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub net: NetworkSpec,
+    pub rows: Arc<Vec<TraceRow>>,
+    pub transport: Transport,
+    pub tcp: TcpConfig,
+    /// Total cache (all caching switches together) as a fraction of the VM address space.
+    pub cache_fraction: f64,
+    /// (VM, time, destination server index).
+    pub migrations: Vec<(u32, u64, u32)>,
+    pub p_learn: f64,
+    pub gateway_processing_ps: u64,
+    pub misdelivery_delay_ps: u64,
+    pub ondemand_install_delay_ps: u64,
+    pub ondemand_update_delay_ps: u64,
+    pub promote_requires_access_bit: bool,
+    pub bluebird: BluebirdSettings,
+    pub stop_ps: u64,
+    pub seed: u64,
+}
+
+impl RunSpec {
+    pub fn new(net: NetworkSpec, rows: Vec<TraceRow>, transport: Transport, tcp: TcpConfig) -> Self {
+        RunSpec {
+            net,
+            rows: Arc::new(rows),
+            transport,
+            tcp,
+            cache_fraction: 0.5,
+            migrations: Vec::new(),
+            p_learn: 0.005,
+            gateway_processing_ps: 40 * PS_PER_US,
+            misdelivery_delay_ps: 10 * PS_PER_US,
+            ondemand_install_delay_ps: 40 * PS_PER_US,
+            ondemand_update_delay_ps: PS_PER_MS,
+            promote_requires_access_bit: false,
+            bluebird: BluebirdSettings::default(),
+            stop_ps: 2_000 * PS_PER_MS,
+            seed: 1,
+        }
+    }
+}
+
+/// The results of one run.
+#[derive(Debug, Clone)]
+pub struct SchemeResult {
+    pub scheme: Scheme,
+    pub stats: V2pStats,
+    /// Per trace flow (rows grouped by flow id): FCT and first-packet latency, µs.
+    pub flows: u64,
+    pub completed_flows: u64,
+    pub fct_mean_us: f64,
+    pub fct_p99_us: f64,
+    pub fpl_mean_us: f64,
+    pub fpl_p99_us: f64,
+    pub avg_packet_latency_us: f64,
+    pub avg_packet_hops: f64,
+    /// Per switch (switch index order): name, pod, role, layer, bytes and packets processed.
+    pub switches: Vec<SwitchRecord>,
+    pub conservation: Conservation,
+    pub drops: Vec<(String, u64)>,
+    pub cache_slots_per_switch: u32,
+    pub caching_switches: u32,
+    pub events: u64,
+    pub simulated_us: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct SwitchRecord {
+    pub name: String,
+    pub pod: u32,
+    pub role: V2pRole,
+    pub bytes: u64,
+    pub packets: u64,
+    pub hits: u64,
+    pub first_hits: u64,
+}
+
+impl SchemeResult {
+    pub fn hits_by_layer(&self, first: bool) -> [(&'static str, u64); 3] {
+        let mut out = [("core", 0u64), ("spine", 0), ("tor", 0)];
+        for s in &self.switches {
+            let n = if first { s.first_hits } else { s.hits };
+            let i = match s.role.layer() {
+                "core" => 0,
+                "spine" => 1,
+                _ => 2,
+            };
+            out[i].1 += n;
+        }
+        out
+    }
+
+    pub fn total_switch_bytes(&self) -> u64 {
+        self.switches.iter().map(|s| s.bytes).sum()
+    }
+}
+
+/// Cache slots per caching switch for a scheme: the total (fraction × address space) split
+/// equally over the switches that cache; at least one slot when the total is positive.
+pub fn cache_slots(scheme: Scheme, total_entries: f64, topo: &Topology, gateway_tors: usize) -> (u32, u32) {
+    let caching = match scheme {
+        Scheme::GwCache => gateway_tors as u32,
+        Scheme::Bluebird => topo.tors.len() as u32,
+        s if s.uses_switch_cache() => topo.switches.len() as u32,
+        _ => 0,
+    };
+    if caching == 0 || total_entries <= 0.0 {
+        return (0, caching);
+    }
+    let per = (total_entries / caching as f64).floor().clamp(1.0, u32::MAX as f64) as u32;
+    (per, caching)
+}
+
+fn roles(topo: &Topology, gateway_tors: &HashSet<u32>) -> Vec<V2pRole> {
+    let gw_pods: HashSet<u32> = gateway_tors.iter().map(|&t| topo.nodes[topo.tors[t as usize] as usize].pod).collect();
+    topo.switches
+        .iter()
+        .map(|&n| {
+            let node = &topo.nodes[n as usize];
+            match node.role {
+                Role::Tor if gateway_tors.contains(&node.tor.expect("ToRs have an index")) => V2pRole::GatewayTor,
+                Role::Tor => V2pRole::Tor,
+                Role::Spine if gw_pods.contains(&node.pod) => V2pRole::GatewaySpine,
+                Role::Spine => V2pRole::Spine,
+                _ => V2pRole::Core,
+            }
+        })
+        .collect()
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
+    ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+/// Run `spec` under `scheme`.
+pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64)) -> Result<SchemeResult, ExperimentError> {
+    let ns = &spec.net;
+    if ns.gateway_tors.is_empty() || ns.gateways_per_tor == 0 {
+        return Err(bad("gateways", "at least one gateway is needed"));
+    }
+    let num_tors = ns.topo.num_tors();
+    if let Some(&t) = ns.gateway_tors.iter().find(|&&t| t >= num_tors) {
+        return Err(bad("gateway_tors", format!("ToR {t} does not exist (the topology has {num_tors} ToRs)")));
+    }
+    if ns.vms_per_server == 0 {
+        return Err(bad("vms_per_server", "expected at least 1"));
+    }
+    let extra: Vec<(u32, u32)> = ns.gateway_tors.iter().map(|&t| (t, ns.gateways_per_tor)).collect();
+    let topo = Topology::build(&ns.topo, &extra)?;
+    let servers = topo.num_servers;
+    let vm_count = servers as u64 * ns.vms_per_server as u64;
+    let server_ip = |s: u32| topo.nodes[topo.hosts[s as usize] as usize].ip;
+    let initial: Vec<u32> = (0..vm_count as u32).map(|vm| server_ip(vm / ns.vms_per_server)).collect();
+    let mut migrations = Vec::new();
+    for &(vm, at_ps, to_server) in &spec.migrations {
+        if to_server >= servers {
+            return Err(bad("migrate_to_server", format!("server {to_server} does not exist ({servers} servers)")));
+        }
+        migrations.push(Migration { vm, at_ps, to_pip: server_ip(to_server) });
+    }
+    let dir = Arc::new(Directory::new(initial, migrations).map_err(|m| bad("migrate_vm", m))?);
+    let gateways: Vec<u32> = topo.hosts[servers as usize..].iter().map(|&h| topo.nodes[h as usize].ip).collect();
+    let gateways = Arc::new(gateways);
+
+    // Trace rows → flows (sorted by start so flow index = row index, as the driver numbers them).
+    let mut rows: Vec<TraceRow> = spec.rows.as_ref().clone();
+    rows.sort_by_key(|r| r.ts_ns);
+    for (i, r) in rows.iter().enumerate() {
+        for (what, vm) in [("src_vm", r.src_vm), ("dst_vm", r.dst_vm)] {
+            if vm as u64 >= vm_count {
+                return Err(ExperimentError::Input(format!(
+                    "trace row {}: {what} {vm} does not exist (the network has {vm_count} VMs)",
+                    i + 1
+                )));
+            }
+        }
+    }
+    let mut first_start: HashMap<u64, u64> = HashMap::new();
+    for r in &rows {
+        first_start.entry(r.flow_id).or_insert(r.ts_ns * 1000);
+    }
+    let flows: Vec<FlowSpec> = rows
+        .iter()
+        .map(|r| {
+            let (kind, size) = match spec.transport {
+                Transport::Tcp => (FlowKind::Tcp, r.size_bytes.max(1)),
+                Transport::UdpPacket { payload_bytes } => {
+                    (FlowKind::Udp { payload_bytes, interval_ps: 0 }, payload_bytes as u64)
+                }
+            };
+            FlowSpec {
+                src_host: r.src_vm / ns.vms_per_server,
+                dst_host: r.dst_vm / ns.vms_per_server,
+                src_ip: Directory::vip(r.src_vm),
+                dst_ip: Directory::vip(r.dst_vm),
+                start_ps: r.ts_ns * 1000,
+                size_bytes: size,
+                kind,
+            }
+        })
+        .collect();
+    let last_start_ps = flows.last().map(|f| f.start_ps).unwrap_or(0);
+
+    let gateway_tor_set: HashSet<u32> = ns.gateway_tors.iter().copied().collect();
+    let roles = roles(&topo, &gateway_tor_set);
+    let mut facts = FabricFacts {
+        gateways: gateways.iter().copied().collect(),
+        tor_ip_of_server: HashMap::new(),
+        flow_start_ps: rows.iter().map(|r| first_start[&r.flow_id]).collect(),
+        flow_src_vip: rows.iter().map(|r| Directory::vip(r.src_vm)).collect(),
+    };
+    for s in 0..servers {
+        let h = &topo.nodes[topo.hosts[s as usize] as usize];
+        let tor = topo.nodes[topo.tors[h.tor.expect("hosts hang off a ToR") as usize] as usize].ip;
+        facts.tor_ip_of_server.insert(h.ip, tor);
+    }
+    let facts = Arc::new(facts);
+    let stats = V2pStats::shared(topo.switches.len());
+    let total_entries = spec.cache_fraction * vm_count as f64;
+    let (slots, caching) = cache_slots(scheme, total_entries, &topo, ns.gateway_tors.len());
+    let invalidation_spacing_ps = base_rtt_ps(&ns.topo);
+    let server_ips: HashSet<u32> = (0..servers).map(server_ip).collect();
+    let mut salt_rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5a17);
+    let salts: Vec<u32> = (0..topo.switches.len()).map(|_| salt_rng.gen()).collect();
+    let topo_nodes = topo.nodes.clone();
+    let num_switches = topo.switches.len();
+
+    let make_switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let idx = site.switch_index as usize;
+        let role = roles[idx];
+        // Local ports facing servers (not gateways): a ToR tags packets a server sends back.
+        let num_ports = site.net.nodes[site.node as usize].num_ports;
+        let host_ports: Vec<Option<u32>> = (0..num_ports)
+            .map(|local| {
+                let pid = site.net.port_id(site.node, local);
+                let peer = site.net.ports[pid as usize].peer;
+                let peer_node = site.net.ports[peer as usize].node as usize;
+                let n = &topo_nodes[peer_node];
+                (n.role == Role::Host && server_ips.contains(&n.ip)).then_some(n.ip)
+            })
+            .collect();
+        let routing = site.routing.clone();
+        let this_slots = match scheme {
+            Scheme::GwCache if role != V2pRole::GatewayTor => 0,
+            _ => slots,
+        };
+        match scheme {
+            Scheme::Bluebird if role.is_tor() => {
+                let prog = BluebirdTor::new(site.switch_index, slots as usize, facts.clone(), stats.clone(), host_ports);
+                let ctl = BluebirdControl::new(spec.bluebird.clone(), dir.clone(), stats.clone());
+                let mut sw = SimSwitch::with_control(prog, ctl, site.switch_index, routing, site.net, site.node);
+                spec.bluebird.configure(&mut sw.cfg);
+                Box::new(sw)
+            }
+            s if s.uses_switch_cache() && this_slots > 0 => {
+                let cfg = V2pSwitchSettings {
+                    scheme,
+                    role,
+                    switch_id: site.switch_index,
+                    switch_ip: site.topo_node.ip,
+                    cache_slots: this_slots,
+                    hash_salt: if scheme.is_switchv2p() { 0 } else { salts[idx] },
+                    p_learn: spec.p_learn,
+                    promote_requires_access_bit: spec.promote_requires_access_bit,
+                    invalidation_spacing_ps,
+                    num_switches,
+                };
+                Box::new(SimSwitch::new(V2pSwitch::new(cfg, facts.clone(), stats.clone(), host_ports), site.switch_index, routing, site.net, site.node))
+            }
+            _ => Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, routing, site.net, site.node)),
+        }
+    };
+    let host_cfg = HostConfig { tcp: spec.tcp.clone(), listen_all: true };
+    let mut fabric = build_fabric(topo, spec.seed, host_cfg, flows, make_switch);
+
+    let host_settings = HostSettings {
+        mode: scheme.host_mode(),
+        vni: 1,
+        misdelivery_delay_ps: spec.misdelivery_delay_ps,
+        bounce_hits_via_gateway: scheme.is_switchv2p(),
+        ondemand_install_delay_ps: spec.ondemand_install_delay_ps,
+        ondemand_update_delay_ps: spec.ondemand_update_delay_ps,
+    };
+    for (i, &h) in fabric.topo.hosts.clone().iter().enumerate() {
+        let host = fabric.sim.node_mut::<Host>(h).expect("hosts are Host nodes");
+        if (i as u32) < servers {
+            host.vswitch = Some(Box::new(V2pHostVswitch::new(host_settings.clone(), dir.clone(), gateways.clone(), stats.clone())));
+        } else {
+            host.vswitch = Some(Box::new(GatewayVswitch::new(dir.clone(), stats.clone(), spec.gateway_processing_ps)));
+        }
+    }
+
+    let horizon = last_start_ps.max(1) as f64 * 1.3;
+    fabric.sim.run_until(spec.stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
+    let cons = fabric.sim.finish();
+    if !cons.ok() {
+        return Err(ExperimentError::Invariant(format!("packet conservation failed under {scheme}: {cons:?}")));
+    }
+    let st = stats.borrow().clone();
+    if st.resolved_to_foreign_pip > 0 {
+        return Err(ExperimentError::Invariant(format!(
+            "{} tenant packets under {scheme} were resolved to a server that never held their VM",
+            st.resolved_to_foreign_pip
+        )));
+    }
+    let not_for_host = fabric.sim.net.metrics.dropped_by(DropReason::NotForThisHost);
+    if st.tenant_packets_lost > 0 || not_for_host > 0 {
+        return Err(ExperimentError::Invariant(format!(
+            "under {scheme}, {} tenant packets were lost by a vswitch or gateway and {not_for_host} reached a host that does not own them",
+            st.tenant_packets_lost
+        )));
+    }
+
+    // Per trace flow: FCT = last completion − first start; FPL = first arrival − first start.
+    let records = &fabric.sim.net.metrics.flows;
+    let mut per_flow: HashMap<u64, (u64, Option<u64>, Option<u64>, bool)> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let rec = &records[i];
+        let e = per_flow.entry(r.flow_id).or_insert((first_start[&r.flow_id], None, None, true));
+        e.1 = match (e.1, rec.first_arrival_ps) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match rec.complete_ps {
+            Some(c) => e.2 = Some(e.2.map_or(c, |x: u64| x.max(c))),
+            None => e.3 = false,
+        }
+    }
+    let mut fct = Vec::new();
+    let mut fpl = Vec::new();
+    for (start, first, done, complete) in per_flow.values() {
+        if let Some(f) = first {
+            fpl.push(ps_to_us(f - start));
+        }
+        if let (true, Some(d)) = (complete, done) {
+            fct.push(ps_to_us(d - start));
+        }
+    }
+    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let p99 = |v: &mut Vec<f64>| {
+        if v.is_empty() {
+            return 0.0;
+        }
+        v.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+        v[((v.len() as f64 * 0.99).ceil() as usize).clamp(1, v.len()) - 1]
+    };
+    let switches: Vec<SwitchRecord> = fabric
+        .topo
+        .switches
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let node = &fabric.topo.nodes[n as usize];
+            let c = fabric.sim.net.metrics.nodes[n as usize];
+            SwitchRecord {
+                name: node.name.clone(),
+                pod: node.pod,
+                role: roles[i],
+                bytes: c.rx_bytes,
+                packets: c.rx_packets,
+                hits: st.hits[i],
+                first_hits: st.first_hits[i],
+            }
+        })
+        .collect();
+    let drops = DropReason::ALL
+        .iter()
+        .map(|&r| (r.name().to_string(), fabric.sim.net.metrics.dropped_by(r)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let delivered = st.tenant_packets_delivered.max(1) as f64;
+    progress(1.0);
+    Ok(SchemeResult {
+        scheme,
+        flows: per_flow.len() as u64,
+        completed_flows: fct.len() as u64,
+        fct_mean_us: mean(&fct),
+        fct_p99_us: p99(&mut fct),
+        fpl_mean_us: mean(&fpl),
+        fpl_p99_us: p99(&mut fpl),
+        avg_packet_latency_us: ps_to_us(st.tenant_latency_total_ps) / delivered,
+        avg_packet_hops: st.tenant_hops_total as f64 / delivered,
+        stats: st,
+        switches,
+        conservation: cons,
+        drops,
+        cache_slots_per_switch: slots,
+        caching_switches: caching,
+        events: fabric.sim.net.events_processed(),
+        simulated_us: ps_to_us(fabric.sim.net.now_ps()),
+    })
+}

@@ -1,0 +1,126 @@
+//! The V2P translation schemes an experiment can select: SwitchV2P (and its ablations) and the
+//! paper's seven baselines.
+
+use std::fmt;
+
+/// How virtual destinations get resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    /// Pure gateway: every tenant packet goes through a gateway (Andromeda's Hoverboard model).
+    NoCache,
+    /// Every switch learns destinations from resolved packets and resolves from its own cache.
+    LocalLearning,
+    /// Like LocalLearning, but only the gateway ToRs cache (Sailfish-like).
+    GwCache,
+    /// ToR route caches (LRU); misses go through the switch CPU (Bluebird).
+    Bluebird,
+    /// Hosts learn mappings after a first lookup through the gateway (VL2-like on-demand).
+    OnDemand,
+    /// Hosts pre-programmed with every mapping.
+    Direct,
+    /// SwitchV2P with all its mechanisms.
+    SwitchV2P,
+    /// SwitchV2P without invalidation packets (Table 4, row 3).
+    SwitchV2PNoInvalidation,
+    /// SwitchV2P sending an invalidation packet for every tagged hit (no timestamp vector; Table 4, row 4).
+    SwitchV2PNoTimestampVector,
+}
+
+impl Scheme {
+    pub const ALL: [Scheme; 9] = [
+        Scheme::NoCache,
+        Scheme::LocalLearning,
+        Scheme::GwCache,
+        Scheme::Bluebird,
+        Scheme::OnDemand,
+        Scheme::Direct,
+        Scheme::SwitchV2P,
+        Scheme::SwitchV2PNoInvalidation,
+        Scheme::SwitchV2PNoTimestampVector,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::NoCache => "nocache",
+            Scheme::LocalLearning => "locallearning",
+            Scheme::GwCache => "gwcache",
+            Scheme::Bluebird => "bluebird",
+            Scheme::OnDemand => "ondemand",
+            Scheme::Direct => "direct",
+            Scheme::SwitchV2P => "switchv2p",
+            Scheme::SwitchV2PNoInvalidation => "switchv2p_noinval",
+            Scheme::SwitchV2PNoTimestampVector => "switchv2p_nots",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Scheme, String> {
+        let t = s.trim().to_ascii_lowercase();
+        Scheme::ALL.iter().copied().find(|x| x.name() == t).ok_or_else(|| {
+            format!("unknown scheme '{s}'; expected one of {}", Scheme::ALL.map(|x| x.name()).join(", "))
+        })
+    }
+
+    /// A comma-separated list, or "all".
+    pub fn parse_list(s: &str) -> Result<Vec<Scheme>, String> {
+        if s.trim() == "all" {
+            return Ok(Scheme::ALL.to_vec());
+        }
+        let v: Result<Vec<Scheme>, String> = s.split(',').filter(|x| !x.trim().is_empty()).map(Scheme::parse).collect();
+        let v = v?;
+        if v.is_empty() {
+            return Err("expected at least one scheme".into());
+        }
+        Ok(v)
+    }
+
+    pub fn is_switchv2p(self) -> bool {
+        matches!(self, Scheme::SwitchV2P | Scheme::SwitchV2PNoInvalidation | Scheme::SwitchV2PNoTimestampVector)
+    }
+
+    /// Whether switches hold a direct-mapped mapping cache under this scheme.
+    pub fn uses_switch_cache(self) -> bool {
+        self.is_switchv2p() || matches!(self, Scheme::LocalLearning | Scheme::GwCache)
+    }
+
+    /// How hosts pick the outer destination.
+    pub fn host_mode(self) -> HostMode {
+        match self {
+            Scheme::Direct => HostMode::Direct,
+            Scheme::OnDemand => HostMode::OnDemand,
+            _ => HostMode::Gateway,
+        }
+    }
+}
+
+impl fmt::Display for Scheme {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The host vswitch's resolution policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostMode {
+    /// Unresolved: to a gateway chosen per flow.
+    Gateway,
+    /// Straight to the current PIP (global knowledge).
+    Direct,
+    /// Learned mappings go direct; others to a gateway, after which the mapping is learned.
+    OnDemand,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_errors_list_choices() {
+        for s in Scheme::ALL {
+            assert_eq!(Scheme::parse(s.name()), Ok(s));
+        }
+        let e = Scheme::parse("bogus").unwrap_err();
+        assert!(e.contains("nocache") && e.contains("switchv2p_nots"), "{e}");
+        assert_eq!(Scheme::parse_list("nocache, switchv2p").unwrap(), vec![Scheme::NoCache, Scheme::SwitchV2P]);
+        assert!(Scheme::parse_list(" , ").is_err());
+    }
+}

@@ -1,0 +1,443 @@
+//! The data-plane program of every switch under the cache-based schemes: SwitchV2P's
+//! topology-aware protocol (paper §3.2–3.3, Table 1), and the LocalLearning / GwCache baselines,
+//! which share its cache structure but learn greedily.
+//!
+//! Per tenant packet (Geneve-tunnelled; "to-GW" = the outer destination is a gateway), in order,
+//! as in the authors' artifact (docs/switchv2p.md explains each choice):
+//! 0. ToRs tag packets a local server sent back because it could not deliver them
+//!    (misdelivery tag), drop their hit tag, and send an invalidation packet to the switch
+//!    that served the stale hit, unless the timestamp vector says one went out within a base RTT.
+//! 1. A misdelivery-tagged packet invalidates a cached stale entry or is re-resolved by a
+//!    switch that already holds the new one; nothing else happens to it.
+//! 2. Spines (not gateway spines) promote: a to-GW packet that hits carries the entry to the
+//!    core in a spill option instead of being resolved here.
+//! 3. ToRs learn the sender's mapping from packets they deliver to a local server (source
+//!    learning), and a resolved packet's destination if the slot is free.
+//! 4. Gateway ToRs, spines, gateway spines and cores learn from resolved packets or from a
+//!    spill option, each with its admission policy; the victim of an insertion rides on in the
+//!    packet (spillover). Gateway ToRs send a learning packet to the sender's ToR with
+//!    probability P_learn.
+//! 5. A still-unresolved packet that hits is resolved: the outer destination is rewritten and
+//!    a hit option names this switch.
+//!
+//! Control packets (UDP 333) to switch addresses carry learning and invalidation messages: an
+//! invalidation removes the stale entry at every switch it crosses, a learning message is
+//! inserted at its destination only.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
+use innet_dataplane::state::ResourceReport;
+use innet_dataplane::L3Forward;
+use innet_sim::packet::{Encap, Ipv4, Packet, L4, IP_PROTO_UDP};
+use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
+use rand::Rng;
+
+use crate::cache::DirectMapped;
+use crate::scheme::Scheme;
+use crate::stats::SharedStats;
+
+/// A switch's place in the topology (paper Table 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum V2pRole {
+    Tor,
+    GatewayTor,
+    Spine,
+    GatewaySpine,
+    Core,
+}
+
+impl V2pRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            V2pRole::Tor => "tor",
+            V2pRole::GatewayTor => "gateway_tor",
+            V2pRole::Spine => "spine",
+            V2pRole::GatewaySpine => "gateway_spine",
+            V2pRole::Core => "core",
+        }
+    }
+    /// The paper's three layers (Table 5): core, spine (incl. gateway spines), ToR (incl. gateway ToRs).
+    pub fn layer(self) -> &'static str {
+        match self {
+            V2pRole::Tor | V2pRole::GatewayTor => "tor",
+            V2pRole::Spine | V2pRole::GatewaySpine => "spine",
+            V2pRole::Core => "core",
+        }
+    }
+    pub fn is_tor(self) -> bool {
+        matches!(self, V2pRole::Tor | V2pRole::GatewayTor)
+    }
+}
+
+/// Facts every switch shares.
+#[derive(Debug, Default)]
+pub struct FabricFacts {
+    /// Physical addresses of the gateways.
+    pub gateways: std::collections::HashSet<u32>,
+    /// Server PIP → the IP of its ToR (where learning packets for its sender go).
+    pub tor_ip_of_server: HashMap<u32, u32>,
+    /// Per flow id: start time and the sender's VIP (to recognise a flow's first packet).
+    pub flow_start_ps: Vec<u64>,
+    pub flow_src_vip: Vec<u32>,
+}
+
+/// Switch settings that vary by scheme and experiment.
+#[derive(Debug, Clone)]
+pub struct V2pSwitchSettings {
+    pub scheme: Scheme,
+    pub role: V2pRole,
+    pub switch_id: u32,
+    pub switch_ip: u32,
+    /// Cache slots on this switch (0 = no cache).
+    pub cache_slots: u32,
+    /// Salt of the index hash: 0 everywhere for SwitchV2P, random per switch for LocalLearning.
+    pub hash_salt: u32,
+    /// Probability that a gateway ToR sends a learning packet for a mapping it learns.
+    pub p_learn: f64,
+    /// Spines promote only entries whose access bit was already set (the paper's wording)
+    /// instead of on every hit (the artifact).
+    pub promote_requires_access_bit: bool,
+    /// Minimum spacing of invalidation packets to the same switch (the timestamp vector's
+    /// base RTT); 0 with `timestamp_vector` off.
+    pub invalidation_spacing_ps: u64,
+    pub num_switches: usize,
+}
+
+pub struct V2pSwitch {
+    pub cfg: V2pSwitchSettings,
+    pub cache: DirectMapped,
+    facts: Arc<FabricFacts>,
+    stats: SharedStats,
+    /// Local port → PIP of the server behind it (ToRs only).
+    host_ports: Vec<Option<u32>>,
+    /// Per switch id: the earliest time another invalidation may go to it.
+    ts_vector: Vec<u64>,
+    l3: L3Forward,
+    invalidations: bool,
+    timestamp_vector: bool,
+}
+
+impl V2pSwitch {
+    pub fn new(cfg: V2pSwitchSettings, facts: Arc<FabricFacts>, stats: SharedStats, host_ports: Vec<Option<u32>>) -> Self {
+        let cache = DirectMapped::new(cfg.cache_slots, cfg.hash_salt);
+        let invalidations = cfg.scheme != Scheme::SwitchV2PNoInvalidation;
+        let timestamp_vector = cfg.scheme == Scheme::SwitchV2P;
+        V2pSwitch {
+            ts_vector: vec![0; cfg.num_switches],
+            cfg,
+            cache,
+            facts,
+            stats,
+            host_ports,
+            l3: L3Forward::default(),
+            invalidations,
+            timestamp_vector,
+        }
+    }
+
+    fn control_packet(&self, dst_ip: u32, msg: ControlMessage) -> Packet {
+        let bytes = msg.emit();
+        let mut p = Packet::new(
+            Ipv4::new(self.cfg.switch_ip, dst_ip, IP_PROTO_UDP),
+            L4::Udp { src_port: CONTROL_PORT, dst_port: CONTROL_PORT },
+            bytes.len() as u32,
+        );
+        p.payload_bytes = Some(Box::new(bytes.to_vec()));
+        p
+    }
+
+    /// A ToR saw a hit tag on a misdelivered packet: tell the switch that served it.
+    fn maybe_invalidate(&mut self, hit_switch: u32, hit_ip: u32, vip: u32, stale: u32, ctx: &mut Ctx<'_>) {
+        if !self.invalidations {
+            return;
+        }
+        if self.timestamp_vector {
+            let slot = hit_switch as usize;
+            if slot < self.ts_vector.len() {
+                if ctx.now_ps < self.ts_vector[slot] {
+                    self.stats.borrow_mut().invalidations_suppressed += 1;
+                    return;
+                }
+                self.ts_vector[slot] = ctx.now_ps + self.cfg.invalidation_spacing_ps;
+            }
+        }
+        if hit_switch == self.cfg.switch_id {
+            // This ToR served the stale hit itself: invalidate locally, no packet needed.
+            if self.cache.remove_if(vip, stale) {
+                self.stats.borrow_mut().invalidated_entries += 1;
+            }
+            return;
+        }
+        let p = self.control_packet(hit_ip, ControlMessage::Invalidate { vip, stale_pip: stale });
+        self.stats.borrow_mut().invalidation_packets += 1;
+        ctx.generate(p, Verdict::Route);
+    }
+
+    fn is_first_packet(&self, pkt: &Packet) -> bool {
+        let f = pkt.flow_id as usize;
+        f < self.facts.flow_start_ps.len()
+            && self.facts.flow_start_ps[f] == pkt.created_ps
+            && self.facts.flow_src_vip[f] == pkt.ip.src
+    }
+
+    fn count_hit(&mut self, pkt: &Packet) {
+        let first = self.is_first_packet(pkt);
+        let mut s = self.stats.borrow_mut();
+        s.hits[self.cfg.switch_id as usize] += 1;
+        if first {
+            s.first_hits[self.cfg.switch_id as usize] += 1;
+        }
+    }
+
+    /// Learning and invalidation messages (UDP 333, not tunnelled).
+    fn control(&mut self, pkt: &mut Packet, ctx: &mut Ctx<'_>) -> Verdict {
+        let msg = pkt.payload_bytes.as_deref().and_then(|b| ControlMessage::parse(b).ok());
+        let for_me = pkt.ip.dst == self.cfg.switch_ip;
+        match msg {
+            Some(ControlMessage::Invalidate { vip, stale_pip }) => {
+                if self.cache.remove_if(vip, stale_pip) {
+                    self.stats.borrow_mut().invalidated_entries += 1;
+                }
+            }
+            Some(ControlMessage::Learn { vip, pip }) if for_me => {
+                if self.cache.put(vip, pip).is_ok() {
+                    self.stats.borrow_mut().inserts_learning += 1;
+                }
+            }
+            _ => {}
+        }
+        if for_me {
+            Verdict::Consume
+        } else {
+            self.l3.forward(pkt, ctx)
+        }
+    }
+
+    /// LocalLearning and GwCache: learn every resolved destination (overwrite), resolve hits.
+    fn greedy(&mut self, pkt: &mut Packet, vdst: u32, to_gw: bool) {
+        let t = pkt.tunnel.as_mut().expect("tenant packets are tunnelled");
+        if !to_gw {
+            if self.cache.put(vdst, t.outer.dst).is_ok() {
+                self.stats.borrow_mut().inserts_destination += 1;
+            }
+        } else if let Some(pip) = self.cache.get(vdst) {
+            t.outer.dst = pip;
+            self.count_hit(pkt);
+        }
+    }
+
+    /// SwitchV2P's steps 0–5 (module doc). Returns the options to write back, if changed.
+    fn switchv2p(&mut self, pkt: &mut Packet, meta: &Metadata, mut opts: V2pOptions, ctx: &mut Ctx<'_>) -> Option<V2pOptions> {
+        let role = self.cfg.role;
+        let vdst = pkt.ip.dst;
+        let vsrc = pkt.ip.src;
+        let (outer_src, outer_dst) = {
+            let t = pkt.tunnel.as_ref().expect("tunnelled");
+            (t.outer.src, t.outer.dst)
+        };
+        let to_gw = self.facts.gateways.contains(&outer_dst);
+        let from_server = self.host_ports.get(meta.ingress_port as usize).copied().flatten();
+        let mut changed = false;
+
+        // 0. A server sent back a packet it could not deliver.
+        if role.is_tor() {
+            if let Some(server_pip) = from_server {
+                if outer_src != server_pip {
+                    if opts.misdelivery.is_none() {
+                        opts.misdelivery = Some((vdst, server_pip));
+                        self.stats.borrow_mut().misdelivery_tags += 1;
+                        changed = true;
+                    }
+                    if let Some((hit_switch, hit_ip)) = opts.hit.take() {
+                        changed = true;
+                        self.maybe_invalidate(hit_switch, hit_ip, vdst, server_pip, ctx);
+                    }
+                }
+            }
+        }
+
+        // 1. Misdelivered packets: invalidate or re-resolve, nothing else.
+        if let Some((mvip, stale)) = opts.misdelivery {
+            if mvip == vdst {
+                match self.cache.get(vdst) {
+                    Some(v) if v == stale => {
+                        self.cache.remove(vdst);
+                        self.stats.borrow_mut().invalidated_entries += 1;
+                    }
+                    Some(v) if v != outer_dst => {
+                        pkt.tunnel.as_mut().expect("tunnelled").outer.dst = v;
+                    }
+                    _ => {}
+                }
+                return changed.then_some(opts);
+            }
+        }
+
+        // 2. Promotion from spines to cores.
+        if role == V2pRole::Spine && to_gw {
+            let was_hot = self.cache.find(vdst).is_some() && self.cache.slot_bit(vdst);
+            if let Some(v) = self.cache.get(vdst) {
+                if !self.cfg.promote_requires_access_bit || was_hot {
+                    opts.spill = Some((vdst, v));
+                    self.stats.borrow_mut().promotions += 1;
+                    return Some(opts);
+                }
+                // Not hot yet: resolve here (step 5) on the lookup already made.
+                pkt.tunnel.as_mut().expect("tunnelled").outer.dst = v;
+                opts.hit = Some((self.cfg.switch_id, self.cfg.switch_ip));
+                self.count_hit(pkt);
+                return Some(opts);
+            }
+            // The miss already cleared the slot's bit; fall through to learning.
+        }
+
+        match role {
+            // 3. ToRs: source learning on the way down to a server; destination if free.
+            V2pRole::Tor => {
+                if from_server.is_none() {
+                    if self.cache.put(vsrc, outer_src).is_ok() {
+                        self.stats.borrow_mut().inserts_source += 1;
+                    }
+                } else if !to_gw && self.cache.put_if_free(vdst, outer_dst) {
+                    self.stats.borrow_mut().inserts_destination += 1;
+                }
+            }
+            // 4. Destination learning / spillover / promotions.
+            _ => {
+                let had_tag = opts.spill.is_some();
+                let candidate = opts.spill.or((!to_gw).then_some((vdst, outer_dst)));
+                if let Some((k, v)) = candidate {
+                    match role {
+                        V2pRole::Core => {
+                            if had_tag {
+                                if k == vdst && !self.cache.slot_bit(k) && self.cache.find(k).is_none() {
+                                    if let Ok(victim) = self.cache.put(k, v) {
+                                        self.stats.borrow_mut().inserts_spill += 1;
+                                        opts.spill = victim;
+                                        changed = true;
+                                        if victim.is_some() {
+                                            self.stats.borrow_mut().spills += 1;
+                                        }
+                                    }
+                                }
+                            } else if self.cache.put_if_free(k, v) {
+                                self.stats.borrow_mut().inserts_destination += 1;
+                            }
+                        }
+                        V2pRole::Spine | V2pRole::GatewaySpine => {
+                            let busy = self.cache.slot_bit(k) && self.cache.find(k).is_none();
+                            if !busy {
+                                if let Ok(victim) = self.cache.put(k, v) {
+                                    let mut s = self.stats.borrow_mut();
+                                    if had_tag {
+                                        s.inserts_spill += 1;
+                                    } else {
+                                        s.inserts_destination += 1;
+                                    }
+                                    if victim.is_some() {
+                                        s.spills += 1;
+                                    }
+                                    if had_tag || victim.is_some() {
+                                        opts.spill = victim;
+                                        changed = true;
+                                    }
+                                }
+                            }
+                        }
+                        V2pRole::GatewayTor => {
+                            if !had_tag && k == vdst {
+                                self.maybe_learning_packet(outer_src, k, v, ctx);
+                            }
+                            if let Ok(victim) = self.cache.put(k, v) {
+                                let mut s = self.stats.borrow_mut();
+                                if had_tag {
+                                    s.inserts_spill += 1;
+                                } else {
+                                    s.inserts_destination += 1;
+                                }
+                                if victim.is_some() {
+                                    s.spills += 1;
+                                }
+                                if had_tag || victim.is_some() {
+                                    opts.spill = victim;
+                                    changed = true;
+                                }
+                            }
+                        }
+                        V2pRole::Tor => unreachable!("handled above"),
+                    }
+                }
+            }
+        }
+
+        // 5. Resolution.
+        if to_gw {
+            if let Some(v) = self.cache.get(vdst) {
+                pkt.tunnel.as_mut().expect("tunnelled").outer.dst = v;
+                opts.hit = Some((self.cfg.switch_id, self.cfg.switch_ip));
+                self.count_hit(pkt);
+                changed = true;
+            }
+        }
+        changed.then_some(opts)
+    }
+
+    fn maybe_learning_packet(&mut self, sender_pip: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) {
+        if self.cfg.p_learn <= 0.0 || !(ctx.rng.gen::<f64>() < self.cfg.p_learn) {
+            return;
+        }
+        let Some(&tor_ip) = self.facts.tor_ip_of_server.get(&sender_pip) else { return };
+        if tor_ip == self.cfg.switch_ip {
+            return;
+        }
+        let p = self.control_packet(tor_ip, ControlMessage::Learn { vip, pip });
+        self.stats.borrow_mut().learning_packets += 1;
+        ctx.generate(p, Verdict::Route);
+    }
+}
+
+impl Program for V2pSwitch {
+    fn name(&self) -> &str {
+        "switchv2p"
+    }
+
+    fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
+        let tenant = matches!(pkt.tunnel.as_ref().map(|t| &t.encap), Some(Encap::Geneve { .. }));
+        if !tenant {
+            if pkt.tunnel.is_none() && matches!(pkt.l4, L4::Udp { dst_port: CONTROL_PORT, .. }) {
+                return self.control(pkt, ctx);
+            }
+            return self.l3.forward(pkt, ctx);
+        }
+        if self.cfg.cache_slots > 0 {
+            let outer_dst = pkt.tunnel.as_ref().expect("tenant").outer.dst;
+            let to_gw = self.facts.gateways.contains(&outer_dst);
+            if self.cfg.scheme.is_switchv2p() {
+                let opts = match &pkt.tunnel.as_ref().expect("tenant").encap {
+                    Encap::Geneve { options, .. } if !options.is_empty() => V2pOptions::parse(options).unwrap_or_default(),
+                    _ => V2pOptions::default(),
+                };
+                if let Some(new) = self.switchv2p(pkt, meta, opts, ctx) {
+                    if let Some(Encap::Geneve { options, .. }) = pkt.tunnel.as_mut().map(|t| &mut t.encap) {
+                        if new.rewrite(options).is_err() {
+                            options.clear();
+                            new.emit_into(options);
+                        }
+                    }
+                }
+            } else {
+                let vdst = pkt.ip.dst;
+                self.greedy(pkt, vdst, to_gw);
+            }
+        }
+        self.l3.forward(pkt, ctx)
+    }
+
+    fn resources(&self) -> ResourceReport {
+        let mut r = ResourceReport::new(self.name());
+        r.push(self.cache.resource_entry("v2p_cache"));
+        r
+    }
+}
