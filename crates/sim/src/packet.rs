@@ -114,6 +114,10 @@ pub enum Encap {
     Udp { src_port: u16, dst_port: u16 },
     /// Outer IPv4 + UDP(6081) + Geneve + inner Ethernet. Options are raw TLV bytes (multiple of 4).
     Geneve { src_port: u16, vni: u32, options: Vec<u8> },
+    /// IP-in-IP on the wire, plus in-band metadata that costs no wire bytes (TLVs in Geneve's
+    /// option format), like ns-3's packet tags. For reproducing simulations that carried
+    /// per-packet state for free (the SwitchV2P artifact); pcap shows plain IP-in-IP.
+    IpInIpTagged { tags: Vec<u8> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +130,7 @@ impl Tunnel {
     pub fn header_bytes(&self) -> u32 {
         IPV4_HEADER_BYTES
             + match &self.encap {
-                Encap::IpInIp => 0,
+                Encap::IpInIp | Encap::IpInIpTagged { .. } => 0,
                 Encap::Udp { .. } => UDP_HEADER_BYTES,
                 Encap::Geneve { options, .. } => {
                     UDP_HEADER_BYTES + GENEVE_HEADER_BYTES + options.len() as u32 + ETHERNET_HEADER_BYTES
@@ -206,7 +210,7 @@ impl Packet {
                 (self.ip.src, self.ip.dst, self.ip.protocol, s, d)
             }
             Some(t) => match &t.encap {
-                Encap::IpInIp => (t.outer.src, t.outer.dst, IP_PROTO_IPIP, 0, 0),
+                Encap::IpInIp | Encap::IpInIpTagged { .. } => (t.outer.src, t.outer.dst, IP_PROTO_IPIP, 0, 0),
                 Encap::Udp { src_port, dst_port } => {
                     (t.outer.src, t.outer.dst, IP_PROTO_UDP, *src_port, *dst_port)
                 }

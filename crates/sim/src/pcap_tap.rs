@@ -76,7 +76,7 @@ pub fn packet_frame(pkt: &Packet, src_mac: Mac, dst_mac: Mac) -> FrameRepr {
     let tunnel = pkt.tunnel.as_ref().map(|t| TunnelRepr {
         outer: ip_repr(&t.outer),
         encap: match &t.encap {
-            Encap::IpInIp => EncapRepr::IpInIp,
+            Encap::IpInIp | Encap::IpInIpTagged { .. } => EncapRepr::IpInIp,
             Encap::Udp { src_port, dst_port } => EncapRepr::Udp { src_port: *src_port, dst_port: *dst_port },
             Encap::Geneve { src_port, vni, options } => {
                 // Options are TLVs the simulation built; the 8-byte stub header lets the wire

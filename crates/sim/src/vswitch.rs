@@ -15,6 +15,8 @@ use crate::routing::flow_hash;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TunnelKind {
     IpInIp,
+    /// IP-in-IP with zero-byte in-band metadata (see [`Encap::IpInIpTagged`]).
+    IpInIpTagged,
     /// UDP to `port`; the source port is `port` too unless `entropy` is set, in which case it is
     /// a hash of the inner 5-tuple (so ECMP spreads flows between the same two servers).
     Udp { port: u16, entropy: bool },
@@ -44,6 +46,7 @@ impl TunnelVswitch {
         let inner_ecn = p.ip.ecn;
         let (proto, encap) = match kind {
             TunnelKind::IpInIp => (IP_PROTO_IPIP, Encap::IpInIp),
+            TunnelKind::IpInIpTagged => (IP_PROTO_IPIP, Encap::IpInIpTagged { tags: Vec::new() }),
             TunnelKind::Udp { port, entropy } => {
                 let (s, d) = p.l4.ports();
                 let src_port = if *entropy {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
 use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
 use innet_dataplane::{ControlPlane, CpuPort, L3Forward, SwitchConfig};
-use innet_sim::packet::{Encap, Packet};
+use innet_sim::packet::Packet;
 use innet_sim::time::{PS_PER_MS, PS_PER_NS};
 
 use crate::cache::Lru;
@@ -78,7 +78,7 @@ impl Program for BluebirdTor {
     fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
         let from_server = self.host_ports.get(meta.ingress_port as usize).copied().flatten().is_some();
         let unresolved = match pkt.tunnel.as_ref() {
-            Some(t) if matches!(t.encap, Encap::Geneve { .. }) => self.facts.gateways.contains(&t.outer.dst),
+            Some(t) if crate::switch::tunnel_tags(&t.encap).is_some() => self.facts.gateways.contains(&t.outer.dst),
             _ => false,
         };
         if from_server && unresolved {

@@ -18,6 +18,7 @@ use innet_sim::experiment::{
 use innet_sim::report::round6;
 use innet_sim::time::{PS_PER_MS, PS_PER_US};
 use innet_sim::topology::TopologySpec;
+use innet_sim::vswitch::TunnelKind;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -52,6 +53,7 @@ pub struct Params {
     pub migrate_to_server: u32,
     pub incast_senders: u32,
     pub incast_packets: u32,
+    pub tunnel: String,
 }
 
 impl Default for Params {
@@ -80,6 +82,7 @@ impl Default for Params {
             migrate_to_server: 68,
             incast_senders: 64,
             incast_packets: 1000,
+            tunnel: "ipip_tags".into(),
         }
     }
 }
@@ -160,6 +163,11 @@ impl Params {
         s.gateway_processing_ps = (self.gateway_processing_us * PS_PER_US as f64) as u64;
         s.stop_ps = (self.stop_ms * PS_PER_MS as f64) as u64;
         s.seed = self.seed;
+        s.tunnel = match self.tunnel.as_str() {
+            "ipip_tags" => TunnelKind::IpInIpTagged,
+            "geneve" => TunnelKind::Geneve { vni: 1 },
+            other => return Err(bad("tunnel", format!("expected ipip_tags or geneve, got '{other}'"))),
+        };
         Ok(s)
     }
 
@@ -189,6 +197,11 @@ fn trace_params() -> Vec<ParamSpec> {
         p("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
         p("stop_ms", "2000.0", "simulated-time limit"),
         p("seed", "1", "seed of every random choice"),
+        p(
+            "tunnel",
+            "\"ipip_tags\"",
+            "ipip_tags: IP-in-IP with SwitchV2P's metadata as zero-byte tags, as the paper's simulations; geneve: Geneve with the options on the wire (12 B each)",
+        ),
     ]
 }
 

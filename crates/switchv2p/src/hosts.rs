@@ -11,13 +11,14 @@ use std::sync::Arc;
 use innet_sim::host::{HostAddr, Vswitch, VswitchVerdict};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::Network;
-use innet_sim::packet::{ecn, Encap, PacketId};
+use innet_sim::packet::{ecn, PacketId};
 use innet_sim::vswitch::{TunnelKind, TunnelVswitch};
 use innet_wire::switchv2p::V2pOptions;
 
 use crate::directory::Directory;
 use crate::scheme::HostMode;
 use crate::stats::SharedStats;
+use crate::switch::{tunnel_tags, tunnel_tags_mut};
 
 const TOKEN_KIND_SHIFT: u32 = 48;
 const TOKEN_RESEND: u64 = 1;
@@ -74,7 +75,9 @@ pub fn gateway_for(gateways: &[u32], flow_id: u64) -> u32 {
 #[derive(Debug, Clone)]
 pub struct HostSettings {
     pub mode: HostMode,
-    pub vni: u32,
+    /// The tunnel the vswitches push (Geneve with options, or the artifact's IP-in-IP with
+    /// zero-byte tags).
+    pub tunnel: TunnelKind,
     /// Extra processing of a misdelivered packet at the old server before it is re-sent.
     pub misdelivery_delay_ps: u64,
     /// SwitchV2P: a misdelivered packet that a switch resolved (it carries a hit tag) goes back
@@ -105,7 +108,7 @@ impl V2pHostVswitch {
     }
 
     fn encapsulate(&self, net: &mut Network, host: &HostAddr, pkt: PacketId, pip: u32) {
-        TunnelVswitch::encapsulate(&TunnelKind::Geneve { vni: self.cfg.vni }, net, host, pkt, pip);
+        TunnelVswitch::encapsulate(&self.cfg.tunnel, net, host, pkt, pip);
     }
 }
 
@@ -180,10 +183,7 @@ impl Vswitch for V2pHostVswitch {
                 let flow = p.flow_id;
                 let t = p.tunnel.as_mut().expect("checked above");
                 let via_gateway = self.cfg.bounce_hits_via_gateway
-                    && match &t.encap {
-                        Encap::Geneve { options, .. } => V2pOptions::parse(options).map(|o| o.hit.is_some()).unwrap_or(false),
-                        _ => false,
-                    };
+                    && tunnel_tags(&t.encap).is_some_and(|o| V2pOptions::parse(o).is_ok_and(|o| o.hit.is_some()));
                 t.outer.dst = if via_gateway { gateway_for(&self.gateways, flow) } else { new_pip };
                 drop(stats);
                 self.held.hold(net, host, pkt, now + self.cfg.misdelivery_delay_ps);
@@ -259,7 +259,7 @@ impl Vswitch for GatewayVswitch {
             self.stats.borrow_mut().tenant_packets_lost += 1;
             return VswitchVerdict::Drop(DropReason::Vswitch);
         };
-        if let Encap::Geneve { options, .. } = &mut t.encap {
+        if let Some(options) = tunnel_tags_mut(&mut t.encap) {
             if !options.is_empty() && V2pOptions::default().rewrite(options).is_err() {
                 options.clear();
             }

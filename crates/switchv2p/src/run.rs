@@ -15,6 +15,7 @@ use innet_sim::metrics::{Conservation, DropReason};
 use innet_sim::tcp::TcpConfig;
 use innet_sim::time::{ps_to_us, PS_PER_MS, PS_PER_US};
 use innet_sim::topology::{base_rtt_ps, Role, Topology, TopologySpec};
+use innet_sim::vswitch::TunnelKind;
 use innet_workloads::trace::TraceRow;
 use rand::{Rng, SeedableRng};
 
@@ -86,6 +87,9 @@ pub struct RunSpec {
     pub ondemand_update_delay_ps: u64,
     pub promote_requires_access_bit: bool,
     pub bluebird: BluebirdSettings,
+    /// The tunnel hosts push: the artifact's IP-in-IP with zero-byte tags (default, as the
+    /// paper's simulations), or Geneve with SwitchV2P's options on the wire.
+    pub tunnel: TunnelKind,
     pub stop_ps: u64,
     pub seed: u64,
 }
@@ -106,6 +110,7 @@ impl RunSpec {
             ondemand_update_delay_ps: PS_PER_MS,
             promote_requires_access_bit: false,
             bluebird: BluebirdSettings::default(),
+            tunnel: TunnelKind::IpInIpTagged,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
         }
@@ -347,7 +352,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
 
     let host_settings = HostSettings {
         mode: scheme.host_mode(),
-        vni: 1,
+        tunnel: spec.tunnel.clone(),
         misdelivery_delay_ps: spec.misdelivery_delay_ps,
         bounce_hits_via_gateway: scheme.is_switchv2p(),
         ondemand_install_delay_ps: spec.ondemand_install_delay_ps,

@@ -38,6 +38,25 @@ use crate::cache::DirectMapped;
 use crate::scheme::Scheme;
 use crate::stats::SharedStats;
 
+/// The in-band metadata area of a tenant packet's tunnel: Geneve options, or zero-byte tags.
+#[inline]
+pub fn tunnel_tags(encap: &Encap) -> Option<&Vec<u8>> {
+    match encap {
+        Encap::Geneve { options, .. } => Some(options),
+        Encap::IpInIpTagged { tags } => Some(tags),
+        _ => None,
+    }
+}
+
+#[inline]
+pub fn tunnel_tags_mut(encap: &mut Encap) -> Option<&mut Vec<u8>> {
+    match encap {
+        Encap::Geneve { options, .. } => Some(options),
+        Encap::IpInIpTagged { tags } => Some(tags),
+        _ => None,
+    }
+}
+
 /// A switch's place in the topology (paper Table 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum V2pRole {
@@ -381,6 +400,14 @@ impl V2pSwitch {
                 changed = true;
             }
         }
+        // A spilled entry going down to a server has no switch left to land in: drop it.
+        if opts.spill.is_some() && role.is_tor() {
+            let dst = pkt.tunnel.as_ref().expect("tunnelled").outer.dst;
+            if self.host_ports.iter().any(|p| *p == Some(dst)) {
+                opts.spill = None;
+                changed = true;
+            }
+        }
         changed.then_some(opts)
     }
 
@@ -404,7 +431,7 @@ impl Program for V2pSwitch {
     }
 
     fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
-        let tenant = matches!(pkt.tunnel.as_ref().map(|t| &t.encap), Some(Encap::Geneve { .. }));
+        let tenant = pkt.tunnel.as_ref().is_some_and(|t| tunnel_tags(&t.encap).is_some());
         if !tenant {
             if pkt.tunnel.is_none() && matches!(pkt.l4, L4::Udp { dst_port: CONTROL_PORT, .. }) {
                 return self.control(pkt, ctx);
@@ -415,12 +442,12 @@ impl Program for V2pSwitch {
             let outer_dst = pkt.tunnel.as_ref().expect("tenant").outer.dst;
             let to_gw = self.facts.gateways.contains(&outer_dst);
             if self.cfg.scheme.is_switchv2p() {
-                let opts = match &pkt.tunnel.as_ref().expect("tenant").encap {
-                    Encap::Geneve { options, .. } if !options.is_empty() => V2pOptions::parse(options).unwrap_or_default(),
+                let opts = match tunnel_tags(&pkt.tunnel.as_ref().expect("tenant").encap) {
+                    Some(options) if !options.is_empty() => V2pOptions::parse(options).unwrap_or_default(),
                     _ => V2pOptions::default(),
                 };
                 if let Some(new) = self.switchv2p(pkt, meta, opts, ctx) {
-                    if let Some(Encap::Geneve { options, .. }) = pkt.tunnel.as_mut().map(|t| &mut t.encap) {
+                    if let Some(options) = pkt.tunnel.as_mut().and_then(|t| tunnel_tags_mut(&mut t.encap)) {
                         if new.rewrite(options).is_err() {
                             options.clear();
                             new.emit_into(options);
