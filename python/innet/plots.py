@@ -107,3 +107,7 @@ def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: P
     style()
     fn = _REGISTRY.get(experiment, generic)
     return fn(summary, tables, Path(out))
+
+
+# System plot modules register themselves on import.
+from innet import plots_switchv2p  # noqa: E402,F401
