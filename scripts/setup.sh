@@ -28,7 +28,7 @@ fi
 
 log "python dependencies"
 python3 -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis
+    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox
 
 log "build and install innet (release)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .

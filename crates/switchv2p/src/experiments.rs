@@ -251,6 +251,13 @@ fn metrics(r: &SchemeResult, base: Option<&SchemeResult>) -> Map<String, Value> 
     m.insert("cpu_packets".into(), json!(r.stats.cpu_packets));
     m.insert("drops".into(), json!(r.drops.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<_, _>>()));
     m.insert("events".into(), json!(r.events));
+    if let Some(st) = &r.solver {
+        m.insert(
+            "controller".into(),
+            json!({"solves": st.solves, "optimal": st.optimal, "time_limited": st.time_limited,
+                   "solver_wall_s": round6(st.wall_seconds), "largest_columns": st.largest_columns}),
+        );
+    }
     m
 }
 
@@ -309,7 +316,7 @@ impl Experiment for CacheSize {
         let mut points = vec![(Scheme::NoCache, base_spec.clone())];
         // Schemes without switch caches do not depend on the size: one run each.
         for &s in &schemes {
-            if s.uses_switch_cache() || s == Scheme::Bluebird {
+            if s.uses_switch_cache() || s == Scheme::Bluebird || s.controller_interval_ps().is_some() {
                 for &f in &fractions {
                     let mut spec = base_spec.clone();
                     spec.cache_fraction = f;

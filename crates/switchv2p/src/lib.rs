@@ -13,6 +13,7 @@
 
 pub mod bluebird;
 pub mod cache;
+pub mod controller;
 pub mod directory;
 pub mod experiments;
 pub mod hosts;

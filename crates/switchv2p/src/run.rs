@@ -20,6 +20,7 @@ use innet_workloads::trace::TraceRow;
 use rand::{Rng, SeedableRng};
 
 use crate::bluebird::{BluebirdControl, BluebirdSettings, BluebirdTor};
+use crate::controller::{ControllerSwitch, HighsCli, PlacementProblem, SolveStats};
 use crate::directory::{Directory, Migration};
 use crate::hosts::{GatewayVswitch, HostSettings, V2pHostVswitch};
 use crate::scheme::Scheme;
@@ -87,6 +88,8 @@ pub struct RunSpec {
     pub ondemand_update_delay_ps: u64,
     pub promote_requires_access_bit: bool,
     pub bluebird: BluebirdSettings,
+    /// Wall-clock limit of one Controller solve (HiGHS keeps its best solution when it hits it).
+    pub controller_time_limit_s: f64,
     /// The tunnel hosts push: the artifact's IP-in-IP with zero-byte tags (default, as the
     /// paper's simulations), or Geneve with SwitchV2P's options on the wire.
     pub tunnel: TunnelKind,
@@ -110,6 +113,7 @@ impl RunSpec {
             ondemand_update_delay_ps: PS_PER_MS,
             promote_requires_access_bit: false,
             bluebird: BluebirdSettings::default(),
+            controller_time_limit_s: 60.0,
             tunnel: TunnelKind::IpInIpTagged,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
@@ -139,6 +143,8 @@ pub struct SchemeResult {
     pub caching_switches: u32,
     pub events: u64,
     pub simulated_us: f64,
+    /// The Controller's solver statistics.
+    pub solver: Option<SolveStats>,
 }
 
 #[derive(Debug, Clone)]
@@ -178,6 +184,7 @@ pub fn cache_slots(scheme: Scheme, total_entries: f64, topo: &Topology, gateway_
     let caching = match scheme {
         Scheme::GwCache => gateway_tors as u32,
         Scheme::Bluebird => topo.tors.len() as u32,
+        s if s.controller_interval_ps().is_some() => topo.switches.len() as u32,
         s if s.uses_switch_cache() => topo.switches.len() as u32,
         _ => 0,
     };
@@ -329,6 +336,10 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
                 spec.bluebird.configure(&mut sw.cfg);
                 Box::new(sw)
             }
+            s if s.controller_interval_ps().is_some() => {
+                let prog = ControllerSwitch::new(site.switch_index, slots as usize, facts.clone(), stats.clone(), host_ports);
+                Box::new(SimSwitch::new(prog, site.switch_index, routing, site.net, site.node))
+            }
             s if s.uses_switch_cache() && this_slots > 0 => {
                 let cfg = V2pSwitchSettings {
                     scheme,
@@ -368,7 +379,20 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     }
 
     let horizon = last_start_ps.max(1) as f64 * 1.3;
-    fabric.sim.run_until(spec.stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
+    let mut solver_stats = None;
+    if let Some(interval_ps) = scheme.controller_interval_ps() {
+        let mut highs = HighsCli::locate(spec.controller_time_limit_s).map_err(ExperimentError::Input)?;
+        let mut paths: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
+        let mut t = 0u64;
+        while t < spec.stop_ps && fabric.sim.net.pending_events() > 0 {
+            t = (t + interval_ps).min(spec.stop_ps);
+            fabric.sim.run_until(t, &mut |now| progress((now as f64 / horizon).min(0.99)));
+            controller_step(&mut fabric, &mut highs, &mut paths, slots, &dir).map_err(ExperimentError::Input)?;
+        }
+        solver_stats = Some(highs.stats.clone());
+    } else {
+        fabric.sim.run_until(spec.stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
+    }
     let cons = fabric.sim.finish();
     if !cons.ok() {
         return Err(ExperimentError::Invariant(format!("packet conservation failed under {scheme}: {cons:?}")));
@@ -465,5 +489,70 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
         caching_switches: caching,
         events: fabric.sim.net.events_processed(),
         simulated_us: ps_to_us(fabric.sim.net.now_ps()),
+        solver: solver_stats,
     })
+}
+
+/// One controller round: read and reset every ToR's traffic matrix, solve the placement for the
+/// interval's traffic, install the chosen mappings (their current PIPs) into the switches.
+fn controller_step(
+    fabric: &mut innet_dataplane::fabric::Fabric,
+    highs: &mut HighsCli,
+    paths: &mut HashMap<(u32, u32), Vec<u32>>,
+    capacity: u32,
+    dir: &Directory,
+) -> Result<(), String> {
+    let mut traffic: HashMap<(u32, u32, u32), u64> = HashMap::new();
+    for &n in &fabric.topo.tors {
+        if let Some(sw) = fabric.sim.node_mut::<SimSwitch<ControllerSwitch>>(n) {
+            for (k, v) in sw.program.traffic.drain() {
+                *traffic.entry(k).or_insert(0) += v;
+            }
+        }
+    }
+    if traffic.is_empty() {
+        return Ok(());
+    }
+    let mut groups: Vec<(Vec<u32>, u32, u64)> = Vec::with_capacity(traffic.len());
+    let mut keys: Vec<_> = traffic.into_iter().collect();
+    keys.sort_unstable();
+    for ((src, gw, vdst), count) in keys {
+        let path = paths.entry((src, gw)).or_insert_with(|| switch_path(fabric, src, gw)).clone();
+        groups.push((path, vdst, count));
+    }
+    let problem = PlacementProblem { groups, capacity };
+    let chosen = highs.solve(&problem)?;
+    let now = fabric.sim.net.now_ps();
+    for (s, vip) in chosen {
+        let node = fabric.topo.switches[s as usize];
+        if let (Some(pip), Some(sw)) = (dir.pip_at(vip, now), fabric.sim.node_mut::<SimSwitch<ControllerSwitch>>(node)) {
+            sw.program.cache.put(vip, pip);
+        }
+    }
+    Ok(())
+}
+
+/// The switches (by index) a tunnelled packet from `src` to `dst` crosses, following the
+/// routing tables and their ECMP choices.
+pub fn switch_path(fabric: &innet_dataplane::fabric::Fabric, src: u32, dst: u32) -> Vec<u32> {
+    use innet_sim::packet::{Ipv4, Packet, Tunnel, L4, IP_PROTO_IPIP};
+    use innet_sim::routing::NextHop;
+    let mut pkt = Packet::new(Ipv4::new(0, 0, 17), L4::Udp { src_port: 0, dst_port: 0 }, 0);
+    pkt.tunnel = Some(Tunnel { outer: Ipv4::new(src, dst, IP_PROTO_IPIP), encap: innet_sim::packet::Encap::IpInIp });
+    let topo = &fabric.topo;
+    let net = &fabric.sim.net;
+    let Some(host) = topo.host_by_ip(src) else { return Vec::new() };
+    let host_node = topo.hosts[host as usize];
+    let mut port = net.ports[net.port_id(host_node, 0) as usize].peer;
+    let mut path = Vec::new();
+    for _ in 0..16 {
+        let node = net.ports[port as usize].node;
+        let Some(sw) = topo.nodes[node as usize].switch_index else { break };
+        path.push(sw);
+        match fabric.routing.fibs[sw as usize].next_hop(&fabric.routing, &pkt) {
+            NextHop::Port(p) => port = net.ports[net.port_id(node, p) as usize].peer,
+            _ => break,
+        }
+    }
+    path
 }

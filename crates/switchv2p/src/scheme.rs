@@ -18,6 +18,10 @@ pub enum Scheme {
     OnDemand,
     /// Hosts pre-programmed with every mapping.
     Direct,
+    /// A central controller solving the placement ILP every 150 µs / 300 µs (the theoretical
+    /// baseline of the paper's Appendix A).
+    Controller150,
+    Controller300,
     /// SwitchV2P with all its mechanisms.
     SwitchV2P,
     /// SwitchV2P without invalidation packets (Table 4, row 3).
@@ -27,13 +31,15 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::NoCache,
         Scheme::LocalLearning,
         Scheme::GwCache,
         Scheme::Bluebird,
         Scheme::OnDemand,
         Scheme::Direct,
+        Scheme::Controller150,
+        Scheme::Controller300,
         Scheme::SwitchV2P,
         Scheme::SwitchV2PNoInvalidation,
         Scheme::SwitchV2PNoTimestampVector,
@@ -47,6 +53,8 @@ impl Scheme {
             Scheme::Bluebird => "bluebird",
             Scheme::OnDemand => "ondemand",
             Scheme::Direct => "direct",
+            Scheme::Controller150 => "controller150",
+            Scheme::Controller300 => "controller300",
             Scheme::SwitchV2P => "switchv2p",
             Scheme::SwitchV2PNoInvalidation => "switchv2p_noinval",
             Scheme::SwitchV2PNoTimestampVector => "switchv2p_nots",
@@ -60,10 +68,10 @@ impl Scheme {
         })
     }
 
-    /// A comma-separated list, or "all".
+    /// A comma-separated list, or "all" (every scheme but the slow Controller ones).
     pub fn parse_list(s: &str) -> Result<Vec<Scheme>, String> {
         if s.trim() == "all" {
-            return Ok(Scheme::ALL.to_vec());
+            return Ok(Scheme::ALL.into_iter().filter(|x| x.controller_interval_ps().is_none()).collect());
         }
         let v: Result<Vec<Scheme>, String> = s.split(',').filter(|x| !x.trim().is_empty()).map(Scheme::parse).collect();
         let v = v?;
@@ -75,6 +83,15 @@ impl Scheme {
 
     pub fn is_switchv2p(self) -> bool {
         matches!(self, Scheme::SwitchV2P | Scheme::SwitchV2PNoInvalidation | Scheme::SwitchV2PNoTimestampVector)
+    }
+
+    /// The controller's solving interval, for the Controller schemes.
+    pub fn controller_interval_ps(self) -> Option<u64> {
+        match self {
+            Scheme::Controller150 => Some(150_000_000),
+            Scheme::Controller300 => Some(300_000_000),
+            _ => None,
+        }
     }
 
     /// Whether switches hold a direct-mapped mapping cache under this scheme.

@@ -64,3 +64,13 @@ fn tors_take_most_hits_while_upper_layers_serve_first_packets() {
     assert!(share("total", "tor") > 0.6, "{s:?}");
     assert!(share("first_packet", "core") + share("first_packet", "spine") > 0.3, "{s:?}");
 }
+
+#[test]
+fn the_controller_solves_with_highs_and_keeps_packets_off_the_gateways() {
+    let s = run(&CacheSize, &[("duration_ms", "0.3"), ("cache_fractions", "0.1"), ("schemes", "nocache,controller300")]);
+    let c = &s["schemes"]["controller300"]["controller"];
+    assert!(c["solves"].as_u64().unwrap() >= 1, "{s:?}");
+    assert_eq!(c["solves"], c["optimal"], "{s:?}");
+    assert!(get(&s, "controller300", "hit_rate") > 0.5, "{s:?}");
+    assert!(get(&s, "controller300", "gateway_packets") < 0.5 * get(&s, "nocache", "gateway_packets"));
+}
