@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use innet_dataplane::state::{HashAlgorithm, HashUnit, ResourceEntry, ResourceKind};
 
 /// Above this many slots a cache is stored sparsely.
-pub const DENSE_LIMIT_SLOTS: u64 = 1 << 20;
+pub const DENSE_LIMIT_SLOTS: u64 = 1 << 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
@@ -27,10 +27,30 @@ struct Slot {
     bit: bool,
 }
 
+/// Slot indexes are CRC outputs already: a multiplicative mix is hashing enough.
+#[derive(Default, Clone, Copy)]
+struct SlotHasher(u64);
+
+impl std::hash::Hasher for SlotHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type SlotMap = HashMap<u32, Slot, std::hash::BuildHasherDefault<SlotHasher>>;
+
 #[derive(Debug, Clone)]
 enum Store {
     Dense(Vec<Option<Slot>>),
-    Sparse(HashMap<u32, Slot>),
+    Sparse(SlotMap),
 }
 
 /// A direct-mapped (VIP → PIP, access bit) cache.
@@ -50,7 +70,7 @@ impl DirectMapped {
     /// indexed by CRC-32 salted with `salt` (0 for SwitchV2P's network-wide function).
     pub fn new(capacity: u32, salt: u32) -> Self {
         let store = if capacity as u64 > DENSE_LIMIT_SLOTS {
-            Store::Sparse(HashMap::new())
+            Store::Sparse(SlotMap::default())
         } else {
             Store::Dense(vec![None; capacity as usize])
         };
@@ -59,7 +79,7 @@ impl DirectMapped {
 
     /// The same cache with the sparse layout whatever its size (for tests).
     pub fn new_sparse(capacity: u32, salt: u32) -> Self {
-        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store: Store::Sparse(HashMap::new()), occupied: 0 }
+        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store: Store::Sparse(SlotMap::default()), occupied: 0 }
     }
 
     pub fn capacity(&self) -> u32 {
