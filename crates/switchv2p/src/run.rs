@@ -88,6 +88,9 @@ pub struct RunSpec {
     pub ondemand_update_delay_ps: u64,
     pub promote_requires_access_bit: bool,
     pub bluebird: BluebirdSettings,
+    /// Entries written into switch caches before the run: (switch index, VM, server index).
+    /// For warm-cache studies, and for tests that plant a wrong mapping on purpose.
+    pub preload: Vec<(u32, u32, u32)>,
     /// Wall-clock limit of one Controller solve (HiGHS keeps its best solution when it hits it).
     pub controller_time_limit_s: f64,
     /// The tunnel hosts push: the artifact's IP-in-IP with zero-byte tags (default, as the
@@ -114,6 +117,7 @@ impl RunSpec {
             promote_requires_access_bit: false,
             bluebird: BluebirdSettings::default(),
             controller_time_limit_s: 60.0,
+            preload: Vec::new(),
             tunnel: TunnelKind::IpInIpTagged,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
@@ -233,7 +237,8 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let topo = Topology::build(&ns.topo, &extra)?;
     let servers = topo.num_servers;
     let vm_count = servers as u64 * ns.vms_per_server as u64;
-    let server_ip = |s: u32| topo.nodes[topo.hosts[s as usize] as usize].ip;
+    let server_pips: Vec<u32> = (0..servers).map(|s| topo.nodes[topo.hosts[s as usize] as usize].ip).collect();
+    let server_ip = |s: u32| server_pips[s as usize];
     let initial: Vec<u32> = (0..vm_count as u32).map(|vm| server_ip(vm / ns.vms_per_server)).collect();
     let mut migrations = Vec::new();
     for &(vm, at_ps, to_server) in &spec.migrations {
@@ -378,6 +383,16 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
         }
     }
 
+    for &(sw, vm, server) in &spec.preload {
+        let node = *fabric.topo.switches.get(sw as usize).ok_or_else(|| bad("preload", format!("switch {sw} does not exist")))?;
+        if vm as u64 >= vm_count || server >= servers {
+            return Err(bad("preload", format!("VM {vm} or server {server} does not exist")));
+        }
+        let pip = server_ip(server);
+        if let Some(s) = fabric.sim.node_mut::<SimSwitch<V2pSwitch>>(node) {
+            let _ = s.program.cache.put(Directory::vip(vm), pip);
+        }
+    }
     let horizon = last_start_ps.max(1) as f64 * 1.3;
     let mut solver_stats = None;
     if let Some(interval_ps) = scheme.controller_interval_ps() {

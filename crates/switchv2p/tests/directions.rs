@@ -74,3 +74,19 @@ fn the_controller_solves_with_highs_and_keeps_packets_off_the_gateways() {
     assert!(get(&s, "controller300", "hit_rate") > 0.5, "{s:?}");
     assert!(get(&s, "controller300", "gateway_packets") < 0.5 * get(&s, "nocache", "gateway_packets"));
 }
+
+#[test]
+fn a_mapping_to_a_server_that_never_held_the_vm_is_caught() {
+    use innet_switchv2p::run::{run_scheme, NetworkSpec, RunSpec, Transport};
+    use innet_workloads::trace::TraceRow;
+    // VM 5 (server 0) sends to VM 900 (server 11); the source ToR (switch 48) is planted with a
+    // mapping of VM 900 to server 3, which never held it.
+    let rows = vec![TraceRow { src_vm: 5, dst_vm: 900, ts_ns: 0, flow_id: 1, size_bytes: 64 }];
+    let mut spec = RunSpec::new(NetworkSpec::ft8_10k(), rows, Transport::UdpPacket { payload_bytes: 64 }, Default::default());
+    spec.stop_ps = 10_000_000_000;
+    let clean = run_scheme(&spec, innet_switchv2p::Scheme::SwitchV2P, &mut |_| {}).expect("a clean run passes");
+    assert_eq!(clean.stats.tenant_packets_delivered, 1);
+    spec.preload = vec![(48, 900, 3)];
+    let err = run_scheme(&spec, innet_switchv2p::Scheme::SwitchV2P, &mut |_| {}).unwrap_err().to_string();
+    assert!(err.contains("never held"), "{err}");
+}
