@@ -54,6 +54,7 @@ pub struct Params {
     pub incast_senders: u32,
     pub incast_packets: u32,
     pub tunnel: String,
+    pub topology: String,
 }
 
 impl Default for Params {
@@ -83,6 +84,7 @@ impl Default for Params {
             incast_senders: 64,
             incast_packets: 1000,
             tunnel: "ipip_tags".into(),
+            topology: "ft8_10k".into(),
         }
     }
 }
@@ -125,6 +127,9 @@ impl Params {
         }
         if !(self.gateway_processing_us >= 0.0) {
             return Err(bad("gateway_processing_us", "expected a non-negative time"));
+        }
+        if !matches!(self.topology.as_str(), "ft8_10k" | "ft16_400k") {
+            return Err(bad("topology", format!("expected ft8_10k or ft16_400k, got '{}'", self.topology)));
         }
         if !(self.cache_fraction >= 0.0 && self.cache_fraction.is_finite()) {
             return Err(bad("cache_fraction", format!("expected a non-negative fraction, got {}", self.cache_fraction)));
@@ -172,7 +177,10 @@ impl Params {
     }
 
     fn net(&self) -> NetworkSpec {
-        let mut n = NetworkSpec::ft8_10k();
+        let mut n = match self.topology.as_str() {
+            "ft16_400k" => NetworkSpec::ft16_400k(),
+            _ => NetworkSpec::ft8_10k(),
+        };
         n.gateways_per_tor = self.gateways_per_tor;
         n
     }
@@ -289,72 +297,107 @@ fn header(name: &str, p: &Params) -> Map<String, Value> {
 
 // ---------------------------------------------------------------- switchv2p.cachesize (Fig. 5)
 
+/// Fig. 5 on FT8-10K (`switchv2p.cachesize`) and Fig. 6 on FT16-400K (`switchv2p.alibaba`):
+/// the same sweep, with a different network and trace by default.
 pub struct CacheSize;
+pub struct Alibaba;
+
+fn cachesize_params(topology: &'static str, trace: &'static str) -> Vec<ParamSpec> {
+    let mut params: Vec<ParamSpec> = trace_params()
+        .into_iter()
+        .map(|x| match x.name {
+            "trace" => p("trace", trace, x.doc),
+            _ => x,
+        })
+        .collect();
+    params.push(p("topology", topology, "ft8_10k (128 servers, 10,240 VMs) or ft16_400k (12,800 servers, 409,600 VMs)"));
+    params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare (NoCache is always run as the baseline)"));
+    params.push(p(
+        "cache_fractions",
+        "\"0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500\"",
+        "total cache sizes as fractions of the VM address space",
+    ));
+    params
+}
+
+impl Experiment for Alibaba {
+    fn info(&self) -> ExperimentInfo {
+        ExperimentInfo {
+            name: "switchv2p.alibaba",
+            description: "Fig. 6: the cache-size sweep on FT16-400K under the Alibaba-like microservice RPC trace",
+            params: cachesize_params("\"ft16_400k\"", "\"alibaba\""),
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.3"), ("cache_fractions", "\"0.5\""), ("stop_ms", "100.0")];
+        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        cachesize_sweep("switchv2p.alibaba", &p, progress)
+    }
+}
 
 impl Experiment for CacheSize {
     fn info(&self) -> ExperimentInfo {
-        let mut params = trace_params();
-        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare (NoCache is always run as the baseline)"));
-        params.push(p(
-            "cache_fractions",
-            "\"0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500\"",
-            "total cache sizes as fractions of the VM address space",
-        ));
         ExperimentInfo {
             name: "switchv2p.cachesize",
             description: "Fig. 5: hit rate, FCT and first-packet-latency improvement over NoCache vs total cache size, per scheme",
-            params,
+            params: cachesize_params("\"ft8_10k\"", "\"hadoop\""),
         }
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
         const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")];
         let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
-        let schemes: Vec<Scheme> = p.schemes()?.into_iter().filter(|&s| s != Scheme::NoCache).collect();
-        let base_spec = p.spec(p.net())?;
-        let mut points = vec![(Scheme::NoCache, base_spec.clone())];
-        // Schemes without switch caches do not depend on the size: one run each.
-        for &s in &schemes {
-            if s.uses_switch_cache() || s == Scheme::Bluebird || s.controller_interval_ps().is_some() {
-                for &f in &fractions {
-                    let mut spec = base_spec.clone();
-                    spec.cache_fraction = f;
-                    points.push((s, spec));
-                }
-            } else {
-                points.push((s, base_spec.clone()));
-            }
-        }
-        let results = run_all(&points, progress)?;
-        let base = &results[0];
-        let mut rows = Vec::new();
-        let (mut names, mut fr) = (Vec::new(), Vec::new());
-        let mut by_scheme: Map<String, Value> = Map::new();
-        for ((s, spec), r) in points.iter().zip(&results) {
-            let m = metrics(r, Some(base));
-            names.push(s.name().to_string());
-            fr.push(spec.cache_fraction);
-            // The summary's per-scheme entry: the point closest to the paper's 50 % analysis size.
-            let better = match by_scheme.get(s.name()) {
-                None => true,
-                Some(prev) => {
-                    (spec.cache_fraction - 0.5).abs() < (prev["cache_fraction"].as_f64().unwrap_or(f64::MAX) - 0.5).abs()
-                }
-            };
-            if better {
-                let mut e = m.clone();
-                e.insert("cache_fraction".into(), json!(spec.cache_fraction));
-                by_scheme.insert(s.name().into(), Value::Object(e));
-            }
-            rows.push(m);
-        }
-        let mut s = header("switchv2p.cachesize", &p);
-        s.insert("cache_fractions".into(), json!(fractions));
-        s.insert("schemes".into(), Value::Object(by_scheme));
-        let table = points_table("points", vec![("scheme", ColumnData::Str(names)), ("cache_fraction", ColumnData::F64(fr))], &rows);
-        Ok(RunOutput { summary: s, tables: vec![table] })
+        cachesize_sweep("switchv2p.cachesize", &p, progress)
     }
+}
+
+fn cachesize_sweep(name: &str, p: &Params, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+    let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
+    let schemes: Vec<Scheme> = p.schemes()?.into_iter().filter(|&s| s != Scheme::NoCache).collect();
+    let base_spec = p.spec(p.net())?;
+    let mut points = vec![(Scheme::NoCache, base_spec.clone())];
+    // Schemes without switch caches do not depend on the size: one run each.
+    for &s in &schemes {
+        if s.uses_switch_cache() || s == Scheme::Bluebird || s.controller_interval_ps().is_some() {
+            for &f in &fractions {
+                let mut spec = base_spec.clone();
+                spec.cache_fraction = f;
+                points.push((s, spec));
+            }
+        } else {
+            points.push((s, base_spec.clone()));
+        }
+    }
+    let results = run_all(&points, progress)?;
+    let base = &results[0];
+    let mut rows = Vec::new();
+    let (mut names, mut fr) = (Vec::new(), Vec::new());
+    let mut by_scheme: Map<String, Value> = Map::new();
+    for ((s, spec), r) in points.iter().zip(&results) {
+        let m = metrics(r, Some(base));
+        names.push(s.name().to_string());
+        fr.push(spec.cache_fraction);
+        // The summary's per-scheme entry: the point closest to the paper's 50 % analysis size.
+        let better = match by_scheme.get(s.name()) {
+            None => true,
+            Some(prev) => {
+                (spec.cache_fraction - 0.5).abs() < (prev["cache_fraction"].as_f64().unwrap_or(f64::MAX) - 0.5).abs()
+            }
+        };
+        if better {
+            let mut e = m.clone();
+            e.insert("cache_fraction".into(), json!(spec.cache_fraction));
+            by_scheme.insert(s.name().into(), Value::Object(e));
+        }
+        rows.push(m);
+    }
+    let mut s = header(name, p);
+    s.insert("topology".into(), json!(p.topology));
+    s.insert("cache_fractions".into(), json!(fractions));
+    s.insert("schemes".into(), Value::Object(by_scheme));
+    let table = points_table("points", vec![("scheme", ColumnData::Str(names)), ("cache_fraction", ColumnData::F64(fr))], &rows);
+    Ok(RunOutput { summary: s, tables: vec![table] })
 }
 
 // ---------------------------------------------------------------- switchv2p.migration (Table 4)
@@ -622,5 +665,5 @@ fn sweep_output(name: &str, key: &str, p: &Params, points: Vec<(Scheme, u32)>, r
 }
 
 pub fn all() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(CacheSize), Box::new(MigrationExp), Box::new(HitsByLayer), Box::new(PodBytes), Box::new(Gateways), Box::new(TopologyScaling)]
+    vec![Box::new(CacheSize), Box::new(Alibaba), Box::new(MigrationExp), Box::new(HitsByLayer), Box::new(PodBytes), Box::new(Gateways), Box::new(TopologyScaling)]
 }
