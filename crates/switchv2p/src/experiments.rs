@@ -588,14 +588,9 @@ impl Experiment for Gateways {
             }
             let mut net = p.net();
             net.gateways_per_tor = c / 4;
-            let spec = p.spec(net)?;
-            for &s in &schemes {
-                points.push((s, c, spec.clone()));
-            }
+            points.push((c, p.spec(net)?));
         }
-        let runs: Vec<(Scheme, RunSpec)> = points.iter().map(|(s, _, sp)| (*s, sp.clone())).collect();
-        let results = run_all(&runs, progress)?;
-        sweep_output("switchv2p.gateways", "gateways", &p, points.iter().map(|x| (x.0, x.1)).collect(), &results)
+        run_sweep("switchv2p.gateways", "gateways", &p, &schemes, points, progress)
     }
 }
 
@@ -628,15 +623,18 @@ impl Experiment for TopologyScaling {
             let mut gw: Vec<u32> = vec![0, tors * 10 / 32, tors * 20 / 32, tors - 1];
             gw.dedup();
             let net = NetworkSpec { topo, gateway_tors: gw.clone(), gateways_per_tor: 40 / gw.len() as u32, vms_per_server: 80 };
-            let spec = p.spec(net)?;
-            for &s in &schemes {
-                points.push((s, k, spec.clone()));
-            }
+            points.push((k, p.spec(net)?));
         }
-        let runs: Vec<(Scheme, RunSpec)> = points.iter().map(|(s, _, sp)| (*s, sp.clone())).collect();
-        let results = run_all(&runs, progress)?;
-        sweep_output("switchv2p.topology", "pods", &p, points.iter().map(|x| (x.0, x.1)).collect(), &results)
+        run_sweep("switchv2p.topology", "pods", &p, &schemes, points, progress)
     }
+}
+
+/// Run every scheme at every (setting, spec) and report the sweep.
+fn run_sweep(name: &str, key: &str, p: &Params, schemes: &[Scheme], settings: Vec<(u32, RunSpec)>, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+    let runs: Vec<(Scheme, RunSpec)> = settings.iter().flat_map(|(_, sp)| schemes.iter().map(move |&s| (s, sp.clone()))).collect();
+    let keys: Vec<(Scheme, u32)> = settings.iter().flat_map(|(k, _)| schemes.iter().map(move |&s| (s, *k))).collect();
+    let results = run_all(&runs, progress)?;
+    sweep_output(name, key, p, keys, &results)
 }
 
 /// Summary + table of a (scheme × setting) sweep; improvements against NoCache at the same setting.

@@ -346,44 +346,17 @@ impl V2pSwitch {
                             }
                         }
                         V2pRole::Spine | V2pRole::GatewaySpine => {
+                            // Admission: never evict an entry in use (bit set) for a newcomer.
                             let busy = self.cache.slot_bit(k) && self.cache.find(k).is_none();
                             if !busy {
-                                if let Ok(victim) = self.cache.put(k, v) {
-                                    let mut s = self.stats.borrow_mut();
-                                    if had_tag {
-                                        s.inserts_spill += 1;
-                                    } else {
-                                        s.inserts_destination += 1;
-                                    }
-                                    if victim.is_some() {
-                                        s.spills += 1;
-                                    }
-                                    if had_tag || victim.is_some() {
-                                        opts.spill = victim;
-                                        changed = true;
-                                    }
-                                }
+                                changed |= self.overwrite_and_spill(k, v, had_tag, &mut opts);
                             }
                         }
                         V2pRole::GatewayTor => {
                             if !had_tag && k == vdst {
                                 self.maybe_learning_packet(outer_src, k, v, ctx);
                             }
-                            if let Ok(victim) = self.cache.put(k, v) {
-                                let mut s = self.stats.borrow_mut();
-                                if had_tag {
-                                    s.inserts_spill += 1;
-                                } else {
-                                    s.inserts_destination += 1;
-                                }
-                                if victim.is_some() {
-                                    s.spills += 1;
-                                }
-                                if had_tag || victim.is_some() {
-                                    opts.spill = victim;
-                                    changed = true;
-                                }
-                            }
+                            changed |= self.overwrite_and_spill(k, v, had_tag, &mut opts);
                         }
                         V2pRole::Tor => unreachable!("handled above"),
                     }
@@ -409,6 +382,26 @@ impl V2pSwitch {
             }
         }
         changed.then_some(opts)
+    }
+
+    /// Insert (k, v) by overwriting; the displaced entry (if any) rides on in the spill option,
+    /// and a consumed spill option is removed. Returns whether the options changed.
+    fn overwrite_and_spill(&mut self, k: u32, v: u32, had_tag: bool, opts: &mut V2pOptions) -> bool {
+        let Ok(victim) = self.cache.put(k, v) else { return false };
+        let mut s = self.stats.borrow_mut();
+        if had_tag {
+            s.inserts_spill += 1;
+        } else {
+            s.inserts_destination += 1;
+        }
+        if victim.is_some() {
+            s.spills += 1;
+        }
+        if had_tag || victim.is_some() {
+            opts.spill = victim;
+            return true;
+        }
+        false
     }
 
     fn maybe_learning_packet(&mut self, sender_pip: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) {
