@@ -16,6 +16,7 @@ def _by_scheme(df: pd.DataFrame, key: str):
         yield scheme, g.sort_values(key)
 
 
+@register("switchv2p.alibaba")
 @register("switchv2p.cachesize")
 def plot_cachesize(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
     """Fig. 5: hit rate, FCT and first-packet-latency improvement vs total cache size."""
@@ -36,7 +37,7 @@ def plot_cachesize(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
         ax.set_xlabel("cache size (% of address space)")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"switchv2p.cachesize: {summary.get('trace', '')}")
+    fig.suptitle(f"{summary.get('experiment', '')}: {summary.get('trace', '')} on {summary.get('topology', '')}")
     return [_save(fig, out / "cachesize.png")]
 
 
