@@ -11,6 +11,7 @@ use innet_wire::frame::{parse_frame_with, EncapRepr, FrameRepr, L4Repr, TunnelRe
 use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
 use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
 use innet_wire::pcap::PcapWriter;
+use innet_wire::switchv2p::{ControlMessage, V2pOptions};
 use innet_wire::tcp::{flags, TcpOption, TcpRepr};
 use innet_wire::Ipv4Addr;
 
@@ -325,6 +326,15 @@ fn main() {
             );
         }
     }
+    // SwitchV2P: option areas (with a foreign option in front) and control messages.
+    let opts = V2pOptions { spill: Some((0x6440_0005, 0x0a00_0001)), hit: Some((48, 0x0b00_0030)), misdelivery: None };
+    let mut area = Vec::new();
+    opts.emit_into(&mut area);
+    write(&dir, "switchv2p", "hit_and_spill", &area);
+    let mut area = vec![0x01, 0x02, 0x05, 0x01, 0, 0, 0, 0];
+    V2pOptions { misdelivery: Some((0x6440_0005, 0x0a00_0101)), ..Default::default() }.emit_into(&mut area);
+    write(&dir, "switchv2p", "foreign_then_misdelivery", &area);
+    write(&dir, "switchv2p", "learn_message", &ControlMessage::Learn { vip: 0x6440_0005, pip: 0x0a00_0001 }.emit());
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
     for (target, name, bytes) in regressions() {
         write(&dir, target, name, &bytes);
