@@ -302,11 +302,12 @@ fn header(name: &str, p: &Params) -> Map<String, Value> {
 pub struct CacheSize;
 pub struct Alibaba;
 
-fn cachesize_params(topology: &'static str, trace: &'static str) -> Vec<ParamSpec> {
+fn cachesize_params(topology: &'static str, trace: &'static str, duration_ms: &'static str) -> Vec<ParamSpec> {
     let mut params: Vec<ParamSpec> = trace_params()
         .into_iter()
         .map(|x| match x.name {
             "trace" => p("trace", trace, x.doc),
+            "duration_ms" => p("duration_ms", duration_ms, x.doc),
             _ => x,
         })
         .collect();
@@ -325,7 +326,7 @@ impl Experiment for Alibaba {
         ExperimentInfo {
             name: "switchv2p.alibaba",
             description: "Fig. 6: the cache-size sweep on FT16-400K under the Alibaba-like microservice RPC trace",
-            params: cachesize_params("\"ft16_400k\"", "\"alibaba\""),
+            params: cachesize_params("\"ft16_400k\"", "\"alibaba\"", "5.0"),
         }
     }
 
@@ -341,7 +342,7 @@ impl Experiment for CacheSize {
         ExperimentInfo {
             name: "switchv2p.cachesize",
             description: "Fig. 5: hit rate, FCT and first-packet-latency improvement over NoCache vs total cache size, per scheme",
-            params: cachesize_params("\"ft8_10k\"", "\"hadoop\""),
+            params: cachesize_params("\"ft8_10k\"", "\"hadoop\"", "25.0"),
         }
     }
 
