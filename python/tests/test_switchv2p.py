@@ -44,6 +44,9 @@ def test_migration_quick_reports_table4(innet_cmd, tmp_path):
     ("switchv2p.pod_bytes", ["duration_ms=0.2", "schemes=nocache,switchv2p"]),
     ("switchv2p.gateways", ["duration_ms=0.2", "schemes=nocache,switchv2p"]),
     ("switchv2p.topology", ["duration_ms=0.2", "schemes=nocache,switchv2p"]),
+    ("switchv2p.alibaba", ["duration_ms=0.1", "schemes=nocache,switchv2p"]),
+    ("switchv2p.cachesize", ["trace=microbursts", "duration_ms=0.5", "cache_fractions=0.5", "schemes=nocache,switchv2p"]),
+    ("switchv2p.cachesize", ["trace=video", "duration_ms=2", "cache_fractions=0.5", "schemes=nocache,switchv2p"]),
 ])
 def test_other_experiments_run_and_plot(innet_cmd, tmp_path, exp, extra):
     s = _run(innet_cmd, tmp_path, exp, *extra)
