@@ -32,7 +32,18 @@ fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
 /// Rows and transport for a request.
 pub fn load(req: &TraceRequest<'_>) -> Result<(Vec<TraceRow>, Transport), ExperimentError> {
     if !req.file.trim().is_empty() {
-        let rows = innet_workloads::trace::read_file(std::path::Path::new(req.file.trim())).map_err(ExperimentError::Input)?;
+        let path = req.file.trim();
+        let rows = innet_workloads::trace::read_file(std::path::Path::new(path)).map_err(ExperimentError::Input)?;
+        let vms = req.servers as u64 * req.vms_per_server as u64;
+        if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.src_vm as u64 >= vms || r.dst_vm as u64 >= vms) {
+            return Err(ExperimentError::Input(format!(
+                "{path}: row {} (src_vm {}, dst_vm {}): the network has VMs 0..{} only",
+                i + 1,
+                r.src_vm,
+                r.dst_vm,
+                vms - 1
+            )));
+        }
         let transport = match req.file_transport {
             "tcp" => Transport::Tcp,
             "udp" => Transport::UdpPacket { payload_bytes: UDP_PAYLOAD_BYTES },
