@@ -212,6 +212,8 @@ impl HighsCli {
         let mut cmd = Command::new(&self.binary);
         cmd.arg(&model).arg("--solution_file").arg(&sol).arg("--time_limit").arg(format!("{}", self.time_limit_s));
         cmd.args(["--threads", "1", "--random_seed", "1"]);
+        // HiGHS writes Highs.log into its working directory: keep it in the scratch folder.
+        cmd.current_dir(&self.scratch);
         if let Some(l) = &self.lib_dir {
             cmd.env("LD_LIBRARY_PATH", l);
         }
