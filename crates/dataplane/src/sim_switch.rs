@@ -114,8 +114,10 @@ pub struct SimSwitch<P: Program, C: ControlPlane<P> = NoControl> {
     pending_digests: VecDeque<Digest>,
     recirculation_port: u16,
     num_ports: u16,
-    /// Packets on the CPU path, in order, with the time each reaches the control plane.
-    cpu_queue: VecDeque<(PacketId, u32)>,
+    /// Packets on the CPU path, in order of arrival at the control plane.
+    cpu_queue: VecDeque<PacketId>,
+    /// Packets still in (or being transferred out of) the CPU port's buffer: (transfer end, bytes).
+    cpu_buffer: VecDeque<(u64, u32)>,
     cpu_queued_bytes: u64,
     cpu_free_at_ps: u64,
 }
@@ -149,6 +151,7 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             recirculation_port: num_ports.saturating_sub(1),
             num_ports,
             cpu_queue: VecDeque::new(),
+            cpu_buffer: VecDeque::new(),
             cpu_queued_bytes: 0,
             cpu_free_at_ps: 0,
         }
@@ -219,17 +222,26 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             return;
         };
         let bytes = net.pkt(id).wire_bytes();
+        let now = net.now_ps();
+        // A packet leaves the buffer when its transfer ends (the CPU's latency comes after).
+        while let Some(&(end, b)) = self.cpu_buffer.front() {
+            if end > now {
+                break;
+            }
+            self.cpu_buffer.pop_front();
+            self.cpu_queued_bytes -= b as u64;
+        }
         if self.cpu_queued_bytes + bytes as u64 > cpu.buffer_bytes {
             self.counters.cpu_drops += 1;
             net.drop_packet(id, DropReason::BufferOverflow);
             return;
         }
-        let now = net.now_ps();
         let start = now.max(self.cpu_free_at_ps);
         let tx_ps = innet_sim::time::serialization_ps(bytes as u64, cpu.bandwidth_bps);
         self.cpu_free_at_ps = start + tx_ps + cpu.gap_ps;
         self.cpu_queued_bytes += bytes as u64;
-        self.cpu_queue.push_back((id, bytes));
+        self.cpu_buffer.push_back((start + tx_ps, bytes));
+        self.cpu_queue.push_back(id);
         net.schedule_timer(me, start + tx_ps + cpu.latency_ps, TIMER_CPU << 56);
     }
 
@@ -365,8 +377,7 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
             }
             TIMER_CONTROL => self.with_ctx(now, |p, c, ctx| c.timer(p, rest, ctx)),
             TIMER_CPU => {
-                if let Some((id, bytes)) = self.cpu_queue.pop_front() {
-                    self.cpu_queued_bytes -= bytes as u64;
+                if let Some(id) = self.cpu_queue.pop_front() {
                     let pkt = net.packets.get_mut(id);
                     let verdict = self.with_ctx(now, |p, c, ctx| c.packet_in(p, pkt, ctx));
                     let meta = Metadata {
@@ -385,9 +396,10 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
     }
 
     fn finish(&mut self, net: &mut Network, _me: NodeId) {
-        for (id, _) in self.cpu_queue.drain(..) {
+        for id in self.cpu_queue.drain(..) {
             net.drop_packet(id, DropReason::InFlightAtEnd);
         }
+        self.cpu_buffer.clear();
         self.cpu_queued_bytes = 0;
     }
 
