@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
-apt_packages=(tshark pkg-config)
+apt_packages=(tshark pkg-config chromium)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -28,7 +28,7 @@ fi
 
 log "python dependencies"
 python3 -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox
+    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]"
 
 log "build and install innet (release)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .

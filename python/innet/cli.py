@@ -199,6 +199,11 @@ def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, sce
     Console().print(t)
 
 
+from innet import cli_sweep  # noqa: E402
+
+cli_sweep.register(cli)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
@@ -208,7 +213,7 @@ def main() -> None:
         _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
-    except UserError as e:
+    except (UserError, cli_sweep.SweepError) as e:
         _fail(str(e))
     except api.InvariantError as e:
         _fail(str(e), EXIT_INVARIANT)

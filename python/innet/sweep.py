@@ -1,0 +1,253 @@
+"""Parameter sweeps on Dask: every point of a grid is a task that runs the Rust simulation in a
+Dask worker; results land as one Parquet dataset with a row per point.
+
+- Points are keyed by (experiment, parameters, quick, code version), so re-running a sweep into
+  the same directory skips the points already done; a failed point keeps its error (and is tried
+  again on the next run).
+- A local cluster sized to the machine is started unless ``scheduler`` names a running Dask
+  scheduler (the same call works against a Slurm or Kubernetes Dask deployment).
+- A worker that dies mid-task is handled by Dask: the scheduler re-runs the task elsewhere
+  (``retries`` bounds how often a task that *raises* is retried).
+
+Storage, under ``out``: ``points/<key>.json`` (one file per finished point, written atomically)
+and ``results.parquet`` (all points, rebuilt at the end of every sweep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+RESULTS_FILE = "results.parquet"
+POINTS_DIR = "points"
+
+
+def code_version() -> str:
+    """A short hash of the native module (the simulator) and the innet version: points computed
+    by different code never mix."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as pkg_version
+
+    from innet import _native
+
+    try:
+        version = pkg_version("innet")
+    except PackageNotFoundError:
+        version = "0"
+    h = hashlib.sha256(version.encode())
+    path = getattr(_native, "__file__", None)
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
+    """``k=v1,v2,...`` (or ``k=a,b;c,d`` when values themselves hold commas) → {k: [values]}."""
+    grid: dict[str, list[str]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--grid expects key=v1,v2,..., got '{spec}'")
+        sep_char = ";" if ";" in values else ","
+        vals = [v.strip() for v in values.split(sep_char) if v.strip()]
+        if not vals:
+            raise ValueError(f"--grid {key}: no values")
+        if key in grid:
+            raise ValueError(f"--grid {key} given twice")
+        grid[key] = vals
+    return grid
+
+
+@dataclass(frozen=True)
+class Point:
+    experiment: str
+    params: tuple[tuple[str, str], ...]
+    quick: bool
+    version: str
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps([self.experiment, list(self.params), self.quick, self.version])
+        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+    def overrides(self) -> dict[str, str]:
+        return dict(self.params)
+
+
+def expand(
+    experiment: str,
+    grid: Mapping[str, list[str]],
+    repeat: int = 1,
+    fixed: Mapping[str, str] | None = None,
+    quick: bool = False,
+    version: str | None = None,
+) -> list[Point]:
+    """The cross product of the grid (plus fixed overrides); ``repeat`` > 1 adds seeds 1..N."""
+    if repeat < 1:
+        raise ValueError("--repeat must be at least 1")
+    version = version or code_version()
+    keys = sorted(grid)
+    points = []
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        params = dict(fixed or {})
+        params.update(zip(keys, combo))
+        seeds = [params.get("seed")] if repeat == 1 else [str(s) for s in range(1, repeat + 1)]
+        for seed in seeds:
+            p = dict(params)
+            if seed is not None:
+                p["seed"] = seed
+            points.append(Point(experiment, tuple(sorted(p.items())), quick, version))
+    # Same parameters twice (e.g. a repeated grid value) is one point.
+    return list(dict.fromkeys(points))
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested summary → flat columns ``a.b.c``; lists become JSON text."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, name + "."))
+        elif isinstance(v, list):
+            out[name] = json.dumps(v)
+        else:
+            out[name] = v
+    return out
+
+
+def run_point(experiment: str, overrides: dict[str, str], quick: bool) -> dict[str, Any]:
+    """Run one point in this process (a Dask task body). Never raises for a failed simulation:
+    the error is the result, so it lands in the dataset."""
+    from innet import api
+
+    t0 = time.perf_counter()
+    try:
+        r = api.run(experiment, quick=quick, overrides=overrides)
+        return {"status": "ok", "error": "", "summary": r.summary, "wall_s": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": time.perf_counter() - t0}
+
+
+def _row(point: Point, result: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "point": point.key,
+        "experiment": point.experiment,
+        "quick": point.quick,
+        "code_version": point.version,
+        "status": result["status"],
+        "error": result["error"],
+        "wall_s": result["wall_s"],
+        "finished_at": time.time(),
+    }
+    for k, v in point.params:
+        row[f"param.{k}"] = v
+    for k, v in flatten(result.get("summary", {})).items():
+        row[f"m.{k}"] = v
+    return row
+
+
+def _write_point(out: Path, point: Point, result: Mapping[str, Any]) -> None:
+    d = out / POINTS_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{point.key}.tmp"
+    tmp.write_text(json.dumps(_row(point, result), default=str))
+    tmp.replace(d / f"{point.key}.json")
+
+
+def load_points(out: str | Path) -> dict[str, dict[str, Any]]:
+    d = Path(out) / POINTS_DIR
+    rows = {}
+    if d.exists():
+        for f in sorted(d.glob("*.json")):
+            row = json.loads(f.read_text())
+            rows[row["point"]] = row
+    return rows
+
+
+def write_dataset(out: str | Path) -> pd.DataFrame:
+    rows = list(load_points(out).values())
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        # Mixed-type metric columns (e.g. a number in one point, text in another) become text.
+        for c in df.columns:
+            if df[c].map(type).nunique() > 1 and df[c].map(lambda v: isinstance(v, str)).any():
+                df[c] = df[c].astype(str)
+        df = df.sort_values(["experiment", "point"]).reset_index(drop=True)
+    df.to_parquet(Path(out) / RESULTS_FILE, index=False)
+    return df
+
+
+@dataclass
+class SweepReport:
+    total: int
+    skipped: int
+    done: int = 0
+    failed: int = 0
+    dataset: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def run_sweep(
+    points: list[Point],
+    out: str | Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    retries: int = 2,
+    on_progress: Callable[[int, int, int, int], None] | None = None,
+) -> SweepReport:
+    """Run the points not finished yet under ``out`` on Dask; returns counts and the dataset.
+    ``on_progress(done, running, failed, total)`` is called as tasks finish."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    finished = {k for k, r in load_points(out).items() if r.get("status") == "ok"}
+    todo = [p for p in points if p.key not in finished]
+    report = SweepReport(total=len(points), skipped=len(points) - len(todo))
+    if todo:
+        cluster = None
+        if scheduler:
+            client = Client(scheduler, timeout="30s")
+        else:
+            n = workers or max(1, os.cpu_count() or 1)
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            client = Client(cluster)
+        try:
+            futures = {}
+            for p in todo:
+                f = client.submit(run_point, p.experiment, p.overrides(), p.quick, key=f"innet-{p.key}", retries=retries, pure=False)
+                futures[f] = p
+            running = len(futures)
+            if on_progress:
+                on_progress(0, running, 0, len(todo))
+            for fut in as_completed(list(futures)):
+                p = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as e:  # noqa: BLE001 - e.g. the task's worker kept dying
+                    result = {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": 0.0}
+                _write_point(out, p, result)
+                running -= 1
+                if result["status"] == "ok":
+                    report.done += 1
+                else:
+                    report.failed += 1
+                if on_progress:
+                    on_progress(report.done, running, report.failed, len(todo))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    report.dataset = write_dataset(out)
+    return report

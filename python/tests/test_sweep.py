@@ -1,0 +1,134 @@
+"""Sweeps on real Dask processes, resumption, failures kept, and the report rendered in Chromium."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from innet import sweep
+
+
+def _dask(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, **kw)
+
+
+def _kill(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=30)
+
+
+def test_grid_expansion_keys_points_by_parameters_and_code():
+    g = sweep.parse_grid(["load=0.2,0.3", "schemes=a,b;c"])
+    assert g == {"load": ["0.2", "0.3"], "schemes": ["a,b", "c"]}
+    pts = sweep.expand("basic.fattree", g, repeat=2, fixed={"flows": "50"}, version="v1")
+    assert len(pts) == 8 and len({p.key for p in pts}) == 8
+    assert {p.overrides()["seed"] for p in pts} == {"1", "2"}
+    again = sweep.expand("basic.fattree", g, repeat=2, fixed={"flows": "50"}, version="v1")
+    assert [p.key for p in pts] == [p.key for p in again]
+    other = sweep.expand("basic.fattree", g, repeat=2, fixed={"flows": "50"}, version="v2")
+    assert not {p.key for p in pts} & {p.key for p in other}
+    with pytest.raises(ValueError):
+        sweep.parse_grid(["load"])
+
+
+def test_sweep_resumes_and_keeps_the_error_of_a_failed_point(innet_cmd, tmp_path):
+    args = ["sweep", "basic.fattree", "--grid", "load=0.2,0.3,7", "--set", "flows=40", "--quick", "--workers", "1",
+            "--out", str(tmp_path)]
+    r = innet_cmd(*args)
+    assert r.returncode == 0, r.stderr
+    assert "2 run, 0 already done, 1 failed" in r.stdout
+    df = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(df) == 3
+    bad = df[df["param.load"] == "7"].iloc[0]
+    assert bad["status"] == "failed" and "load" in bad["error"]
+    assert (df[df["status"] == "ok"]["m.conservation_ok"]).all()
+    r = innet_cmd(*args)
+    assert r.returncode == 0, r.stderr
+    assert "0 run, 2 already done, 1 failed" in r.stdout
+    assert len(pd.read_parquet(tmp_path / "results.parquet")) == 3
+
+
+def test_a_worker_killed_mid_sweep_loses_no_point(tmp_path):
+    sched_file = tmp_path / "scheduler.json"
+    scheduler = _dask("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                      "--no-dashboard", "--scheduler-file", str(sched_file))
+    workers = []
+    try:
+        for _ in range(50):
+            if sched_file.exists():
+                break
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        for i in range(2):
+            workers.append(_dask("distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
+                                 "--no-dashboard", "--name", f"w{i}"))
+        points = sweep.expand("basic.fattree", {"load": ["0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45"]},
+                              fixed={"flows": "400"}, quick=True)
+        out = tmp_path / "out"
+        killed = []
+
+        def progress(done, running, failed, total):
+            # Kill the first worker as soon as the first point is in.
+            if done >= 1 and not killed:
+                _kill(workers[0])
+                killed.append(True)
+
+        rep = sweep.run_sweep(points, out, scheduler=address, on_progress=progress)
+        assert killed, "the sweep ended before a worker could be killed"
+        df = pd.read_parquet(out / "results.parquet")
+        assert sorted(df["point"]) == sorted(p.key for p in points), "every point exactly once"
+        assert (df["status"] == "ok").all(), df[["status", "error"]]
+        assert rep.done == len(points)
+    finally:
+        for w in workers:
+            _kill(w)
+        _kill(scheduler)
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.fail("Debian's chromium is not installed (scripts/setup.sh installs it)")
+
+
+def test_the_report_renders_every_section_in_headless_chromium(innet_cmd, tmp_path):
+    root = tmp_path / "rep"
+    r = innet_cmd("reproduce", "switchv2p", "--quick", "--workers", "2", "--out", str(root))
+    assert r.returncode == 0, r.stderr
+    r = innet_cmd("reproduce", "orbitcache", "--quick", "--out", str(root))
+    assert r.returncode == 0, r.stderr
+    html_path = tmp_path / "report.html"
+    md_path = tmp_path / "REPRODUCED.md"
+    r = innet_cmd("report", str(root), "-o", str(html_path), "--markdown", str(md_path), "--quick")
+    assert r.returncode == 0, r.stderr
+    page = html_path.read_text()
+    for paper in ["switchv2p", "orbitcache", "gigaflow", "switchvm", "appswitch"]:
+        assert f"id='{paper}'" in page
+    assert "data:image/png;base64," in page and "http://" not in page and "https://" not in page
+    assert "| packet stretch, SwitchV2P | 5.1 |" in md_path.read_text()
+    chrome = _chromium()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
+    shot = tmp_path / "report.png"
+    r = subprocess.run([chrome, *flags, f"--screenshot={shot}", "--window-size=1200,4000", html_path.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000, r.stderr[-2000:]
+    console_errors = [l for l in r.stderr.splitlines() if "CONSOLE" in l and ("rror" in l or "Uncaught" in l)]
+    assert not console_errors, console_errors
+    dom = subprocess.run([chrome, *flags, "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=120)
+    for title in ["SwitchV2P", "OrbitCache", "Gigaflow", "SwitchVM", "application switch"]:
+        assert title in dom.stdout, title
+    assert dom.stdout.count("<img") >= 4
