@@ -1,1 +1,1 @@
-"""The five papers ' figure sets and reported numbers, as data (one TOML file per paper)."""
+"""The five papers' figure sets and reported numbers, as data (one TOML file per paper)."""
