@@ -73,23 +73,24 @@ def test_a_worker_killed_mid_sweep_loses_no_point(tmp_path):
         for i in range(2):
             workers.append(_dask("distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
                                  "--no-dashboard", "--name", f"w{i}"))
-        points = sweep.expand("basic.fattree", {"load": ["0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45"]},
-                              fixed={"flows": "400"}, quick=True)
+        loads = ["0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45"]
         out = tmp_path / "out"
-        killed = []
-
-        def progress(done, running, failed, total):
-            # Kill the first worker as soon as the first point is in.
-            if done >= 1 and not killed:
-                _kill(workers[0])
-                killed.append(True)
-
-        rep = sweep.run_sweep(points, out, scheduler=address, on_progress=progress)
-        assert killed, "the sweep ended before a worker could be killed"
+        cmd = [shutil.which("innet"), "sweep", "basic.fattree", "--grid", "load=" + ",".join(loads), "--set", "flows=400",
+               "--quick", "--scheduler", address, "--out", str(out)]
+        run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Kill the first worker as soon as the first point is in.
+        deadline = time.time() + 120
+        while time.time() < deadline and not list((out / "points").glob("*.json")):
+            time.sleep(0.05)
+        assert run.poll() is None, "the sweep ended before a worker could be killed"
+        _kill(workers[0])
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+        assert "8 points: 8 run" in stdout, stdout
         df = pd.read_parquet(out / "results.parquet")
-        assert sorted(df["point"]) == sorted(p.key for p in points), "every point exactly once"
+        expected = {p.key for p in sweep.expand("basic.fattree", {"load": loads}, fixed={"flows": "400"}, quick=True)}
+        assert sorted(df["point"]) == sorted(expected), "every point exactly once"
         assert (df["status"] == "ok").all(), df[["status", "error"]]
-        assert rep.done == len(points)
     finally:
         for w in workers:
             _kill(w)
