@@ -84,7 +84,11 @@ impl Actions {
         self.control_timers.clear();
     }
     pub fn is_empty(&self) -> bool {
-        self.clones.is_empty() && self.generated.is_empty() && self.digests.is_empty() && self.timers.is_empty()
+        self.clones.is_empty()
+            && self.generated.is_empty()
+            && self.digests.is_empty()
+            && self.timers.is_empty()
+            && self.control_timers.is_empty()
     }
 }
 

@@ -42,12 +42,19 @@ impl Program for ToCpu {
 #[derive(Default)]
 struct Cpu {
     seen_ps: Vec<u64>,
+    timers_ps: Vec<u64>,
 }
 
 impl ControlPlane<ToCpu> for Cpu {
     fn packet_in(&mut self, _program: &mut ToCpu, _pkt: &mut Packet, ctx: &mut Ctx<'_>) -> Verdict {
         self.seen_ps.push(ctx.now_ps);
+        // A control timer as the only side action of the pass must still fire.
+        ctx.set_control_timer(ctx.now_ps + 1_000_000, 7);
         Verdict::Route
+    }
+    fn timer(&mut self, _program: &mut ToCpu, token: u64, ctx: &mut Ctx<'_>) {
+        assert_eq!(token, 7);
+        self.timers_ps.push(ctx.now_ps);
     }
 }
 
@@ -85,6 +92,7 @@ fn a_packet_through_the_cpu_pays_transfer_and_latency() {
     assert!(f.sim.finish().ok());
     let at_switch = SER_100G_PS + DELAY_PS;
     assert_eq!(switch(&f).control.seen_ps, vec![at_switch + SER_10G_PS + CPU_LATENCY_PS]);
+    assert_eq!(switch(&f).control.timers_ps, vec![at_switch + SER_10G_PS + CPU_LATENCY_PS + 1_000_000]);
     let arrival = f.sim.net.metrics.flows[0].first_arrival_ps.unwrap();
     assert_eq!(arrival, at_switch + SER_10G_PS + CPU_LATENCY_PS + SER_100G_PS + DELAY_PS);
 }

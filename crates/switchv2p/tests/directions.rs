@@ -90,3 +90,20 @@ fn a_mapping_to_a_server_that_never_held_the_vm_is_caught() {
     let err = run_scheme(&spec, innet_switchv2p::Scheme::SwitchV2P, &mut |_| {}).unwrap_err().to_string();
     assert!(err.contains("never held"), "{err}");
 }
+
+#[test]
+fn bluebird_installs_a_missed_mapping_after_two_ms_and_then_resolves_in_the_data_plane() {
+    use innet_switchv2p::run::{run_scheme, NetworkSpec, RunSpec, Transport};
+    use innet_workloads::trace::TraceRow;
+    // One packet every 3 ms from VM 5 to VM 900: the first goes through the switch CPU, the
+    // mapping lands in the ToR's LRU 2 ms later, and every later packet hits.
+    let rows: Vec<TraceRow> =
+        (0..20).map(|i| TraceRow { src_vm: 5, dst_vm: 900, ts_ns: i * 3_000_000, flow_id: i + 1, size_bytes: 64 }).collect();
+    let mut spec = RunSpec::new(NetworkSpec::ft8_10k(), rows, Transport::UdpPacket { payload_bytes: 64 }, Default::default());
+    spec.stop_ps = 100_000_000_000;
+    let r = run_scheme(&spec, innet_switchv2p::Scheme::Bluebird, &mut |_| {}).unwrap();
+    assert_eq!(r.stats.cpu_packets, 1);
+    assert_eq!(r.stats.hits.iter().sum::<u64>(), 19);
+    assert_eq!(r.stats.gateway_packets, 0);
+    assert_eq!(r.stats.tenant_packets_delivered, 20);
+}
