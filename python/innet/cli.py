@@ -213,7 +213,7 @@ def main() -> None:
         _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
-    except (UserError, cli_sweep.SweepError) as e:
+    except (UserError, cli_sweep.SweepError) as e:  # noqa: B014
         _fail(str(e))
     except api.InvariantError as e:
         _fail(str(e), EXIT_INVARIANT)

@@ -33,13 +33,9 @@ def _progress_bar(label: str):
 
 
 def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for s in sets:
-        k, sep, v = s.partition("=")
-        if not sep or not k.strip():
-            raise SweepError(f"--set expects key=value, got '{s}'")
-        out[k.strip()] = v.strip()
-    return out
+    from innet.cli import _parse_sets as parse  # the `innet run` rules, one place
+
+    return parse(sets)
 
 
 def register(cli: click.Group) -> None:
