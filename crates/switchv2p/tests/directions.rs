@@ -107,3 +107,12 @@ fn bluebird_installs_a_missed_mapping_after_two_ms_and_then_resolves_in_the_data
     assert_eq!(r.stats.gateway_packets, 0);
     assert_eq!(r.stats.tenant_packets_delivered, 20);
 }
+
+#[test]
+fn ten_times_fewer_gateways_barely_move_switchv2p_but_choke_nocache() {
+    use innet_switchv2p::experiments::Gateways;
+    let s = run(&Gateways, &[("duration_ms", "0.4"), ("schemes", "nocache,switchv2p")]);
+    let fct = |scheme: &str, gws: &str| s["schemes"][scheme][gws]["fct_mean_us"].as_f64().unwrap();
+    assert!(fct("switchv2p", "4") < 1.15 * fct("switchv2p", "40"), "{s:?}");
+    assert!(fct("nocache", "4") > 2.0 * fct("nocache", "40"), "{s:?}");
+}
