@@ -335,6 +335,20 @@ fn main() {
     V2pOptions { misdelivery: Some((0x6440_0005, 0x0a00_0101)), ..Default::default() }.emit_into(&mut area);
     write(&dir, "switchv2p", "foreign_then_misdelivery", &area);
     write(&dir, "switchv2p", "learn_message", &ControlMessage::Learn { vip: 0x6440_0005, pip: 0x0a00_0001 }.emit());
+    // OrbitCache: a 16-byte-key read reply with a stamped value, and a top-k report (the first
+    // byte of a seed is the key length the target uses).
+    {
+        use innet_wire::orbitcache::{Header, Message, Op, Stamp, TopKReport};
+        let mut value = vec![0u8; 64];
+        Stamp { key_id: 42, version: 1 }.emit(&mut value);
+        let m = Message { header: Header::new(Op::ReadReply, 7, 0x1234), key: b"000000000000002a", value: &value };
+        let mut seed = vec![16u8];
+        seed.extend(m.emit());
+        write(&dir, "orbitcache", "read_reply", &seed);
+        let mut seed = vec![0u8];
+        seed.extend(TopKReport { partition: 3, entries: vec![(42, 1000), (7, 120)] }.emit());
+        write(&dir, "orbitcache", "topk_report", &seed);
+    }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
     for (target, name, bytes) in regressions() {
         write(&dir, target, name, &bytes);

@@ -11,6 +11,7 @@ pub mod geneve;
 pub mod ipip;
 pub mod ipv4;
 pub mod pcap;
+pub mod orbitcache;
 pub mod switchv2p;
 pub mod tcp;
 pub mod udp;

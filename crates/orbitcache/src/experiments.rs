@@ -1,0 +1,596 @@
+//! The paper's experiments as `innet run orbitcache.*`: each is a sweep over one axis (skew,
+//! write ratio, servers, cache size, key size, value size, Twitter-derived workload) with a
+//! throughput search per (scheme, point), or a fixed-load series (latency vs throughput, the
+//! hot-in timeline). Every experiment takes the same flat parameters; each has its own defaults
+//! and `--quick` form.
+//!
+//! Throughput is the highest offered load at which loss (requests sent in the measurement
+//! window and not answered by the end of the drain) stays ≤ `max_loss` (2 %): the search
+//! doubles or halves from `start_mrps` until the loss crosses the threshold and then bisects
+//! `refine` times between the last passing and the first failing load.
+
+use std::collections::BTreeMap;
+
+use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_sim::report::round6;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::run::{run, search, RunResult, RunSpec, Scheme};
+use crate::workload::WorkloadSpec;
+
+fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
+    ParamSpec { name, default, doc }
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
+    ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+/// Parameters shared by every OrbitCache experiment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    schemes: String,
+    axis: String,
+    seed: u64,
+    keys: u64,
+    distribution: String,
+    zipf_alpha: f64,
+    key_bytes: u64,
+    values: String,
+    fixed_value_bytes: u64,
+    large_fraction: f64,
+    large_placement: String,
+    size_seed: u64,
+    write_ratio: f64,
+    clients: u64,
+    servers: u64,
+    partitions_per_server: u64,
+    server_rate_rps: f64,
+    server_queue_requests: u64,
+    server_ns_per_key_byte: f64,
+    cache_size: u64,
+    queue_slots: u64,
+    hkey_bits: u64,
+    switch_pipeline_ns: u64,
+    recirculation_gbps: f64,
+    link_gbps: f64,
+    netcache_entries: u64,
+    netcache_stages: u64,
+    netcache_bytes_per_stage: u64,
+    pegasus_keys: u64,
+    warmup_us: f64,
+    duration_us: f64,
+    drain_us: f64,
+    max_loss: f64,
+    refine: u64,
+    start_mrps: f64,
+    offered_mrps: f64,
+    controller_period_us: f64,
+    hot_in_period_us: f64,
+    report_min_count: u64,
+    fetch_timeout_us: f64,
+    auto_size: bool,
+}
+
+fn common(schemes: &'static str, axis: &'static str, axis_doc: &'static str) -> Vec<ParamSpec> {
+    vec![
+        p("schemes", schemes, "schemes to compare: nocache, netcache, farreach, pegasus, orbitcache"),
+        p("axis", axis, axis_doc),
+        p("seed", "1", "run seed (clients' arrivals and keys)"),
+        p("keys", "10000000", "number of distinct keys"),
+        p("distribution", "\"zipf\"", "key popularity: zipf or uniform"),
+        p("zipf_alpha", "0.99", "Zipf skew"),
+        p("key_bytes", "16", "key length in bytes"),
+        p("values", "\"bimodal\"", "value sizes: bimodal (per key, small 64 B or large 1,024 B) or fixed"),
+        p("fixed_value_bytes", "1024", "every value's size when values = fixed"),
+        p("large_fraction", "0.18", "fraction of keys with 1,024-byte values (bimodal)"),
+        p("large_placement", "\"hottest\"", "hottest: the hottest ⌈large_fraction×128⌉ ranks are large (the artifact's set-up); random: every key drawn"),
+        p("size_seed", "0", "seed of the per-key value-size draw"),
+        p("write_ratio", "0.0", "fraction of requests that are writes"),
+        p("clients", "4", "client hosts"),
+        p("servers", "4", "storage hosts"),
+        p("partitions_per_server", "8", "emulated storage servers (partitions) per storage host"),
+        p("server_rate_rps", "100000.0", "requests per second one emulated storage server serves"),
+        p("server_queue_requests", "128", "requests an emulated server can hold waiting"),
+        p("server_ns_per_key_byte", "0.0", "extra server time per key byte (ns)"),
+        p("cache_size", "128", "OrbitCache: cached items"),
+        p("queue_slots", "8", "OrbitCache: request-table slots per key (S)"),
+        p("hkey_bits", "128", "bits of the key hash the switch matches (fewer forces collisions)"),
+        p("switch_pipeline_ns", "500", "one pipeline pass of the ToR (ingress + traffic manager), ns"),
+        p("recirculation_gbps", "100.0", "bandwidth of the recirculation port"),
+        p("link_gbps", "100.0", "host link bandwidth"),
+        p("netcache_entries", "10000", "NetCache/FarReach: cache entries (preloaded with the hottest cacheable keys)"),
+        p("netcache_stages", "8", "NetCache/FarReach: stages holding value bytes"),
+        p("netcache_bytes_per_stage", "16", "NetCache/FarReach: value bytes per stage (8 × 16 = 128 B)"),
+        p("pegasus_keys", "64", "Pegasus: replicated hot keys"),
+        p("warmup_us", "500.0", "warm-up before the measurement window (µs)"),
+        p("duration_us", "20000.0", "measurement window (µs)"),
+        p("drain_us", "3000.0", "time after the window for replies to arrive (µs)"),
+        p("max_loss", "0.02", "throughput = highest offered load with loss at most this"),
+        p("refine", "5", "bisection steps of the throughput search"),
+        p("start_mrps", "1.0", "first offered load the search tries (million requests/s)"),
+        p("offered_mrps", "0.0", "fixed offered load for series experiments (0 = the experiment's own)"),
+        p("controller_period_us", "0.0", "OrbitCache controller period (0 = static cache)"),
+        p("hot_in_period_us", "0.0", "hot-in: swap the 128 hottest and coldest keys every this many µs (0 = off)"),
+        p("report_min_count", "100", "servers report keys counted more than this per period"),
+        p("fetch_timeout_us", "1000000.0", "controller fetch timeout (µs)"),
+        p("auto_size", "false", "OrbitCache controller sizes the cache from the overflow ratio"),
+    ]
+}
+
+impl Params {
+    fn schemes(&self) -> Result<Vec<Scheme>, ExperimentError> {
+        self.schemes.split(',').filter(|s| !s.trim().is_empty()).map(|s| Scheme::parse(s).map_err(|m| bad("schemes", m))).collect()
+    }
+
+    fn axis_values(&self) -> Vec<String> {
+        self.axis.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    }
+
+    fn spec(&self, scheme: Scheme) -> RunSpec {
+        RunSpec {
+            scheme,
+            seed: self.seed,
+            workload: WorkloadSpec {
+                keys: self.keys,
+                distribution: self.distribution.clone(),
+                zipf_alpha: self.zipf_alpha,
+                key_bytes: self.key_bytes as usize,
+                values: self.values.clone(),
+                fixed_value_bytes: self.fixed_value_bytes as u32,
+                large_fraction: self.large_fraction,
+                large_placement: self.large_placement.clone(),
+                size_seed: self.size_seed,
+                write_ratio: self.write_ratio,
+                hot_in_period_s: self.hot_in_period_us / 1e6,
+                ..WorkloadSpec::default()
+            },
+            clients: self.clients as u32,
+            servers: self.servers as u32,
+            partitions_per_server: self.partitions_per_server as u32,
+            server_rate_rps: self.server_rate_rps,
+            server_queue_requests: self.server_queue_requests as usize,
+            server_ns_per_key_byte: self.server_ns_per_key_byte,
+            cache_size: self.cache_size as usize,
+            queue_slots: self.queue_slots as usize,
+            hkey_bits: self.hkey_bits as u32,
+            switch_pipeline_ns: self.switch_pipeline_ns,
+            recirculation_gbps: self.recirculation_gbps,
+            link_gbps: self.link_gbps,
+            netcache_entries: self.netcache_entries as usize,
+            netcache_stages: self.netcache_stages as u32,
+            netcache_bytes_per_stage: self.netcache_bytes_per_stage as u32,
+            pegasus_keys: self.pegasus_keys as usize,
+            warmup_us: self.warmup_us,
+            duration_us: self.duration_us,
+            drain_us: self.drain_us,
+            controller_period_us: self.controller_period_us,
+            report_min_count: self.report_min_count as u32,
+            fetch_timeout_us: self.fetch_timeout_us,
+            auto_size: self.auto_size,
+            ..RunSpec::default()
+        }
+    }
+}
+
+/// The Twitter-derived mixes of Fig. 13: (id, cluster, cacheable-item ratio, write ratio).
+/// The paper names the clusters and two facts (A: 95 % cacheable and a relatively high write
+/// ratio; E: 1 % cacheable); the other numbers are our re-creation (docs/orbitcache.md).
+pub const TWITTER_WORKLOADS: &[(&str, &str, f64, f64)] = &[
+    ("A", "cluster045", 0.95, 0.20),
+    ("B", "cluster016", 0.60, 0.05),
+    ("C", "cluster044", 0.40, 0.02),
+    ("D", "cluster017", 0.20, 0.0),
+    ("E", "cluster018-like", 0.01, 0.0),
+];
+
+/// Apply one axis value to a run.
+fn apply(axis: &str, value: &str, spec: &mut RunSpec) -> Result<(), ExperimentError> {
+    let num = |v: &str| v.parse::<f64>().map_err(|_| bad("axis", format!("'{v}' is not a number for the {axis} axis")));
+    match axis {
+        "zipf_alpha" => {
+            if value == "uniform" {
+                spec.workload.distribution = "uniform".into();
+            } else {
+                spec.workload.distribution = "zipf".into();
+                spec.workload.zipf_alpha = num(value)?;
+            }
+        }
+        "write_ratio" => spec.workload.write_ratio = num(value)?,
+        "emulated_servers" => {
+            let n = num(value)? as u32;
+            if n == 0 || n % spec.servers != 0 {
+                return Err(bad("axis", format!("{n} emulated servers do not spread over {} hosts", spec.servers)));
+            }
+            spec.partitions_per_server = n / spec.servers;
+        }
+        "cache_size" => {
+            spec.cache_size = num(value)? as usize;
+            spec.table_entries = spec.table_entries.max(spec.cache_size);
+        }
+        "key_bytes" => spec.workload.key_bytes = num(value)? as usize,
+        "value_bytes" => {
+            spec.workload.values = "fixed".into();
+            spec.workload.fixed_value_bytes = num(value)? as u32;
+        }
+        "workload" => {
+            let Some(&(_, _, cacheable, writes)) = TWITTER_WORKLOADS.iter().find(|w| w.0 == value) else {
+                return Err(bad("axis", format!("unknown workload '{value}'; expected A, B, C, D or E")));
+            };
+            spec.workload.values = "bimodal".into();
+            spec.workload.large_fraction = 1.0 - cacheable;
+            spec.workload.large_placement = "random".into();
+            spec.workload.write_ratio = writes;
+        }
+        "offered_mrps" => spec.offered_rps = num(value)? * 1e6,
+        other => return Err(bad("axis", format!("unknown axis {other}"))),
+    }
+    Ok(())
+}
+
+fn metrics(r: &RunResult) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("throughput_rps".into(), json!(round6(r.throughput_rps)));
+    m.insert("server_throughput_rps".into(), json!(round6(r.server_throughput_rps)));
+    m.insert("switch_throughput_rps".into(), json!(round6(r.switch_throughput_rps)));
+    m.insert("offered_rps".into(), json!(round6(r.offered_rps)));
+    m.insert("loss".into(), json!(round6(r.loss)));
+    m.insert("latency_p50_us".into(), json!(round6(r.latency_p50_us)));
+    m.insert("latency_p99_us".into(), json!(round6(r.latency_p99_us)));
+    m.insert("switch_latency_p50_us".into(), json!(round6(r.switch_latency_p50_us)));
+    m.insert("switch_latency_p99_us".into(), json!(round6(r.switch_latency_p99_us)));
+    m.insert("server_latency_p50_us".into(), json!(round6(r.server_latency_p50_us)));
+    m.insert("server_latency_p99_us".into(), json!(round6(r.server_latency_p99_us)));
+    m.insert("overflow_ratio".into(), json!(round6(r.overflow_ratio)));
+    m.insert("balancing_efficiency".into(), json!(round6(r.balancing_efficiency)));
+    m.insert("min_server_rps".into(), json!(round6(r.min_server_rps)));
+    let mut ps = r.per_server_rps.clone();
+    ps.sort_by(|a, b| b.partial_cmp(a).unwrap());
+    m.insert("per_server_rps".into(), json!(ps.iter().map(|x| round6(*x)).collect::<Vec<_>>()));
+    m.insert("collisions".into(), json!(r.collisions));
+    m.insert("corrections".into(), json!(r.corrections));
+    m.insert("counters".into(), Value::Object(r.counters.clone()));
+    m
+}
+
+/// How an experiment measures each point.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Throughput search per (scheme, axis value).
+    Search,
+    /// One run per (scheme, axis value) at a fixed offered load.
+    Fixed,
+}
+
+struct Sweep {
+    name: &'static str,
+    description: &'static str,
+    schemes: &'static str,
+    axis_name: &'static str,
+    axis: &'static str,
+    axis_doc: &'static str,
+    /// The axis value whose results make the summary's per-scheme entry.
+    headline: &'static str,
+    mode: Mode,
+    defaults: &'static [(&'static str, &'static str)],
+    quick: &'static [(&'static str, &'static str)],
+}
+
+impl Experiment for Sweep {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common(self.schemes, self.axis, self.axis_doc);
+        for &(k, v) in self.defaults {
+            if let Some(x) = params.iter_mut().find(|x| x.name == k) {
+                x.default = v;
+            }
+        }
+        ExperimentInfo { name: self.name, description: self.description, params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: Params = resolve_params(&self.info(), self.quick, quick, overrides)?;
+        let schemes = p.schemes()?;
+        let values = p.axis_values();
+        if schemes.is_empty() || values.is_empty() {
+            return Err(bad("schemes/axis", "expected at least one scheme and one axis value"));
+        }
+        let mut points = Vec::new();
+        for &s in &schemes {
+            for v in &values {
+                let mut spec = p.spec(s);
+                if p.offered_mrps > 0.0 {
+                    spec.offered_rps = p.offered_mrps * 1e6;
+                }
+                apply(self.axis_name, v, &mut spec)?;
+                spec.validate()?;
+                points.push((s, v.clone(), spec));
+            }
+        }
+        let n = points.len() as f64;
+        let mut results = Vec::with_capacity(points.len());
+        let mut probes_col = Vec::new();
+        for (i, (_, _, spec)) in points.iter().enumerate() {
+            let mut prog = |f: f64| progress((i as f64 + f) / n);
+            let r = match self.mode {
+                Mode::Search => {
+                    let s = search(spec, p.start_mrps * 1e6, p.max_loss, p.refine as u32, &mut prog)?;
+                    probes_col.push(s.probes.len() as u64);
+                    s.best
+                }
+                Mode::Fixed => {
+                    probes_col.push(1);
+                    run(spec, &mut prog)?
+                }
+            };
+            results.push(r);
+        }
+        progress(1.0);
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!(self.name));
+        summary.insert("axis".into(), json!(self.axis_name));
+        summary.insert("axis_values".into(), json!(values));
+        summary.insert("seed".into(), json!(p.seed));
+        summary.insert(
+            "throughput_definition".into(),
+            json!(format!("highest offered load with loss <= {} (doubling/halving then {} bisection steps)", p.max_loss, p.refine)),
+        );
+        let headline = if values.iter().any(|v| v == self.headline) { self.headline.to_string() } else { values[0].clone() };
+        let mut by_scheme = Map::new();
+        for ((s, v, _), r) in points.iter().zip(&results) {
+            if *v == headline {
+                let mut m = metrics(r);
+                m.insert(self.axis_name.into(), json!(v));
+                by_scheme.insert(s.name().into(), Value::Object(m));
+            }
+        }
+        summary.insert("headline".into(), json!(headline));
+        summary.insert("schemes".into(), Value::Object(by_scheme));
+        let mut tables = vec![points_table(self.axis_name, &points, &results, probes_col)];
+        tables.push(per_server_table(&points, &results));
+        if results.iter().any(|r| !r.ticks.is_empty()) {
+            tables.push(ticks_table(&points, &results));
+        }
+        if self.mode == Mode::Fixed {
+            tables.push(timeline_table(&points, &results));
+        }
+        Ok(RunOutput { summary, tables })
+    }
+}
+
+fn points_table(axis: &str, points: &[(Scheme, String, RunSpec)], results: &[RunResult], probes: Vec<u64>) -> Table {
+    let f = |g: &dyn Fn(&RunResult) -> f64| ColumnData::F64(results.iter().map(|r| round6(g(r))).collect());
+    Table::new("points")
+        .with("scheme", ColumnData::Str(points.iter().map(|p| p.0.name().to_string()).collect()))
+        .with(axis, ColumnData::Str(points.iter().map(|p| p.1.clone()).collect()))
+        .with("throughput_rps", f(&|r| r.throughput_rps))
+        .with("server_throughput_rps", f(&|r| r.server_throughput_rps))
+        .with("switch_throughput_rps", f(&|r| r.switch_throughput_rps))
+        .with("offered_rps", f(&|r| r.offered_rps))
+        .with("loss", f(&|r| r.loss))
+        .with("latency_p50_us", f(&|r| r.latency_p50_us))
+        .with("latency_p99_us", f(&|r| r.latency_p99_us))
+        .with("switch_latency_p50_us", f(&|r| r.switch_latency_p50_us))
+        .with("switch_latency_p99_us", f(&|r| r.switch_latency_p99_us))
+        .with("server_latency_p50_us", f(&|r| r.server_latency_p50_us))
+        .with("server_latency_p99_us", f(&|r| r.server_latency_p99_us))
+        .with("overflow_ratio", f(&|r| r.overflow_ratio))
+        .with("balancing_efficiency", f(&|r| r.balancing_efficiency))
+        .with("min_server_rps", f(&|r| r.min_server_rps))
+        .with("runs", ColumnData::U64(probes))
+}
+
+fn per_server_table(points: &[(Scheme, String, RunSpec)], results: &[RunResult]) -> Table {
+    let (mut s, mut a, mut rank, mut rps) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((sc, v, _), r) in points.iter().zip(results) {
+        let mut ps = r.per_server_rps.clone();
+        ps.sort_by(|x, y| y.partial_cmp(x).unwrap());
+        for (i, x) in ps.into_iter().enumerate() {
+            s.push(sc.name().to_string());
+            a.push(v.clone());
+            rank.push(i as u64);
+            rps.push(round6(x));
+        }
+    }
+    Table::new("per_server")
+        .with("scheme", ColumnData::Str(s))
+        .with("axis_value", ColumnData::Str(a))
+        .with("server_rank", ColumnData::U64(rank))
+        .with("rps", ColumnData::F64(rps))
+}
+
+fn ticks_table(points: &[(Scheme, String, RunSpec)], results: &[RunResult]) -> Table {
+    let (mut s, mut a, mut t, mut hits, mut ov, mut ratio, mut ins, mut ev) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((sc, v, _), r) in points.iter().zip(results) {
+        for k in &r.ticks {
+            s.push(sc.name().to_string());
+            a.push(v.clone());
+            t.push(k.at_ps as f64 / 1e6);
+            hits.push(k.cache_hits);
+            ov.push(k.overflows);
+            ratio.push(round6(k.overflow_ratio));
+            ins.push(k.inserted as u64);
+            ev.push(k.evicted as u64);
+        }
+    }
+    Table::new("controller_ticks")
+        .with("scheme", ColumnData::Str(s))
+        .with("axis_value", ColumnData::Str(a))
+        .with("time_us", ColumnData::F64(t))
+        .with("cache_hits", ColumnData::U64(hits))
+        .with("overflows", ColumnData::U64(ov))
+        .with("overflow_ratio", ColumnData::F64(ratio))
+        .with("inserted", ColumnData::U64(ins))
+        .with("evicted", ColumnData::U64(ev))
+}
+
+fn timeline_table(points: &[(Scheme, String, RunSpec)], results: &[RunResult]) -> Table {
+    let (mut s, mut a, mut t, mut rps, mut ov) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((sc, v, _), r) in points.iter().zip(results) {
+        for &(at, x, o) in &r.timeline {
+            s.push(sc.name().to_string());
+            a.push(v.clone());
+            t.push(at);
+            rps.push(round6(x));
+            ov.push(round6(o));
+        }
+    }
+    Table::new("timeline")
+        .with("scheme", ColumnData::Str(s))
+        .with("axis_value", ColumnData::Str(a))
+        .with("time_us", ColumnData::F64(t))
+        .with("answers_per_s", ColumnData::F64(rps))
+        .with("overflow_answers_per_s", ColumnData::F64(ov))
+}
+
+const QUICK_RUN: &[(&str, &str)] = &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0")];
+
+/// Every OrbitCache experiment.
+pub fn experiments() -> Vec<Box<dyn Experiment>> {
+    vec![
+        Box::new(Sweep {
+            name: "orbitcache.skew",
+            description: "Fig. 8: throughput (total, servers, switch) vs key-popularity skew",
+            schemes: "\"nocache,netcache,orbitcache\"",
+            axis_name: "zipf_alpha",
+            axis: "\"uniform,0.9,0.95,0.99\"",
+            axis_doc: "key distributions: uniform or a Zipf alpha",
+            headline: "0.99",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.server_load",
+            description: "Fig. 9: load on each emulated storage server at each scheme's throughput (Zipf-0.99)",
+            schemes: "\"nocache,netcache,orbitcache\"",
+            axis_name: "zipf_alpha",
+            axis: "\"0.99\"",
+            axis_doc: "key distribution",
+            headline: "0.99",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: QUICK_RUN,
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.latency",
+            description: "Figs. 10 and 14: median and 99th-percentile latency (all, switch-served, server-served) vs offered load",
+            schemes: "\"nocache,netcache,orbitcache\"",
+            axis_name: "offered_mrps",
+            axis: "\"0.5,1,1.5,2,3,4,5\"",
+            axis_doc: "offered loads (million requests/s)",
+            headline: "1",
+            mode: Mode::Fixed,
+            defaults: &[],
+            quick: &[("duration_us", "5000.0"), ("axis", "\"1,3\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.writes",
+            description: "Figs. 11 and 18b: throughput vs write ratio (with FarReach's write-back)",
+            schemes: "\"nocache,netcache,farreach,orbitcache\"",
+            axis_name: "write_ratio",
+            axis: "\"0,0.05,0.1,0.25,0.5,0.75,1\"",
+            axis_doc: "write ratios",
+            headline: "0",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0,0.5,1\""), ("schemes", "\"nocache,farreach,orbitcache\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.scalability",
+            description: "Fig. 12: throughput and balancing efficiency vs the number of emulated storage servers (50K RPS each)",
+            schemes: "\"nocache,netcache,orbitcache\"",
+            axis_name: "emulated_servers",
+            axis: "\"4,8,16,32,64\"",
+            axis_doc: "emulated storage servers (spread over the storage hosts)",
+            headline: "32",
+            mode: Mode::Search,
+            defaults: &[("server_rate_rps", "50000.0")],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "1.0"), ("axis", "\"8,32\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.workloads",
+            description: "Fig. 13: throughput on Twitter-derived mixes A–E (cacheable-item ratio and write ratio)",
+            schemes: "\"nocache,netcache,orbitcache\"",
+            axis_name: "workload",
+            axis: "\"A,B,C,D,E\"",
+            axis_doc: "workload ids (see docs/orbitcache.md)",
+            headline: "E",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"A,E\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.cachesize",
+            description: "Fig. 15: throughput breakdown, switch latency and overflow ratio vs the number of cached items",
+            schemes: "\"orbitcache\"",
+            axis_name: "cache_size",
+            axis: "\"8,16,32,64,128,256,512,1024\"",
+            axis_doc: "cached items",
+            headline: "128",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128,512\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.keysize",
+            description: "Fig. 16: throughput and balancing efficiency vs key size (values all 64 B)",
+            schemes: "\"orbitcache\"",
+            axis_name: "key_bytes",
+            axis: "\"16,32,64,128\"",
+            axis_doc: "key sizes in bytes",
+            headline: "16",
+            mode: Mode::Search,
+            defaults: &[("values", "\"fixed\""), ("fixed_value_bytes", "64"), ("server_ns_per_key_byte", "10.0")],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.valuesize",
+            description: "Fig. 17: throughput and balancing efficiency vs value size (every value the same size)",
+            schemes: "\"orbitcache\"",
+            axis_name: "value_bytes",
+            axis: "\"64,128,256,512,1024,1416\"",
+            axis_doc: "value sizes in bytes",
+            headline: "1024",
+            mode: Mode::Search,
+            defaults: &[("values", "\"fixed\"")],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"64,1416\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.pegasus",
+            description: "Fig. 18a: throughput vs skew against Pegasus's selective replication",
+            schemes: "\"netcache,pegasus,orbitcache\"",
+            axis_name: "zipf_alpha",
+            axis: "\"0.9,0.95,0.99\"",
+            axis_doc: "Zipf skews",
+            headline: "0.99",
+            mode: Mode::Search,
+            defaults: &[],
+            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")],
+        }),
+        Box::new(Sweep {
+            name: "orbitcache.dynamic",
+            description: "Fig. 19: throughput and overflow ratio over time under hot-in (time compressed: see docs/orbitcache.md)",
+            schemes: "\"orbitcache\"",
+            axis_name: "offered_mrps",
+            axis: "\"5\"",
+            axis_doc: "offered load (million requests/s)",
+            headline: "5",
+            mode: Mode::Fixed,
+            defaults: &[
+                ("controller_period_us", "10000.0"),
+                ("hot_in_period_us", "100000.0"),
+                ("duration_us", "600000.0"),
+                ("report_min_count", "2"),
+                ("fetch_timeout_us", "10000.0"),
+                ("servers", "4"),
+                ("partitions_per_server", "1"),
+                ("server_rate_rps", "1000000.0"),
+                ("server_queue_requests", "4096"),
+            ],
+            quick: &[("duration_us", "60000.0"), ("hot_in_period_us", "20000.0"), ("controller_period_us", "2000.0"), ("fetch_timeout_us", "2000.0")],
+        }),
+    ]
+}

@@ -1,0 +1,123 @@
+//! The paper's directions on short runs, and the correctness checkers doing their job.
+
+use innet_orbitcache::run::{run, search, RunResult, RunSpec, Scheme};
+use innet_sim::experiment::ExperimentError;
+
+fn quick(scheme: Scheme) -> RunSpec {
+    RunSpec { scheme, duration_us: 5_000.0, ..RunSpec::default() }
+}
+
+fn tput(spec: &RunSpec) -> RunResult {
+    search(spec, 2e6, 0.02, 3, &mut |_| {}).expect("run succeeds").best
+}
+
+#[test]
+fn orbitcache_beats_nocache_and_netcache_at_zipf_099_and_flattens_server_load() {
+    let none = tput(&quick(Scheme::NoCache));
+    let net = tput(&quick(Scheme::NetCache));
+    let orbit = tput(&quick(Scheme::OrbitCache));
+    eprintln!("nocache {:.0} netcache {:.0} orbitcache {:.0}", none.throughput_rps, net.throughput_rps, orbit.throughput_rps);
+    assert!(orbit.throughput_rps > 2.0 * none.throughput_rps, "paper: 3.59× NoCache");
+    assert!(orbit.throughput_rps > 1.5 * net.throughput_rps, "paper: 1.95× NetCache");
+    assert!(orbit.switch_throughput_rps > 0.2 * orbit.throughput_rps);
+    // Per-server load: nearly flat under OrbitCache, not under the others.
+    assert!(orbit.balancing_efficiency > 0.85, "{}", orbit.balancing_efficiency);
+    assert!(none.balancing_efficiency < 0.8, "{}", none.balancing_efficiency);
+    assert!(net.balancing_efficiency < 0.8, "{}", net.balancing_efficiency);
+}
+
+#[test]
+fn overflow_climbs_with_cache_size_while_throughput_saturates() {
+    let at = |n: usize| tput(&RunSpec { cache_size: n, ..quick(Scheme::OrbitCache) });
+    let (small, mid, big) = (at(8), at(128), at(1024));
+    eprintln!(
+        "8: {:.0} ov {:.4}; 128: {:.0} ov {:.4}; 1024: {:.0} ov {:.4}",
+        small.throughput_rps, small.overflow_ratio, mid.throughput_rps, mid.overflow_ratio, big.throughput_rps, big.overflow_ratio
+    );
+    assert!(mid.throughput_rps > 1.1 * small.throughput_rps);
+    assert!(big.overflow_ratio > 3.0 * mid.overflow_ratio.max(0.005));
+    assert!(big.throughput_rps < 1.15 * mid.throughput_rps, "no gain beyond ~128 items");
+}
+
+#[test]
+fn all_writes_converge_to_nocache_and_farreach_wins_at_high_write_ratios() {
+    let w = |s: Scheme, r: f64| {
+        let mut spec = quick(s);
+        spec.workload.write_ratio = r;
+        tput(&spec)
+    };
+    let (orbit1, none1) = (w(Scheme::OrbitCache, 1.0), w(Scheme::NoCache, 1.0));
+    let ratio = orbit1.throughput_rps / none1.throughput_rps;
+    eprintln!("100% writes: orbit/nocache = {ratio:.3}");
+    assert!((0.85..1.15).contains(&ratio), "{ratio}");
+    // With the hottest 24 items too large for FarReach, the crossing comes late (see RESULTS.md).
+    let far1 = w(Scheme::FarReach, 1.0);
+    eprintln!("100% writes: orbit {:.0} farreach {:.0}", orbit1.throughput_rps, far1.throughput_rps);
+    assert!(far1.throughput_rps > 1.05 * orbit1.throughput_rps);
+    let (orbit0, far0) = (w(Scheme::OrbitCache, 0.0), w(Scheme::FarReach, 0.0));
+    assert!(orbit0.throughput_rps > far0.throughput_rps);
+}
+
+#[test]
+fn collisions_are_corrected_and_never_accepted() {
+    // 6-bit hashes: uncached keys collide with cached ones, so cache packets reach the wrong
+    // requests; the client must detect each by SEQ and correct it at the server.
+    let spec = RunSpec { hkey_bits: 6, offered_rps: 1e6, ..quick(Scheme::OrbitCache) };
+    let r = run(&spec, &mut |_| {}).expect("collisions are resolved, not accepted");
+    assert!(r.collisions > 100 && r.corrections > 100, "{} {}", r.collisions, r.corrections);
+    assert!(r.loss < 0.01, "{}", r.loss);
+}
+
+#[test]
+fn the_history_checker_catches_stale_reads() {
+    let mut spec = RunSpec { offered_rps: 2e6, ..quick(Scheme::OrbitCache) };
+    spec.workload.write_ratio = 0.2;
+    run(&spec, &mut |_| {}).expect("write-through with invalidation is coherent");
+    spec.fault = "skip_invalidation".into();
+    match run(&spec, &mut |_| {}) {
+        Err(ExperimentError::Invariant(m)) => assert!(m.contains("older than a write"), "{m}"),
+        other => panic!("a cache that never invalidates must fail the checker, got {:?}", other.map(|r| r.throughput_rps)),
+    }
+}
+
+#[test]
+fn writes_keep_pegasus_and_farreach_coherent() {
+    for s in [Scheme::Pegasus, Scheme::FarReach, Scheme::NetCache] {
+        let mut spec = RunSpec { offered_rps: 1.5e6, ..quick(s) };
+        spec.workload.write_ratio = 0.3;
+        let r = run(&spec, &mut |_| {}).unwrap_or_else(|e| panic!("{}: {e}", s.name()));
+        assert!(r.loss < 0.02, "{}: {}", s.name(), r.loss);
+    }
+}
+
+#[test]
+fn hot_in_dips_recover_within_a_few_controller_periods() {
+    let mut spec = RunSpec {
+        scheme: Scheme::OrbitCache,
+        offered_rps: 5e6,
+        duration_us: 40_000.0,
+        warmup_us: 0.0,
+        controller_period_us: 2_000.0,
+        fetch_timeout_us: 2_000.0,
+        report_min_count: 2,
+        servers: 4,
+        partitions_per_server: 1,
+        server_rate_rps: 1e6,
+        server_queue_requests: 4096,
+        ..RunSpec::default()
+    };
+    spec.workload.hot_in_period_s = 0.02;
+    let r = run(&spec, &mut |_| {}).expect("dynamic run");
+    let tl = &r.timeline;
+    let avg = |from: f64, to: f64| {
+        let v: Vec<f64> = tl.iter().filter(|t| t.0 >= from && t.0 < to).map(|t| t.1).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let (before, dip, after) = (avg(12_000.0, 20_000.0), avg(20_000.0, 22_000.0), avg(30_000.0, 40_000.0));
+    let ov_dip: f64 = tl.iter().filter(|t| t.0 >= 20_000.0 && t.0 < 24_000.0).map(|t| t.2).sum();
+    let ov_before: f64 = tl.iter().filter(|t| t.0 >= 14_000.0 && t.0 < 18_000.0).map(|t| t.2).sum();
+    eprintln!("before {before:.0} dip {dip:.0} after {after:.0}; evictions {:?}", r.counters.get("cache_evictions"));
+    assert!(r.counters["cache_evictions"].as_u64().unwrap() >= 100, "the controller replaced the swapped keys");
+    assert!(dip < 0.95 * before || ov_dip > 2.0 * ov_before.max(1.0), "hot-in must hurt right after the swap");
+    assert!(after > 0.95 * before, "and recover within a few 2 ms periods: {after} vs {before}");
+}
