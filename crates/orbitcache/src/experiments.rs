@@ -72,6 +72,7 @@ struct Params {
     report_min_count: u64,
     fetch_timeout_us: f64,
     auto_size: bool,
+    insert_valid: bool,
 }
 
 fn common(schemes: &'static str, axis: &'static str, axis_doc: &'static str) -> Vec<ParamSpec> {
@@ -117,6 +118,7 @@ fn common(schemes: &'static str, axis: &'static str, axis_doc: &'static str) -> 
         p("report_min_count", "100", "servers report keys counted more than this per period"),
         p("fetch_timeout_us", "1000000.0", "controller fetch timeout (µs)"),
         p("auto_size", "false", "OrbitCache controller sizes the cache from the overflow ratio"),
+        p("insert_valid", "true", "OrbitCache: new entries valid at once (requests park during the fetch, as the artifact); false forwards them until the value arrives"),
     ]
 }
 
@@ -170,6 +172,7 @@ impl Params {
             report_min_count: self.report_min_count as u32,
             fetch_timeout_us: self.fetch_timeout_us,
             auto_size: self.auto_size,
+            insert_valid: self.insert_valid,
             ..RunSpec::default()
         }
     }
@@ -346,6 +349,7 @@ impl Experiment for Sweep {
             }
         }
         summary.insert("headline".into(), json!(headline));
+        summary.insert("derived".into(), Value::Object(derived(self.axis_name, &values, &points, &results, &headline)));
         summary.insert("schemes".into(), Value::Object(by_scheme));
         let mut tables = vec![points_table(self.axis_name, &points, &results, probes_col)];
         tables.push(per_server_table(&points, &results));
@@ -357,6 +361,48 @@ impl Experiment for Sweep {
         }
         Ok(RunOutput { summary, tables })
     }
+}
+
+/// Numbers the paper states in words, computed from the sweep: throughput ratios at the headline
+/// point, the write ratio where FarReach overtakes OrbitCache, the best cache size, and the
+/// switch-latency gap to NetCache.
+fn derived(axis: &str, values: &[String], points: &[(Scheme, String, RunSpec)], results: &[RunResult], headline: &str) -> Map<String, Value> {
+    let at = |s: Scheme, v: &str| points.iter().zip(results).find(|((sc, x, _), _)| *sc == s && x == v).map(|(_, r)| r);
+    let mut d = Map::new();
+    if let Some(o) = at(Scheme::OrbitCache, headline) {
+        for other in [Scheme::NoCache, Scheme::NetCache, Scheme::FarReach, Scheme::Pegasus] {
+            if let Some(r) = at(other, headline) {
+                if r.throughput_rps > 0.0 {
+                    d.insert(format!("orbitcache_over_{}", other.name()), json!(round6(o.throughput_rps / r.throughput_rps)));
+                }
+            }
+        }
+        if let Some(n) = at(Scheme::NetCache, headline) {
+            if n.switch_throughput_rps > 0.0 && o.switch_throughput_rps > 0.0 {
+                d.insert("orbitcache_minus_netcache_switch_p50_us".into(), json!(round6(o.switch_latency_p50_us - n.switch_latency_p50_us)));
+            }
+        }
+    }
+    if axis == "write_ratio" {
+        let cross = values.iter().find(|v| match (at(Scheme::FarReach, v), at(Scheme::OrbitCache, v)) {
+            (Some(f), Some(o)) => f.throughput_rps > o.throughput_rps,
+            _ => false,
+        });
+        if let Some(v) = cross {
+            d.insert("farreach_overtakes_at_write_ratio".into(), json!(v.parse::<f64>().unwrap_or(f64::NAN)));
+        }
+    }
+    if axis == "cache_size" {
+        let best = points
+            .iter()
+            .zip(results)
+            .filter(|((s, _, _), _)| *s == Scheme::OrbitCache)
+            .max_by(|a, b| a.1.throughput_rps.partial_cmp(&b.1.throughput_rps).unwrap());
+        if let Some(((_, v, _), _)) = best {
+            d.insert("best_cache_size".into(), json!(v.parse::<f64>().unwrap_or(f64::NAN)));
+        }
+    }
+    d
 }
 
 fn points_table(axis: &str, points: &[(Scheme, String, RunSpec)], results: &[RunResult], probes: Vec<u64>) -> Table {

@@ -62,6 +62,8 @@ pub struct OrbitCounters {
     pub stale_cache_packets: u64,
     /// New cache packets spawned by write or fetch replies.
     pub spawned: u64,
+    /// Fetch replies ignored because no fetch was outstanding for the index (late duplicates).
+    pub late_fetch_replies: u64,
     /// Writes that invalidated a cached key.
     pub invalidations: u64,
     /// Recirculation passes of cache packets that found nothing queued.
@@ -81,6 +83,10 @@ pub struct OrbitSwitchConfig {
     pub host_groups: HashMap<u32, u16>,
     /// Fault injection (tests only): writes do not invalidate.
     pub skip_invalidation: bool,
+    /// A newly installed key is valid at once, so its requests park while its value is being
+    /// fetched (the artifact's behaviour, which makes overflow soar after popularity changes);
+    /// false forwards them to the server until the fetch reply arrives.
+    pub insert_valid: bool,
 }
 
 pub struct OrbitSwitch {
@@ -88,6 +94,9 @@ pub struct OrbitSwitch {
     pub lookup: FoldMap<u128, u32>,
     pub state: Vec<u8>,
     pub generation: Vec<u8>,
+    /// A fetch for this index is outstanding: only then may an F-REP (re)spawn its cache packet,
+    /// so a late duplicate F-REP cannot bring back a value older than a newer write's.
+    pub fetching: Vec<bool>,
     pub popularity: Vec<u32>,
     pub total_cache: u64,
     pub miss_counter: u64,
@@ -109,6 +118,7 @@ impl OrbitSwitch {
             lookup: FoldMap::default(),
             state: vec![INVALID; n],
             generation: vec![0; n],
+            fetching: vec![false; n],
             popularity: vec![0; n],
             total_cache: 0,
             miss_counter: 0,
@@ -127,8 +137,12 @@ impl OrbitSwitch {
     /// Control plane: map `hkey` to index `idx` (state starts invalid until the value arrives).
     pub fn install(&mut self, hkey: u128, idx: u32) {
         self.lookup.insert(hkey, idx);
-        self.state[idx as usize] = INVALID;
-        self.popularity[idx as usize] = 0;
+        let i = idx as usize;
+        self.state[i] = if self.cfg.insert_valid { VALID } else { INVALID };
+        // Any cache packet of the index's previous key dies on its next pass.
+        self.generation[i] = self.generation[i].wrapping_add(1);
+        self.fetching[i] = true;
+        self.popularity[i] = 0;
     }
 
     /// Control plane: remove `hkey` from the lookup table (its cache packet dies on its next pass).
@@ -266,8 +280,10 @@ impl Program for OrbitSwitch {
             Op::WriteReply | Op::FetchReply => {
                 let to_controller = dst_ip == self.cfg.switch_ip;
                 let carries_value = h.cached == CACHED_SWITCH;
+                let fresh = |i: usize| h.op == Op::WriteReply || self.fetching[i];
                 match idx {
-                    Some(i) if carries_value => {
+                    Some(i) if carries_value && fresh(i) => {
+                        self.fetching[i] = false;
                         self.state[i] = VALID;
                         self.generation[i] = self.generation[i].wrapping_add(1);
                         h.ver = self.generation[i];
@@ -284,6 +300,14 @@ impl Program for OrbitSwitch {
                                     Verdict::Route
                                 }
                             }
+                        }
+                    }
+                    Some(_) if carries_value && h.op == Op::FetchReply => {
+                        self.counters.late_fetch_replies += 1;
+                        if to_controller {
+                            Verdict::ToCpu
+                        } else {
+                            Verdict::Route
                         }
                     }
                     _ if to_controller => Verdict::ToCpu,

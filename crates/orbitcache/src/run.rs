@@ -90,6 +90,9 @@ pub struct RunSpec {
     pub fetch_timeout_us: f64,
     pub fetch_tries: u32,
     pub auto_size: bool,
+    /// New cache entries are valid at once (requests park while the value is fetched, as the
+    /// artifact); false forwards their requests to the server until the fetch reply.
+    pub insert_valid: bool,
     pub overflow_target: f64,
     pub report_min_count: u32,
     /// NetCache / FarReach
@@ -142,6 +145,7 @@ impl Default for RunSpec {
             fetch_timeout_us: 1_000_000.0,
             fetch_tries: 5,
             auto_size: false,
+            insert_valid: true,
             overflow_target: 0.05,
             report_min_count: 100,
             netcache_entries: 10_000,
@@ -315,6 +319,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                         switch_ip: addressing.switch_ip,
                         host_groups: host_groups.clone(),
                         skip_invalidation: spec.fault == "skip_invalidation",
+                        insert_valid: spec.insert_valid,
                     });
                     let ctl = OrbitControl::new(
                         OrbitControlConfig {
@@ -451,6 +456,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                 ("overflow_requests", c.overflow),
                 ("invalid_forwards", c.invalid_forwards),
                 ("stale_cache_packets_dropped", c.stale_cache_packets),
+                ("late_fetch_replies", c.late_fetch_replies),
                 ("cache_packets_spawned", c.spawned),
                 ("invalidations", c.invalidations),
                 ("idle_orbit_passes", c.idle_passes),

@@ -114,10 +114,18 @@ fn hot_in_dips_recover_within_a_few_controller_periods() {
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
     let (before, dip, after) = (avg(12_000.0, 20_000.0), avg(20_000.0, 22_000.0), avg(30_000.0, 40_000.0));
-    let ov_dip: f64 = tl.iter().filter(|t| t.0 >= 20_000.0 && t.0 < 24_000.0).map(|t| t.2).sum();
-    let ov_before: f64 = tl.iter().filter(|t| t.0 >= 14_000.0 && t.0 < 18_000.0).map(|t| t.2).sum();
     eprintln!("before {before:.0} dip {dip:.0} after {after:.0}; evictions {:?}", r.counters.get("cache_evictions"));
+    // Fig. 19b: the overflow ratio soars right after the swap (requests park while the new
+    // keys' values are fetched) and settles again.
+    let ratio = |from: f64, to: f64| {
+        let v: Vec<f64> = r.ticks.iter().filter(|t| (t.at_ps as f64 / 1e6) > from && (t.at_ps as f64 / 1e6) <= to).map(|t| t.overflow_ratio).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let peak = r.ticks.iter().filter(|t| (20e9..=28e9).contains(&(t.at_ps as f64))).map(|t| t.overflow_ratio).fold(0.0, f64::max);
+    let settled = ratio(30_000.0, 40_000.0);
+    eprintln!("overflow peak after the swap {peak:.4}, settled {settled:.4}");
+    assert!(peak > 3.0 * settled.max(0.01), "overflow must soar right after the swap");
     assert!(r.counters["cache_evictions"].as_u64().unwrap() >= 100, "the controller replaced the swapped keys");
-    assert!(dip < 0.95 * before || ov_dip > 2.0 * ov_before.max(1.0), "hot-in must hurt right after the swap");
+    assert!(dip < 0.95 * before, "hot-in must hurt right after the swap");
     assert!(after > 0.95 * before, "and recover within a few 2 ms periods: {after} vs {before}");
 }
