@@ -44,6 +44,8 @@ def _sweep(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Pa
     _bars(axes[1], df, axis, "balancing_efficiency", "balancing efficiency (min/mean server)")
     if summary["experiment"] == "orbitcache.cachesize":
         _bars(axes[2], df, axis, "overflow_ratio", "overflow ratio")
+    elif summary["experiment"] == "orbitcache.valuesize" and "effective_cache_size" in df:
+        _bars(axes[2], df, axis, "effective_cache_size", "effective cache size (items)")
     else:
         _bars(axes[2], df, axis, "switch_mrps", "switch-served (MRPS)")
     for ax in axes:

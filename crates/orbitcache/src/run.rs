@@ -223,6 +223,8 @@ impl RunSpec {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub scheme: Scheme,
+    /// OrbitCache's cached items in this run.
+    pub cache_size: usize,
     pub offered_rps: f64,
     pub sent: u64,
     pub answered: u64,
@@ -562,6 +564,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
     counters.insert("conservation_ok".into(), cons.ok().into());
     Ok(RunResult {
         scheme: spec.scheme,
+        cache_size: spec.cache_size,
         offered_rps: spec.offered_rps,
         sent,
         answered,
