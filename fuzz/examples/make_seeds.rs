@@ -349,6 +349,34 @@ fn main() {
         seed.extend(TopKReport { partition: 3, entries: vec![(42, 1000), (7, 120)] }.emit());
         write(&dir, "orbitcache", "topk_report", &seed);
     }
+    // SwitchVM: a header with in-packet code for four EUs, an epilog and a stack.
+    {
+        use innet_wire::switchvm::{DpfHeader, RawEpilog, RawEu, RawProlog, SEL_IMM, SEL_NONE};
+        let h = DpfHeader {
+            lanes: 4,
+            gas: 3,
+            init_pc: Some(0x8000),
+            app_id: 1,
+            prologs: vec![RawProlog { index: 0, next: 0x8000, sel: vec![1 << 5, 0, 0, 0, 0, 0, 0, 0] }],
+            eus: (0..4)
+                .map(|s| RawEu {
+                    stage: s,
+                    sel: vec![0, 0, 0, 0, 2 << 5, 0, 0, 0],
+                    alu: vec![1, 0, 0, 0],
+                    mem: vec![3, 0, 0, 0],
+                    taken: 0x8000,
+                    not_taken: 0x8000,
+                    imm: vec![Some(1), None, None, None],
+                    op2: SEL_IMM,
+                    imm2: Some(9),
+                    ..Default::default()
+                })
+                .collect(),
+            epilogs: vec![RawEpilog { index: 0, push: vec![0, 4], steer: SEL_IMM, steer_imm: 1, next: SEL_NONE, next_imm: 0, drop_code: false }],
+            stack: vec![7],
+        };
+        write(&dir, "switchvm", "counter_in_packet", &h.emit().unwrap());
+    }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
     for (target, name, bytes) in regressions() {
         write(&dir, target, name, &bytes);

@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod control;
+pub mod encoding;
 pub mod isa;
 pub mod machine;
 pub mod memory;

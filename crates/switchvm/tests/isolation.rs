@@ -290,3 +290,30 @@ fn permissions_app_ids_and_default_dpfs() {
     assert_eq!(m.execute(&mut p, &SwitchMeta::default(), &mut rng), Outcome::NotInvoked);
 }
 
+
+/// In-packet code that encodes decodes to the same program; most small programs fit.
+#[test]
+fn in_packet_code_round_trips_through_the_wire() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let small = (
+        prop::collection::vec(arb_prolog(), 1..2),
+        prop::collection::vec(prop::collection::vec(arb_eu(), 1..2), 4),
+        prop::collection::vec(arb_epilog(), 1..2),
+    )
+        .prop_map(|(prologs, eus, epilogs)| PacketCode { prologs, eus, epilogs });
+    let (mut ok, mut total) = (0, 0);
+    for _ in 0..1000 {
+        let code = small.new_tree(&mut runner).unwrap().current();
+        let stack = vec![1, 2, 3];
+        let pkt = DpfPacket { init_pc: Some(Pc::Packet(0)), code: Some(code), stack, gas: 3, app_id: 9, ..Default::default() };
+        total += 1;
+        if let Ok(area) = innet_switchvm::encoding::encode(&pkt, L) {
+            ok += 1;
+            let back = innet_switchvm::encoding::decode(&area, L).expect("what encodes decodes");
+            assert_eq!(back, pkt);
+        }
+    }
+    assert!(ok * 2 > total, "only {ok} of {total} programs encoded");
+}

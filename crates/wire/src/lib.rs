@@ -13,6 +13,7 @@ pub mod ipv4;
 pub mod pcap;
 pub mod orbitcache;
 pub mod switchv2p;
+pub mod switchvm;
 pub mod tcp;
 pub mod udp;
 
