@@ -203,6 +203,10 @@ from innet import cli_sweep  # noqa: E402
 
 cli_sweep.register(cli)
 
+from innet import cli_switchvm  # noqa: E402
+
+cli_switchvm.register(cli)
+
 
 def main() -> None:
     try:
@@ -213,7 +217,7 @@ def main() -> None:
         _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
-    except (UserError, cli_sweep.SweepError) as e:  # noqa: B014
+    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError) as e:  # noqa: B014
         _fail(str(e))
     except api.InvariantError as e:
         _fail(str(e), EXIT_INVARIANT)

@@ -121,6 +121,61 @@ fn bench_sim(
     Ok(serde_json::Value::Object(r.fields).to_string())
 }
 
+/// Assemble a DPF source: (normalized listing, in-packet option bytes or None, why not, summary
+/// JSON). Errors name the line.
+#[pyfunction]
+#[pyo3(signature = (text, eus = 4, lanes = 4))]
+fn switchvm_asm(text: &str, eus: u8, lanes: u8) -> PyResult<(String, Option<Vec<u8>>, String, String)> {
+    if eus == 0 || eus > 8 || lanes == 0 || lanes > 8 {
+        return Err(UserInputError::new_err("eus and lanes must be 1..=8"));
+    }
+    let src = innet_switchvm::asm::assemble(text, eus, lanes).map_err(|e| UserInputError::new_err(e.to_string()))?;
+    let listing = innet_switchvm::asm::disassemble(&src, lanes);
+    let (bytes, why) = match innet_switchvm::asm::link_in_packet(&src) {
+        Ok(code) => {
+            let pkt = innet_switchvm::machine::DpfPacket {
+                init_pc: Some(innet_switchvm::isa::Pc::Packet(0)),
+                code: Some(code),
+                gas: 8,
+                ..Default::default()
+            };
+            match innet_switchvm::encoding::encode(&pkt, lanes) {
+                Ok(b) => (Some(b), String::new()),
+                Err(e) => (None, e),
+            }
+        }
+        Err(e) => (None, e),
+    };
+    let instructions: usize = src.eus.iter().map(|s| s.len()).sum();
+    let summary = serde_json::json!({
+        "name": src.name,
+        "eus": eus,
+        "lanes": lanes,
+        "eu_instructions": instructions,
+        "epilogs": src.epilogs.len(),
+        "in_packet_bytes": bytes.as_ref().map(|b| b.len()),
+    });
+    Ok((listing, bytes, why, summary.to_string()))
+}
+
+/// Disassemble SwitchVM option bytes (in-packet code, stack and invocation) to source text.
+#[pyfunction]
+#[pyo3(signature = (data, eus = 4, lanes = 4))]
+fn switchvm_disasm(data: Vec<u8>, eus: u8, lanes: u8) -> PyResult<String> {
+    let pkt = innet_switchvm::encoding::decode(&data, lanes).map_err(UserInputError::new_err)?;
+    let mut out = format!(
+        "; app_id {} gas {} init_pc {} stack {:?}\n",
+        pkt.app_id,
+        pkt.gas,
+        pkt.init_pc.map(|p| format!("{:#06x}", p.to_u16())).unwrap_or_else(|| "-".into()),
+        pkt.stack
+    );
+    if let Some(code) = &pkt.code {
+        out += &innet_switchvm::asm::disassemble(&innet_switchvm::asm::from_packet_code(code, eus, lanes), lanes);
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
@@ -129,5 +184,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
+    m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
     Ok(())
 }

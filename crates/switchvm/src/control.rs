@@ -238,7 +238,7 @@ impl ControlPlane {
                     sel: s.sel.clone(),
                     alu: s.alu.clone(),
                     mem: s.mem.clone(),
-                    branch: Branch { op: s.op, op1: s.op1, op2: s.op2, taken: resolve(&s.taken, next_stage)?, not_taken: resolve(&s.not_taken, e + 1)? },
+                    branch: Branch { op: s.op, op1: s.op1, op2: s.op2, taken: resolve(&s.taken, next_stage)?, not_taken: resolve(&s.not_taken, next_stage)? },
                 };
                 check_eu(&ins, lanes).map_err(|msg| ControlError::Illegal(format!("EU{e} `{name}`"), msg))?;
                 for sel in &ins.sel {

@@ -4,6 +4,7 @@
 //! plane (authorization, memory allocation, deployment with linking, steering rules, in-place
 //! replacement). docs/switchvm.md records every choice the paper leaves open.
 
+pub mod asm;
 pub mod build;
 pub mod control;
 pub mod encoding;
