@@ -40,3 +40,28 @@ def test_errors_name_the_file_and_line(innet_cmd, tmp_path):
     assert r.returncode == 2 and "junk.bin" in r.stderr
     r = innet_cmd("switchvm", "asm", str(tmp_path / "missing.dpf"))
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+@pytest.mark.parametrize("exp,plot", [("switchvm.overhead", "overhead.png"), ("switchvm.latency", "latency.png")])
+def test_microbenchmarks_quick(innet_cmd, tmp_path, exp, plot):
+    r = innet_cmd("run", exp, "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["modes"]
+    import pandas as pd
+
+    pts = pd.read_parquet(tmp_path / "points.parquet")
+    assert (pts["received"] > 0).all()
+    # Every encapsulated packet ran the DPF exactly once.
+    enc = pts[pts["mode"] != "plain"]
+    assert (enc["executed"] == enc["received"]).all()
+    assert (tmp_path / plot).exists()
+
+
+def test_overhead_orders_the_modes(innet_cmd, tmp_path):
+    r = innet_cmd("run", "switchvm.overhead", "--quick", "--out", str(tmp_path), "--json", "--set", "sizes=512")
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+
+    pts = pd.read_parquet(tmp_path / "points.parquet").set_index("mode")
+    assert pts.loc["plain", "goodput_gbps"] > pts.loc["default", "goodput_gbps"] > pts.loc["in_switch", "goodput_gbps"] > pts.loc["in_packet", "goodput_gbps"]

@@ -6,6 +6,7 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
     let mut v = innet_basic::experiments();
     v.extend(innet_switchv2p::experiments());
     v.extend(innet_orbitcache::experiments());
+    v.extend(innet_switchvm::experiments());
     v.sort_by_key(|e| e.info().name);
     v
 }

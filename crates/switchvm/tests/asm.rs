@@ -105,3 +105,26 @@ fn errors_name_the_line_and_the_problem() {
         assert!(e.starts_with(line) && e.contains(what), "{text:?}: {e}");
     }
 }
+
+#[test]
+fn the_overhead_bench_counts_every_packet_in_every_mode() {
+    use innet_switchvm::experiments::{bench, BenchSpec, Mode};
+    let mut plain_goodput = 0.0;
+    for mode in [Mode::Plain, Mode::Default, Mode::InSwitch, Mode::InPacket] {
+        let r = bench(&BenchSpec { mode, frame_bytes: 256, load: 1.0, poisson: false, duration_us: 10.0, link_gbps: 100.0, pipeline_ns: 600, seed: 1 }).unwrap();
+        eprintln!("{mode:?}: overhead {} B goodput {:.2} Gb/s executed {} received {}", r.overhead_bytes, r.goodput_gbps, r.executed, r.received);
+        assert!(r.received > 0 && r.violations == 0);
+        match mode {
+            Mode::Plain => {
+                assert_eq!(r.overhead_bytes, 0);
+                assert_eq!(r.executed, 0);
+                plain_goodput = r.goodput_gbps;
+                assert!(plain_goodput > 90.0, "{plain_goodput}");
+            }
+            _ => {
+                assert_eq!(r.executed, r.received, "the DPF ran once per packet");
+                assert!(r.overhead_bytes >= 50 && r.goodput_gbps < plain_goodput);
+            }
+        }
+    }
+}

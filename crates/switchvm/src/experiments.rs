@@ -1,0 +1,340 @@
+//! SwitchVM's microbenchmarks on the simulator: `switchvm.overhead` (Fig. 10: encapsulation
+//! bytes and goodput vs packet size for plain forwarding, the tenant's default DPF, an in-switch
+//! DPF named by the packet, and the DPF carried in the packet) and `switchvm.latency` (Fig. 8:
+//! latency vs load against plain L3 forwarding). Every packet really runs the private counter
+//! on the machine; the run checks that the counter equals the executions and that each packet
+//! carries the count it was given.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use innet_dataplane::SimSwitch;
+use innet_sim::engine::{Node, Simulator};
+use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_sim::metrics::percentile;
+use innet_sim::network::{Network, NodeId};
+use innet_sim::report::round6;
+use innet_sim::routing::Routing;
+use innet_sim::topology::{Role, Topology, TopologySpec};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::control::ControlPlane;
+use crate::isa::Pc;
+use crate::machine::{DpfPacket, Machine, Permission, Unauthorized, VmConfig};
+use crate::program::SwitchVmSwitch;
+use crate::traffic::{Sender, SenderConfig, Sink, Wrap};
+
+const TENANT: u32 = 1;
+const COUNTER_ID: u32 = 5;
+
+/// How packets invoke the DPF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Plain,
+    Default,
+    InSwitch,
+    InPacket,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Mode, String> {
+        Ok(match s.trim() {
+            "plain" => Mode::Plain,
+            "default" => Mode::Default,
+            "in_switch" => Mode::InSwitch,
+            "in_packet" => Mode::InPacket,
+            o => return Err(format!("unknown mode \"{o}\"; expected plain, default, in_switch or in_packet")),
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Default => "default",
+            Mode::InSwitch => "in_switch",
+            Mode::InPacket => "in_packet",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchSpec {
+    pub mode: Mode,
+    pub frame_bytes: u32,
+    pub load: f64,
+    pub poisson: bool,
+    pub duration_us: f64,
+    pub link_gbps: f64,
+    pub pipeline_ns: u64,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchResult {
+    pub sent: u64,
+    pub received: u64,
+    pub wire_bytes: u32,
+    pub overhead_bytes: u32,
+    pub goodput_gbps: f64,
+    pub goodput_fraction: f64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    pub executed: u64,
+    pub violations: u64,
+}
+
+const COUNTER: &str = include_str!("../dpfs/counter.dpf");
+const DEFAULT_COUNTER: &str = include_str!("../dpfs/default_counter.dpf");
+
+pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
+    let bad = |f: &str, m: String| ExperimentError::BadParam { field: f.into(), message: m };
+    if !(64..=1518).contains(&spec.frame_bytes) {
+        return Err(bad("sizes", format!("frame size {} is not in 64..=1518", spec.frame_bytes)));
+    }
+    if !(spec.load > 0.0 && spec.load <= 1.0) {
+        return Err(bad("loads", format!("load {} is not in (0, 1]", spec.load)));
+    }
+    let topo_spec = TopologySpec {
+        host_link_gbps: spec.link_gbps,
+        switch_pipeline_latency_ns: spec.pipeline_ns,
+        host_buffer_bytes: 1 << 30,
+        ..TopologySpec::rack(2)
+    };
+    let topo = Topology::build(&topo_spec, &[])?;
+    let mut net = Network::new(spec.seed);
+    topo.instantiate(&mut net);
+    let routing = Arc::new(Routing::compute(&topo, &net, spec.seed));
+    let ip = |h: usize| topo.nodes[topo.hosts[h] as usize].ip;
+
+    // The switch: the counter deployed, the tenant authorized with a default DPF and memory.
+    let cfg = VmConfig::default();
+    let lanes = cfg.lanes;
+    let mut m = Machine::new(cfg);
+    let mut cp = ControlPlane::default();
+    let internal = |e: String| ExperimentError::Invariant(e);
+    let counter = crate::asm::assemble(COUNTER, 4, lanes).map_err(|e| internal(e.to_string()))?;
+    let d = cp.deploy(&mut m, &counter).map_err(|e| internal(e.to_string()))?;
+    let dflt = cp.deploy(&mut m, &crate::asm::assemble(DEFAULT_COUNTER, 4, lanes).map_err(|e| internal(e.to_string()))?).map_err(|e| internal(e.to_string()))?;
+    cp.authorize(&mut m, TENANT, Permission { on_unauthorized: Unauthorized::Drop, default_pc: Some(dflt.init_pc), caps: 0, app_id: 0 })
+        .map_err(|e| internal(e.to_string()))?;
+    cp.alloc_segment(&mut m, TENANT, 0, 0, 0, 64).map_err(|e| internal(e.to_string()))?;
+    cp.alloc_segment(&mut m, TENANT, 1, 0, 0, 64).map_err(|e| internal(e.to_string()))?;
+    let wrap = match spec.mode {
+        Mode::Plain => Wrap::Plain,
+        Mode::Default => Wrap::Geneve { vni: TENANT, options: Vec::new() },
+        Mode::InSwitch | Mode::InPacket => {
+            let code = (spec.mode == Mode::InPacket).then(|| crate::asm::link_in_packet(&counter)).transpose().map_err(internal)?;
+            let pkt = DpfPacket {
+                init_pc: Some(if code.is_some() { Pc::Packet(0) } else { d.init_pc }),
+                code,
+                stack: vec![COUNTER_ID],
+                gas: 8,
+                ..Default::default()
+            };
+            Wrap::Geneve { vni: TENANT, options: crate::encoding::encode(&pkt, lanes).map_err(internal)? }
+        }
+    };
+    let stop_ps = (spec.duration_us * 1e6) as u64;
+    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
+    let mut sender_wire = 0;
+    let mut plain_wire = 0;
+    for (id, n) in topo.nodes.iter().enumerate() {
+        let node = id as NodeId;
+        if n.role != Role::Host {
+            nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(std::mem::replace(&mut m, Machine::new(VmConfig { mem_entries: 1, ..VmConfig::default() }))), n.switch_index.unwrap(), routing.clone(), &net, node)));
+            continue;
+        }
+        if n.host_index == Some(0) {
+            let sc = SenderConfig {
+                src_ip: ip(0),
+                dst_ip: ip(1),
+                wrap: wrap.clone(),
+                frame_bytes: spec.frame_bytes,
+                load: spec.load,
+                poisson: spec.poisson,
+                link_bps: (spec.link_gbps * 1e9) as u64,
+                stop_ps,
+            };
+            plain_wire = Sender::new(SenderConfig { wrap: Wrap::Plain, ..sc.clone() }, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "x")).wire_bytes();
+            let mut s = Sender::new(sc, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "sender"));
+            sender_wire = s.wire_bytes();
+            s.start(&mut net, node);
+            nodes.push(Box::new(s));
+        } else {
+            nodes.push(Box::new(Sink { ip: n.ip, lanes, ..Default::default() }));
+        }
+    }
+    let mut sim = Simulator::new(net, nodes);
+    sim.run_until(stop_ps + 1_000_000_000, &mut |_| {});
+    let sw_id = topo.nodes.iter().position(|n| n.role != Role::Host).unwrap() as NodeId;
+    let sink_id = topo.hosts[1];
+    let sent = sim.node::<Sender>(topo.hosts[0]).unwrap().sent;
+    let sw = sim.node::<SimSwitch<SwitchVmSwitch>>(sw_id).unwrap();
+    let executed = sw.program.counters.executed;
+    let violations = sw.program.machine.violations_total();
+    // The counters in switch memory (EU0 for the named DPF, EU1 for the default one).
+    let count_of = |eu: usize| -> u32 {
+        let lm = &sw.program.machine.mem[eu][0];
+        lm.translate(TENANT, COUNTER_ID).map(|p| lm.cells[p as usize]).unwrap_or(0)
+    };
+    let counted = count_of(0) as u64 + count_of(1) as u64;
+    let sink = sim.node::<Sink>(sink_id).unwrap();
+    let received = sink.received;
+    let mut lat = sink.latency_us.clone();
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let tops_ok = sink.stack_tops.windows(2).all(|w| w[1] == w[0] + 1);
+    let tops_len = sink.stack_tops.len() as u64;
+    let window_s = match (sink.first_ps, sink.last_ps) {
+        (Some(f), l) if l > f => (l - f) as f64 / 1e12,
+        _ => spec.duration_us / 1e6,
+    };
+    let cons = sim.finish();
+    if !cons.ok() {
+        return Err(ExperimentError::Invariant(format!("packet conservation: {cons}")));
+    }
+    if spec.mode != Mode::Plain && counted != executed {
+        return Err(ExperimentError::Invariant(format!("the counter says {counted} but the machine ran {executed} times")));
+    }
+    if matches!(spec.mode, Mode::InSwitch | Mode::InPacket) && (!tops_ok || tops_len != received) {
+        return Err(ExperimentError::Invariant("packets did not carry consecutive counts".into()));
+    }
+    let goodput_gbps = received as f64 * spec.frame_bytes as f64 * 8.0 / window_s / 1e9;
+    Ok(BenchResult {
+        sent,
+        received,
+        wire_bytes: sender_wire,
+        overhead_bytes: sender_wire - plain_wire,
+        goodput_gbps,
+        goodput_fraction: goodput_gbps / spec.link_gbps,
+        latency_p50_us: percentile(&lat, 50.0),
+        latency_p99_us: percentile(&lat, 99.0),
+        executed,
+        violations,
+    })
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    modes: String,
+    sizes: String,
+    loads: String,
+    poisson: bool,
+    duration_us: f64,
+    link_gbps: f64,
+    pipeline_ns: u64,
+    seed: u64,
+}
+
+fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
+    ParamSpec { name, default, doc }
+}
+
+fn params(modes: &'static str, sizes: &'static str, loads: &'static str, poisson: &'static str) -> Vec<ParamSpec> {
+    vec![
+        p("modes", modes, "plain (no encapsulation), default (the tenant's default DPF), in_switch (the packet names an in-switch DPF), in_packet (the DPF rides in the packet)"),
+        p("sizes", sizes, "un-encapsulated frame sizes in bytes"),
+        p("loads", loads, "offered load as a fraction of the link"),
+        p("poisson", poisson, "Poisson arrivals (else evenly spaced)"),
+        p("duration_us", "200.0", "sending time (µs)"),
+        p("link_gbps", "100.0", "link bandwidth"),
+        p("pipeline_ns", "600", "switch pipeline latency per pass (ns), the same for every mode"),
+        p("seed", "1", "run seed"),
+    ]
+}
+
+fn list<T>(field: &str, s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, ExperimentError> {
+    s.split(',').filter(|x| !x.trim().is_empty()).map(|x| f(x.trim()).map_err(|m| ExperimentError::BadParam { field: field.into(), message: m })).collect()
+}
+
+struct Bench {
+    name: &'static str,
+    description: &'static str,
+    modes: &'static str,
+    sizes: &'static str,
+    loads: &'static str,
+    poisson: &'static str,
+    quick: &'static [(&'static str, &'static str)],
+}
+
+impl Experiment for Bench {
+    fn info(&self) -> ExperimentInfo {
+        ExperimentInfo { name: self.name, description: self.description, params: params(self.modes, self.sizes, self.loads, self.poisson) }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: Params = resolve_params(&self.info(), self.quick, quick, overrides)?;
+        let modes = list("modes", &p.modes, Mode::parse)?;
+        let sizes = list("sizes", &p.sizes, |x| x.parse::<u32>().map_err(|_| format!("'{x}' is not a whole number of bytes")))?;
+        let loads = list("loads", &p.loads, |x| x.parse::<f64>().map_err(|_| format!("'{x}' is not a number")))?;
+        let mut rows: Vec<(Mode, u32, f64, BenchResult)> = Vec::new();
+        let total = (modes.len() * sizes.len() * loads.len()).max(1) as f64;
+        for &mode in &modes {
+            for &size in &sizes {
+                for &load in &loads {
+                    let spec = BenchSpec { mode, frame_bytes: size, load, poisson: p.poisson, duration_us: p.duration_us, link_gbps: p.link_gbps, pipeline_ns: p.pipeline_ns, seed: p.seed };
+                    rows.push((mode, size, load, bench(&spec)?));
+                    progress(rows.len() as f64 / total);
+                }
+            }
+        }
+        let mut by_mode = Map::new();
+        for (mode, size, load, r) in &rows {
+            let e = by_mode.entry(mode.name().to_string()).or_insert_with(|| json!({}));
+            e.as_object_mut().unwrap().insert(
+                format!("{size}B@{load}"),
+                json!({
+                    "overhead_bytes": r.overhead_bytes,
+                    "goodput_gbps": round6(r.goodput_gbps),
+                    "goodput_fraction": round6(r.goodput_fraction),
+                    "latency_p50_us": round6(r.latency_p50_us),
+                    "latency_p99_us": round6(r.latency_p99_us),
+                    "executed": r.executed,
+                    "violations": r.violations,
+                }),
+            );
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!(self.name));
+        summary.insert("seed".into(), json!(p.seed));
+        summary.insert("modes".into(), Value::Object(by_mode));
+        let f = |g: &dyn Fn(&BenchResult) -> f64| ColumnData::F64(rows.iter().map(|r| round6(g(&r.3))).collect());
+        let table = Table::new("points")
+            .with("mode", ColumnData::Str(rows.iter().map(|r| r.0.name().to_string()).collect()))
+            .with("frame_bytes", ColumnData::U64(rows.iter().map(|r| r.1 as u64).collect()))
+            .with("load", ColumnData::F64(rows.iter().map(|r| r.2).collect()))
+            .with("wire_bytes", ColumnData::U64(rows.iter().map(|r| r.3.wire_bytes as u64).collect()))
+            .with("overhead_bytes", ColumnData::U64(rows.iter().map(|r| r.3.overhead_bytes as u64).collect()))
+            .with("goodput_gbps", f(&|r| r.goodput_gbps))
+            .with("goodput_fraction", f(&|r| r.goodput_fraction))
+            .with("latency_p50_us", f(&|r| r.latency_p50_us))
+            .with("latency_p99_us", f(&|r| r.latency_p99_us))
+            .with("sent", ColumnData::U64(rows.iter().map(|r| r.3.sent).collect()))
+            .with("received", ColumnData::U64(rows.iter().map(|r| r.3.received).collect()))
+            .with("executed", ColumnData::U64(rows.iter().map(|r| r.3.executed).collect()));
+        Ok(RunOutput { summary, tables: vec![table] })
+    }
+}
+
+pub fn experiments() -> Vec<Box<dyn Experiment>> {
+    vec![
+        Box::new(Bench {
+            name: "switchvm.overhead",
+            description: "Fig. 10: encapsulation bytes and goodput vs packet size (plain, default DPF, in-switch DPF, in-packet DPF)",
+            modes: "\"plain,default,in_switch,in_packet\"",
+            sizes: "\"64,128,256,512,1024,1500\"",
+            loads: "\"1.0\"",
+            poisson: "false",
+            quick: &[("duration_us", "20.0"), ("sizes", "\"64,1500\"")],
+        }),
+        Box::new(Bench {
+            name: "switchvm.latency",
+            description: "Fig. 8: latency vs offered load, SwitchVM's in-switch counter DPF against plain L3 forwarding",
+            modes: "\"plain,in_switch\"",
+            sizes: "\"1500\"",
+            loads: "\"0.1,0.3,0.5,0.7,0.9,0.95\"",
+            poisson: "true",
+            quick: &[("duration_us", "50.0"), ("loads", "\"0.3,0.9\"")],
+        }),
+    ]
+}
