@@ -16,6 +16,10 @@ def test_shipped_dpfs_assemble_and_round_trip(innet_cmd, tmp_path, src):
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert info["eus"] == 4 and info["eu_instructions"] >= 4
+    if info["in_packet_bytes"] is None:
+        # Too big for Geneve's 252-byte option area: refused with the reason, no file written.
+        assert "deploy it in the switch" in info["in_packet_note"] and not out.exists()
+        return
     assert out.stat().st_size == info["in_packet_bytes"] and info["in_packet_bytes"] % 4 == 0
     d = innet_cmd("switchvm", "disasm", str(out))
     assert d.returncode == 0, d.stderr
