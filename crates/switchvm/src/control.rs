@@ -46,6 +46,8 @@ pub enum ControlError {
     Privileged(SteerAction),
     #[error("the steering table is full ({0} entries)")]
     SteeringFull(usize),
+    #[error("tenant {tenant} has no direct mapping for {vaddr:#x} on EU {eu}")]
+    NotMapped { tenant: u32, vaddr: u32, eu: u8 },
     #[error("no deployed DPF with id {0}")]
     NoSuchDpf(u32),
     #[error("a constant-table index {0} is out of range ({1} entries)")]
@@ -142,7 +144,7 @@ impl ControlPlane {
         }
         let entries = m.cfg.mem_entries;
         let lm = &mut m.mem[eu as usize][lane as usize];
-        if lm.segments.len() >= lm.max_segments {
+        if lm.tcam_entries() >= lm.max_segments {
             return Err(ControlError::OutOfSegments { eu, lane, max: lm.max_segments });
         }
         if lm.segment_overlaps(tenant, vaddr, size) {
@@ -175,6 +177,36 @@ impl ControlPlane {
         lm.claim(p, 1, tenant);
         lm.direct.insert((tenant, vaddr), p);
         Ok(p)
+    }
+
+    /// Map every address of the tenant that nothing else maps on this lane to one fresh cell (a
+    /// "null segment"); returns the cell.
+    pub fn alloc_null_segment(&mut self, m: &mut Machine, tenant: u32, eu: u8, lane: u8) -> Result<u32, ControlError> {
+        Self::lane_ok(m, eu, lane)?;
+        if !m.permissions.contains_key(&tenant) {
+            return Err(ControlError::NotAuthorized(tenant));
+        }
+        let entries = m.cfg.mem_entries;
+        let lm = &mut m.mem[eu as usize][lane as usize];
+        if lm.null.contains_key(&tenant) {
+            return Err(ControlError::Overlap { tenant, vaddr: 0, size: 0, eu, lane });
+        }
+        if lm.tcam_entries() >= lm.max_segments {
+            return Err(ControlError::OutOfSegments { eu, lane, max: lm.max_segments });
+        }
+        let p = lm.first_fit(1).ok_or(ControlError::OutOfMemory { eu, lane, len: 1, entries })?;
+        lm.claim(p, 1, tenant);
+        lm.null.insert(tenant, p);
+        Ok(p)
+    }
+
+    /// Remove a direct mapping and free its cell.
+    pub fn unmap_direct(&mut self, m: &mut Machine, tenant: u32, eu: u8, vaddr: u32) -> Result<(), ControlError> {
+        Self::lane_ok(m, eu, 0)?;
+        let lm = &mut m.mem[eu as usize][0];
+        let p = lm.direct.remove(&(tenant, vaddr)).ok_or(ControlError::NotMapped { tenant, vaddr, eu })?;
+        lm.extents.retain(|e| !(e.start == p && e.len == 1 && e.tenant == tenant));
+        Ok(())
     }
 
     /// Install steering rule `index` for a tenant. Privileged actions need the capability.

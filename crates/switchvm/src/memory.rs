@@ -28,6 +28,10 @@ pub struct LaneMemory {
     pub cells: Vec<u32>,
     pub segments: Vec<Segment>,
     pub direct: HashMap<(u32, u32), u32>,
+    /// Per tenant, a catch-all cell every otherwise-unmapped address of the tenant reaches (the
+    /// KVS cache's "null segment": one TCAM entry matching the tenant with every address bit
+    /// wildcarded, whose action yields one fixed cell).
+    pub null: HashMap<u32, u32>,
     pub max_segments: usize,
     pub max_direct: usize,
     /// Allocated physical extents, sorted by start.
@@ -36,7 +40,7 @@ pub struct LaneMemory {
 
 impl LaneMemory {
     pub fn new(entries: usize, max_segments: usize, max_direct: usize) -> Self {
-        LaneMemory { cells: vec![0; entries], segments: Vec::new(), direct: HashMap::new(), max_segments, max_direct, extents: Vec::new() }
+        LaneMemory { cells: vec![0; entries], segments: Vec::new(), direct: HashMap::new(), null: HashMap::new(), max_segments, max_direct, extents: Vec::new() }
     }
 
     /// Translate a tenant's virtual address (direct first, then segments).
@@ -51,6 +55,12 @@ impl LaneMemory {
             .iter()
             .find(|s| s.tenant == tenant && vaddr & !(s.size - 1) == s.vbase)
             .map(|s| s.pbase + (vaddr - s.vbase))
+            .or_else(|| if self.null.is_empty() { None } else { self.null.get(&tenant).copied() })
+    }
+
+    /// TCAM entries in use (segments and null mappings share the lane's budget).
+    pub fn tcam_entries(&self) -> usize {
+        self.segments.len() + self.null.len()
     }
 
     /// First-fit: the lowest physical start with `len` free cells.
@@ -77,6 +87,7 @@ impl LaneMemory {
         self.extents.retain(|e| e.tenant != tenant);
         self.segments.retain(|s| s.tenant != tenant);
         self.direct.retain(|(t, _), _| *t != tenant);
+        self.null.remove(&tenant);
     }
 
     /// The owner of a physical cell.

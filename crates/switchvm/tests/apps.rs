@@ -188,3 +188,104 @@ fn count_min_matches_a_reference_sketch() {
         *t += 1;
     }
 }
+
+/// The reference cache: key → <valid, index>, values and hit counters per index.
+#[derive(Default)]
+struct RefCache {
+    tuple: HashMap<u32, u32>,
+    values: HashMap<u32, [u32; 3]>,
+    hits: HashMap<u32, u32>,
+}
+
+#[test]
+fn kvs_cache_get_put_update_and_the_miss_chain_match_a_reference() {
+    const K: u32 = 16;
+    let (mut m, mut cp) = setup();
+    cp.install_steering(&mut m, T, 0, SteerAction::ReturnToSender).unwrap();
+    cp.alloc_null_segment(&mut m, T, 0, 0).unwrap();
+    for lane in 0..3 {
+        cp.alloc_segment(&mut m, T, 2, lane, 0, K).unwrap();
+        cp.alloc_segment(&mut m, T, 1, lane, 0, 1024).unwrap();
+    }
+    cp.alloc_segment(&mut m, T, 3, 0, 0, K).unwrap();
+    let cm = cp.deploy(&mut m, &assemble(&src("countmin"), 4, L).unwrap()).unwrap();
+    let get_text = src("kvs_get").replace("next_pc 0x0002", &format!("next_pc {}", cm.init_pc.to_u16()));
+    let get = cp.deploy(&mut m, &assemble(&get_text, 4, L).unwrap()).unwrap();
+    let put = cp.deploy(&mut m, &assemble(&src("kvs_put"), 4, L).unwrap()).unwrap();
+    let upd = cp.deploy(&mut m, &assemble(&src("kvs_update"), 4, L).unwrap()).unwrap();
+    let mut r = RefCache::default();
+    let mut owner: HashMap<u32, u32> = HashMap::new(); // index → key
+    let mut cm_rows = vec![vec![0u32; 1024]; 3];
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut gen = ChaCha8Rng::seed_from_u64(4);
+    let (mut hits, mut misses) = (0, 0);
+    for step in 0..6000 {
+        let key = gen.gen_range(1..60u32);
+        match gen.gen_range(0..10) {
+            0 | 1 => {
+                // The server installs key at an index (evicting its previous owner).
+                let index = gen.gen_range(0..K);
+                let value = [gen.gen(), gen.gen(), gen.gen()];
+                if let Some(old) = owner.insert(index, key) {
+                    if old != key && r.tuple.remove(&old).is_some() {
+                        cp.unmap_direct(&mut m, T, 0, old).unwrap();
+                    }
+                }
+                if let Some(prev) = r.tuple.get(&key) {
+                    let prev_index = prev & 0x7fff_ffff;
+                    if prev_index != index {
+                        owner.remove(&prev_index);
+                    }
+                } else {
+                    cp.map_direct(&mut m, T, 0, 0, key).unwrap();
+                }
+                let tuple = 0x8000_0000 | index;
+                let (o, p) = run(&mut m, upd.init_pc, vec![value[2], value[1], value[0], tuple, index, key], &mut rng);
+                assert_eq!(o, Outcome::Steer(SteerAction::ReturnToSender), "step {step}");
+                assert_eq!(p.stack, vec![key]);
+                r.tuple.insert(key, tuple);
+                r.values.insert(index, value);
+                r.hits.insert(index, 0);
+            }
+            2 => {
+                let (o, p) = run(&mut m, put.init_pc, vec![key], &mut rng);
+                assert_eq!(o, Outcome::Steer(SteerAction::Pass));
+                assert_eq!(p.stack, vec![key]);
+                if let Some(t) = r.tuple.get_mut(&key) {
+                    *t &= 0x7fff_ffff;
+                }
+            }
+            _ => {
+                let mut p = DpfPacket { tenant: T, init_pc: Some(get.init_pc), stack: vec![key], gas: 2, code: None, ..Default::default() };
+                let o = m.execute(&mut p, &SwitchMeta::default(), &mut rng);
+                let t = r.tuple.get(&key).copied().unwrap_or(0);
+                if t & 0x8000_0000 != 0 {
+                    hits += 1;
+                    let index = t & 0x7fff_ffff;
+                    let v = r.values[&index];
+                    *r.hits.get_mut(&index).unwrap() += 1;
+                    assert_eq!(o, Outcome::Steer(SteerAction::ReturnToSender), "step {step}: a hit");
+                    assert_eq!(p.stack, vec![key, v[0], v[1], v[2]], "step {step}");
+                } else {
+                    misses += 1;
+                    assert_eq!(o, Outcome::Steer(SteerAction::Pass), "step {step}: a miss");
+                    assert_eq!(p.stack, vec![key]);
+                    assert_eq!(p.init_pc, Some(cm.init_pc), "a miss chains to the sketch");
+                    // The next pipe runs the count-min DPF the miss chained to.
+                    let o2 = m.execute(&mut p, &SwitchMeta::default(), &mut rng);
+                    assert_eq!(o2, Outcome::Steer(SteerAction::Pass));
+                    let est = (0..3).map(|l| cm_rows[l][(crc(l, key) & 1023) as usize]).min().unwrap();
+                    for l in 0..3 {
+                        cm_rows[l][(crc(l, key) & 1023) as usize] += 1;
+                    }
+                    assert_eq!(p.stack, vec![key, est]);
+                }
+            }
+        }
+    }
+    assert!(hits > 500 && misses > 500, "{hits} hits, {misses} misses");
+    for (index, &h) in &r.hits {
+        let lm = &m.mem[3][0];
+        assert_eq!(lm.cells[lm.translate(T, *index).unwrap() as usize], h, "hit counter {index}");
+    }
+}
