@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bounded fuzzing of every innet-wire parser: `scripts/fuzz.sh [SECONDS_PER_TARGET]` (default 20).
+# Bounded fuzzing of every innet-wire parser (and the gigaflow flow-file parser): `scripts/fuzz.sh [SECONDS_PER_TARGET]` (default 20).
 # Installs cargo-fuzz if missing, builds the targets in fuzz/ once, runs each for that long, and
 # exits non-zero on the first crash, printing the path of the crashing input.
 #
@@ -16,7 +16,7 @@ case "$seconds" in
         exit 2
         ;;
 esac
-targets=(ethernet ipv4 udp tcp geneve frame pcap switchv2p orbitcache switchvm)
+targets=(ethernet ipv4 udp tcp geneve frame pcap switchv2p orbitcache switchvm gigaflow_flows)
 
 start=$(date +%s)
 if ! cargo fuzz --version >/dev/null 2>&1; then

@@ -378,6 +378,13 @@ fn main() {
         write(&dir, "switchvm", "counter_in_packet", &h.emit().unwrap());
     }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
+    for (name, flows) in [
+        ("l3_router", include_str!("../../crates/gigaflow/pipelines/l3_router.flows")),
+        ("acl_regs", include_str!("../../crates/gigaflow/pipelines/acl_regs.flows")),
+        ("l2_rewrite", include_str!("../../crates/gigaflow/pipelines/l2_rewrite.flows")),
+    ] {
+        write(&dir, "gigaflow_flows", name, flows.as_bytes());
+    }
     for (target, name, bytes) in regressions() {
         write(&dir, target, name, &bytes);
     }

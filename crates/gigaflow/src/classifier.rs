@@ -1,0 +1,228 @@
+//! One OpenFlow table with Open vSwitch's classifier semantics: rules grouped into subtables by
+//! mask, subtables searched in order of their highest priority, and each subtable searched in
+//! stages (metadata, L2, L3, L4) so a miss un-wildcards only the stages it had to look at. Prefix
+//! tries on nw_dst and nw_src and a per-subtable port trie narrow the un-wildcarded bits further.
+
+use crate::fields::{Field, Flow, N_FIELDS};
+use crate::flows::FlowRule;
+use crate::trie::{PrefixSet, TrieLookup};
+
+/// Fields with a prefix trie, in OVS's default order (`prefixes=ip_dst,ip_src`).
+pub const TRIE_FIELDS: [Field; 2] = [Field::NwDst, Field::NwSrc];
+
+#[derive(Clone, Debug)]
+struct SubtableRule {
+    rule_id: usize,
+    priority: u16,
+    /// The rule's values, already masked with the subtable mask.
+    values: Flow,
+}
+
+#[derive(Clone, Debug)]
+struct Subtable {
+    mask: Flow,
+    /// Fields of each lookup stage in order; the last entry is the final stage.
+    stages: Vec<Vec<Field>>,
+    rules: Vec<SubtableRule>,
+    max_priority: u16,
+    /// Prefix length of the mask on each trie field (0: not a prefix or not matched).
+    trie_prefix_len: [u32; 2],
+    /// Length of the mask over (tp_src << 16 | tp_dst) counted from the top, as OVS does.
+    ports_mask_len: u32,
+    ports_trie: PrefixSet,
+}
+
+/// One flow table.
+#[derive(Clone, Debug, Default)]
+pub struct Classifier {
+    subtables: Vec<Subtable>,
+    tries: Vec<PrefixSet>,
+}
+
+fn prefix_len(mask: u64, bits: u32) -> u32 {
+    let m = (mask << (64 - bits)) >> (64 - bits);
+    let ones = (m << (64 - bits)).leading_ones();
+    if m == 0 || (m << (64 - bits)).trailing_zeros() + ones != 64 {
+        0
+    } else {
+        ones
+    }
+}
+
+fn ports_word(f: &Flow) -> u64 {
+    (f.get(Field::TpSrc) << 16) | f.get(Field::TpDst)
+}
+
+impl Classifier {
+    /// Builds a table from its rules (`rules[i]` has rule id `ids[i]`).
+    pub fn new(rules: &[(usize, &FlowRule)]) -> Self {
+        let mut cls = Classifier { subtables: Vec::new(), tries: vec![PrefixSet::new(32), PrefixSet::new(32)] };
+        for &(id, rule) in rules {
+            cls.insert(id, rule);
+        }
+        // OVS keeps subtables sorted by their highest priority; ties keep insertion order here.
+        cls.subtables.sort_by(|a, b| b.max_priority.cmp(&a.max_priority));
+        cls
+    }
+
+    fn insert(&mut self, id: usize, rule: &FlowRule) {
+        let mut mask = Flow::default();
+        let mut values = Flow::default();
+        for m in &rule.matches {
+            mask.set(m.field, m.mask);
+            values.set(m.field, m.value & m.mask);
+        }
+        let st = match self.subtables.iter().position(|s| s.mask == mask) {
+            Some(i) => i,
+            None => {
+                self.subtables.push(Subtable::new(mask));
+                self.subtables.len() - 1
+            }
+        };
+        let st = &mut self.subtables[st];
+        // A rule identical to an existing one replaces it, as ovs-ofctl add-flows does.
+        st.rules.retain(|r| !(r.values == values && r.priority == rule.priority));
+        st.rules.push(SubtableRule { rule_id: id, priority: rule.priority, values });
+        st.max_priority = st.rules.iter().map(|r| r.priority).max().unwrap_or(0);
+        if st.ports_mask_len > 0 {
+            let p = ports_word(&values);
+            st.ports_trie.insert(p, st.ports_mask_len);
+        }
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            if st.trie_prefix_len[j] > 0 {
+                self.tries[j].insert(values.get(*f), st.trie_prefix_len[j]);
+            }
+        }
+    }
+
+    /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
+    /// classifier would have examined to find it.
+    pub fn lookup(&self, flow: &Flow, wc: &mut Flow) -> Option<usize> {
+        let mut tries: [Option<TrieLookup>; 2] = [None, None];
+        let mut best: Option<(u16, usize)> = None;
+        for st in &self.subtables {
+            if let Some((p, _)) = best {
+                if st.max_priority <= p {
+                    break;
+                }
+            }
+            if let Some((p, id)) = st.find_match_wc(flow, wc, &self.tries, &mut tries) {
+                if best.map_or(true, |(bp, _)| p > bp) {
+                    best = Some((p, id));
+                }
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+}
+
+impl Subtable {
+    fn new(mask: Flow) -> Self {
+        let mut groups: Vec<Vec<Field>> = vec![Vec::new(); 4];
+        for f in Field::all() {
+            if mask.get(f) != 0 {
+                groups[f.stage()].push(f);
+            }
+        }
+        // OVS: an index per non-empty segment among the first three, the rest is the final
+        // stage; when the rest is empty, the last index becomes the final stage.
+        let mut stages: Vec<Vec<Field>> = groups[..3].iter().filter(|g| !g.is_empty()).cloned().collect();
+        if !groups[3].is_empty() || stages.is_empty() {
+            stages.push(groups[3].clone());
+        }
+        let mut trie_prefix_len = [0; 2];
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            trie_prefix_len[j] = prefix_len(mask.get(*f), 32);
+        }
+        let pm = ports_word(&mask) as u32;
+        let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
+        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32) }
+    }
+
+    fn fold(&self, fields: &[Field], wc: &mut Flow) {
+        for &f in fields {
+            wc.or(f, self.mask.get(f));
+        }
+    }
+
+    fn fold_all(&self, wc: &mut Flow) {
+        for i in 0..N_FIELDS {
+            wc.0[i] |= self.mask.0[i];
+        }
+    }
+
+    /// OVS `check_tries`: true when a trie proves no rule of this subtable can match, after
+    /// un-wildcarding the prefix bits that prove it.
+    fn check_tries(&self, stage: &[Field], flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
+        // nw_src and nw_dst share one 64-bit word of struct flow, so either makes both relevant.
+        if !stage.iter().any(|f| matches!(f, Field::NwSrc | Field::NwDst)) {
+            return false;
+        }
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            let plen = self.trie_prefix_len[j];
+            if plen == 0 {
+                continue;
+            }
+            let look = *cache[j].get_or_insert_with(|| tries[j].lookup(flow.get(*f)));
+            if look.matching_lengths & (1u64 << (plen - 1)) == 0 {
+                let bits_mask = tries[j].prefix_mask(look.mask_bits);
+                if look.mask_bits <= plen {
+                    wc.or(*f, bits_mask);
+                    return true;
+                }
+                if wc.get(*f) & bits_mask == bits_mask {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn matches(&self, r: &SubtableRule, flow: &Flow, fields: &[Field]) -> bool {
+        fields.iter().all(|&f| flow.get(f) & self.mask.get(f) == r.values.get(f))
+    }
+
+    /// OVS `find_match_wc`.
+    fn find_match_wc(&self, flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
+        let mut so_far: Vec<Field> = Vec::new();
+        let last = self.stages.len() - 1;
+        for stage in &self.stages[..last] {
+            if self.check_tries(stage, flow, wc, tries, cache) {
+                self.fold(&so_far, wc);
+                return None;
+            }
+            so_far.extend_from_slice(stage);
+            if !self.rules.iter().any(|r| self.matches(r, flow, &so_far)) {
+                self.fold(&so_far, wc);
+                return None;
+            }
+        }
+        let final_stage = &self.stages[last];
+        if self.check_tries(final_stage, flow, wc, tries, cache) {
+            self.fold(&so_far, wc);
+            return None;
+        }
+        let all: Vec<Field> = so_far.iter().chain(final_stage.iter()).copied().collect();
+        let hit = self.rules.iter().filter(|r| self.matches(r, flow, &all)).max_by_key(|r| r.priority);
+        match hit {
+            None if self.ports_mask_len > 0 => {
+                let pmask = ports_word(&self.mask);
+                let value = ports_word(flow) & pmask;
+                let look = self.ports_trie.lookup(value);
+                let bits = pmask & self.ports_trie.prefix_mask(look.mask_bits);
+                wc.or(Field::TpSrc, bits >> 16);
+                wc.or(Field::TpDst, bits & 0xffff);
+                self.fold(&so_far, wc);
+                None
+            }
+            None => {
+                self.fold_all(wc);
+                None
+            }
+            Some(r) => {
+                self.fold_all(wc);
+                Some((r.priority, r.rule_id))
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Gigaflow's vSwitch side: OpenFlow pipelines written in `ovs-ofctl add-flows` syntax, a
+//! multi-table slow path with Open vSwitch's classifier semantics that records each traversal
+//! and the Megaflow OVS would install, and a harness that asks a real OVS the same questions.
+
+pub mod classifier;
+pub mod fields;
+pub mod flows;
+pub mod oracle;
+pub mod slowpath;
+pub mod trie;
+
+pub use fields::{Field, Flow};
+pub use flows::{parse_flows, Action, FlowRule, ParseError};
+pub use slowpath::{Pipeline, Trace};

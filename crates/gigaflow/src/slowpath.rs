@@ -1,0 +1,174 @@
+//! The vSwitch slow path: runs a packet through the multi-table pipeline as OVS's `xlate` does,
+//! recording the traversal (each table visited, the flow it saw, the rule it hit and the bits it
+//! examined) and producing the final flow, the Megaflow (the packet under the accumulated
+//! wildcards) and the outputs with the headers each one carries.
+
+use crate::classifier::Classifier;
+use crate::fields::{Field, Flow, IPPROTO_ICMP};
+use crate::flows::{parse_flows, Action, FlowRule, ParseError, Prereq};
+use std::collections::BTreeMap;
+
+/// OVS's resubmit depth limit.
+pub const MAX_RESUBMIT_DEPTH: usize = 64;
+
+/// A parsed pipeline: its rules and one classifier per table.
+#[derive(Clone, Debug)]
+pub struct Pipeline {
+    pub rules: Vec<FlowRule>,
+    tables: BTreeMap<u8, Classifier>,
+}
+
+/// One table lookup of a traversal.
+#[derive(Clone, Debug)]
+pub struct TableVisit {
+    pub table: u8,
+    /// Index into `Pipeline::rules`, or `None` on a table miss (the packet is dropped).
+    pub rule: Option<usize>,
+    /// The flow as the table saw it.
+    pub flow: Flow,
+    /// Bits this lookup examined (its own contribution to the Megaflow).
+    pub wildcards: Flow,
+}
+
+/// An output action with the packet's headers at that moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub port: u32,
+    pub headers: Flow,
+}
+
+/// The result of one slow-path traversal.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub visits: Vec<TableVisit>,
+    pub initial_flow: Flow,
+    pub final_flow: Flow,
+    /// Megaflow mask: 1 bits are matched exactly (packet fields only, as OVS installs them).
+    pub megaflow_mask: Flow,
+    pub outputs: Vec<Output>,
+}
+
+impl Trace {
+    /// The Megaflow match: `(field, value, mask)` for every field with a non-zero mask.
+    pub fn megaflow(&self) -> Vec<(Field, u64, u64)> {
+        Field::all()
+            .filter(|&f| self.megaflow_mask.get(f) != 0)
+            .map(|f| (f, self.initial_flow.get(f) & self.megaflow_mask.get(f), self.megaflow_mask.get(f)))
+            .collect()
+    }
+}
+
+impl Pipeline {
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        Ok(Self::new(parse_flows(text)?))
+    }
+
+    pub fn new(rules: Vec<FlowRule>) -> Self {
+        let mut by_table: BTreeMap<u8, Vec<(usize, &FlowRule)>> = BTreeMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            by_table.entry(r.table).or_default().push((i, r));
+        }
+        let tables = by_table.iter().map(|(t, rs)| (*t, Classifier::new(rs))).collect();
+        Pipeline { rules, tables }
+    }
+
+    /// Runs `packet` (headers, registers and metadata zero unless set) through the pipeline.
+    pub fn trace(&self, packet: &Flow) -> Trace {
+        let mut x = Xlate { pipeline: self, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new() };
+        // Fields OVS always considers examined.
+        x.wc.set(Field::InPort, u64::MAX);
+        x.wc.set(Field::DlType, u64::MAX);
+        x.table(0, 0);
+        let mut wc = x.wc;
+        for f in Field::all() {
+            if !f.is_packet_field() {
+                wc.set(f, 0);
+            }
+        }
+        if x.flow.is_ip() && x.flow.get(Field::NwProto) == IPPROTO_ICMP {
+            wc.0[Field::TpSrc.index()] &= 0xff;
+            wc.0[Field::TpDst.index()] &= 0xff;
+        }
+        if wc.get(Field::VlanTci) != 0 {
+            wc.or(Field::VlanTci, 0x1000);
+        }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs }
+    }
+}
+
+struct Xlate<'a> {
+    pipeline: &'a Pipeline,
+    flow: Flow,
+    wc: Flow,
+    visits: Vec<TableVisit>,
+    outputs: Vec<Output>,
+}
+
+impl Xlate<'_> {
+    fn table(&mut self, table: u8, depth: usize) {
+        if depth >= MAX_RESUBMIT_DEPTH {
+            return;
+        }
+        let before = self.wc;
+        let rule = match self.pipeline.tables.get(&table) {
+            Some(cls) => cls.lookup(&self.flow, &mut self.wc),
+            None => None,
+        };
+        let mut own = self.wc;
+        for i in 0..own.0.len() {
+            own.0[i] &= !before.0[i];
+        }
+        self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own });
+        let Some(rule) = rule else { return };
+        for a in &self.pipeline.rules[rule].actions {
+            self.action(a, depth);
+        }
+    }
+
+    /// OVS `mf_are_prereqs_ok`, un-wildcarding what it checks.
+    fn prereqs_ok(&mut self, p: Prereq) -> bool {
+        match p {
+            Prereq::None => true,
+            Prereq::Ip => self.flow.is_ip(),
+            Prereq::Proto(proto) => {
+                if !self.flow.is_ip() {
+                    return false;
+                }
+                self.wc.set(Field::NwProto, u64::MAX);
+                self.flow.get(Field::NwProto) == proto as u64
+            }
+        }
+    }
+
+    fn action(&mut self, a: &Action, depth: usize) {
+        match *a {
+            Action::SetField { field, prereq, value, mask } => {
+                if self.prereqs_ok(prereq) {
+                    self.wc.or(field, mask);
+                    self.flow.set_masked(field, value, mask);
+                }
+            }
+            Action::Move { src, dst } => {
+                self.wc.or(src.field, u64::MAX);
+                self.wc.or(dst.field, u64::MAX);
+                for p in [src.prereq, dst.prereq] {
+                    if let Prereq::Proto(_) = p {
+                        self.wc.set(Field::NwProto, u64::MAX);
+                    }
+                }
+                if self.prereqs_ok(dst.prereq) && self.prereqs_ok(src.prereq) {
+                    let bits = (self.flow.get(src.field) & src.mask()) >> src.offset_bits;
+                    self.flow.set_masked(dst.field, bits << dst.offset_bits, dst.mask());
+                }
+            }
+            Action::Resubmit { table } | Action::GotoTable { table } => self.table(table, depth + 1),
+            Action::Output { port } => {
+                // OVS never sends a packet back out of its input port with output:N.
+                if port as u64 != self.flow.get(Field::InPort) {
+                    self.outputs.push(Output { port, headers: self.flow });
+                }
+            }
+            Action::Drop => {}
+        }
+    }
+}
