@@ -6,6 +6,7 @@ pub mod classifier;
 pub mod fields;
 pub mod flows;
 pub mod oracle;
+pub mod packetgen;
 pub mod slowpath;
 pub mod trie;
 

@@ -92,6 +92,10 @@ impl Pipeline {
         if wc.get(Field::VlanTci) != 0 {
             wc.or(Field::VlanTci, 0x1000);
         }
+        // OVS clears masks of headers the original packet does not have (no VLAN tag here).
+        if packet.get(Field::VlanTci) & 0x1000 == 0 {
+            wc.set(Field::VlanTci, 0);
+        }
         Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs }
     }
 }
@@ -129,7 +133,13 @@ impl Xlate<'_> {
     fn prereqs_ok(&mut self, p: Prereq) -> bool {
         match p {
             Prereq::None => true,
-            Prereq::Ip => self.flow.is_ip(),
+            // Observed with OVS 3.1: writing an IPv4 header field also examines nw_proto.
+            Prereq::Ip => {
+                if self.flow.is_ip() {
+                    self.wc.set(Field::NwProto, u64::MAX);
+                }
+                self.flow.is_ip()
+            }
             Prereq::Proto(proto) => {
                 if !self.flow.is_ip() {
                     return false;
