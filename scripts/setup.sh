@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n== %s\n' "$*" >&2; }
 
-apt_packages=(tshark pkg-config chromium)
+# openvswitch-switch: real OVS, the oracle of the gigaflow slow-path tests (daemons are started by the tests).
+apt_packages=(tshark pkg-config chromium openvswitch-switch)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
