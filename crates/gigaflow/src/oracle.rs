@@ -15,6 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 static INSTANCE: AtomicUsize = AtomicUsize::new(0);
 
+/// Every netdev-datapath ovs-vswitchd creates the host-wide tap `ovs-netdev`, so two instances
+/// cannot run at once: one per process (this mutex) and one per host (a lock file).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+const HOST_LOCK_PATH: &str = "/tmp/innet-ovs-oracle.lock";
+
 /// A running OVS with one netdev bridge and OpenFlow ports 1..=n_ports.
 pub struct Ovs {
     dir: PathBuf,
@@ -23,6 +28,9 @@ pub struct Ovs {
     dp_to_of: BTreeMap<u32, u32>,
     rpc: UnixStream,
     next_id: u64,
+    // Released after Drop::drop has stopped the daemons (fields drop after it).
+    _host_lock: std::fs::File,
+    _process_lock: std::sync::MutexGuard<'static, ()>,
 }
 
 /// What OVS's `ofproto/trace` answered for one packet.
@@ -49,6 +57,15 @@ pub fn ovs_available() -> bool {
 impl Ovs {
     /// Starts ovsdb-server and ovs-vswitchd in a fresh temporary directory.
     pub fn start(n_ports: u32) -> Result<Ovs, String> {
+        let process_lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let host_lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(HOST_LOCK_PATH)
+            .map_err(|e| format!("{HOST_LOCK_PATH}: {e}"))?;
+        #[allow(clippy::incompatible_msrv)]
+        host_lock.lock().map_err(|e| format!("lock {HOST_LOCK_PATH}: {e}"))?;
         let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
         let pid = std::process::id();
         let dir = std::env::temp_dir().join(format!("innet-ovs-{pid}-{n}"));
@@ -76,7 +93,7 @@ impl Ovs {
             &format!("--log-file={}", d("log/ovsdb-server.log")),
             "-vconsole:off",
         ]))?;
-        let mut ovs = Ovs { dir: dir.clone(), bridge: bridge.clone(), dp_to_of: BTreeMap::new(), rpc: UnixStream::pair().map_err(|e| e.to_string())?.0, next_id: 1 };
+        let mut ovs = Ovs { dir: dir.clone(), bridge: bridge.clone(), dp_to_of: BTreeMap::new(), rpc: UnixStream::pair().map_err(|e| e.to_string())?.0, next_id: 1, _host_lock: host_lock, _process_lock: process_lock };
         run(&mut cmd("ovs-vsctl").args([&format!("--db={db}"), "--no-wait", "init"]))?;
         run(&mut cmd("ovs-vswitchd").args([
             &db,

@@ -61,3 +61,115 @@ pub fn random_packets(pipeline: &Pipeline, n: usize, n_ports: u32, seed: u64) ->
         })
         .collect()
 }
+
+/// A random multi-table pipeline in `ovs-ofctl add-flows` syntax, for differential tests.
+/// `n_tables` tables of `rules_per_table` rules each plus a catch-all; matches mix exact values,
+/// prefixes (few distinct lengths, so subtables are shared), arbitrary masks, L4 port masks,
+/// registers and metadata; actions mix header rewrites, register writes, move, outputs,
+/// resubmit and goto_table. Priorities are distinct within a table (see docs/gigaflow.md on ties).
+pub fn random_pipeline(seed: u64, n_tables: u8, rules_per_table: usize, n_ports: u32) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = String::new();
+    let ip = |rng: &mut ChaCha8Rng| -> String {
+        let pools = [[10u8, 0], [10, 1], [192, 168], [172, 16]];
+        let p = pools[rng.gen_range(0..pools.len())];
+        format!("{}.{}.{}.{}", p[0], p[1], rng.gen_range(0..4u8), rng.gen_range(0..=255u8))
+    };
+    let mac = |rng: &mut ChaCha8Rng| -> String {
+        format!("00:16:3e:{:02x}:{:02x}:{:02x}", rng.gen_range(0..4u8), rng.gen::<u8>(), rng.gen::<u8>())
+    };
+    for table in 0..n_tables {
+        let mut priorities: Vec<u32> = (1..=1000).collect();
+        for i in 0..rules_per_table {
+            let pi = rng.gen_range(0..priorities.len());
+            let priority = priorities.swap_remove(pi);
+            let mut m: Vec<String> = vec![format!("table={table}"), format!("priority={priority}")];
+            let l4 = match rng.gen_range(0..10) {
+                0..=3 => "tcp",
+                4..=6 => "udp",
+                7..=8 => "ip",
+                _ => "",
+            };
+            if !l4.is_empty() {
+                m.push(l4.into());
+            }
+            if table == 0 && rng.gen_bool(0.4) {
+                m.push(format!("in_port={}", rng.gen_range(1..=n_ports)));
+            }
+            if table > 0 && rng.gen_bool(0.3) {
+                m.push(format!("reg0={}", rng.gen_range(1..4)));
+            }
+            if rng.gen_bool(0.15) {
+                m.push(format!("metadata=0x{:x}/0xff00", rng.gen_range(0..3u64) << 8));
+            }
+            if rng.gen_bool(0.15) {
+                let masks = ["ff:ff:ff:00:00:00", "01:00:00:00:00:00", "ff:ff:ff:ff:ff:ff", "ff:ff:ff:ff:00:00"];
+                let f = if rng.gen_bool(0.5) { "dl_src" } else { "dl_dst" };
+                m.push(format!("{f}={}/{}", mac(&mut rng), masks[rng.gen_range(0..masks.len())]));
+            }
+            if !l4.is_empty() {
+                for f in ["nw_src", "nw_dst"] {
+                    if rng.gen_bool(0.5) {
+                        let len = [8, 16, 24, 32, 32, 20][rng.gen_range(0..6)];
+                        if rng.gen_bool(0.1) {
+                            m.push(format!("{f}={}/255.255.0.255", ip(&mut rng)));
+                        } else {
+                            m.push(format!("{f}={}/{len}", ip(&mut rng)));
+                        }
+                    }
+                }
+                if rng.gen_bool(0.15) {
+                    m.push(format!("nw_tos={}", 4 * rng.gen_range(0..4)));
+                }
+            }
+            if l4 == "tcp" || l4 == "udp" {
+                for f in ["tp_src", "tp_dst"] {
+                    if rng.gen_bool(0.45) {
+                        let port: u16 = [22, 53, 80, 443, 8080, 1024, 5000, 0x8000][rng.gen_range(0..8)];
+                        let mask = ["0xffff", "0xff00", "0xfff0", "0x8000", "0xfc00"][rng.gen_range(0..5)];
+                        if rng.gen_bool(0.5) {
+                            m.push(format!("{f}={port}"));
+                        } else {
+                            m.push(format!("{f}={port}/{mask}"));
+                        }
+                    }
+                }
+            }
+            let _ = i;
+            let mut a: Vec<String> = Vec::new();
+            for _ in 0..rng.gen_range(0..3) {
+                match rng.gen_range(0..7) {
+                    0 => a.push(format!("mod_dl_dst:{}", mac(&mut rng))),
+                    1 if !l4.is_empty() => a.push(format!("mod_nw_dst:{}", ip(&mut rng))),
+                    2 if l4 == "tcp" || l4 == "udp" => a.push(format!("mod_tp_dst:{}", rng.gen_range(1..65535))),
+                    3 => a.push(format!("load:{}->NXM_NX_REG0[]", rng.gen_range(1..4))),
+                    4 => a.push(format!("set_field:0x{:x}/0xff00->metadata", rng.gen_range(0..3u64) << 8)),
+                    5 if l4 == "tcp" => a.push("move:NXM_OF_TCP_DST[]->NXM_NX_REG1[0..15]".into()),
+                    6 if !l4.is_empty() => a.push(format!("set_field:{}->ip_src", ip(&mut rng))),
+                    _ => {}
+                }
+            }
+            for _ in 0..rng.gen_range(0..3) {
+                a.push(format!("output:{}", rng.gen_range(1..=n_ports)));
+            }
+            if table + 1 < n_tables && rng.gen_bool(0.7) {
+                let next = rng.gen_range(table + 1..n_tables);
+                if rng.gen_bool(0.5) {
+                    a.push(format!("resubmit(,{next})"));
+                    if rng.gen_bool(0.3) {
+                        a.push(format!("output:{}", rng.gen_range(1..=n_ports)));
+                    }
+                } else {
+                    a.push(format!("goto_table:{next}"));
+                }
+            }
+            if a.is_empty() {
+                a.push("drop".into());
+            }
+            out += &format!("{},actions={}\n", m.join(","), a.join(","));
+        }
+        let miss = if table + 1 < n_tables && rng.gen_bool(0.5) { format!("goto_table:{}", table + 1) } else { "drop".into() };
+        out += &format!("table={table},priority=0,actions={miss}\n");
+    }
+    out
+}

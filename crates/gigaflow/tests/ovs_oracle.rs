@@ -99,3 +99,48 @@ fn reference_trace_from_ovs_as_oracle_md() {
     assert_eq!(t.outputs.len(), 1);
     assert_eq!(t.outputs[0].port, 2);
 }
+
+#[test]
+fn random_pipelines_agree_with_real_ovs() {
+    use innet_gigaflow::packetgen::random_pipeline;
+    assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
+    let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
+    let dir = std::env::temp_dir().join(format!("innet-gigaflow-random-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut packets, mut actions_equal, mut megaflows_equal) = (0, 0, 0);
+    let mut examples = Vec::new();
+    for seed in 0..12u64 {
+        let text = random_pipeline(seed, 4, 10, N_PORTS);
+        let path = dir.join(format!("random_{seed}.flows"));
+        std::fs::write(&path, &text).unwrap();
+        let pipeline = Pipeline::parse(&text).unwrap_or_else(|e| panic!("random pipeline {seed}: {e}\n{text}"));
+        ovs.load_flows(&path).unwrap_or_else(|e| panic!("random pipeline {seed}: {e}\n{text}"));
+        for p in random_packets(&pipeline, 250, N_PORTS, seed) {
+            let flow = trace_flow_string(&p);
+            let theirs = ovs.trace(&flow).unwrap();
+            let ours = pipeline.trace(&p);
+            let their_outputs = parse_datapath_actions(&theirs.actions_line, &p, ovs.dp_to_of()).unwrap();
+            let (v, m, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap();
+            let a_ok = same_outputs(&ours.outputs, &their_outputs);
+            let m_ok = unknown.is_empty() && megaflow_equal(&p, &ours.megaflow_mask, &v, &m);
+            packets += 1;
+            actions_equal += a_ok as usize;
+            megaflows_equal += m_ok as usize;
+            if (!a_ok || !m_ok) && examples.len() < 4 {
+                let mine: Vec<String> = ours.megaflow().iter().map(|(f, v, m)| format!("{}={}", f.name(), f.format(*v, *m))).collect();
+                examples.push(format!("seed {seed}: {flow}\n  OVS: {}\n  our: {}\n  OVS actions: {}\n{}", theirs.megaflow_line, mine.join(","), theirs.actions_line, theirs.text));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "random pipelines: {packets} packets, actions equal {:.2}%, megaflow equal {:.2}%",
+        100.0 * actions_equal as f64 / packets as f64,
+        100.0 * megaflows_equal as f64 / packets as f64
+    );
+    for e in &examples {
+        eprintln!("{e}");
+    }
+    assert_eq!(actions_equal, packets, "final actions differ from OVS");
+    assert_eq!(megaflows_equal, packets, "Megaflows differ from OVS");
+}
