@@ -68,6 +68,12 @@ pub fn random_packets(pipeline: &Pipeline, n: usize, n_ports: u32, seed: u64) ->
 /// registers and metadata; actions mix header rewrites, register writes, move, outputs,
 /// resubmit and goto_table. Priorities are distinct within a table (see docs/gigaflow.md on ties).
 pub fn random_pipeline(seed: u64, n_tables: u8, rules_per_table: usize, n_ports: u32) -> String {
+    random_pipeline_with(seed, n_tables, rules_per_table, n_ports, false)
+}
+
+/// As [`random_pipeline`]; with `priority_ties` priorities come from 1..=4, so rules of equal
+/// priority share tables (OpenFlow leaves overlapping equal-priority rules undefined).
+pub fn random_pipeline_with(seed: u64, n_tables: u8, rules_per_table: usize, n_ports: u32, priority_ties: bool) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = String::new();
     let ip = |rng: &mut ChaCha8Rng| -> String {
@@ -82,7 +88,7 @@ pub fn random_pipeline(seed: u64, n_tables: u8, rules_per_table: usize, n_ports:
         let mut priorities: Vec<u32> = (1..=1000).collect();
         for i in 0..rules_per_table {
             let pi = rng.gen_range(0..priorities.len());
-            let priority = priorities.swap_remove(pi);
+            let priority = if priority_ties { rng.gen_range(1..=4) } else { priorities.swap_remove(pi) };
             let mut m: Vec<String> = vec![format!("table={table}"), format!("priority={priority}")];
             let l4 = match rng.gen_range(0..10) {
                 0..=3 => "tcp",

@@ -102,7 +102,21 @@ fn reference_trace_from_ovs_as_oracle_md() {
 
 #[test]
 fn random_pipelines_agree_with_real_ovs() {
-    use innet_gigaflow::packetgen::random_pipeline;
+    let (packets, actions_equal, megaflows_equal) = random_pipelines_vs_ovs(false);
+    assert_eq!(actions_equal, packets, "final actions differ from OVS");
+    assert_eq!(megaflows_equal, packets, "Megaflows differ from OVS");
+}
+
+/// Measurement, not a pass/fail check: with equal priorities OVS's choice among overlapping
+/// rules and its order of equal-priority subtables are unspecified. Run with --ignored.
+#[test]
+#[ignore]
+fn random_pipelines_with_priority_ties_vs_ovs() {
+    random_pipelines_vs_ovs(true);
+}
+
+fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
+    use innet_gigaflow::packetgen::random_pipeline_with;
     assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
     let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
     let dir = std::env::temp_dir().join(format!("innet-gigaflow-random-{}", std::process::id()));
@@ -110,7 +124,7 @@ fn random_pipelines_agree_with_real_ovs() {
     let (mut packets, mut actions_equal, mut megaflows_equal) = (0, 0, 0);
     let mut examples = Vec::new();
     for seed in 0..12u64 {
-        let text = random_pipeline(seed, 4, 10, N_PORTS);
+        let text = random_pipeline_with(seed, 4, 10, N_PORTS, priority_ties);
         let path = dir.join(format!("random_{seed}.flows"));
         std::fs::write(&path, &text).unwrap();
         let pipeline = Pipeline::parse(&text).unwrap_or_else(|e| panic!("random pipeline {seed}: {e}\n{text}"));
@@ -134,13 +148,12 @@ fn random_pipelines_agree_with_real_ovs() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
-        "random pipelines: {packets} packets, actions equal {:.2}%, megaflow equal {:.2}%",
+        "random pipelines (priority ties: {priority_ties}): {packets} packets, actions equal {:.2}%, megaflow equal {:.2}%",
         100.0 * actions_equal as f64 / packets as f64,
         100.0 * megaflows_equal as f64 / packets as f64
     );
     for e in &examples {
         eprintln!("{e}");
     }
-    assert_eq!(actions_equal, packets, "final actions differ from OVS");
-    assert_eq!(megaflows_equal, packets, "Megaflows differ from OVS");
+    (packets, actions_equal, megaflows_equal)
 }
