@@ -207,6 +207,10 @@ from innet import cli_switchvm  # noqa: E402
 
 cli_switchvm.register(cli)
 
+from innet import cli_vswitch  # noqa: E402
+
+cli_vswitch.register(cli)
+
 
 def main() -> None:
     try:
@@ -217,7 +221,7 @@ def main() -> None:
         _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
-    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError) as e:  # noqa: B014
+    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError, cli_vswitch.VswitchError) as e:  # noqa: B014
         _fail(str(e))
     except api.InvariantError as e:
         _fail(str(e), EXIT_INVARIANT)

@@ -144,7 +144,7 @@ pub fn trace_json(pipeline: &Pipeline, trace: &Trace) -> serde_json::Value {
             "table": v.table,
             "rule_line": v.rule.map(|r| pipeline.rules[r].line),
             "priority": v.rule.map(|r| pipeline.rules[r].priority),
-            "wildcards": format_match(&v.flow.masked(&v.wildcards), &v.wildcards),
+            "newly_examined": format_match(&v.flow.masked(&v.wildcards), &v.wildcards),
         })).collect::<Vec<_>>(),
         "final_flow": format_flow(&trace.final_flow),
         "megaflow": format!("recirc_id=0,eth,{}", format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask)),

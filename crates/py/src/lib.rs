@@ -176,6 +176,13 @@ fn switchvm_disasm(data: Vec<u8>, eus: u8, lanes: u8) -> PyResult<String> {
     Ok(out)
 }
 
+/// Trace a packet through a pipeline in ovs-ofctl syntax: (OVS-style text, JSON). Errors name
+/// the flow-file line and column or the packet column.
+#[pyfunction]
+fn gigaflow_trace(flows_text: &str, packet: &str) -> PyResult<(String, String)> {
+    innet_gigaflow::report::trace_command(flows_text, packet).map_err(UserInputError::new_err)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
@@ -186,5 +193,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
+    m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
     Ok(())
 }

@@ -1,0 +1,32 @@
+"""`innet vswitch trace` prints OVS-style traces of the gigaflow slow path and rejects bad input."""
+
+import json
+from pathlib import Path
+
+PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipelines"
+
+
+def test_trace_prints_tables_megaflow_and_actions(innet_cmd):
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "l3_router.flows"),
+                  "in_port=1,tcp,nw_src=192.168.0.1,nw_dst=10.1.2.4,tp_dst=80")
+    assert r.returncode == 0, r.stderr
+    assert " 1. ip,nw_dst=10.1.2.0/24, priority 124" in r.stdout
+    assert "Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,tp_dst=80" in r.stdout
+    assert "Actions: set(dl_dst=00:00:00:00:02:02),output:2" in r.stdout
+
+
+def test_trace_json(innet_cmd):
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "acl_regs.flows"),
+                  "in_port=1,tcp,nw_src=10.1.1.1,nw_dst=10.20.30.4,tp_dst=80", "--json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert [t["table"] for t in v["tables"]] == [0, 1, 2, 3]
+    assert v["outputs"] == [2]
+
+
+def test_bad_flow_file_names_line_and_column(innet_cmd, tmp_path):
+    bad = tmp_path / "bad.flows"
+    bad.write_text("table=0,actions=drop\ntable=0,in_port=1,actions=output:2,frobnicate\n")
+    r = innet_cmd("vswitch", "trace", str(bad), "in_port=1")
+    assert r.returncode == 2
+    assert "line 2, column 36" in r.stderr and r.stdout == ""
