@@ -61,7 +61,7 @@ impl Classifier {
             cls.insert(id, rule);
         }
         // OVS keeps subtables sorted by their highest priority; ties keep insertion order here.
-        cls.subtables.sort_by(|a, b| b.max_priority.cmp(&a.max_priority));
+        cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
         cls
     }
 
@@ -107,7 +107,7 @@ impl Classifier {
                 }
             }
             if let Some((p, id)) = st.find_match_wc(flow, wc, &self.tries, &mut tries) {
-                if best.map_or(true, |(bp, _)| p > bp) {
+                if best.is_none_or(|(bp, _)| p > bp) {
                     best = Some((p, id));
                 }
             }

@@ -83,8 +83,8 @@ impl Ovs {
             c
         };
         let db = format!("unix:{}", d("run/db.sock"));
-        run(&mut cmd("ovsdb-tool").args(["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"]))?;
-        run(&mut cmd("ovsdb-server").args([
+        run(cmd("ovsdb-tool").args(["create", &d("conf.db"), "/usr/share/openvswitch/vswitch.ovsschema"]))?;
+        run(cmd("ovsdb-server").args([
             &d("conf.db"),
             &format!("--remote=punix:{}", d("run/db.sock")),
             &format!("--pidfile={}", d("run/ovsdb-server.pid")),
@@ -94,8 +94,8 @@ impl Ovs {
             "-vconsole:off",
         ]))?;
         let mut ovs = Ovs { dir: dir.clone(), bridge: bridge.clone(), dp_to_of: BTreeMap::new(), rpc: UnixStream::pair().map_err(|e| e.to_string())?.0, next_id: 1, _host_lock: host_lock, _process_lock: process_lock };
-        run(&mut cmd("ovs-vsctl").args([&format!("--db={db}"), "--no-wait", "init"]))?;
-        run(&mut cmd("ovs-vswitchd").args([
+        run(cmd("ovs-vsctl").args([&format!("--db={db}"), "--no-wait", "init"]))?;
+        run(cmd("ovs-vswitchd").args([
             &db,
             &format!("--pidfile={}", d("run/ovs-vswitchd.pid")),
             &format!("--unixctl={}", d("run/ovs-vswitchd.ctl")),
@@ -103,10 +103,10 @@ impl Ovs {
             &format!("--log-file={}", d("log/ovs-vswitchd.log")),
             "-vconsole:off",
         ]))?;
-        run(&mut cmd("ovs-vsctl").args([&format!("--db={db}"), "add-br", &bridge, "--", "set", "bridge", &bridge, "datapath_type=netdev"]))?;
+        run(cmd("ovs-vsctl").args([&format!("--db={db}"), "add-br", &bridge, "--", "set", "bridge", &bridge, "datapath_type=netdev"]))?;
         for i in 1..=n_ports {
             let port = format!("{bridge}p{i}");
-            run(&mut cmd("ovs-vsctl").args([
+            run(cmd("ovs-vsctl").args([
                 &format!("--db={db}"), "add-port", &bridge, &port, "--", "set", "interface", &port, "type=internal", &format!("ofport_request={i}"),
             ]))?;
         }

@@ -11,7 +11,7 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
     let rule = parse_flow_line(&format!("{text},actions=drop"), 1)?;
     let mut flow = Flow::default();
     for m in &rule.matches {
-        if m.mask != m.field.full_mask() && !(m.field == Field::NwTos && m.mask == 0xfc) && !(m.field == Field::VlanTci) {
+        if m.mask != m.field.full_mask() && !(m.field == Field::NwTos && m.mask == 0xfc) && (m.field != Field::VlanTci) {
             return Err(ParseError { line: 1, column: 1, message: format!("{} must be an exact value in a packet, not a mask", m.field.name()) });
         }
         flow.set(m.field, m.value);
