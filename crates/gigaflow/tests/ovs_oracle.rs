@@ -157,3 +157,30 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
     }
     (packets, actions_equal, megaflows_equal)
 }
+
+#[test]
+fn the_comparison_notices_a_different_pipeline() {
+    // Guard against a harness that always agrees: OVS runs l3_router.flows while our side runs a
+    // copy with one prefix widened (/24 -> /23, changes actions for 10.1.3.x) and the /32 route
+    // removed (changes the prefix-trie masks near 10.1.2.3); both differences must be seen.
+    assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
+    let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
+    let path = pipeline_path("l3_router.flows");
+    ovs.load_flows(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap().replace("nw_dst=10.1.2.0/24", "nw_dst=10.1.2.0/23")
+        .replace("table=1,priority=132,ip,nw_dst=10.1.2.3,", "#");
+    let ours = Pipeline::parse(&text).unwrap();
+    let (mut megaflow_diff, mut action_diff) = (0, 0);
+    let packets = random_packets(&ours, 500, N_PORTS, 7);
+    for p in packets {
+        let theirs = ovs.trace(&trace_flow_string(&p)).unwrap();
+        let t = ours.trace(&p);
+        let (v, m, _) = parse_megaflow(&theirs.megaflow_line).unwrap();
+        megaflow_diff += !megaflow_equal(&p, &t.megaflow_mask, &v, &m) as usize;
+        let outs = parse_datapath_actions(&theirs.actions_line, &p, ovs.dp_to_of()).unwrap();
+        action_diff += !same_outputs(&t.outputs, &outs) as usize;
+    }
+    eprintln!("changed pipeline: {megaflow_diff}/500 Megaflows and {action_diff}/500 actions differ");
+    assert!(megaflow_diff > 0, "a changed pipeline went unnoticed in the Megaflows");
+    assert!(action_diff > 0, "a changed pipeline went unnoticed in the actions");
+}
