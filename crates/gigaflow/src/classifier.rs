@@ -59,9 +59,14 @@ impl Classifier {
         let mut cls = Classifier { subtables: Vec::new(), tries: vec![PrefixSet::new(32), PrefixSet::new(32)] };
         for &(id, rule) in rules {
             cls.insert(id, rule);
+            // OVS's subtable vector: a new subtable is appended, a subtable whose highest
+            // priority rises keeps its slot, and after each flow mod the vector is re-sorted by
+            // priority when out of order, with glibc's stable merge sort (Debian 12). So among
+            // equal priorities the order is that of the previous sorted vector.
+            if cls.subtables.windows(2).any(|w| w[0].max_priority < w[1].max_priority) {
+                cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
+            }
         }
-        // OVS keeps subtables sorted by their highest priority; ties keep insertion order here.
-        cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
         cls
     }
 

@@ -66,7 +66,7 @@ pub fn random_packets(pipeline: &Pipeline, n: usize, n_ports: u32, seed: u64) ->
 /// `n_tables` tables of `rules_per_table` rules each plus a catch-all; matches mix exact values,
 /// prefixes (few distinct lengths, so subtables are shared), arbitrary masks, L4 port masks,
 /// registers and metadata; actions mix header rewrites, register writes, move, outputs,
-/// resubmit and goto_table. Priorities are distinct within a table (see docs/gigaflow.md on ties).
+/// resubmit and goto_table. Priorities are distinct within a table.
 pub fn random_pipeline(seed: u64, n_tables: u8, rules_per_table: usize, n_ports: u32) -> String {
     random_pipeline_with(seed, n_tables, rules_per_table, n_ports, false)
 }
