@@ -35,8 +35,9 @@ pub fn random_packets(pipeline: &Pipeline, n: usize, n_ports: u32, seed: u64) ->
             p.set(Field::DlType, ETH_TYPE_IP);
             let proto = match rng.gen_range(0..20) {
                 0..=8 => IPPROTO_TCP,
-                9..=15 => IPPROTO_UDP,
-                _ => IPPROTO_ICMP,
+                9..=14 => IPPROTO_UDP,
+                15..=18 => IPPROTO_ICMP,
+                _ => 47, // GRE: an IP protocol without L4 ports
             };
             p.set(Field::NwProto, proto);
             for f in [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst] {
@@ -53,6 +54,8 @@ pub fn random_packets(pipeline: &Pipeline, n: usize, n_ports: u32, seed: u64) ->
             if proto == IPPROTO_ICMP {
                 p.set(Field::TpSrc, src & 0xff);
                 p.set(Field::TpDst, dst & 0xff);
+            } else if proto != IPPROTO_TCP && proto != IPPROTO_UDP {
+                // No L4 header: OVS's flow has zero ports.
             } else {
                 p.set(Field::TpSrc, src);
                 p.set(Field::TpDst, dst);

@@ -124,10 +124,11 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
     std::fs::create_dir_all(&dir).unwrap();
     let (mut packets, mut actions_equal, mut megaflows_equal) = (0, 0, 0);
     let mut examples = Vec::new();
-    // More pipelines on demand: INNET_OVS_RANDOM_PIPELINES=100 cargo test ... (default 12).
+    // Bigger runs on demand: INNET_OVS_RANDOM_PIPELINES (default 12), INNET_OVS_RULES_PER_TABLE (10).
     let n_pipelines: u64 = std::env::var("INNET_OVS_RANDOM_PIPELINES").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
+    let rules_per_table: usize = std::env::var("INNET_OVS_RULES_PER_TABLE").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
     for seed in 0..n_pipelines {
-        let text = random_pipeline_with(seed, 4, 10, N_PORTS, priority_ties);
+        let text = random_pipeline_with(seed, 4, rules_per_table, N_PORTS, priority_ties);
         let path = dir.join(format!("random_{seed}.flows"));
         std::fs::write(&path, &text).unwrap();
         let pipeline = Pipeline::parse(&text).unwrap_or_else(|e| panic!("random pipeline {seed}: {e}\n{text}"));
