@@ -11,7 +11,7 @@ def test_trace_prints_tables_megaflow_and_actions(innet_cmd):
                   "in_port=1,tcp,nw_src=192.168.0.1,nw_dst=10.1.2.4,tp_dst=80")
     assert r.returncode == 0, r.stderr
     assert " 1. ip,nw_dst=10.1.2.0/24, priority 124" in r.stdout
-    assert "Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,tp_dst=80" in r.stdout
+    assert "Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,nw_frag=no,tp_dst=80" in r.stdout
     assert "Actions: set(dl_dst=00:00:00:00:02:02),output:2" in r.stdout
 
 

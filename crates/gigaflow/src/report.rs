@@ -39,14 +39,75 @@ pub fn format_match(value: &Flow, mask: &Flow) -> String {
         (true, None) => parts.push("ip".into()),
         _ => {}
     }
-    for f in Field::all() {
+    for f in print_order() {
         let m = mask.get(f);
         if m == 0 || (f == Field::DlType && ip) || (f == Field::NwProto && proto_name.is_some()) {
             continue;
         }
-        parts.push(format!("{}={}", f.name(), f.format(value.get(f) & m, m)));
+        if f == Field::NwTos {
+            // OVS prints the DSCP and ECN parts of the ToS byte separately, without masks.
+            if m & 0xfc != 0 {
+                parts.push(format!("nw_tos={}", value.get(f) & m & 0xfc));
+            }
+            if m & 0x03 != 0 {
+                parts.push(format!("nw_ecn={}", value.get(f) & m & 0x03));
+            }
+            continue;
+        }
+        if f == Field::VlanTci {
+            // OVS prints a present tag with a whole VID (and/or PCP) as dl_vlan/dl_vlan_pcp.
+            let (v, vid_m, pcp_m) = (value.get(f) & m, m & 0x0fff, m & 0xe000);
+            if m & 0x1000 != 0 && v & 0x1000 != 0 && (vid_m == 0 || vid_m == 0x0fff) && (pcp_m == 0 || pcp_m == 0xe000) && m != 0x1000 {
+                if vid_m != 0 {
+                    parts.push(format!("dl_vlan={}", v & 0x0fff));
+                }
+                if pcp_m != 0 {
+                    parts.push(format!("dl_vlan_pcp={}", v >> 13));
+                }
+                continue;
+            }
+        }
+        let name = match (f, proto_name) {
+            (Field::TpSrc, Some("icmp")) => "icmp_type".to_string(),
+            (Field::TpDst, Some("icmp")) => "icmp_code".to_string(),
+            _ => f.name(),
+        };
+        parts.push(format!("{name}={}", f.format(value.get(f) & m, m)));
     }
     parts.join(",")
+}
+
+/// The order OVS's `match_format` prints fields in.
+fn print_order() -> Vec<Field> {
+    let mut order: Vec<Field> = (0..16).map(Field::Reg).collect();
+    order.extend([
+        Field::Metadata,
+        Field::InPort,
+        Field::VlanTci,
+        Field::DlSrc,
+        Field::DlDst,
+        Field::DlType,
+        Field::NwSrc,
+        Field::NwDst,
+        Field::NwProto,
+        Field::NwTos,
+        Field::TpSrc,
+        Field::TpDst,
+    ]);
+    order
+}
+
+/// A Megaflow as OVS prints it: `recirc_id=0,eth,` then the match, with `nw_frag=no` for IP.
+pub fn format_megaflow(trace: &Trace) -> String {
+    let text = format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask);
+    if !trace.initial_flow.is_ip() {
+        return format!("recirc_id=0,eth,{text}");
+    }
+    // nw_frag follows the L3 fields and precedes the L4 ones.
+    let mut parts: Vec<&str> = text.split(',').collect();
+    let pos = parts.iter().position(|p| ["tp_src=", "tp_dst=", "icmp_type=", "icmp_code="].iter().any(|k| p.starts_with(k))).unwrap_or(parts.len());
+    parts.insert(pos, "nw_frag=no");
+    format!("recirc_id=0,eth,{}", parts.join(","))
 }
 
 fn format_action(a: &Action) -> String {
@@ -132,7 +193,7 @@ pub fn format_trace(pipeline: &Pipeline, trace: &Trace) -> String {
         }
     }
     s += &format!("\nFinal flow: {}\n", format_flow(&trace.final_flow));
-    s += &format!("Megaflow: recirc_id=0,eth,{}\n", format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask));
+    s += &format!("Megaflow: {}\n", format_megaflow(trace));
     s += &format!("Actions: {}\n", format_actions(trace));
     s
 }
@@ -147,7 +208,7 @@ pub fn trace_json(pipeline: &Pipeline, trace: &Trace) -> serde_json::Value {
             "newly_examined": format_match(&v.flow.masked(&v.wildcards), &v.wildcards),
         })).collect::<Vec<_>>(),
         "final_flow": format_flow(&trace.final_flow),
-        "megaflow": format!("recirc_id=0,eth,{}", format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask)),
+        "megaflow": format_megaflow(trace),
         "outputs": trace.outputs.iter().map(|o| o.port).collect::<Vec<_>>(),
         "actions": format_actions(trace),
     })
@@ -171,7 +232,7 @@ mod tests {
         let flows = include_str!("../pipelines/l3_router.flows");
         let (text, json) = trace_command(flows, "in_port=1,tcp,nw_src=192.168.0.1,nw_dst=10.1.2.4,tp_dst=80").unwrap();
         assert!(text.contains(" 1. ip,nw_dst=10.1.2.0/24, priority 124"), "{text}");
-        assert!(text.contains("Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,tp_dst=80"), "{text}");
+        assert!(text.contains("Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,nw_frag=no,tp_dst=80"), "{text}");
         assert!(text.contains("Actions: set(dl_dst=00:00:00:00:02:02),output:2"), "{text}");
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["outputs"], serde_json::json!([2]));

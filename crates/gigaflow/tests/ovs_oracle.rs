@@ -18,6 +18,8 @@ fn pipeline_path(name: &str) -> PathBuf {
 
 struct Score {
     packets: usize,
+    /// Our Megaflow printed (report::format_megaflow) is the very text OVS printed.
+    megaflow_text_equal: usize,
     actions_equal: usize,
     megaflow_equal: usize,
     examples: Vec<String>,
@@ -29,7 +31,7 @@ fn check_pipeline(ovs: &mut Ovs, name: &str, seed: u64) -> Score {
     let pipeline = Pipeline::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     ovs.load_flows(&path).unwrap_or_else(|e| panic!("ovs-ofctl add-flows {name}: {e}"));
     let packets = random_packets(&pipeline, PACKETS_PER_PIPELINE, N_PORTS, seed);
-    let mut score = Score { packets: packets.len(), actions_equal: 0, megaflow_equal: 0, examples: Vec::new() };
+    let mut score = Score { packets: packets.len(), megaflow_text_equal: 0, actions_equal: 0, megaflow_equal: 0, examples: Vec::new() };
     for p in &packets {
         let flow = trace_flow_string(p);
         let theirs = ovs.trace(&flow).unwrap_or_else(|e| panic!("{name}: trace {flow}: {e}"));
@@ -39,6 +41,11 @@ fn check_pipeline(ovs: &mut Ovs, name: &str, seed: u64) -> Score {
         let (mf_value, mf_mask, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap_or_else(|e| panic!("{name}: {e}: {}", theirs.megaflow_line));
         let megaflow_ok = unknown.is_empty() && megaflow_equal(p, &ours.megaflow_mask, &mf_value, &mf_mask);
         score.actions_equal += actions_ok as usize;
+        let text_ok = innet_gigaflow::report::format_megaflow(&ours) == theirs.megaflow_line;
+        score.megaflow_text_equal += text_ok as usize;
+        if !text_ok && megaflow_ok && score.examples.len() < 5 {
+            score.examples.push(format!("text differs: OVS {}\n               our {}", theirs.megaflow_line, innet_gigaflow::report::format_megaflow(&ours)));
+        }
         score.megaflow_equal += megaflow_ok as usize;
         if (!actions_ok || !megaflow_ok) && score.examples.len() < 5 {
             let mine: Vec<String> = ours.megaflow().iter().map(|(f, v, m)| format!("{}={}", f.name(), f.format(*v, *m))).collect();
@@ -64,16 +71,20 @@ fn slow_path_agrees_with_real_ovs() {
         let s = check_pipeline(&mut ovs, name, 1000 + i as u64);
         let pct = |n: usize| 100.0 * n as f64 / s.packets as f64;
         eprintln!(
-            "{name}: {} packets, actions equal {:.2}%, megaflow equal {:.2}%",
+            "{name}: {} packets, actions equal {:.2}%, megaflow equal {:.2}% (same text {:.2}%)",
             s.packets,
             pct(s.actions_equal),
-            pct(s.megaflow_equal)
+            pct(s.megaflow_equal),
+            pct(s.megaflow_text_equal)
         );
         for e in &s.examples {
             eprintln!("{e}");
         }
-        if s.actions_equal != s.packets || s.megaflow_equal != s.packets {
-            failures.push(format!("{name}: actions {}/{}, megaflow {}/{}", s.actions_equal, s.packets, s.megaflow_equal, s.packets));
+        if s.actions_equal != s.packets || s.megaflow_equal != s.packets || s.megaflow_text_equal != s.packets {
+            failures.push(format!(
+                "{name}: actions {}/{}, megaflow {}/{}, megaflow text {}/{}",
+                s.actions_equal, s.packets, s.megaflow_equal, s.packets, s.megaflow_text_equal, s.packets
+            ));
         }
     }
     assert!(failures.is_empty(), "differences from OVS: {failures:?}");
@@ -122,7 +133,7 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
     let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
     let dir = std::env::temp_dir().join(format!("innet-gigaflow-random-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (mut packets, mut actions_equal, mut megaflows_equal) = (0, 0, 0);
+    let (mut packets, mut actions_equal, mut megaflows_equal, mut texts_equal) = (0, 0, 0, 0);
     let mut examples = Vec::new();
     // Bigger runs on demand: INNET_OVS_RANDOM_PIPELINES (default 12), INNET_OVS_RULES_PER_TABLE (10).
     let n_pipelines: u64 = std::env::var("INNET_OVS_RANDOM_PIPELINES").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
@@ -141,6 +152,7 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
             let (v, m, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap();
             let a_ok = same_outputs(&ours.outputs, &their_outputs);
             let m_ok = unknown.is_empty() && megaflow_equal(&p, &ours.megaflow_mask, &v, &m);
+            texts_equal += (innet_gigaflow::report::format_megaflow(&ours) == theirs.megaflow_line) as usize;
             packets += 1;
             actions_equal += a_ok as usize;
             megaflows_equal += m_ok as usize;
@@ -152,9 +164,10 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
     }
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
-        "random pipelines (priority ties: {priority_ties}): {packets} packets, actions equal {:.2}%, megaflow equal {:.2}%",
+        "random pipelines (priority ties: {priority_ties}): {packets} packets, actions equal {:.2}%, megaflow equal {:.2}% (same text {:.2}%)",
         100.0 * actions_equal as f64 / packets as f64,
-        100.0 * megaflows_equal as f64 / packets as f64
+        100.0 * megaflows_equal as f64 / packets as f64,
+        100.0 * texts_equal as f64 / packets as f64
     );
     for e in &examples {
         eprintln!("{e}");
