@@ -64,7 +64,6 @@ impl Ovs {
             .write(true)
             .open(HOST_LOCK_PATH)
             .map_err(|e| format!("{HOST_LOCK_PATH}: {e}"))?;
-        #[allow(clippy::incompatible_msrv)]
         host_lock.lock().map_err(|e| format!("lock {HOST_LOCK_PATH}: {e}"))?;
         let n = INSTANCE.fetch_add(1, Ordering::SeqCst);
         let pid = std::process::id();
