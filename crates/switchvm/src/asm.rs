@@ -368,12 +368,9 @@ pub fn link_in_packet(src: &DpfSource) -> Result<PacketCode, String> {
     Ok(code)
 }
 
-fn reg_s(r: Reg) -> String {
-    r.to_string()
-}
 fn opnd_s(o: Operand) -> String {
     match o {
-        Operand::Reg(r) => reg_s(r),
+        Operand::Reg(r) => r.to_string(),
         Operand::Imm(v) => v.to_string(),
     }
 }

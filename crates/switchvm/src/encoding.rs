@@ -165,8 +165,6 @@ pub fn decode(area: &[u8], lanes: u8) -> Result<DpfPacket, String> {
                 op => return Err(format!("EU {} selector op {op} is not one of 0..=4", e.stage)),
             });
         }
-        let pick = |v: u8, table: &[&str]| (v as usize) < table.len();
-        let _ = pick;
         let alu = e.alu.iter().map(|&c| ALU.get(c as usize).copied().ok_or(format!("ALU op {c} is not one of 0..=10"))).collect::<Result<_, _>>()?;
         let mem = e.mem.iter().map(|&c| MEM.get(c as usize).copied().ok_or(format!("memory op {c} is not one of 0..=7"))).collect::<Result<_, _>>()?;
         let op = CTRL.get(e.ctrl as usize).copied().ok_or(format!("branch op {} is not one of 0..=8", e.ctrl))?;

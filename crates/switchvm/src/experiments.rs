@@ -135,13 +135,14 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
         }
     };
     let stop_ps = (spec.duration_us * 1e6) as u64;
+    let mut machine = Some(m);
     let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut sender_wire = 0;
     let mut plain_wire = 0;
     for (id, n) in topo.nodes.iter().enumerate() {
         let node = id as NodeId;
         if n.role != Role::Host {
-            nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(std::mem::replace(&mut m, Machine::new(VmConfig { mem_entries: 1, ..VmConfig::default() }))), n.switch_index.unwrap(), routing.clone(), &net, node)));
+            nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(machine.take().expect("a rack has one switch")), n.switch_index.unwrap(), routing.clone(), &net, node)));
             continue;
         }
         if n.host_index == Some(0) {

@@ -190,7 +190,7 @@ pub enum Outcome {
 }
 
 /// In-switch code memory: per stage kind, `code_slots` instructions.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CodeMemory {
     pub prologs: Vec<Option<Prolog>>,
     pub eus: Vec<Vec<Option<EuInstr>>>,
@@ -286,12 +286,43 @@ impl Machine {
         }
         pkt.gas -= 1;
         self.executed += 1;
+        // Run on borrowed code (no per-packet copies): the code memories and the packet's code
+        // are set aside while the registers, memories and stack change, then put back.
+        let code = std::mem::take(&mut self.code);
+        let pcode = pkt.code.take();
+        let (out, drop_code) = self.run_dpf(&code, pcode.as_ref(), pkt, pc, perm.caps, md, rng);
+        self.code = code;
+        if !drop_code {
+            pkt.code = pcode;
+        }
+        out
+    }
+
+    /// Prolog, EUs and epilog of one invocation; returns the outcome and whether HDR_MOD asked
+    /// for the code to be dropped.
+    #[allow(clippy::too_many_arguments)]
+    fn run_dpf(
+        &mut self,
+        code: &CodeMemory,
+        pcode: Option<&PacketCode>,
+        pkt: &mut DpfPacket,
+        pc: Pc,
+        perm_caps: u32,
+        md: &SwitchMeta,
+        rng: &mut ChaCha8Rng,
+    ) -> (Outcome, bool) {
+        let tenant = pkt.tenant;
         let lanes = self.cfg.lanes;
+        macro_rules! violate {
+            ($v:expr) => {
+                return (self.violate(tenant, $v), false)
+            };
+        }
 
         // ---- prolog ----
-        let Some(prolog) = self.fetch_prolog(pkt, pc) else { return self.violate(tenant, Violation::BadPc) };
-        if check_prolog(&prolog, lanes).is_err() {
-            return self.violate(tenant, Violation::IllegalInstruction);
+        let Some(prolog) = fetch_prolog(code, pcode, pc) else { violate!(Violation::BadPc) };
+        if check_prolog(prolog, lanes).is_err() {
+            violate!(Violation::IllegalInstruction);
         }
         self.regs.iter_mut().for_each(|r| *r = 0);
         for (j, op) in prolog.sel.iter().enumerate() {
@@ -299,22 +330,22 @@ impl Machine {
                 PrologOp::Nop => continue,
                 PrologOp::Pop => match pkt.stack.pop() {
                     Some(v) => v,
-                    None => return self.violate(tenant, Violation::StackUnderflow),
+                    None => violate!(Violation::StackUnderflow),
                 },
                 PrologOp::Peek => match pkt.stack.last() {
                     Some(&v) => v,
-                    None => return self.violate(tenant, Violation::StackUnderflow),
+                    None => violate!(Violation::StackUnderflow),
                 },
                 PrologOp::LoadMd(i) => {
-                    if perm.caps & caps::METADATA == 0 {
-                        return self.violate(tenant, Violation::MetadataDenied);
+                    if perm_caps & caps::METADATA == 0 {
+                        violate!(Violation::MetadataDenied);
                     }
                     match i {
                         MD_INGRESS_PORT => md.ingress_port,
                         MD_TIMESTAMP_US => md.timestamp_us,
                         MD_SWITCH_ID => md.switch_id,
                         MD_QUEUE_DEPTH => md.queue_depth,
-                        _ => return self.violate(tenant, Violation::IllegalInstruction),
+                        _ => violate!(Violation::IllegalInstruction),
                     }
                 }
                 PrologOp::Rand => rng.gen(),
@@ -324,11 +355,10 @@ impl Machine {
         let mut next = prolog.next;
 
         // ---- execution units ----
-        let mut halted = false;
         for eu in 0..self.cfg.eus as usize {
-            let Some(ins) = self.fetch_eu(pkt, eu, next) else { return self.violate(tenant, Violation::BadPc) };
-            if check_eu(&ins, lanes).is_err() {
-                return self.violate(tenant, Violation::IllegalInstruction);
+            let Some(ins) = fetch_eu(code, pcode, eu, next) else { violate!(Violation::BadPc) };
+            if check_eu(ins, lanes).is_err() {
+                violate!(Violation::IllegalInstruction);
             }
             // Stage 1: selectors read the register file in parallel.
             self.scratch.copy_from_slice(&self.regs);
@@ -339,7 +369,7 @@ impl Machine {
                     SelectOp::LoadImm(v) => self.scratch[j] = v,
                     SelectOp::LoadConst(i) => match self.consts.get(i as usize) {
                         Some(&v) => self.scratch[j] = v,
-                        None => return self.violate(tenant, Violation::BadConst),
+                        None => violate!(Violation::BadConst),
                     },
                     SelectOp::Hash => self.scratch[j] = self.hash[j % lanes as usize].checksum(&self.regs[j].to_be_bytes()),
                 }
@@ -357,7 +387,7 @@ impl Machine {
                 let mut new_b = bv;
                 if mem_op != MemOp::Nop {
                     let lm = &mut self.mem[eu][lane];
-                    let Some(p) = lm.translate(tenant, a) else { return self.violate(tenant, Violation::MemoryFault) };
+                    let Some(p) = lm.translate(tenant, a) else { violate!(Violation::MemoryFault) };
                     let cell = &mut lm.cells[p as usize];
                     let (m, nb) = mem_op.apply(*cell, bv);
                     *cell = m;
@@ -368,19 +398,17 @@ impl Machine {
             }
             next = if taken { b.taken } else { b.not_taken };
             if b.op == CtrlOp::Halt {
-                halted = true;
                 break;
             }
         }
-        let _ = halted;
 
         // ---- epilog ----
-        let Some(ep) = self.fetch_epilog(pkt, next) else { return self.violate(tenant, Violation::BadPc) };
-        if check_epilog(&ep, lanes).is_err() {
-            return self.violate(tenant, Violation::IllegalInstruction);
+        let Some(ep) = fetch_epilog(code, pcode, next) else { violate!(Violation::BadPc) };
+        if check_epilog(ep, lanes).is_err() {
+            violate!(Violation::IllegalInstruction);
         }
         if pkt.stack.len() + ep.push.len() > self.cfg.max_stack {
-            return self.violate(tenant, Violation::StackOverflow);
+            violate!(Violation::StackOverflow);
         }
         let value = |o: Operand, regs: &[u32]| match o {
             Operand::Reg(r) => regs[r.index(lanes)],
@@ -390,38 +418,37 @@ impl Machine {
             None => SteerAction::Pass,
             Some(o) => match self.steering.get(&(tenant, value(o, &self.regs))) {
                 Some(&a) => a,
-                None => return self.violate(tenant, Violation::NoSteeringRule),
+                None => violate!(Violation::NoSteeringRule),
             },
         };
-        if action.privileged() && perm.caps & caps::PRIVILEGED == 0 {
-            return self.violate(tenant, Violation::PrivilegedAction);
+        if action.privileged() && perm_caps & caps::PRIVILEGED == 0 {
+            violate!(Violation::PrivilegedAction);
         }
         for r in &ep.push {
             pkt.stack.push(self.regs[r.index(lanes)]);
         }
         pkt.init_pc = ep.next_pc.map(|o| Pc::from_u16(value(o, &self.regs) as u16));
-        if ep.drop_code {
-            pkt.code = None;
-        }
-        Outcome::Steer(action)
+        (Outcome::Steer(action), ep.drop_code)
     }
+}
 
-    fn fetch_prolog(&self, pkt: &DpfPacket, pc: Pc) -> Option<Prolog> {
-        match pc {
-            Pc::Packet(i) => pkt.code.as_ref()?.prologs.get(i as usize).cloned(),
-            Pc::Switch(i) => self.code.prologs.get(i as usize)?.clone(),
-        }
+fn fetch_prolog<'a>(code: &'a CodeMemory, pcode: Option<&'a PacketCode>, pc: Pc) -> Option<&'a Prolog> {
+    match pc {
+        Pc::Packet(i) => pcode?.prologs.get(i as usize),
+        Pc::Switch(i) => code.prologs.get(i as usize)?.as_ref(),
     }
-    fn fetch_eu(&self, pkt: &DpfPacket, eu: usize, pc: Pc) -> Option<EuInstr> {
-        match pc {
-            Pc::Packet(i) => pkt.code.as_ref()?.eus.get(eu)?.get(i as usize).cloned(),
-            Pc::Switch(i) => self.code.eus[eu].get(i as usize)?.clone(),
-        }
+}
+
+fn fetch_eu<'a>(code: &'a CodeMemory, pcode: Option<&'a PacketCode>, eu: usize, pc: Pc) -> Option<&'a EuInstr> {
+    match pc {
+        Pc::Packet(i) => pcode?.eus.get(eu)?.get(i as usize),
+        Pc::Switch(i) => code.eus.get(eu)?.get(i as usize)?.as_ref(),
     }
-    fn fetch_epilog(&self, pkt: &DpfPacket, pc: Pc) -> Option<Epilog> {
-        match pc {
-            Pc::Packet(i) => pkt.code.as_ref()?.epilogs.get(i as usize).cloned(),
-            Pc::Switch(i) => self.code.epilogs.get(i as usize)?.clone(),
-        }
+}
+
+fn fetch_epilog<'a>(code: &'a CodeMemory, pcode: Option<&'a PacketCode>, pc: Pc) -> Option<&'a Epilog> {
+    match pc {
+        Pc::Packet(i) => pcode?.epilogs.get(i as usize),
+        Pc::Switch(i) => code.epilogs.get(i as usize)?.as_ref(),
     }
 }
