@@ -337,5 +337,9 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             poisson: "true",
             quick: &[("duration_us", "50.0"), ("loads", "\"0.3,0.9\"")],
         }),
+        Box::new(crate::lb::LbExperiment),
+        Box::new(crate::kvs::KvsExperiment),
+        Box::new(crate::tenants::IsolationExperiment),
+        Box::new(crate::tenants::TenantsExperiment),
     ]
 }

@@ -2,6 +2,11 @@
 //! trusted encapsulation), the DPF invocation, code and stack are SwitchVM's Geneve options; the
 //! machine runs once per pass and its steering decides the verdict. Results (stack, init_pc,
 //! dropped code) are written back into the options, so the packet's size changes as it should.
+//!
+//! A switch may have several pipes, each its own SwitchVM (own code and memory, as the paper's
+//! KVS cache uses two Tofino pipes as two switches): a DPF that chains with NEXT_PC and passes
+//! goes on to the next pipe through the recirculation port; from the last pipe the NEXT_PC stays
+//! in the header for the next switch.
 
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Encap, Packet};
@@ -21,8 +26,13 @@ pub struct SwitchVmCounters {
 }
 
 pub struct SwitchVmSwitch {
+    /// Pipe 0's machine (the one every packet meets first).
     pub machine: Machine,
+    /// The machines of pipes 1, 2, … (empty: a one-pipe switch).
+    pub next_pipes: Vec<Machine>,
     pub counters: SwitchVmCounters,
+    /// Chained invocations handed to the next pipe.
+    pub pipe_handoffs: u64,
 }
 
 /// Whether an option area holds SwitchVM options.
@@ -46,7 +56,33 @@ fn foreign(options: &[u8]) -> Vec<u8> {
 
 impl SwitchVmSwitch {
     pub fn new(machine: Machine) -> Self {
-        SwitchVmSwitch { machine, counters: SwitchVmCounters::default() }
+        SwitchVmSwitch { machine, next_pipes: Vec::new(), counters: SwitchVmCounters::default(), pipe_handoffs: 0 }
+    }
+
+    /// A switch whose pipes run these machines (pipe 0 first).
+    pub fn with_pipes(machine: Machine, next_pipes: Vec<Machine>) -> Self {
+        SwitchVmSwitch { next_pipes, ..Self::new(machine) }
+    }
+
+    pub fn pipes(&self) -> usize {
+        1 + self.next_pipes.len()
+    }
+
+    /// The machine of pipe `i` (0 = the first).
+    pub fn pipe(&self, i: usize) -> &Machine {
+        if i == 0 {
+            &self.machine
+        } else {
+            &self.next_pipes[i - 1]
+        }
+    }
+
+    pub fn pipe_mut(&mut self, i: usize) -> &mut Machine {
+        if i == 0 {
+            &mut self.machine
+        } else {
+            &mut self.next_pipes[i - 1]
+        }
     }
 }
 
@@ -57,7 +93,11 @@ impl Program for SwitchVmSwitch {
 
     fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
         self.counters.passes += 1;
-        let lanes = self.machine.cfg.lanes;
+        // The pass number through the recirculation port picks the pipe.
+        let pipe = pkt.recirculations as usize % self.pipes();
+        let npipes = self.pipes();
+        let machine = if pipe == 0 { &mut self.machine } else { &mut self.next_pipes[pipe - 1] };
+        let lanes = machine.cfg.lanes;
         let Some(t) = pkt.tunnel.as_mut() else { return Verdict::Route };
         let outer_src = t.outer.src;
         let Encap::Geneve { vni, options, .. } = &mut t.encap else { return Verdict::Route };
@@ -71,7 +111,7 @@ impl Program for SwitchVmSwitch {
                 }
             }
         } else {
-            DpfPacket { gas: self.machine.cfg.initial_gas, ..Default::default() }
+            DpfPacket { gas: machine.cfg.initial_gas, ..Default::default() }
         };
         dp.tenant = *vni;
         dp.src = outer_src;
@@ -81,7 +121,7 @@ impl Program for SwitchVmSwitch {
             switch_id: ctx.switch_id,
             queue_depth: 0,
         };
-        let out = self.machine.execute(&mut dp, &md, ctx.rng);
+        let out = machine.execute(&mut dp, &md, ctx.rng);
         let action = match out {
             Outcome::NotInvoked => {
                 self.counters.not_invoked += 1;
@@ -106,6 +146,10 @@ impl Program for SwitchVmSwitch {
             *options = area;
         }
         match action {
+            SteerAction::Pass if with_header && dp.init_pc.is_some() && pipe + 1 < npipes => {
+                self.pipe_handoffs += 1;
+                Verdict::Recirculate
+            }
             SteerAction::Pass => Verdict::Route,
             SteerAction::Drop => {
                 self.counters.steered_drop += 1;

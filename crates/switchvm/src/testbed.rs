@@ -1,0 +1,114 @@
+//! Helpers the SwitchVM end-to-end experiments share: a one-switch rack, the SwitchVM tenant
+//! packet (Geneve with the DPF header), parameter lists, and latency timelines in time bins.
+
+use std::sync::Arc;
+
+use innet_sim::experiment::ExperimentError;
+use innet_sim::metrics::percentile;
+use innet_sim::network::{Network, NodeId};
+use innet_sim::packet::{Encap, Ipv4, Packet, Tunnel, IP_PROTO_UDP, L4};
+use innet_sim::routing::Routing;
+use innet_sim::topology::{Role, Topology, TopologySpec};
+
+use crate::machine::DpfPacket;
+
+pub fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
+    ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+pub fn internal(e: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Invariant(e.to_string())
+}
+
+/// A comma-separated parameter list, each item parsed by `f`; errors name the field.
+pub fn list<T>(field: &str, s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, ExperimentError> {
+    let v: Vec<T> = s.split(',').filter(|x| !x.trim().is_empty()).map(|x| f(x.trim()).map_err(|m| bad(field, m))).collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err(bad(field, "expected at least one value"));
+    }
+    Ok(v)
+}
+
+pub fn number(x: &str) -> Result<f64, String> {
+    x.parse::<f64>().map_err(|_| format!("'{x}' is not a number"))
+}
+
+/// One switch and `hosts` hosts.
+pub struct Rack {
+    pub topo: Topology,
+    pub net: Network,
+    pub routing: Arc<Routing>,
+    pub switch_node: NodeId,
+    pub switch_index: u32,
+}
+
+impl Rack {
+    pub fn new(hosts: u32, link_gbps: f64, pipeline_ns: u64, seed: u64) -> Result<Rack, ExperimentError> {
+        let spec = TopologySpec { host_link_gbps: link_gbps, switch_pipeline_latency_ns: pipeline_ns, ..TopologySpec::rack(hosts) };
+        let topo = Topology::build(&spec, &[])?;
+        let mut net = Network::new(seed);
+        topo.instantiate(&mut net);
+        let routing = Arc::new(Routing::compute(&topo, &net, seed));
+        let switch_node = topo.nodes.iter().position(|n| n.role != Role::Host).expect("a rack has a switch") as NodeId;
+        let switch_index = topo.nodes[switch_node as usize].switch_index.expect("a switch has an index");
+        Ok(Rack { topo, net, routing, switch_node, switch_index })
+    }
+
+    pub fn host_node(&self, h: usize) -> NodeId {
+        self.topo.hosts[h]
+    }
+
+    pub fn ip(&self, h: usize) -> u32 {
+        self.topo.nodes[self.topo.hosts[h] as usize].ip
+    }
+
+    /// Host index of a node, if it is a host.
+    pub fn host_index(&self, node: NodeId) -> Option<usize> {
+        self.topo.nodes[node as usize].host_index.map(|h| h as usize)
+    }
+}
+
+/// A UDP packet of a tenant: Geneve with the tenant's VNI and, when `dpf` is given, SwitchVM's
+/// options (the invocation, code and stack).
+pub fn tenant_packet(src: u32, dst: u32, ports: (u16, u16), payload_len: u32, vni: u32, dpf: Option<&DpfPacket>, lanes: u8) -> Result<Packet, ExperimentError> {
+    let mut p = Packet::new(Ipv4::new(src, dst, IP_PROTO_UDP), L4::Udp { src_port: ports.0, dst_port: ports.1 }, payload_len);
+    p.is_data = true;
+    let options = match dpf {
+        Some(d) => crate::encoding::encode(d, lanes).map_err(internal)?,
+        None => Vec::new(),
+    };
+    p.tunnel = Some(Tunnel { outer: Ipv4::new(src, dst, IP_PROTO_UDP), encap: Encap::Geneve { src_port: 49152 ^ ports.0, vni, options } });
+    Ok(p)
+}
+
+/// The SwitchVM stack a packet carries (empty when it has no SwitchVM options).
+pub fn stack_of(p: &Packet, lanes: u8) -> Vec<u32> {
+    match &p.tunnel {
+        Some(Tunnel { encap: Encap::Geneve { options, .. }, .. }) => crate::encoding::decode(options, lanes).map(|d| d.stack).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// Latency percentiles per time bin: (bin start s, count, p50 µs, p99 µs).
+pub fn timeline(samples: &[(u64, f64)], bin_s: f64, end_s: f64) -> Vec<(f64, u64, f64, f64)> {
+    let bins = (end_s / bin_s).ceil().max(1.0) as usize;
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); bins];
+    for &(t_ps, lat) in samples {
+        let b = ((t_ps as f64 / 1e12) / bin_s) as usize;
+        if b < bins {
+            per[b].push(lat);
+        }
+    }
+    per.into_iter()
+        .enumerate()
+        .map(|(i, mut v)| {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            (i as f64 * bin_s, v.len() as u64, percentile(&v, 50.0), percentile(&v, 99.0))
+        })
+        .collect()
+}
+
+pub fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
+}
