@@ -173,3 +173,22 @@ fn generated_reply_goes_back_with_right_checksums() {
         .contains("wire extras"));
     assert_eq!(st.ports[0].dropped, 2);
 }
+
+#[test]
+fn ipip_with_a_garbage_inside_is_plain_ipv4_not_malformed() {
+    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
+    let mut f = tcp_frame(b"");
+    // Turn it into IP-in-IP whose "inner packet" is the TCP header bytes (not IPv4).
+    f[14 + 9] = 4;
+    f[24] = 0;
+    f[25] = 0;
+    let c = innet_wire::checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    let mut p = blank_packet();
+    parse_into(&f, &mut p).unwrap();
+    assert!(p.tunnel.is_none());
+    assert_eq!(p.ip.protocol, 4);
+    let mut out = Vec::new();
+    emit_into(&p, &mut out).unwrap();
+    assert_eq!(out, f);
+}

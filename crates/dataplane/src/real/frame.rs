@@ -194,8 +194,9 @@ fn check_udp(ip: &Ipv4, body: &[u8]) -> Result<bool, Refusal> {
 /// (the tunnel stays payload).
 pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
     match parse_impl(frame, pkt, true) {
-        Err(_) if pkt.tunnel.is_some() => parse_impl(frame, pkt, false),
-        r => r,
+        Ok(()) => Ok(()),
+        // A tunnel whose inside does not parse is plain IPv4 carrying it as payload.
+        Err(_) => parse_impl(frame, pkt, false),
     }
 }
 
