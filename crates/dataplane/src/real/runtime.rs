@@ -323,15 +323,12 @@ fn ingest(
             sw.on_frame(port, frame, [0; 10], now_ps, tx);
         }
         GSO_TCPV4 => {
-            let mut segs = Vec::new();
-            match segment_tcp4(frame, v.gso_size, scratch, |s| segs.push(s.to_vec())) {
+            // Each segment goes through the switch as it is cut (no per-segment allocation).
+            match segment_tcp4(frame, v.gso_size, scratch, |s| sw.on_frame(port, s, [0; 10], now_ps, tx)) {
                 Some(n) => {
                     let st = sw.stats_mut();
                     st.gso_frames += 1;
                     st.gso_segments += n as u64;
-                    for s in &segs {
-                        sw.on_frame(port, s, [0; 10], now_ps, tx);
-                    }
                 }
                 // Not TCP/IPv4 after all: the kernel can segment it on the way out.
                 None => sw.on_frame(port, frame, vnet, now_ps, tx),
