@@ -192,3 +192,27 @@ fn ipip_with_a_garbage_inside_is_plain_ipv4_not_malformed() {
     emit_into(&p, &mut out).unwrap();
     assert_eq!(out, f);
 }
+
+/// Multicasts every packet to group 0.
+struct Mcast;
+impl Program for Mcast {
+    fn name(&self) -> &str {
+        "mcast"
+    }
+    fn ingress(&mut self, _pkt: &mut Packet, _meta: &mut Metadata, _ctx: &mut Ctx<'_>) -> Verdict {
+        Verdict::Multicast(0)
+    }
+}
+
+#[test]
+fn multicast_copies_go_to_the_group_and_a_bad_member_is_counted_not_a_panic() {
+    let mut cfg = RealConfig::ports(3);
+    cfg.multicast_groups = vec![vec![1, 2, 7]];
+    let mut sw = RealSwitch::new(Mcast, NoControl, cfg);
+    let mut tx = TxBatch::new(3);
+    let f = tcp_frame(b"m");
+    sw.on_frame(0, &f, [0; 10], 0, &mut tx);
+    assert_eq!(tx.port(1).queued()[0].1, f);
+    assert_eq!(tx.port(2).queued()[0].1, f);
+    assert_eq!(sw.stats().no_route, 1);
+}

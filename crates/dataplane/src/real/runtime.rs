@@ -324,7 +324,9 @@ fn ingest(
         }
         GSO_TCPV4 => {
             // Each segment goes through the switch as it is cut (no per-segment allocation).
-            match segment_tcp4(frame, v.gso_size, scratch, |s| sw.on_frame(port, s, [0; 10], now_ps, tx)) {
+            match segment_tcp4(frame, v.gso_size, scratch, |s| {
+                sw.on_frame(port, s, [0; 10], now_ps, tx)
+            }) {
                 Some(n) => {
                     let st = sw.stats_mut();
                     st.gso_frames += 1;
