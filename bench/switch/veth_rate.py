@@ -15,11 +15,16 @@ try:
     time.sleep(0.3)
     tx = t.exec(t.client, [B, "send", f"{t.server_ip}:9000", str(secs), str(size)], timeout=60)
     out, _ = rx.communicate(timeout=30)
+    # CPU seconds the switch process used (user + system), from /proc/PID/stat.
+    f = open(f"/proc/{t.switch.pid}/stat").read().rsplit(")", 1)[1].split()
+    user_s, sys_s = int(f[11]) / os.sysconf("SC_CLK_TCK"), int(f[12]) / os.sysconf("SC_CLK_TCK")
+    cpu_s = user_s + sys_s
     code, log = t.stop_switch()
     st = json.load(open(f"/tmp/{t.tag}-stats.json"))
     p0 = st["ports"][0]
     print(json.dumps({"payload_bytes": size, "sender": json.loads(tx.stdout), "receiver": json.loads(out),
                       "switch_rx_p0": p0["rx_frames"], "switch_tx_p1": st["ports"][1]["tx_frames"],
-                      "switch_tx_errors": st["total"]["tx_errors"], "elapsed_s": st["elapsed_s"]}))
+                      "switch_tx_errors": st["total"]["tx_errors"], "elapsed_s": st["elapsed_s"],
+                      "switch_cpu_s": cpu_s, "switch_user_s": user_s, "switch_sys_s": sys_s, "switch_cpu_us_per_frame": round(cpu_s * 1e6 / max(1, p0["rx_frames"]), 2)}))
 finally:
     t.down()

@@ -63,10 +63,13 @@ impl Impairment {
     }
 }
 
+type HeldFrame = ([u8; 10], Vec<u8>, Instant);
+
 struct Impairer {
     cfg: Impairment,
     rng: rand_chacha::ChaCha8Rng,
-    held: Vec<Option<([u8; 10], Vec<u8>, Instant)>>,
+    /// Per port: the frame held back for reordering, and since when.
+    held: Vec<Option<HeldFrame>>,
     out: Vec<([u8; 10], Vec<u8>)>,
 }
 
