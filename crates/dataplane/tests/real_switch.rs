@@ -216,3 +216,45 @@ fn multicast_copies_go_to_the_group_and_a_bad_member_is_counted_not_a_panic() {
     assert_eq!(tx.port(2).queued()[0].1, f);
     assert_eq!(sw.stats().no_route, 1);
 }
+
+mod never_crash {
+    use super::*;
+    use innet_dataplane::real::vnet::{complete_checksum, segment_tcp4, Vnet};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Any bytes on any port: the switch does not panic, and every frame it sends is either the
+        /// input untouched (passed raw) or one the wire parser accepts (checksums right).
+        #[test]
+        fn any_frame_is_passed_raw_or_forwarded_valid(mut bytes in prop::collection::vec(any::<u8>(), 0..300), ipv4 in any::<bool>(), port in 0u16..3) {
+            if ipv4 && bytes.len() > 34 {
+                bytes[12] = 0x08; bytes[13] = 0x00; bytes[14] = 0x45; bytes[20] &= 0x40; bytes[21] = 0;
+                let tl = (bytes.len() - 14) as u16;
+                bytes[16..18].copy_from_slice(&tl.to_be_bytes());
+                bytes[24] = 0; bytes[25] = 0;
+                let c = innet_wire::checksum::checksum(&bytes[14..34]);
+                bytes[24..26].copy_from_slice(&c.to_be_bytes());
+            }
+            let mut sw = forward(&[("recirculations", "1")]);
+            let mut tx = TxBatch::new(2);
+            sw.on_frame(port, &bytes, [0; 10], 0, &mut tx);
+            for p in 0..2 {
+                for (_, f) in tx.port(p).queued() {
+                    prop_assert!(f == &bytes || innet_dataplane::real::frame::parse_into(f, &mut innet_dataplane::real::frame::blank_packet()).is_ok());
+                }
+            }
+        }
+
+        /// The offload undoing code takes any vnet header and bytes without panicking.
+        #[test]
+        fn vnet_handling_never_panics(mut bytes in prop::collection::vec(any::<u8>(), 0..400), gso in any::<u16>(), start in any::<u16>(), off in any::<u16>()) {
+            let mut scratch = Vec::new();
+            let mut n = 0;
+            let _ = segment_tcp4(&bytes, gso, &mut scratch, |_| n += 1);
+            let v = Vnet { flags: 1, gso_type: 0, hdr_len: 0, gso_size: gso, csum_start: start, csum_offset: off };
+            let _ = complete_checksum(&mut bytes, &v);
+        }
+    }
+}
