@@ -80,7 +80,9 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
     }
     let has = |k: Key| edge.keys.contains(&k);
     let ports = (has(Key::SPort) && !r.sport.is_wildcard()) || (has(Key::DPort) && !r.dport.is_wildcard());
-    let l3 = ports
+    let udp_service = edge.keys.iter().find_map(|k| if let Key::Udp(p) = k { Some(*p) } else { None });
+    let l3 = udp_service.is_some()
+        || ports
         || edge.acts.contains(&Act::Dnat)
         || [Key::IpSrc, Key::IpDst, Key::IpSrcHost, Key::IpDstHost, Key::Proto].iter().any(|&k| has(k));
     let mut prefix_len = 0u8;
@@ -90,7 +92,7 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
     for &k in edge.keys {
         specific |= !matches!(k, Key::IpSrc | Key::IpDst | Key::Proto | Key::SPort | Key::DPort);
         match k {
-            Key::InPort => base.push(format!("in_port={}", port_of(&r.src))),
+            Key::InPort | Key::PortGroup(_) => base.push(format!("in_port={}", port_of(&r.src))),
             Key::Untagged => base.push("vlan_tci=0x0000/0x1fff".into()),
             Key::EthSrc => base.push(format!("dl_src={}", format_mac(host_mac(&r.src)))),
             Key::EthDst => base.push(format!("dl_dst={}", format_mac(host_mac(&r.dst)))),
@@ -99,7 +101,9 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
             _ => {}
         }
     }
-    if l3 {
+    if let Some(p) = udp_service {
+        base.push(format!("udp,tp_dst={p}"));
+    } else if l3 {
         match r.proto {
             Some(p) if has(Key::Proto) || ports => base.push(proto_name(p)),
             _ => base.push("ip".into()),
@@ -182,6 +186,16 @@ pub fn edge_actions(edge: &Edge, r: Option<&CbRule>) -> String {
     a.join(",")
 }
 
+/// Whether ClassBench rule `r` can travel `path` (its source port fits every port-role table).
+pub fn fits(spec: &PipelineSpec, path: &[Step], r: &CbRule) -> bool {
+    path.iter().filter(|s| matches!(s, Step::Hit(..))).all(|s| {
+        spec.edge(*s).keys.iter().all(|k| match k {
+            Key::PortGroup(g) => (port_of(&r.src) - 1) % 2 == *g as u32,
+            _ => true,
+        })
+    })
+}
+
 /// Renders a full flow file for `spec` from `n_rules` ClassBench rules of `profile`.
 pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64) -> Result<Ruleset, String> {
     if n_rules == 0 || n_rules > MAX_RULES {
@@ -194,11 +208,15 @@ pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64
     let mut seen: HashSet<(u8, String)> = HashSet::new();
     let mut cb_rules = Vec::with_capacity(n_rules);
     let mut chains = Vec::with_capacity(n_rules);
-    // Paths with at least one hit edge get rules; the first rules cover every path once.
-    let with_hits: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].iter().any(|s| matches!(s, Step::Hit(..)))).collect();
+    // The first rules cover every path once, then paths are drawn uniformly. A path made only
+    // of misses installs nothing; its chain gives traffic that misses (e.g. spoofed sources).
     for i in 0..n_rules {
-        let path = if i < with_hits.len() { with_hits[i] } else { with_hits[rng.gen_range(0..with_hits.len())] };
-        let r = gen.rule(&mut rng);
+        let path = if i < paths.len() { i } else { rng.gen_range(0..paths.len()) };
+        // A rule whose source port does not fit a port-role table of the path is redrawn.
+        let mut r = gen.rule(&mut rng);
+        while !fits(spec, &paths[path], &r) {
+            r = gen.rule(&mut rng);
+        }
         for step in &paths[path] {
             let Step::Hit(t, _) = *step else { continue };
             let table = spec.table(t).expect("table of a path");

@@ -126,6 +126,11 @@ pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng)
             for k in rs.spec.edge(*s).keys {
                 match k {
                     Key::RouterMac => p.set(Field::DlDst, router_mac(&r.dst)),
+                    Key::Udp(port) => {
+                        p.set(Field::NwProto, IPPROTO_UDP);
+                        p.set(Field::TpSrc, if *port == 67 { 68 } else { rng.gen_range(1024..65535) });
+                        p.set(Field::TpDst, *port as u64);
+                    }
                     Key::EthMcast => p.set(Field::DlDst, 0xffff_ffff_ffff),
                     Key::IpSrcHost => p.set(Field::NwSrc, host_of(&r.src) as u64),
                     Key::IpDstHost => p.set(Field::NwDst, host_of(&r.dst) as u64),
