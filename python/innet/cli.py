@@ -211,6 +211,10 @@ from innet import cli_vswitch  # noqa: E402
 
 cli_vswitch.register(cli)
 
+from innet import cli_gigaflow  # noqa: E402
+
+cli_gigaflow.register(cli)
+
 
 def main() -> None:
     try:

@@ -78,3 +78,32 @@ fn bad_names_and_sizes_are_errors() {
     assert!(pipebench::render_pipeline("PSC", Profile::Acl, 0, 1).is_err());
     assert!(Profile::parse("ipsec").is_err());
 }
+
+/// docs/gigaflow.md carries each pipeline's table-by-table description as generated from the
+/// specs; regenerate with `INNET_WRITE_PIPEBENCH_DOCS=1 cargo test -p innet-gigaflow --test pipebench`.
+#[test]
+fn docs_describe_the_pipelines_as_built() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gigaflow.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- pipebench-tables:begin -->\n", "<!-- pipebench-tables:end -->");
+    let md = pipebench::commands::all_markdown();
+    let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else { panic!("docs/gigaflow.md lacks the pipebench-tables markers") };
+    let current = &doc[a + begin.len()..b];
+    if std::env::var("INNET_WRITE_PIPEBENCH_DOCS").is_ok() {
+        let new = format!("{}{}{}{}", &doc[..a + begin.len()], md, "", &doc[b..]);
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert_eq!(current, md, "docs/gigaflow.md's pipeline tables are stale: rerun with INNET_WRITE_PIPEBENCH_DOCS=1");
+}
+
+#[test]
+fn traversals_command_reports_table_1() {
+    let js = pipebench::commands::traversals_command("PSC", "acl", 500, 1, "low", 3000).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+    assert_eq!(v["traffic_traversals"], 2);
+    assert_eq!(v["spec_traversals"], v["paper_traversals"]);
+    let csv = pipebench::commands::traffic_command("OTL", "fw", 200, 1, "high", 300, 2).unwrap();
+    assert!(csv.lines().count() > 300);
+    assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
+}

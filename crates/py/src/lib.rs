@@ -183,6 +183,25 @@ fn gigaflow_trace(flows_text: &str, packet: &str) -> PyResult<(String, String)> 
     innet_gigaflow::report::trace_command(flows_text, packet).map_err(UserInputError::new_err)
 }
 
+/// Pipebench: a pipeline's flow file (OFD, PSC, OLS, ANT, OTL; acl, fw, ipc).
+#[pyfunction]
+fn gigaflow_pipeline(name: &str, profile: &str, rules: usize, seed: u64) -> PyResult<String> {
+    innet_gigaflow::pipebench::commands::pipeline_command(name, profile, rules, seed).map_err(UserInputError::new_err)
+}
+
+/// Pipebench: the traffic of a pipeline as CSV, one packet a line.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64) -> PyResult<String> {
+    innet_gigaflow::pipebench::commands::traffic_command(name, profile, rules, seed, locality, flows, traffic_seed).map_err(UserInputError::new_err)
+}
+
+/// Pipebench: Table 1's traversal counts against the spec's and the traffic's (JSON).
+#[pyfunction]
+fn gigaflow_traversals(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize) -> PyResult<String> {
+    innet_gigaflow::pipebench::commands::traversals_command(name, profile, rules, seed, locality, flows).map_err(UserInputError::new_err)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
@@ -194,5 +213,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(gigaflow_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(gigaflow_traffic, m)?)?;
+    m.add_function(wrap_pyfunction!(gigaflow_traversals, m)?)?;
     Ok(())
 }
