@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 /// OpenFlow ports of the bridge the pipelines output to (the OVS oracle creates 1..=N_PORTS).
 pub const N_PORTS: u32 = 4;
-/// The most ClassBench rules one ruleset maps (priorities 65000 − index stay above 4000).
+/// The most ClassBench rules one ruleset maps.
 pub const MAX_RULES: usize = 60_000;
 
 /// One ClassBench rule mapped along one traversal (edge path).
@@ -73,7 +73,7 @@ fn proto_name(p: u8) -> String {
 
 /// The match strings one hit edge installs for one ClassBench rule (several when port ranges
 /// expand to more than one mask), with the priority.
-pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<String>, u16) {
+pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: usize) -> (Vec<String>, u16) {
     let mut base: Vec<String> = Vec::new();
     if let Some((reg, v)) = edge.requires {
         base.push(format!("reg{reg}={v}"));
@@ -86,9 +86,10 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
         || edge.acts.contains(&Act::Dnat)
         || [Key::IpSrc, Key::IpDst, Key::IpSrcHost, Key::IpDstHost, Key::Proto].iter().any(|&k| has(k));
     let mut prefix_len = 0u8;
-    // Whether any key constrains the packet; a rule that would match every packet of the
-    // table (a ClassBench wildcard projected onto this table's fields) is not installed.
-    let mut specific = ports || (has(Key::Proto) && r.proto.is_some());
+    // Whether any key constrains the packet beyond its protocol; a rule that would match every
+    // packet of the table, or all of one protocol (a ClassBench wildcard projected onto this
+    // table's fields), is not installed: it would shadow the whole table.
+    let mut specific = ports;
     for &k in edge.keys {
         specific |= !matches!(k, Key::IpSrc | Key::IpDst | Key::Proto | Key::SPort | Key::DPort);
         match k {
@@ -151,7 +152,26 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
             out.push(m.join(","));
         }
     }
-    let priority = if lpm { 100 + 10 * prefix_len as u16 } else { 65000 - index as u16 };
+    let priority = if lpm {
+        100 + 10 * prefix_len as u16
+    } else {
+        // More specific rules first (as ACLs are written: exceptions before broad rules), then
+        // ClassBench order; specificity counts only the fields this table matches.
+        let port_bits = |p: &super::classbench::PortRange| 16 - (p.hi as u32 - p.lo as u32 + 1).ilog2().min(16);
+        let mut spec = 0u32;
+        for &k in edge.keys {
+            spec += match k {
+                Key::IpSrc => r.src.len as u32,
+                Key::IpDst => r.dst.len as u32,
+                Key::IpSrcHost | Key::IpDstHost => 32,
+                Key::Proto if r.proto.is_some() => 8,
+                Key::SPort if ports => port_bits(&r.sport),
+                Key::DPort if ports => port_bits(&r.dport),
+                _ => 0,
+            };
+        }
+        (100 + spec * 500 + 499 - (index * 500 / n_rules.max(1)) as u32) as u16
+    };
     (out, priority)
 }
 
@@ -221,7 +241,7 @@ pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64
             let Step::Hit(t, _) = *step else { continue };
             let table = spec.table(t).expect("table of a path");
             let edge = spec.edge(*step);
-            let (matches, priority) = edge_matches(edge, &r, table.lpm, i);
+            let (matches, priority) = edge_matches(edge, &r, table.lpm, i, n_rules);
             let actions = edge_actions(edge, Some(&r));
             for m in matches {
                 if seen.insert((t, m.clone())) {

@@ -103,8 +103,7 @@ fn pick_port(rng: &mut ChaCha8Rng, lo: u16, hi: u16) -> u64 {
 }
 
 /// A packet for `chain`: inside its ClassBench rule, with the header values the traversal's
-/// tables look for (router MAC, designated hosts). `anchor` fixes every random choice but the
-/// source port to the chain's own stream (high locality).
+/// tables look for (router MAC, designated hosts, UDP service ports); `rng` draws the rest.
 pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng) -> Flow {
     let mut p = Flow::default();
     p.set(Field::InPort, port_of(&r.src) as u64);
