@@ -107,3 +107,29 @@ fn traversals_command_reports_table_1() {
     assert!(csv.lines().count() > 300);
     assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
 }
+
+#[test]
+fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
+    use std::collections::HashSet;
+    use innet_gigaflow::fields::Field;
+    let rs = pipebench::render_pipeline("OLS", Profile::Acl, 2000, 1).unwrap();
+    let mut share = Vec::new();
+    for locality in [Locality::High, Locality::Low] {
+        let cfg = TrafficConfig { n_flows: 20_000, locality, seed: 9, ..TrafficConfig::default() };
+        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        assert_eq!(t.flows.len(), 20_000);
+        let unique: HashSet<_> = t.flows.iter().map(|f| f.headers).collect();
+        assert_eq!(unique.len(), 20_000, "flows are unique header tuples");
+        assert_eq!(t.packets.len(), t.flows.iter().map(|f| f.n_packets as usize).sum::<usize>());
+        assert!(t.packets.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "packets in time order");
+        // Pareto(1.2): most flows are mice, a few are elephants.
+        let mice = t.flows.iter().filter(|f| f.n_packets <= 2).count();
+        let biggest = t.flows.iter().map(|f| f.n_packets).max().unwrap();
+        assert!(mice > 12_000 && biggest > 500, "mice {mice}, biggest {biggest}");
+        // Header sharing: flows per distinct (dst address, dst port, dl_dst) tuple.
+        let tuples: HashSet<_> = t.flows.iter().map(|f| (f.headers.get(Field::NwDst), f.headers.get(Field::TpDst), f.headers.get(Field::DlDst))).collect();
+        share.push(20_000.0 / tuples.len() as f64);
+    }
+    eprintln!("flows per (nw_dst, tp_dst, dl_dst) tuple: high {:.1}, low {:.2}", share[0], share[1]);
+    assert!(share[0] > 4.0 * share[1], "high locality shares header tuples far more: {share:?}");
+}
