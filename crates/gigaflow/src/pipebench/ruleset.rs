@@ -86,10 +86,11 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: u
         || edge.acts.contains(&Act::Dnat)
         || [Key::IpSrc, Key::IpDst, Key::IpSrcHost, Key::IpDstHost, Key::Proto].iter().any(|&k| has(k));
     let mut prefix_len = 0u8;
-    // Whether any key constrains the packet beyond its protocol; a rule that would match every
-    // packet of the table, or all of one protocol (a ClassBench wildcard projected onto this
-    // table's fields), is not installed: it would shadow the whole table.
-    let mut specific = ports;
+    // Whether any key constrains an address (L2 or L3) or the input port. A projection that
+    // constrains only the protocol and ports (ClassBench's "any to any" FW rules, or a rule's
+    // wildcards projected onto this table's fields) is not installed: one such deny would
+    // shadow the whole table for every address.
+    let mut specific = false;
     for &k in edge.keys {
         specific |= !matches!(k, Key::IpSrc | Key::IpDst | Key::Proto | Key::SPort | Key::DPort);
         match k {

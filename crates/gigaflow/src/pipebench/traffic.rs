@@ -176,7 +176,9 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
     if cfg.n_flows == 0 || cfg.n_flows > 10_000_000 {
         return Err(format!("flows must be 1..=10000000, got {}", cfg.n_flows));
     }
-    if !(cfg.pareto_shape > 0.0) || !(cfg.flow_arrivals_per_s > 0.0) || !(cfg.ipg_median_us > 0.0) || !(cfg.ipg_sigma >= 0.0) {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let valid = positive(cfg.pareto_shape) && positive(cfg.flow_arrivals_per_s) && positive(cfg.ipg_median_us) && cfg.ipg_sigma.is_finite() && cfg.ipg_sigma >= 0.0;
+    if !valid {
         return Err("pareto_shape, flow_arrivals_per_s and ipg_median_us must be positive, ipg_sigma non-negative".into());
     }
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a11_ff1c);
