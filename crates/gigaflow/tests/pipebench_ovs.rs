@@ -18,12 +18,14 @@ fn pipebench_pipelines_agree_with_real_ovs() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut failures = Vec::new();
     let profiles = [Profile::Acl, Profile::Fw, Profile::Ipc];
+    // Paper-scale run on demand: INNET_PIPEBENCH_OVS_RULES=10000 (default 400).
+    let n_rules: usize = std::env::var("INNET_PIPEBENCH_OVS_RULES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
     for (i, name) in pipelines::NAMES.iter().enumerate() {
         if pipelines::pipeline(name).unwrap().tables.is_empty() {
             continue;
         }
         let profile = profiles[i % 3];
-        let rs = pipebench::render_pipeline(name, profile, 400, 11 + i as u64).unwrap();
+        let rs = pipebench::render_pipeline(name, profile, n_rules, 11 + i as u64).unwrap();
         let path = dir.join(format!("{name}.flows"));
         std::fs::write(&path, &rs.text).unwrap();
         let pipeline = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
