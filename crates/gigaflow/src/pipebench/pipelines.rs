@@ -109,7 +109,9 @@ pub fn psc() -> PipelineSpec {
     }
 }
 
-/// OVN's logical switch (ovn-northd(8), OVN 20.06): 19 ingress stages and 11 egress stages.
+/// OVN's logical switch as ovn-northd (20.09–20.12 era) defines it: 22 ingress and 11 egress
+/// stages, of which we keep all but the three load-balancer hairpin stages (ls_in_pre_hairpin,
+/// ls_in_nat_hairpin, ls_in_hairpin: they need conntrack), i.e. 19 + 11 = 30 tables.
 /// ovn-controller puts ingress stage N at OpenFlow table 8+N behind its physical tables 0–7;
 /// packets here enter the logical pipeline directly, so ingress stage N is table N and egress
 /// stage N is table 40+N (written below with ovn-controller's numbers, shifted by `shift_ingress`). Stages default to
