@@ -133,3 +133,26 @@ fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
     eprintln!("flows per (nw_dst, tp_dst, dl_dst) tuple: high {:.1}, low {:.2}", share[0], share[1]);
     assert!(share[0] > 4.0 * share[1], "high locality shares header tuples far more: {share:?}");
 }
+
+/// Over many seeds and all profiles: every generated flow file parses, and no packet (Pipebench
+/// traffic or packets drawn near the rules' values) takes a traversal the spec does not allow.
+#[test]
+fn any_seed_stays_inside_the_spec() {
+    use innet_gigaflow::packetgen::random_packets;
+    for seed in 0..6u64 {
+        for (i, name) in pipelines::NAMES.iter().enumerate() {
+            let profile = [Profile::Acl, Profile::Fw, Profile::Ipc][(seed as usize + i) % 3];
+            let rs = pipebench::render_pipeline(name, profile, 150 + 50 * seed as usize, seed).unwrap();
+            let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
+            let allowed = rs.spec.traversals().unwrap();
+            let locality = if seed % 2 == 0 { Locality::High } else { Locality::Low };
+            let cfg = TrafficConfig { n_flows: 300, locality, seed, ..TrafficConfig::default() };
+            let mut packets: Vec<_> = pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
+            packets.extend(random_packets(&p, 200, 4, seed));
+            for pkt in &packets {
+                let t: Vec<u8> = p.trace(pkt).visits.iter().map(|v| v.table).collect();
+                assert!(allowed.contains(&t), "{name} seed {seed}: traversal {t:?} outside the spec");
+            }
+        }
+    }
+}
