@@ -203,6 +203,10 @@ from innet import cli_sweep  # noqa: E402
 
 cli_sweep.register(cli)
 
+from innet import cli_gigaflow  # noqa: E402
+
+cli_gigaflow.register(cli)
+
 from innet import cli_switchvm  # noqa: E402
 
 cli_switchvm.register(cli)
@@ -210,10 +214,6 @@ cli_switchvm.register(cli)
 from innet import cli_vswitch  # noqa: E402
 
 cli_vswitch.register(cli)
-
-from innet import cli_gigaflow  # noqa: E402
-
-cli_gigaflow.register(cli)
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod pipebench;
+
 create_exception!(_native, InnetError, PyException, "Any error innet reports.");
 create_exception!(_native, UserInputError, InnetError, "Bad input: a parameter, a file, a name.");
 create_exception!(_native, InvariantError, InnetError, "The simulation broke an invariant.");
@@ -183,38 +185,17 @@ fn gigaflow_trace(flows_text: &str, packet: &str) -> PyResult<(String, String)> 
     innet_gigaflow::report::trace_command(flows_text, packet).map_err(UserInputError::new_err)
 }
 
-/// Pipebench: a pipeline's flow file (OFD, PSC, OLS, ANT, OTL; acl, fw, ipc).
-#[pyfunction]
-fn gigaflow_pipeline(name: &str, profile: &str, rules: usize, seed: u64) -> PyResult<String> {
-    innet_gigaflow::pipebench::commands::pipeline_command(name, profile, rules, seed).map_err(UserInputError::new_err)
-}
-
-/// Pipebench: the traffic of a pipeline as CSV, one packet a line.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64) -> PyResult<String> {
-    innet_gigaflow::pipebench::commands::traffic_command(name, profile, rules, seed, locality, flows, traffic_seed).map_err(UserInputError::new_err)
-}
-
-/// Pipebench: Table 1's traversal counts against the spec's and the traffic's (JSON).
-#[pyfunction]
-fn gigaflow_traversals(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize) -> PyResult<String> {
-    innet_gigaflow::pipebench::commands::traversals_command(name, profile, rules, seed, locality, flows).map_err(UserInputError::new_err)
-}
-
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
     m.add("UserInputError", m.py().get_type::<UserInputError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
+    pipebench::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
-    m.add_function(wrap_pyfunction!(gigaflow_pipeline, m)?)?;
-    m.add_function(wrap_pyfunction!(gigaflow_traffic, m)?)?;
-    m.add_function(wrap_pyfunction!(gigaflow_traversals, m)?)?;
     Ok(())
 }
