@@ -203,6 +203,10 @@ from innet import cli_sweep  # noqa: E402
 
 cli_sweep.register(cli)
 
+from innet import cli_gigaflow  # noqa: E402
+
+cli_gigaflow.register(cli)
+
 from innet import cli_switchvm  # noqa: E402
 
 cli_switchvm.register(cli)

@@ -7,6 +7,7 @@ pub mod fields;
 pub mod flows;
 pub mod oracle;
 pub mod packetgen;
+pub mod pipebench;
 pub mod report;
 pub mod slowpath;
 pub mod trie;

@@ -13,6 +13,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod pipebench;
+
 create_exception!(_native, InnetError, PyException, "Any error innet reports.");
 create_exception!(_native, UserInputError, InnetError, "Bad input: a parameter, a file, a name.");
 create_exception!(_native, InvariantError, InnetError, "The simulation broke an invariant.");
@@ -217,6 +219,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
     m.add("UserInputError", m.py().get_type::<UserInputError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
+    pipebench::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;

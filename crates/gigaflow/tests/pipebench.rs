@@ -1,0 +1,158 @@
+//! Pipebench: every pipeline has the paper's Table 1 number of tables and distinct traversals,
+//! both as enumerated from its spec and as counted by running generated traffic through the
+//! slow path; flow files parse; generation is deterministic.
+
+use innet_gigaflow::pipebench::{self, pipelines, Locality, Profile, TrafficConfig};
+use innet_gigaflow::Pipeline;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn built() -> Vec<&'static str> {
+    pipelines::NAMES.iter().copied().filter(|n| !pipelines::pipeline(n).unwrap().tables.is_empty()).collect()
+}
+
+#[test]
+fn specs_have_table_1_counts() {
+    for name in built() {
+        let spec = pipelines::pipeline(name).unwrap();
+        let trav = spec.traversals().unwrap();
+        eprintln!("{name}: {} tables, {} traversals", spec.tables.len(), trav.len());
+        for t in &trav {
+            eprintln!("  {t:?}");
+        }
+        assert_eq!(spec.tables.len(), spec.paper_tables, "{name} tables");
+        assert_eq!(trav.len(), spec.paper_traversals, "{name} traversals");
+    }
+}
+
+/// Distinct table sequences the slow path takes over the traffic.
+fn traffic_traversals(name: &str, profile: Profile, locality: Locality, n_rules: usize, n_flows: usize) -> BTreeMap<Vec<u8>, usize> {
+    let rs = pipebench::render_pipeline(name, profile, n_rules, 7).unwrap();
+    let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let cfg = TrafficConfig { n_flows, locality, seed: 3, ..TrafficConfig::default() };
+    let traffic = pipebench::generate_traffic(&rs, &cfg).unwrap();
+    let mut seen = BTreeMap::new();
+    for f in &traffic.flows {
+        let t = p.trace(&f.headers);
+        *seen.entry(t.visits.iter().map(|v| v.table).collect::<Vec<u8>>()).or_insert(0) += 1;
+    }
+    seen
+}
+
+#[test]
+fn traffic_realises_exactly_the_table_1_traversals() {
+    for name in built() {
+        let spec = pipelines::pipeline(name).unwrap();
+        let expected = spec.traversals().unwrap();
+        let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+        for (profile, locality) in [(Profile::Acl, Locality::Low), (Profile::Fw, Locality::High), (Profile::Ipc, Locality::Low)] {
+            let s = traffic_traversals(name, profile, locality, 1000, 5000);
+            eprintln!("{name} {profile:?} {locality:?}: {} traversals {:?}", s.len(), s.values().collect::<Vec<_>>());
+            for t in s.keys() {
+                assert!(expected.contains(t), "{name}: traversal {t:?} is not one the spec allows");
+            }
+            seen.extend(s.into_keys());
+        }
+        let missing: Vec<_> = expected.difference(&seen).collect();
+        assert!(missing.is_empty(), "{name}: traversals never taken: {missing:?}");
+        assert_eq!(seen.len(), spec.paper_traversals, "{name}");
+    }
+}
+
+#[test]
+fn generation_is_deterministic_and_seeded() {
+    let a = pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
+    let b = pipebench::render_pipeline("psc", Profile::Acl, 300, 1).unwrap();
+    let c = pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
+    assert_eq!(a.text, b.text);
+    assert_ne!(a.text, c.text);
+    let cfg = TrafficConfig { n_flows: 2000, ..TrafficConfig::default() };
+    let ta = pipebench::generate_traffic(&a, &cfg).unwrap();
+    let tb = pipebench::generate_traffic(&b, &cfg).unwrap();
+    assert_eq!(ta.packets, tb.packets);
+    assert!(ta.flows.iter().zip(&tb.flows).all(|(x, y)| x.headers == y.headers));
+}
+
+#[test]
+fn bad_names_and_sizes_are_errors() {
+    assert!(pipebench::render_pipeline("XYZ", Profile::Acl, 10, 1).unwrap_err().contains("OFD"));
+    assert!(pipebench::render_pipeline("PSC", Profile::Acl, 0, 1).is_err());
+    assert!(Profile::parse("ipsec").is_err());
+}
+
+/// docs/gigaflow.md carries each pipeline's table-by-table description as generated from the
+/// specs; regenerate with `INNET_WRITE_PIPEBENCH_DOCS=1 cargo test -p innet-gigaflow --test pipebench`.
+#[test]
+fn docs_describe_the_pipelines_as_built() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gigaflow.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- pipebench-tables:begin -->\n", "<!-- pipebench-tables:end -->");
+    let md = pipebench::commands::all_markdown();
+    let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else { panic!("docs/gigaflow.md lacks the pipebench-tables markers") };
+    let current = &doc[a + begin.len()..b];
+    if std::env::var("INNET_WRITE_PIPEBENCH_DOCS").is_ok() {
+        let new = format!("{}{}{}{}", &doc[..a + begin.len()], md, "", &doc[b..]);
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert_eq!(current, md, "docs/gigaflow.md's pipeline tables are stale: rerun with INNET_WRITE_PIPEBENCH_DOCS=1");
+}
+
+#[test]
+fn traversals_command_reports_table_1() {
+    let js = pipebench::commands::traversals_command("PSC", "acl", 500, 1, "low", 3000).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+    assert_eq!(v["traffic_traversals"], 2);
+    assert_eq!(v["spec_traversals"], v["paper_traversals"]);
+    let csv = pipebench::commands::traffic_command("OTL", "fw", 200, 1, "high", 300, 2).unwrap();
+    assert!(csv.lines().count() > 300);
+    assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
+}
+
+#[test]
+fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
+    use std::collections::HashSet;
+    use innet_gigaflow::fields::Field;
+    let rs = pipebench::render_pipeline("OLS", Profile::Acl, 2000, 1).unwrap();
+    let mut share = Vec::new();
+    for locality in [Locality::High, Locality::Low] {
+        let cfg = TrafficConfig { n_flows: 20_000, locality, seed: 9, ..TrafficConfig::default() };
+        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        assert_eq!(t.flows.len(), 20_000);
+        let unique: HashSet<_> = t.flows.iter().map(|f| f.headers).collect();
+        assert_eq!(unique.len(), 20_000, "flows are unique header tuples");
+        assert_eq!(t.packets.len(), t.flows.iter().map(|f| f.n_packets as usize).sum::<usize>());
+        assert!(t.packets.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "packets in time order");
+        // Pareto(1.2): most flows are mice, a few are elephants.
+        let mice = t.flows.iter().filter(|f| f.n_packets <= 2).count();
+        let biggest = t.flows.iter().map(|f| f.n_packets).max().unwrap();
+        assert!(mice > 12_000 && biggest > 500, "mice {mice}, biggest {biggest}");
+        // Header sharing: flows per distinct (dst address, dst port, dl_dst) tuple.
+        let tuples: HashSet<_> = t.flows.iter().map(|f| (f.headers.get(Field::NwDst), f.headers.get(Field::TpDst), f.headers.get(Field::DlDst))).collect();
+        share.push(20_000.0 / tuples.len() as f64);
+    }
+    eprintln!("flows per (nw_dst, tp_dst, dl_dst) tuple: high {:.1}, low {:.2}", share[0], share[1]);
+    assert!(share[0] > 4.0 * share[1], "high locality shares header tuples far more: {share:?}");
+}
+
+/// Over many seeds and all profiles: every generated flow file parses, and no packet (Pipebench
+/// traffic or packets drawn near the rules' values) takes a traversal the spec does not allow.
+#[test]
+fn any_seed_stays_inside_the_spec() {
+    use innet_gigaflow::packetgen::random_packets;
+    for seed in 0..6u64 {
+        for (i, name) in pipelines::NAMES.iter().enumerate() {
+            let profile = [Profile::Acl, Profile::Fw, Profile::Ipc][(seed as usize + i) % 3];
+            let rs = pipebench::render_pipeline(name, profile, 150 + 50 * seed as usize, seed).unwrap();
+            let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
+            let allowed = rs.spec.traversals().unwrap();
+            let locality = if seed % 2 == 0 { Locality::High } else { Locality::Low };
+            let cfg = TrafficConfig { n_flows: 300, locality, seed, ..TrafficConfig::default() };
+            let mut packets: Vec<_> = pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
+            packets.extend(random_packets(&p, 200, 4, seed));
+            for pkt in &packets {
+                let t: Vec<u8> = p.trace(pkt).visits.iter().map(|v| v.table).collect();
+                assert!(allowed.contains(&t), "{name} seed {seed}: traversal {t:?} outside the spec");
+            }
+        }
+    }
+}
