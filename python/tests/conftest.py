@@ -4,6 +4,11 @@ import sys
 
 import pytest
 
+# Subprocesses (`python -m innet ...`) run this checkout's package too, like the tests do
+# through pyproject's `pythonpath`.
+_PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ["PYTHONPATH"] = _PYTHON_DIR + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+
 
 @pytest.fixture
 def innet_cmd():
