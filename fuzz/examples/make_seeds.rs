@@ -284,6 +284,8 @@ fn main() {
         );
         // The frame target's first byte picks a mode; odd means "fix checksums first".
         write(&dir, "frame", name, &[&[1u8][..], &bytes].concat());
+        // real_frame: the same frames, checksums fixed (odd mode), reply keeps TCP options (2).
+        write(&dir, "real_frame", name, &[&[3u8][..], &bytes].concat());
         write(&dir, "ethernet", name, &bytes[..f.eth.header_len() + 2]);
         let ip_at = f.eth.header_len();
         write(&dir, "ipv4", name, &bytes[ip_at..]);
