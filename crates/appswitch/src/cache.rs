@@ -133,6 +133,11 @@ impl Cache {
         }
     }
 
+    /// A token for a write not yet begun (replaced by [`Cache::begin_write`]'s).
+    pub(crate) fn placeholder_token() -> WriteToken {
+        WriteToken(0)
+    }
+
     /// A read request passed on to the server: remember when.
     pub fn begin_read(&self) -> ReadToken {
         ReadToken(self.clock)

@@ -153,8 +153,8 @@ fn lex(text: &str) -> Option<Lexed> {
                 i += 1;
             }
             // A UUID literal: 8-4-4-4-12 hex digits.
-            if i - start == 8 && b.get(i) == Some(&b'-') && b.len() >= start + 36 {
-                let cand = &text[start..start + 36];
+            if i - start == 8 && b.get(i) == Some(&b'-') {
+                let cand = text.get(start..start + 36).unwrap_or("");
                 if is_uuid(cand) {
                     let hex: String = cand.chars().filter(|c| *c != '-').collect();
                     toks.push((Tok::Bytes(decode_hex(&hex)?), start, start + 36));
@@ -578,7 +578,7 @@ mod tests {
 
     #[test]
     fn never_panics_on_junk() {
-        for s in ["", "'", "\"", "select", "select from", "insert into t (", "update", "delete from", "0x1", "é", "SELECT v FROM t WHERE k = 12345678-"] {
+        for s in ["", "'", "\"", "select", "select from", "insert into t (", "update", "delete from", "0x1", "é", "SELECT v FROM t WHERE k = 12345678-", "01234567-45f6edz      1e7 Dk'p\u{4242}"] {
             let _ = parse_statement(s);
         }
     }
