@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 log() { printf '\n== %s\n' "$*" >&2; }
 
 # openvswitch-switch: real OVS, the oracle of the gigaflow slow-path tests (daemons are started by the tests).
-apt_packages=(tshark pkg-config chromium openvswitch-switch)
+# redis-server, maven, openjdk-17: the application switch's real Redis and Cassandra (Maven Central jars).
+apt_packages=(tshark pkg-config chromium openvswitch-switch redis-server redis-tools maven openjdk-17-jre-headless)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -29,7 +30,7 @@ fi
 
 log "python dependencies"
 python3 -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]"
+    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]" cassandra-driver redis
 
 log "build and install innet (release)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .

@@ -66,9 +66,13 @@ type Out = Vec<(u16, TcpRepr, Vec<u8>)>;
 
 impl Rig {
     fn new() -> Rig {
+        Rig::with("redis")
+    }
+    fn with(protocol: &str) -> Rig {
         let spec = switch_programs().into_iter().find(|p| p.name == "appswitch").unwrap();
         let mut s = BTreeMap::new();
-        s.insert("protocol".to_string(), "redis".to_string());
+        s.insert("protocol".to_string(), protocol.to_string());
+        s.insert("server_port".to_string(), SPORT.to_string());
         s.insert("cache_entries".to_string(), "8".to_string());
         Rig { sw: spec.instantiate(s, 2).unwrap(), tx: TxBatch::new(2), now: 0 }
     }
@@ -218,4 +222,114 @@ fn other_ports_and_garbage_pass_through() {
     let out = r.client(C_ISN + 1, S_ISN + 1, PA, b"\x00\x01\x02 not resp\r\n*x\r\n");
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, 1);
+}
+
+mod cql_v5 {
+    use super::*;
+    use innet_appswitch::cql::{self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows, RowsMetadata, Value};
+
+    fn seg(frames: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        cql::encode_frames_v5(frames, &mut v);
+        v
+    }
+    fn int_param(k: i32, more: Option<&[u8]>) -> QueryParams {
+        let mut values = vec![];
+        if let Some(m) = more {
+            values.push(Value::Bytes(m.to_vec()));
+        }
+        values.push(Value::Bytes(k.to_be_bytes().to_vec()));
+        QueryParams { consistency: 1, flags: cql::query_flags::VALUES | cql::query_flags::SKIP_METADATA, values, ..Default::default() }
+    }
+    fn prepared(id: &[u8], cols: &[(&str, u16)], pk: u16) -> Vec<u8> {
+        let p = Prepared {
+            id: id.to_vec(),
+            result_metadata_id: Some(b"md".to_vec()),
+            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            pk_indexes: vec![pk],
+            bind_global_table: Some(("ks".into(), "kv".into())),
+            bind_columns: cols.iter().map(|(n, t)| ColumnSpec { table: None, name: n.to_string(), typ: CqlType::Native(*t) }).collect(),
+            result: RowsMetadata { flags: cql::rows_flags::NO_METADATA, ..Default::default() },
+        };
+        let mut b = Vec::new();
+        cql::encode_prepared(5, &p, &mut b);
+        b
+    }
+    fn rows(v: &[u8]) -> Vec<u8> {
+        let r = Rows {
+            metadata: RowsMetadata { flags: cql::rows_flags::NO_METADATA, columns_count: 1, ..Default::default() },
+            rows: vec![vec![Some(v.to_vec())]],
+        };
+        let mut b = Vec::new();
+        cql::encode_rows(&r, &mut b);
+        b
+    }
+
+    /// v5 handshake, PREPARE, a miss, a hit answered in a v5 segment with the request's stream
+    /// id, then a prepared UPDATE invalidates the key.
+    #[test]
+    fn prepared_select_hit_and_update_invalidates() {
+        let mut r = Rig::with("cql");
+        handshake(&mut r);
+        let (mut c, mut s) = (C_ISN + 1, S_ISN + 1);
+        fn talk(r: &mut Rig, c: u32, s: u32, to_server: bool, bytes: &[u8]) -> Out {
+            if to_server { r.client(c, s, PA, bytes) } else { r.server(s, c, PA, bytes) }
+        }
+        let startup = cql::request_frame(5, 0, opcode::STARTUP, &[0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0, 5, b'3', b'.', b'0', b'.', b'0']);
+        assert_eq!(talk(&mut r, c, s, true, &startup)[0].0, 1);
+        c += startup.len() as u32;
+        let ready = cql::response_frame(5, 0, opcode::READY, &[]);
+        talk(&mut r, c, s, false, &ready);
+        s += ready.len() as u32;
+        // PREPARE both statements (segmented from now on).
+        let mut prep = Vec::new();
+        let q = "SELECT v FROM ks.kv WHERE k = ?";
+        prep.extend(cql::request_frame(5, 1, opcode::PREPARE, &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes(), &[0, 0, 0, 0]].concat()));
+        let u = "UPDATE ks.kv SET v = ? WHERE k = ?";
+        prep.extend(cql::request_frame(5, 2, opcode::PREPARE, &[&(u.len() as i32).to_be_bytes()[..], u.as_bytes(), &[0, 0, 0, 0]].concat()));
+        let b = seg(&prep);
+        talk(&mut r, c, s, true, &b);
+        c += b.len() as u32;
+        let mut res = cql::response_frame(5, 1, opcode::RESULT, &prepared(b"SEL", &[("k", cql::type_id::INT)], 0));
+        res.extend(cql::response_frame(5, 2, opcode::RESULT, &prepared(b"UPD", &[("v", cql::type_id::VARCHAR), ("k", cql::type_id::INT)], 1)));
+        let b = seg(&res);
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        let exec = |stream: i16, id: &[u8], p: &QueryParams| seg(&cql::request_frame(5, stream, opcode::EXECUTE, &cql::encode_execute(5, id, b"md", p)));
+        // Miss, forwarded; the answer is learned.
+        let b = exec(3, b"SEL", &int_param(7, None));
+        assert_eq!(talk(&mut r, c, s, true, &b)[0].0, 1);
+        c += b.len() as u32;
+        let b = seg(&cql::response_frame(5, 3, opcode::RESULT, &rows(b"seven")));
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        // Hit on stream 9: answered by the switch, in a v5 segment, with stream id 9.
+        let b = exec(9, b"SEL", &int_param(7, None));
+        let out = talk(&mut r, c, s, true, &b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, 0, "answered by the switch");
+        let mut reader = FrameReader::new(true);
+        reader.set_segmented();
+        let mut frames = Vec::new();
+        reader.push(&out[0].2, &mut frames).unwrap();
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].header.stream, 9);
+        assert_eq!(frames[0].header.version, 5);
+        match cql::parse_result(5, &frames[0].body).unwrap() {
+            ResultMsg::Rows(r) => assert_eq!(r.rows, vec![vec![Some(b"seven".to_vec())]]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(out[0].1.seq, s);
+        let (alpha, beta) = (b.len() as u32, out[0].2.len() as u32);
+        c += alpha;
+        // Prepared UPDATE of key 7: forwarded with seq - α; the key is invalidated.
+        let b = exec(4, b"UPD", &int_param(7, Some(b"SEVEN")));
+        let out = r.client(c, s + beta, PA, &b);
+        assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (1, c - alpha, s));
+        c += b.len() as u32;
+        // Before the write's reply, a read of key 7 is a miss (forwarded).
+        let b = exec(5, b"SEL", &int_param(7, None));
+        let out = r.client(c, s + beta, PA, &b);
+        assert_eq!(out[0].0, 1, "read during a write is not answered from the cache");
+    }
 }
