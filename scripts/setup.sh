@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 log() { printf '\n== %s\n' "$*" >&2; }
 
 # openvswitch-switch: real OVS, the oracle of the gigaflow slow-path tests (daemons are started by the tests).
+apt_packages=(tshark pkg-config chromium openvswitch-switch)
+# The real-packet switch's netns tests: ip/tc (netem), ping, ethtool (offload inspection).
+apt_packages+=(iproute2 iputils-ping ethtool)
 # redis-server, maven, openjdk-17: the application switch's real Redis and Cassandra (Maven Central jars).
-apt_packages=(tshark pkg-config chromium openvswitch-switch redis-server redis-tools maven openjdk-17-jre-headless)
+apt_packages+=(redis-server redis-tools maven openjdk-17-jre-headless)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -2,6 +2,7 @@
 //! and runs experiments, converts results to Python objects, and maps errors to exceptions.
 
 mod registry;
+mod switch;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -194,5 +195,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;
     Ok(())
 }

@@ -161,7 +161,7 @@ impl OptionBytes {
     /// Replace the options; false (and unchanged) if `raw` is longer than 40 bytes or not a
     /// multiple of 4 (IPv4 and TCP headers are counted in 32-bit words).
     pub fn set(&mut self, raw: &[u8]) -> bool {
-        if raw.len() > 40 || raw.len() % 4 != 0 {
+        if raw.len() > 40 || !raw.len().is_multiple_of(4) {
             return false;
         }
         self.bytes[..raw.len()].copy_from_slice(raw);

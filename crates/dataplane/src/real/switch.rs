@@ -19,6 +19,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::frame::{blank_packet, emit_into, parse_into, Refusal};
 use super::pcap_log::PcapLog;
+use super::routes::RouteTable;
 use crate::program::{Actions, Ctx, EgressVerdict, Instance, Metadata, Program, Router, Verdict};
 use crate::sim_switch::ControlPlane;
 
@@ -165,6 +166,8 @@ pub trait FrameSwitch {
     fn on_tick(&mut self, now_ps: u64, tx: &mut TxBatch) -> Option<u64>;
     fn stats(&self) -> &SwitchStats;
     fn stats_mut(&mut self) -> &mut SwitchStats;
+    /// Static routes for `Verdict::Route` (`--route CIDR=PORT`).
+    fn set_routes(&mut self, routes: RouteTable);
     /// Record every frame handed to the program (pcap).
     fn set_pcap(&mut self, log: PcapLog);
     /// Flush the pcap, if any; returns a line for the summary.
@@ -185,6 +188,8 @@ pub struct RealConfig {
     pub multicast_groups: Vec<Vec<u16>>,
     /// Seed of the context's random number generator.
     pub seed: u64,
+    /// Static routes for `Verdict::Route` (empty: the other port / MAC learning).
+    pub routes: RouteTable,
 }
 
 impl RealConfig {
@@ -194,6 +199,7 @@ impl RealConfig {
             max_recirculations: 16,
             multicast_groups: Vec::new(),
             seed: 1,
+            routes: RouteTable::default(),
         }
     }
 }
@@ -203,10 +209,17 @@ struct RealRouter<'a> {
     in_port: u16,
     num_ports: u16,
     macs: &'a HashMap<[u8; 6], u16>,
+    routes: &'a RouteTable,
 }
 
 impl Router for RealRouter<'_> {
     fn next_hop(&self, pkt: &Packet) -> NextHop {
+        if !self.routes.is_empty() {
+            return match self.routes.lookup(pkt.routing_ip().dst) {
+                Some(p) => NextHop::Port(p),
+                None => NextHop::NoRoute,
+            };
+        }
         if self.num_ports == 2 {
             return NextHop::Port(1 - self.in_port.min(1));
         }
@@ -278,6 +291,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             in_port,
             num_ports: self.cfg.num_ports,
             macs: &self.macs,
+            routes: &self.cfg.routes,
         };
         let mut ctx = Ctx {
             now_ps: self.now_ps,
@@ -365,10 +379,16 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                     in_port,
                     num_ports: self.cfg.num_ports,
                     macs: &self.macs,
+                    routes: &self.cfg.routes,
                 }
                 .next_hop(&pkt);
                 match hop {
                     NextHop::Port(p) if p < self.cfg.num_ports => self.egress(pkt, p, 0, meta, tx),
+                    _ if !self.cfg.routes.is_empty() || self.cfg.num_ports <= 2 => {
+                        self.stats.no_route += 1;
+                        self.count_drop(in_port);
+                        self.recycle(pkt);
+                    }
                     _ => {
                         // Unknown destination on a multi-port switch: flood like a bridge.
                         let n = self.cfg.num_ports;
@@ -593,6 +613,9 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
     }
     fn stats_mut(&mut self) -> &mut SwitchStats {
         &mut self.stats
+    }
+    fn set_routes(&mut self, routes: RouteTable) {
+        self.cfg.routes = routes;
     }
     fn set_pcap(&mut self, log: PcapLog) {
         self.pcap = Some(log);
