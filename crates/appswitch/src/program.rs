@@ -93,6 +93,8 @@ struct RedisConn {
     pending: VecDeque<Pending>,
     in_multi: bool,
     uncacheable: bool,
+    /// RESP3 after `HELLO 3` (null replies differ: `_` instead of `$-1`).
+    resp3: bool,
 }
 
 enum Proto {
@@ -354,22 +356,32 @@ impl AppSwitch {
                 conn.in_multi = false;
                 Classified::Pending(Pending::WriteAll)
             }
-            (b"SELECT" | b"HELLO" | b"RESET", _) => {
+            (b"HELLO", _) => {
+                match args.get(1).map(|v| v.as_slice()) {
+                    Some(b"3") => conn.resp3 = true,
+                    Some(b"2") => conn.resp3 = false,
+                    None => {}
+                    Some(_) => conn.uncacheable = true,
+                }
+                Classified::Pending(Pending::Other)
+            }
+            (b"SELECT" | b"RESET", _) => {
                 conn.uncacheable = true;
                 Classified::Pending(Pending::Other)
             }
             _ if conn.in_multi && cmd.as_slice() == b"GET" => Classified::Pending(Pending::Other),
             (b"GET", 2) if !conn.uncacheable => {
                 let it = item(&args[1]);
-                let hit = self.cache.lookup(&it, b"GET").map(<[u8]>::to_vec);
-                Classified::Read { item: it, shape: b"GET".to_vec(), hit }
+                let shape: &[u8] = if conn.resp3 { b"GET/3" } else { b"GET/2" };
+                let hit = self.cache.lookup(&it, shape).map(<[u8]>::to_vec);
+                Classified::Read { item: it, shape: shape.to_vec(), hit }
             }
             (b"GET", _) => Classified::Pending(Pending::Other),
             (b"SET", n) if n >= 3 => {
                 let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
                     let mut r = Vec::new();
                     resp::encode_bulk(Some(&args[2]), &mut r);
-                    (b"GET".to_vec(), r)
+                    (if conn.resp3 { b"GET/3".to_vec() } else { b"GET/2".to_vec() }, r)
                 });
                 Classified::Pending(Pending::Write { items: vec![(item(&args[1]), WriteToken::placeholder())], update })
             }
@@ -511,6 +523,7 @@ impl Program for AppSwitch {
                             pending: VecDeque::new(),
                             in_multi: false,
                             uncacheable: false,
+                            resp3: false,
                         }),
                     };
                     let mut mig = Migration::new(h.seq, mss);
@@ -729,7 +742,7 @@ impl AppSwitch {
                     self.counters.protocol_errors += 1;
                 }
                 let Proto::Redis(r) = &mut conn.proto else { unreachable!() };
-                let mut rc = std::mem::replace(r, RedisConn { c2s: RespReader::default(), s2c: RespReader::default(), pending: VecDeque::new(), in_multi: false, uncacheable: false });
+                let mut rc = std::mem::replace(r, RedisConn { c2s: RespReader::default(), s2c: RespReader::default(), pending: VecDeque::new(), in_multi: false, uncacheable: false, resp3: false });
                 for args in &cmds {
                     let cl = self.classify_redis(args, &mut rc);
                     items.push((None, cl));

@@ -20,5 +20,6 @@ pub fn find(name: &str) -> Option<Box<dyn Experiment>> {
 #[allow(clippy::let_and_return, unused_mut)]
 pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
     let mut v = innet_dataplane::real::builtin_programs();
+    v.extend(innet_appswitch::switch_programs());
     v
 }
