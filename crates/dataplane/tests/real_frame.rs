@@ -151,3 +151,80 @@ proptest! {
         prop_assert_eq!(p.ip.src, u32::from(w.ip.src));
     }
 }
+
+mod tunnels {
+    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
+    use innet_sim::packet::Encap;
+    use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
+    use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
+    use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
+    use innet_wire::ipv4::Ipv4Repr;
+    use innet_wire::tcp::{TcpOption, TcpRepr};
+    use innet_wire::Ipv4Addr;
+    use proptest::prelude::*;
+
+    fn ip(a: u32, b: u32, ident: u16) -> Ipv4Repr {
+        Ipv4Repr {
+            src: Ipv4Addr::from(a),
+            dst: Ipv4Addr::from(b),
+            protocol: 0,
+            ttl: 9,
+            dscp: 4,
+            ecn: 1,
+            ident,
+            dont_fragment: ident % 2 == 0,
+            options: vec![],
+            payload_len: 0,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+        #[test]
+        fn geneve_and_ipip_frames_decode_as_tunnels_and_re_emit_byte_identically(
+            geneve in any::<bool>(), vni in 0u32..(1 << 24), sport in any::<u16>(), oam in any::<bool>(),
+            opts in prop::collection::vec((any::<u16>(), 0u8..128, prop::collection::vec(any::<u8>(), 0..3)), 0..3),
+            a in any::<u32>(), b in any::<u32>(), ident in any::<u16>(),
+            tcp in any::<bool>(), payload in prop::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let encap = if geneve {
+                EncapRepr::Geneve {
+                    src_port: sport,
+                    geneve: GeneveRepr {
+                        oam, critical: false, protocol: PROTOCOL_ETHERNET, vni,
+                        options: opts.iter().map(|(c, k, d)| GeneveOption { class: *c, kind: *k, data: d.iter().flat_map(|x| [*x; 4]).collect() }).collect(),
+                    },
+                    inner_eth: EthernetRepr { dst: [2, 1, 0, 0, 0, 2], src: [2, 1, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+                }
+            } else {
+                EncapRepr::IpInIp
+            };
+            let l4 = if tcp {
+                L4Repr::Tcp(TcpRepr { src_port: 1, dst_port: 2, seq: 3, ack: 4, flags: 0x10, window: 5, urgent: 0,
+                    options: vec![TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamps { value: 1, echo: 2 }], payload_len: 0 })
+            } else {
+                L4Repr::Udp { src_port: 7, dst_port: 8 }
+            };
+            let f = FrameRepr {
+                eth: EthernetRepr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+                tunnel: Some(TunnelRepr { outer: ip(b, a, ident ^ 0x55), encap }),
+                ip: ip(a, b, ident),
+                l4,
+                payload,
+            }.emit().unwrap();
+            let mut p = blank_packet();
+            parse_into(&f, &mut p).unwrap();
+            let t = p.tunnel.as_ref().expect("decoded as a tunnel");
+            prop_assert_eq!(t.outer.src, b);
+            match &t.encap {
+                Encap::Geneve { vni: v, src_port, .. } => { prop_assert!(geneve); prop_assert_eq!(*v, vni); prop_assert_eq!(*src_port, sport); }
+                Encap::IpInIp => prop_assert!(!geneve),
+                e => prop_assert!(false, "unexpected encap {:?}", e),
+            }
+            prop_assert_eq!(p.ip.src, a);
+            let mut out = Vec::new();
+            emit_into(&p, &mut out).unwrap();
+            prop_assert_eq!(out, f);
+        }
+    }
+}

@@ -211,6 +211,18 @@ pub struct WireExtras {
     pub udp_checksum_zero: bool,
     /// Bytes after the IPv4 packet (Ethernet padding of short frames), re-emitted as they came.
     pub trailer: Vec<u8>,
+    // ---- tunnelled frames only (`Packet::tunnel` set); the fields above describe the inner packet ----
+    /// The outer IPv4 header's flags/fragment field and options.
+    pub outer_ip_flags_fragment: u16,
+    pub outer_ip_options: OptionBytes,
+    /// True when the outer UDP (Geneve) checksum was 0 (none).
+    pub outer_udp_checksum_zero: bool,
+    /// Geneve: the flag byte (O, C, reserved bits) and the last reserved byte.
+    pub geneve_flags: u8,
+    pub geneve_reserved: u8,
+    /// Geneve: the inner Ethernet addresses.
+    pub inner_eth_dst: [u8; 6],
+    pub inner_eth_src: [u8; 6],
 }
 
 /// One simulated packet.

@@ -6,10 +6,13 @@
 //! Frames the header stack cannot carry (not IPv4, fragments, a bad checksum, ...) are refused
 //! with a [`Refusal`]; the runtime then forwards them raw, untouched.
 
-use innet_sim::packet::{Ipv4, OptionBytes, Packet, TcpFlags, TcpHeader, WireExtras, L4};
+use innet_sim::packet::{
+    Encap, Ipv4, OptionBytes, Packet, TcpFlags, TcpHeader, Tunnel, WireExtras, L4,
+};
 use innet_wire::checksum;
 use innet_wire::ethernet::{EthernetPacket, ETHERTYPE_IPV4, ETHERTYPE_VLAN};
-use innet_wire::ipv4::{Ipv4Packet, PROTO_TCP, PROTO_UDP};
+use innet_wire::geneve::{PROTOCOL_ETHERNET, UDP_PORT as GENEVE_PORT};
+use innet_wire::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP, PROTO_UDP};
 use innet_wire::tcp::TcpPacket;
 use innet_wire::Ipv4Addr;
 
@@ -72,16 +75,17 @@ fn l4_checksum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8], field: usize
     checksum::finish(acc)
 }
 
-/// Parse `frame` into `pkt`, reusing its boxes (no allocation once they have grown). On a
-/// refusal `pkt` holds garbage and must not be used. Simulation-only metadata is reset.
-pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
-    let e = EthernetPacket::new_checked(frame)?;
-    if e.ethertype() != ETHERTYPE_IPV4 {
-        return Err(Refusal::NotIpv4 {
-            ethertype: e.ethertype(),
-        });
-    }
-    let l3 = e.payload();
+/// One IPv4 header taken apart: the header stack's fields, the raw flags/fragment field and
+/// options, the payload (total-length bounded) and what follows it.
+struct IpParts<'a> {
+    ip: Ipv4,
+    flags_fragment: u16,
+    options: &'a [u8],
+    body: &'a [u8],
+    rest: &'a [u8],
+}
+
+fn parse_ipv4(l3: &[u8]) -> Result<IpParts<'_>, Refusal> {
     let ipp = Ipv4Packet::new_checked(l3)?;
     let hl = ipp.header_len();
     let total = ipp.total_len() as usize;
@@ -101,57 +105,175 @@ pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
     if ipp.more_fragments() || ipp.frag_offset() != 0 {
         return Err(Refusal::Unsupported("IPv4 fragment"));
     }
-    let (src, dst, proto) = (ipp.src(), ipp.dst(), ipp.protocol());
-    let body = &l3[hl..total];
+    Ok(IpParts {
+        ip: Ipv4 {
+            src: u32::from(ipp.src()),
+            dst: u32::from(ipp.dst()),
+            protocol: ipp.protocol(),
+            ttl: ipp.ttl(),
+            dscp: ipp.dscp(),
+            ecn: ipp.ecn(),
+            ident: ipp.ident(),
+        },
+        flags_fragment: be16(l3, 6),
+        options: &l3[20..hl],
+        body: &l3[hl..total],
+        rest: &l3[total..],
+    })
+}
+
+/// Check a UDP header against its IPv4 packet; Ok(true) when its checksum is 0 (none).
+fn check_udp(ip: &Ipv4, body: &[u8]) -> Result<bool, Refusal> {
+    if body.len() < 8 {
+        return Err(malformed(
+            "udp",
+            format!("needs 8 bytes, IP payload has {}", body.len()),
+        ));
+    }
+    let len = be16(body, 4) as usize;
+    if len != body.len() {
+        return Err(malformed(
+            "udp",
+            format!(
+                "length {len} differs from the IP payload length {}",
+                body.len()
+            ),
+        ));
+    }
+    let stored = be16(body, 6);
+    if stored == 0 {
+        return Ok(true);
+    }
+    let c = l4_checksum(
+        Ipv4Addr::from(ip.src),
+        Ipv4Addr::from(ip.dst),
+        PROTO_UDP,
+        body,
+        6,
+    );
+    let c = if c == 0 { 0xFFFF } else { c };
+    if stored != c {
+        return Err(malformed(
+            "udp",
+            format!("checksum 0x{stored:04x} is wrong (expected 0x{c:04x})"),
+        ));
+    }
+    Ok(false)
+}
+
+/// Parse `frame` into `pkt`, reusing its boxes (no allocation once they have grown). On a
+/// refusal `pkt` holds garbage and must not be used. Simulation-only metadata is reset.
+/// IP-in-IP and Geneve (UDP 6081, Ethernet inside) frames whose inner packet is plain IPv4 come
+/// out with `pkt.tunnel` set; if the inside does not parse, the frame is read as plain IPv4
+/// (the tunnel stays payload).
+pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
+    match parse_impl(frame, pkt, true) {
+        Err(_) if pkt.tunnel.is_some() => parse_impl(frame, pkt, false),
+        r => r,
+    }
+}
+
+fn parse_impl(frame: &[u8], pkt: &mut Packet, tunnels: bool) -> Result<(), Refusal> {
+    pkt.tunnel = None;
+    let e = EthernetPacket::new_checked(frame)?;
+    if e.ethertype() != ETHERTYPE_IPV4 {
+        return Err(Refusal::NotIpv4 {
+            ethertype: e.ethertype(),
+        });
+    }
+    let outer = parse_ipv4(e.payload())?;
     let wire = pkt.wire.get_or_insert_with(Box::default);
     wire.eth_dst = e.dst();
     wire.eth_src = e.src();
     wire.vlan_tci = e.vlan_tci();
-    wire.ip_flags_fragment = be16(l3, 6);
-    if !wire.ip_options.set(ipp.options()) {
+    wire.trailer.clear();
+    wire.trailer.extend_from_slice(outer.rest);
+    // The tunnel, if any: which IPv4 packet is the inner one.
+    let mut inner = None;
+    if tunnels && outer.ip.protocol == PROTO_IPIP {
+        let i = parse_ipv4(outer.body)?;
+        if !i.rest.is_empty() {
+            return Err(Refusal::Unsupported(
+                "inner IPv4 shorter than the outer payload",
+            ));
+        }
+        pkt.tunnel = Some(Tunnel {
+            outer: outer.ip,
+            encap: Encap::IpInIp,
+        });
+        inner = Some(i);
+    } else if tunnels
+        && outer.ip.protocol == PROTO_UDP
+        && outer.body.len() >= 8 + 8 + 14
+        && be16(outer.body, 2) == GENEVE_PORT
+    {
+        let zero = check_udp(&outer.ip, outer.body)?;
+        let g = &outer.body[8..];
+        let opt_len = ((g[0] & 0x3F) as usize) * 4;
+        if g[0] >> 6 != 0 || be16(g, 2) != PROTOCOL_ETHERNET || g.len() < 8 + opt_len + 14 {
+            return Err(Refusal::Unsupported("Geneve without an Ethernet payload"));
+        }
+        let ie = &g[8 + opt_len..];
+        if be16(ie, 12) != ETHERTYPE_IPV4 {
+            return Err(Refusal::Unsupported("Geneve inner frame is not IPv4"));
+        }
+        let i = parse_ipv4(&ie[14..])?;
+        if !i.rest.is_empty() {
+            return Err(Refusal::Unsupported(
+                "inner IPv4 shorter than the Geneve payload",
+            ));
+        }
+        wire.outer_udp_checksum_zero = zero;
+        wire.geneve_flags = g[1];
+        wire.geneve_reserved = g[7];
+        wire.inner_eth_dst.copy_from_slice(&ie[0..6]);
+        wire.inner_eth_src.copy_from_slice(&ie[6..12]);
+        let vni = u32::from_be_bytes([0, g[4], g[5], g[6]]);
+        let src_port = be16(outer.body, 0);
+        pkt.tunnel = Some(Tunnel {
+            outer: outer.ip,
+            encap: Encap::Geneve {
+                src_port,
+                vni,
+                options: g[8..8 + opt_len].to_vec(),
+            },
+        });
+        inner = Some(i);
+    }
+    let ipx = match inner {
+        Some(i) => {
+            if !wire.outer_ip_options.set(outer.options) {
+                return Err(malformed(
+                    "ipv4",
+                    format!("{} option bytes", outer.options.len()),
+                ));
+            }
+            wire.outer_ip_flags_fragment = outer.flags_fragment;
+            i
+        }
+        None => outer,
+    };
+    let (src, dst, proto) = (
+        Ipv4Addr::from(ipx.ip.src),
+        Ipv4Addr::from(ipx.ip.dst),
+        ipx.ip.protocol,
+    );
+    let body = ipx.body;
+    wire.ip_flags_fragment = ipx.flags_fragment;
+    if !wire.ip_options.set(ipx.options) {
         return Err(malformed(
             "ipv4",
-            format!("{} option bytes", ipp.options().len()),
+            format!("{} option bytes", ipx.options.len()),
         ));
     }
     wire.tcp_options = OptionBytes::default();
     wire.tcp_reserved_bits = 0;
     wire.tcp_urgent = 0;
     wire.udp_checksum_zero = false;
-    wire.trailer.clear();
-    wire.trailer.extend_from_slice(&l3[total..]);
     let payload_at;
     let l4 = match proto {
         PROTO_UDP => {
-            if body.len() < 8 {
-                return Err(malformed(
-                    "udp",
-                    format!("needs 8 bytes, IP payload has {}", body.len()),
-                ));
-            }
-            let len = be16(body, 4) as usize;
-            if len != body.len() {
-                return Err(malformed(
-                    "udp",
-                    format!(
-                        "length {len} differs from the IP payload length {}",
-                        body.len()
-                    ),
-                ));
-            }
-            let stored = be16(body, 6);
-            if stored == 0 {
-                wire.udp_checksum_zero = true;
-            } else {
-                let c = l4_checksum(src, dst, PROTO_UDP, body, 6);
-                let c = if c == 0 { 0xFFFF } else { c };
-                if stored != c {
-                    return Err(malformed(
-                        "udp",
-                        format!("checksum 0x{stored:04x} is wrong (expected 0x{c:04x})"),
-                    ));
-                }
-            }
+            wire.udp_checksum_zero = check_udp(&ipx.ip, body)?;
             payload_at = 8;
             L4::Udp {
                 src_port: be16(body, 0),
@@ -198,17 +320,8 @@ pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
     buf.clear();
     buf.extend_from_slice(payload);
     pkt.payload_len = payload.len() as u32;
-    pkt.ip = Ipv4 {
-        src: u32::from(src),
-        dst: u32::from(dst),
-        protocol: proto,
-        ttl: ipp.ttl(),
-        dscp: ipp.dscp(),
-        ecn: ipp.ecn(),
-        ident: ipp.ident(),
-    };
+    pkt.ip = ipx.ip;
     pkt.l4 = l4;
-    pkt.tunnel = None;
     pkt.uid = 0;
     pkt.flow_id = innet_sim::packet::NO_FLOW;
     pkt.created_ps = 0;
@@ -218,30 +331,54 @@ pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Write `pkt` as a frame into `out` (cleared first): Ethernet from its [`WireExtras`], IPv4 and
-/// TCP/UDP headers from the header stack and extras, the payload (`payload_bytes`, zero-filled
-/// up to `payload_len`), then the trailer. IPv4, TCP and UDP checksums and all lengths are
-/// computed here; ICMP and other protocols' checksums are the program's (they are payload).
-pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
-    out.clear();
-    let Some(wire) = pkt.wire.as_deref() else {
-        return Err(EmitError(
-            "packet has no wire extras (MAC addresses); set `pkt.wire` (see real::frame::reply_to)"
-                .into(),
-        ));
-    };
-    if pkt.tunnel.is_some() {
-        return Err(EmitError(
-            "tunnel headers are not emitted by the real runtime".into(),
-        ));
-    }
-    let ip = &pkt.ip;
+fn push_ipv4_header(
+    out: &mut Vec<u8>,
+    ip: &Ipv4,
+    proto: u8,
+    total: usize,
+    flags_fragment: u16,
+    options: &[u8],
+) -> Result<(), EmitError> {
     if ip.dscp > 63 || ip.ecn > 3 {
         return Err(EmitError(format!(
             "DSCP {} / ECN {} do not fit in 6 / 2 bits",
             ip.dscp, ip.ecn
         )));
     }
+    if total > u16::MAX as usize {
+        return Err(EmitError(format!(
+            "IPv4 total length {total} exceeds 65535"
+        )));
+    }
+    let ihl = 20 + options.len();
+    let at = out.len();
+    out.push(0x40 | (ihl / 4) as u8);
+    out.push((ip.dscp << 2) | ip.ecn);
+    out.extend_from_slice(&(total as u16).to_be_bytes());
+    out.extend_from_slice(&ip.ident.to_be_bytes());
+    out.extend_from_slice(&flags_fragment.to_be_bytes());
+    out.push(ip.ttl);
+    out.push(proto);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&ip.src.to_be_bytes());
+    out.extend_from_slice(&ip.dst.to_be_bytes());
+    out.extend_from_slice(options);
+    let c = checksum::checksum(&out[at..at + ihl]);
+    out[at + 10..at + 12].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// Write `pkt` as a frame into `out` (cleared first): Ethernet from its [`WireExtras`], the
+/// tunnel if any (IP-in-IP, or Geneve with its options and inner Ethernet), IPv4 and TCP/UDP
+/// headers from the header stack and extras, the payload (`payload_bytes`, zero-filled up to
+/// `payload_len`), then the trailer. IPv4, TCP and UDP checksums and all lengths are computed
+/// here; ICMP and other protocols' checksums are the program's (they are payload).
+pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
+    out.clear();
+    let Some(wire) = pkt.wire.as_deref() else {
+        return Err(EmitError("packet has no wire extras (MAC addresses); set `pkt.wire` (see real::frame::make_reply)".into()));
+    };
+    let ip = &pkt.ip;
     let (l4_len, proto) = match &pkt.l4 {
         L4::Udp { .. } => (8usize, PROTO_UDP),
         L4::Tcp(h) => {
@@ -269,13 +406,7 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
         )));
     }
     let payload_len = pkt.payload_len as usize;
-    let ihl = 20 + wire.ip_options.len();
-    let ip_total = ihl + l4_len + payload_len;
-    if ip_total > u16::MAX as usize {
-        return Err(EmitError(format!(
-            "IPv4 total length {ip_total} exceeds 65535"
-        )));
-    }
+    let inner_total = 20 + wire.ip_options.len() + l4_len + payload_len;
     // Ethernet.
     out.extend_from_slice(&wire.eth_dst);
     out.extend_from_slice(&wire.eth_src);
@@ -284,21 +415,77 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
         out.extend_from_slice(&tci.to_be_bytes());
     }
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    // Tunnel.
+    let mut geneve_udp_at = None;
+    if let Some(t) = &pkt.tunnel {
+        let oopts = wire.outer_ip_options.as_slice();
+        match &t.encap {
+            Encap::IpInIp | Encap::IpInIpTagged { .. } => {
+                push_ipv4_header(
+                    out,
+                    &t.outer,
+                    PROTO_IPIP,
+                    20 + oopts.len() + inner_total,
+                    wire.outer_ip_flags_fragment,
+                    oopts,
+                )?;
+            }
+            Encap::Geneve {
+                src_port,
+                vni,
+                options,
+            } => {
+                if options.len() % 4 != 0 || options.len() > 252 {
+                    return Err(EmitError(format!(
+                        "Geneve options of {} bytes (a multiple of 4 up to 252)",
+                        options.len()
+                    )));
+                }
+                if *vni >= 1 << 24 {
+                    return Err(EmitError(format!(
+                        "Geneve VNI {vni} does not fit in 24 bits"
+                    )));
+                }
+                let udp_len = 8 + 8 + options.len() + 14 + inner_total;
+                push_ipv4_header(
+                    out,
+                    &t.outer,
+                    PROTO_UDP,
+                    20 + oopts.len() + udp_len,
+                    wire.outer_ip_flags_fragment,
+                    oopts,
+                )?;
+                geneve_udp_at = Some(out.len());
+                out.extend_from_slice(&src_port.to_be_bytes());
+                out.extend_from_slice(&GENEVE_PORT.to_be_bytes());
+                out.extend_from_slice(&(udp_len as u16).to_be_bytes());
+                out.extend_from_slice(&[0, 0]);
+                out.push((options.len() / 4) as u8);
+                out.push(wire.geneve_flags);
+                out.extend_from_slice(&PROTOCOL_ETHERNET.to_be_bytes());
+                out.extend_from_slice(&vni.to_be_bytes()[1..]);
+                out.push(wire.geneve_reserved);
+                out.extend_from_slice(options);
+                out.extend_from_slice(&wire.inner_eth_dst);
+                out.extend_from_slice(&wire.inner_eth_src);
+                out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+            }
+            Encap::Udp { .. } => {
+                return Err(EmitError(
+                    "plain UDP tunnels are not emitted by the real runtime".into(),
+                ))
+            }
+        }
+    }
     // IPv4.
-    let ip_at = out.len();
-    out.push(0x40 | (ihl / 4) as u8);
-    out.push((ip.dscp << 2) | ip.ecn);
-    out.extend_from_slice(&(ip_total as u16).to_be_bytes());
-    out.extend_from_slice(&ip.ident.to_be_bytes());
-    out.extend_from_slice(&wire.ip_flags_fragment.to_be_bytes());
-    out.push(ip.ttl);
-    out.push(proto);
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&ip.src.to_be_bytes());
-    out.extend_from_slice(&ip.dst.to_be_bytes());
-    out.extend_from_slice(wire.ip_options.as_slice());
-    let c = checksum::checksum(&out[ip_at..ip_at + ihl]);
-    out[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
+    push_ipv4_header(
+        out,
+        ip,
+        proto,
+        inner_total,
+        wire.ip_flags_fragment,
+        wire.ip_options.as_slice(),
+    )?;
     // Transport header.
     let l4_at = out.len();
     match &pkt.l4 {
@@ -331,7 +518,7 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
     let n = bytes.len().min(payload_len);
     out.extend_from_slice(&bytes[..n]);
     out.resize(out.len() + (payload_len - n), 0);
-    // Transport checksum over the whole segment.
+    // Transport checksums over whole segments: the inner one first, then the tunnel's UDP.
     let (src, dst) = (Ipv4Addr::from(ip.src), Ipv4Addr::from(ip.dst));
     match &pkt.l4 {
         L4::Udp { .. } if !wire.udp_checksum_zero => {
@@ -345,12 +532,20 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
         }
         _ => {}
     }
+    if let (Some(at), Some(t)) = (geneve_udp_at, &pkt.tunnel) {
+        if !wire.outer_udp_checksum_zero {
+            let (os, od) = (Ipv4Addr::from(t.outer.src), Ipv4Addr::from(t.outer.dst));
+            let c = l4_checksum(os, od, PROTO_UDP, &out[at..], 6);
+            let c = if c == 0 { 0xFFFF } else { c };
+            out[at + 6..at + 8].copy_from_slice(&c.to_be_bytes());
+        }
+    }
     out.extend_from_slice(&wire.trailer);
     Ok(())
 }
 
 /// Turn `pkt` (a copy of a received packet) into a packet going back to its sender: MACs, IP
-/// addresses and ports swapped, TTL 64, new IP ident 0, no padding trailer, no payload. A TCP
+/// addresses (outer ones and inner MACs too, when tunnelled) and ports swapped, TTL 64, new IP ident 0, no padding trailer, no payload. A TCP
 /// reply keeps the request's options only if `keep_tcp_options` (e.g. timestamps a program
 /// rewrites); otherwise it has none. The caller then sets seq/ack/flags/window and the payload.
 pub fn make_reply(pkt: &mut Packet, keep_tcp_options: bool) {
@@ -365,6 +560,11 @@ pub fn make_reply(pkt: &mut Packet, keep_tcp_options: bool) {
         w.tcp_options = OptionBytes::default();
     }
     let opts = w.tcp_options.len() as u8;
+    std::mem::swap(&mut w.inner_eth_dst, &mut w.inner_eth_src);
+    if let Some(t) = &mut pkt.tunnel {
+        std::mem::swap(&mut t.outer.src, &mut t.outer.dst);
+        t.outer.ttl = 64;
+    }
     std::mem::swap(&mut pkt.ip.src, &mut pkt.ip.dst);
     pkt.ip.ttl = 64;
     pkt.ip.ident = 0;

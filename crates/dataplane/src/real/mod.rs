@@ -15,5 +15,5 @@ pub mod vnet;
 pub use pcap_log::PcapLog;
 pub use registry::{builtin_programs, ProgramSpec, Settings};
 pub use routes::RouteTable;
-pub use runtime::{run, RunOptions, RunSummary};
+pub use runtime::{run, Impairment, RunOptions, RunSummary};
 pub use switch::{FrameSwitch, PortCounters, RealConfig, RealSwitch, SwitchStats, TxBatch};

@@ -27,6 +27,95 @@ pub struct RunOptions {
     pub stats_interval: Option<Duration>,
     /// Frames per recvmmsg.
     pub batch: usize,
+    /// Link impairment on the switch's transmit side (for kernels without tc netem).
+    pub impair: Impairment,
+}
+
+/// Loss and reordering the switch adds on its transmit side, like netem on its links: each
+/// frame is dropped with probability `loss`; otherwise, with probability `reorder`, it is held
+/// back and sent right after the next frame of that port (or after 1 ms if none comes).
+/// Seeded, so a run's pattern repeats.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Impairment {
+    pub loss: f64,
+    pub reorder: f64,
+    pub seed: u64,
+}
+
+impl Impairment {
+    pub fn none() -> Self {
+        Impairment {
+            loss: 0.0,
+            reorder: 0.0,
+            seed: 1,
+        }
+    }
+    pub fn is_active(&self) -> bool {
+        self.loss > 0.0 || self.reorder > 0.0
+    }
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, v) in [("--loss", self.loss), ("--reorder", self.reorder)] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("{name} {v}: expected a probability in [0, 1)"));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Impairer {
+    cfg: Impairment,
+    rng: rand_chacha::ChaCha8Rng,
+    held: Vec<Option<([u8; 10], Vec<u8>, Instant)>>,
+    out: Vec<([u8; 10], Vec<u8>)>,
+}
+
+impl Impairer {
+    fn new(cfg: Impairment, num_ports: usize) -> Self {
+        use rand::SeedableRng;
+        Impairer {
+            cfg,
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed),
+            held: vec![None; num_ports],
+            out: Vec::new(),
+        }
+    }
+
+    /// What actually goes out of `port` for these queued frames; counts into `st`.
+    fn apply(
+        &mut self,
+        port: usize,
+        queued: &[([u8; 10], Vec<u8>)],
+        st: &mut SwitchStats,
+    ) -> &[([u8; 10], Vec<u8>)] {
+        use rand::Rng;
+        self.out.clear();
+        for (h, f) in queued {
+            if self.rng.gen::<f64>() < self.cfg.loss {
+                st.impair_dropped += 1;
+                let c = &mut st.ports[port];
+                c.tx_frames = c.tx_frames.saturating_sub(1);
+                c.tx_bytes = c.tx_bytes.saturating_sub(f.len() as u64);
+                continue;
+            }
+            if self.held[port].is_none() && self.rng.gen::<f64>() < self.cfg.reorder {
+                st.impair_reordered += 1;
+                self.held[port] = Some((*h, f.clone(), Instant::now()));
+                continue;
+            }
+            self.out.push((*h, f.clone()));
+            if let Some((hh, ff, _)) = self.held[port].take() {
+                self.out.push((hh, ff));
+            }
+        }
+        if let Some((_, _, at)) = &self.held[port] {
+            if at.elapsed() >= Duration::from_millis(1) {
+                let (hh, ff, _) = self.held[port].take().expect("held");
+                self.out.push((hh, ff));
+            }
+        }
+        &self.out
+    }
 }
 
 impl RunOptions {
@@ -37,6 +126,7 @@ impl RunOptions {
             duration: None,
             stats_interval: Some(Duration::from_secs(1)),
             batch: 64,
+            impair: Impairment::none(),
         }
     }
 }
@@ -104,6 +194,12 @@ impl RunSummary {
             st.ingress_passes, st.recirculations, st.generated, st.clones, st.consumed, st.to_cpu, st.timers_fired,
             st.no_route, st.emit_errors, st.gso_frames, st.gso_segments, st.checksums_completed, self.rx_truncated
         );
+        if st.impair_dropped + st.impair_reordered > 0 {
+            s += &format!(
+                "  impairment: dropped {} reordered {}\n",
+                st.impair_dropped, st.impair_reordered
+            );
+        }
         if let Some(e) = &st.emit_error_last {
             s += &format!("  last emit error: {e}\n");
         }
@@ -145,6 +241,7 @@ impl RunSummary {
             "timers_fired": st.timers_fired, "no_route": st.no_route, "emit_errors": st.emit_errors,
             "emit_error_last": st.emit_error_last, "gso_frames": st.gso_frames, "gso_segments": st.gso_segments,
             "checksums_completed": st.checksums_completed, "rx_truncated": self.rx_truncated,
+            "impair_dropped": st.impair_dropped, "impair_reordered": st.impair_reordered,
             "program_report": self.report.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
             "pcap": self.pcap,
         })
@@ -256,9 +353,22 @@ fn ingest(
     }
 }
 
-fn flush(socks: &[PacketSocket], tx: &mut TxBatch, sw: &mut dyn FrameSwitch) {
+fn flush(
+    socks: &[PacketSocket],
+    tx: &mut TxBatch,
+    sw: &mut dyn FrameSwitch,
+    imp: &mut Option<Impairer>,
+) {
     for (p, s) in socks.iter().enumerate() {
         let q = tx.port(p as u16).queued();
+        let held = imp.as_ref().is_some_and(|i| i.held[p].is_some());
+        if q.is_empty() && !held {
+            continue;
+        }
+        let q = match imp {
+            Some(i) => i.apply(p, q, sw.stats_mut()),
+            None => q,
+        };
         if q.is_empty() {
             continue;
         }
@@ -311,6 +421,11 @@ pub fn run(mut sw: Box<dyn FrameSwitch>, opts: &RunOptions) -> Result<RunSummary
             revents: 0,
         })
         .collect();
+    opts.impair.validate()?;
+    let mut impairer = opts
+        .impair
+        .is_active()
+        .then(|| Impairer::new(opts.impair, socks.len()));
     let guard = SignalGuard::install();
     let start = Instant::now();
     let now_ps = |start: &Instant| start.elapsed().as_nanos() as u64 * 1000;
@@ -336,6 +451,12 @@ pub fn run(mut sw: Box<dyn FrameSwitch>, opts: &RunOptions) -> Result<RunSummary
         // Sleep until a frame, the next timer, the next stats line, or 100 ms.
         let now = now_ps(&start);
         let mut timeout_ms: i64 = 100;
+        if impairer
+            .as_ref()
+            .is_some_and(|i| i.held.iter().any(|h| h.is_some()))
+        {
+            timeout_ms = 1;
+        }
         if let Some(t) = next_timer {
             timeout_ms = timeout_ms.min((t.saturating_sub(now) / 1_000_000_000) as i64);
         }
@@ -399,7 +520,7 @@ pub fn run(mut sw: Box<dyn FrameSwitch>, opts: &RunOptions) -> Result<RunSummary
                         &mut scratch,
                     );
                 }
-                flush(&socks, &mut tx, sw.as_mut());
+                flush(&socks, &mut tx, sw.as_mut(), &mut impairer);
                 if n < batch {
                     break;
                 }
@@ -409,7 +530,7 @@ pub fn run(mut sw: Box<dyn FrameSwitch>, opts: &RunOptions) -> Result<RunSummary
             break;
         }
         next_timer = sw.on_tick(now_ps(&start), &mut tx);
-        flush(&socks, &mut tx, sw.as_mut());
+        flush(&socks, &mut tx, sw.as_mut(), &mut impairer);
         if let Some(iv) = opts.stats_interval {
             if last_stats.0.elapsed() >= iv {
                 let dt = last_stats.0.elapsed().as_secs_f64();

@@ -62,6 +62,9 @@ pub struct SwitchStats {
     pub gso_segments: u64,
     /// Frames whose transport checksum the kernel left for offload and the runtime completed.
     pub checksums_completed: u64,
+    /// Frames the link impairment (`--loss`, `--reorder`) dropped, and sent out of order.
+    pub impair_dropped: u64,
+    pub impair_reordered: u64,
 }
 
 impl SwitchStats {
