@@ -169,43 +169,53 @@ def cql_read_model(host: str, protocol: int | None, keys: int) -> dict:
     return out
 
 
+def fig12_key(n: int, i: int) -> str:
+    """Key i (0..255) of table t_n: exactly n characters (n = 1 uses 256 distinct letters)."""
+    return chr(0x100 + i) if n == 1 else format(i, f"0{n}x")
+
+
+def fig12_table(n: int) -> str:
+    return "t" * n
+
+
 def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int | None, setup: bool,
-               read_ratio: float = 1.0) -> dict:
-    """The paper's §5.1 workload: 16 tables t1..t16 (name length N = 1..16 chars), 256 keys each
-    of length N, random alphabetic values of length 1..4N; `queries` reads (and writes, with
-    read_ratio < 1) on keys drawn by Zipf(s) over all 4,096 keys; per-query turnaround in µs."""
+               tables: int = 16, keys_per_table: int = 256, read_ratio: float = 1.0) -> dict:
+    """The paper's §5.1 workload: tables whose names are 1..16 characters long (t, tt, ...), 256
+    keys each, a key as long as its table's name, random alphabetic values of 1..4N characters;
+    `queries` operations on keys drawn by Zipf(s) over all keys (a fixed random ranking), reads
+    (prepared SELECT by key) or, with read_ratio < 1, writes (prepared UPDATE). Per operation:
+    (kind, table length N, key index, turnaround µs)."""
     rng = random.Random(seed)
     cluster, s = cql_session(host, protocol)
-    names = ["".join(chr(ord("a") + (j % 26)) for j in range(n)) for n in range(1, 17)]
     alpha = "abcdefghijklmnopqrstuvwxyz"
-    keyspace = "fig12"
+    ks = "fig12"
     if setup:
-        s.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
-        for n, t in enumerate(names, start=1):
-            s.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{t} (k text PRIMARY KEY, v text)")
-            ins = s.prepare(f"INSERT INTO {keyspace}.{t} (k, v) VALUES (?, ?)")
-            for i in range(256):
-                key = format(i, "x").rjust(n, "0")[-n:] if n >= 2 else alpha[i % 26]
-                s.execute(ins, (f"{key}" if n >= 2 else key + "", "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))))
-    sels = [s.prepare(f"SELECT v FROM {keyspace}.{t} WHERE k = ?") for t in names]
-    upds = [s.prepare(f"UPDATE {keyspace}.{t} SET v = ? WHERE k = ?") for t in names]
-    population = [(n, format(i, "x").rjust(n, "0")[-n:] if n >= 2 else alpha[i % 26]) for n in range(1, 17) for i in range(256)]
-    rng.shuffle(population)
+        s.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        for n in range(1, tables + 1):
+            s.execute(f"CREATE TABLE IF NOT EXISTS {ks}.{fig12_table(n)} (k text PRIMARY KEY, v text)")
+            ins = s.prepare(f"INSERT INTO {ks}.{fig12_table(n)} (k, v) VALUES (?, ?)")
+            for i in range(keys_per_table):
+                s.execute(ins, (fig12_key(n, i), "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))))
+    sels = {n: s.prepare(f"SELECT v FROM {ks}.{fig12_table(n)} WHERE k = ?") for n in range(1, tables + 1)}
+    upds = {n: s.prepare(f"UPDATE {ks}.{fig12_table(n)} SET v = ? WHERE k = ?") for n in range(1, tables + 1)}
+    population = [(n, i) for n in range(1, tables + 1) for i in range(keys_per_table)]
+    rank = random.Random(seed + 1)
+    rank.shuffle(population)
     draw = zipf_sampler(len(population), s_zipf, rng)
     samples = []
     for _ in range(queries):
-        n, key = population[draw()]
+        n, i = population[draw()]
         if rng.random() < read_ratio:
             t0 = time.perf_counter_ns()
-            s.execute(sels[n - 1], (key,)).one()
-            samples.append(("read", (time.perf_counter_ns() - t0) / 1000.0))
+            s.execute(sels[n], (fig12_key(n, i),)).one()
+            samples.append(("read", n, i, (time.perf_counter_ns() - t0) / 1000.0))
         else:
             v = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))
             t0 = time.perf_counter_ns()
-            s.execute(upds[n - 1], (v, key))
-            samples.append(("write", (time.perf_counter_ns() - t0) / 1000.0))
+            s.execute(upds[n], (v, fig12_key(n, i)))
+            samples.append(("write", n, i, (time.perf_counter_ns() - t0) / 1000.0))
     cluster.shutdown()
-    return {"samples_us": samples}
+    return {"samples": samples}
 
 
 def main(argv: list[str]) -> int:
@@ -221,6 +231,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--zipf", type=float, default=1.0)
     ap.add_argument("--read-ratio", type=float, default=1.0)
     ap.add_argument("--setup", action="store_true")
+    ap.add_argument("--tables", type=int, default=16)
+    ap.add_argument("--keys-per-table", type=int, default=256)
     a = ap.parse_args(argv)
     if a.kind == "redis":
         out = redis_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
@@ -229,7 +241,7 @@ def main(argv: list[str]) -> int:
     elif a.kind == "cql-read-model":
         out = cql_read_model(a.host, a.protocol, a.keys)
     else:
-        out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.read_ratio)
+        out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.tables, a.keys_per_table, a.read_ratio)
     json.dump(out, sys.stdout)
     return 1 if out.get("wrong_count") else 0
 

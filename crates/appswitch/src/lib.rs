@@ -39,6 +39,7 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
             ("migrated_request_bytes".into(), c.migrated_request_bytes.to_string()),
             ("migrated_reply_bytes".into(), c.migrated_reply_bytes.to_string()),
             ("replays".into(), c.replays.to_string()),
+            ("reply_retransmits".into(), c.reply_retransmits.to_string()),
             ("acks_suppressed".into(), c.acks_suppressed.to_string()),
             ("out_of_order_dropped".into(), c.out_of_order_dropped.to_string()),
             ("protocol_errors".into(), c.protocol_errors.to_string()),

@@ -63,6 +63,8 @@ pub struct Migration {
     pub server_window: u16,
     /// The client's MSS from its SYN (536 when absent, RFC 9293).
     pub client_mss: u16,
+    /// The client's previous raw ACK number (a repeat is a duplicate ACK).
+    pub last_client_ack: Option<u32>,
     pub client_fin: bool,
     pub server_fin: bool,
     pub reset: bool,
@@ -111,6 +113,7 @@ impl Migration {
             server_tsval: None,
             server_window: 0,
             client_mss: client_mss.unwrap_or(536),
+            last_client_ack: None,
             client_fin: false,
             server_fin: false,
             reset: false,
@@ -187,27 +190,26 @@ impl Migration {
         self.s2c_seq(s)
     }
 
-    /// Server→client: the client-view ACK for the server's ACK at server position `s`. A hit's
-    /// request is acknowledged only once the client holds the hit's whole reply, so a lost reply
-    /// makes the client retransmit the request (which the switch answers again).
+    /// Server→client: the client-view ACK for the server's ACK at server position `s`: a hit's
+    /// request counts as acknowledged once the server acknowledged every byte before it (so the
+    /// switch never acknowledges client bytes the server may not have). Acknowledging the
+    /// request in the reply itself matters: a client with Nagle's algorithm holds its next small
+    /// request while one is unacknowledged, and with delayed ACKs that costs tens of ms.
     pub fn map_server_ack(&mut self, s: u64) -> u32 {
         if s > self.server_acked_s {
             self.server_acked_s = s;
         }
-        let mut alpha = self.base_alpha;
-        let mut c = None;
-        for h in &self.hits {
-            if h.req_s > s {
-                break;
-            }
-            if !h.reply_acked {
-                c = Some(h.req_c);
-                break;
-            }
-            alpha += h.req_len;
-        }
-        let c = c.unwrap_or(s + alpha);
-        self.c2s_seq_client(c)
+        let alpha = self.base_alpha + self.hits.iter().take_while(|h| h.req_s <= s).map(|h| h.req_len).sum::<u64>();
+        self.c2s_seq_client(s + alpha)
+    }
+
+    /// A reply the client is still missing part of, given its ACK at client position `c` of the
+    /// server→client stream: (hit index, offset in the reply to resend from).
+    pub fn reply_to_resend(&self, c: u64) -> Option<(usize, usize)> {
+        self.hits
+            .iter()
+            .position(|h| !h.reply_acked && c >= h.rep_c && c < h.rep_c + h.rep_len)
+            .map(|i| (i, (c - self.hits[i].rep_c) as usize))
     }
     fn c2s_seq_client(&self, c: u64) -> u32 {
         self.c_isn.wrapping_add(1).wrapping_add(c as u32)
@@ -299,12 +301,16 @@ impl Migration {
     /// Reply segments for hit `i`: (sequence number, byte range in the reply), each at most
     /// `max_payload` bytes. Empty when the reply was already acknowledged.
     pub fn reply_segments(&self, i: usize, max_payload: usize) -> Vec<(u32, std::ops::Range<usize>)> {
+        self.reply_segments_from(i, 0, max_payload)
+    }
+    /// Reply segments of hit `i` from byte `from` of its reply.
+    pub fn reply_segments_from(&self, i: usize, from: usize, max_payload: usize) -> Vec<(u32, std::ops::Range<usize>)> {
         let h = &self.hits[i];
         if h.reply_acked {
             return Vec::new();
         }
         let step = max_payload.max(1);
-        (0..h.reply.len())
+        (from.min(h.reply.len())..h.reply.len())
             .step_by(step)
             .map(|a| (self.s2c_seq(h.rep_c + a as u64), a..(a + step).min(h.reply.len())))
             .collect()
@@ -390,11 +396,15 @@ mod tests {
         let i = m.answer(50, 80, vec![7; 40]);
         m.c_next = 80;
         assert_eq!(m.reply_segments(i, 1448), vec![(5001 + 100, 0..40)]);
-        // Reply not yet acked by the client: the request is not acked either.
-        assert_eq!(m.ack_for_client(), 1001 + 50);
+        // The server acknowledged everything before the request: the reply acknowledges it.
+        assert_eq!(m.ack_for_client(), 1001 + 80);
+        // The client ACKs part of the reply: the rest is to be resent; ACKs inside map to 100.
+        assert_eq!(m.reply_to_resend(110), Some((i, 10)));
+        assert_eq!(m.reply_segments_from(i, 10, 1448), vec![(5001 + 110, 10..40)]);
+        assert_eq!(m.map_client_ack(110), 5001 + 100);
         // The client ACKs the reply (client position 140 of the s2c stream): server sees 100.
         assert_eq!(m.map_client_ack(140), 5001 + 100);
-        assert_eq!(m.ack_for_client(), 1001 + 80);
+        assert_eq!(m.reply_to_resend(140), None);
         // Request 3 [80,120) forwarded: server sees it at 50.
         assert_eq!(m.plan_client(80, 120).forward, Some((80, 120)));
         assert_eq!(m.map_client_seq(80), 1001 + 50);

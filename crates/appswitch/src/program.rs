@@ -48,6 +48,8 @@ pub struct Counters {
     pub migrated_reply_bytes: u64,
     /// Retransmitted requests answered again from the held reply.
     pub replays: u64,
+    /// Parts of replies resent because the client's ACKs showed it missed them.
+    pub reply_retransmits: u64,
     pub acks_suppressed: u64,
     pub out_of_order_dropped: u64,
     /// Connections whose bytes did not parse (then passed through, mapped, never answered).
@@ -585,12 +587,24 @@ impl AppSwitch {
         let c1 = c0 + data.len() as i64;
         let fin = h.flags.has(TcpFlags::FIN);
         let rst = h.flags.has(TcpFlags::RST);
+        let dup_ack = conn.mig.last_client_ack == Some(h.ack);
+        let mut resend = None;
         let mapped_ack = if h.flags.has(TcpFlags::ACK) {
             let c = conn.mig.client_ack_pos(h.ack).max(0) as u64;
-            Some(conn.mig.map_client_ack(c))
+            conn.mig.last_client_ack = Some(h.ack);
+            let a = conn.mig.map_client_ack(c);
+            // A duplicate ACK, or a new request, while the client misses part of a reply: resend it.
+            if dup_ack || !data.is_empty() {
+                resend = conn.mig.reply_to_resend(c);
+            }
+            Some(a)
         } else {
             None
         };
+        if let (Some((i, from)), true, false) = (resend, data.is_empty(), rst) {
+            self.counters.reply_retransmits += 1;
+            self.send_reply_from(conn, i, from, pkt, meta, ctx);
+        }
         if rst {
             conn.mig.reset = true;
             self.rewrite(pkt, conn.mig.map_client_seq(c0.max(0) as u64), mapped_ack);
@@ -625,6 +639,10 @@ impl AppSwitch {
         for &i in &plan.replay {
             self.counters.replays += 1;
             self.send_reply(conn, i, pkt, meta, ctx);
+        }
+        if let Some((i, from)) = resend.filter(|(i, _)| !plan.replay.contains(i)) {
+            self.counters.reply_retransmits += 1;
+            self.send_reply_from(conn, i, from, pkt, meta, ctx);
         }
         let mut answered = false;
         if let Some(from) = plan.new_from {
@@ -949,10 +967,14 @@ impl AppSwitch {
     }
 
     fn send_reply(&mut self, conn: &mut Conn, i: usize, pkt: &Packet, meta: &Metadata, ctx: &mut Ctx<'_>) {
+        self.send_reply_from(conn, i, 0, pkt, meta, ctx)
+    }
+
+    fn send_reply_from(&mut self, conn: &mut Conn, i: usize, from: usize, pkt: &Packet, meta: &Metadata, ctx: &mut Ctx<'_>) {
         let ack = conn.mig.ack_for_client();
         conn.mig.last_ack_to_client = ack;
         let max = (conn.mig.client_mss as usize).saturating_sub(if conn.uses_timestamps { 12 } else { 0 }).max(64);
-        let segs = conn.mig.reply_segments(i, max);
+        let segs = conn.mig.reply_segments_from(i, from, max);
         if segs.is_empty() {
             // The client holds the reply already: just acknowledge its retransmission.
             let seq = conn.mig.map_server_seq(conn.mig.s_next);

@@ -1,0 +1,168 @@
+"""The application switch's experiments on real packets (they need root: network namespaces, a
+real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
+orchestrate processes; `innet run` and `innet list` see them through innet.api.
+
+appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
+values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
+("normal") and once through the application switch; mean turnaround of all, hit and miss queries
+against normal. Which queries were hits is found by replaying the switch's LRU on the query
+sequence (a read-only workload makes it exact) and checked against the switch's own hit counter.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "appswitch.turnaround": {
+        "description": "Fig. 12 on real packets: Cassandra 5.0 + the application switch in network namespaces; "
+                       "mean turnaround normal vs with cache, hit vs miss (needs root)",
+        "params": [
+            ("queries", "1024", "read queries per run"),
+            ("cache_entries", "64", "switch cache capacity (keys)"),
+            ("zipf", "1.0", "Zipf exponent of the key popularity"),
+            ("tables", "16", "tables, name lengths 1..tables"),
+            ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL native protocol version (4 or 5)"),
+            ("seed", "1", "workload seed"),
+        ],
+        "quick": {"queries": "512", "tables": "8", "keys_per_table": "64"},
+    },
+}
+
+# The paper's Fig. 12 (worded in §5.1): hit ratio 33 %, all −34 %, hit −84 %, miss +6 % vs normal.
+PAPER_FIG12 = {"hit_ratio": 0.33, "all_vs_normal": -0.34, "hit_vs_normal": -0.84, "miss_vs_normal": 0.06}
+
+
+def list_experiments() -> list[dict[str, Any]]:
+    return [{"name": name, "description": e["description"],
+             "params": [{"name": n, "default": d, "doc": doc} for n, d, doc in e["params"]]}
+            for name, e in EXPERIMENTS.items()]
+
+
+def _params(name: str, overrides: dict[str, str], quick: bool) -> dict[str, str]:
+    e = EXPERIMENTS[name]
+    p = {n: d for n, d, _ in e["params"]}
+    if quick:
+        p.update(e["quick"])
+    for k, v in overrides.items():
+        if k not in p:
+            raise ValueError(f"{name}: unknown parameter '{k}'; known: {', '.join(p)}")
+        p[k] = v
+    return p
+
+
+def run(name: str, overrides: dict[str, str], quick: bool,
+        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
+    if name == "appswitch.turnaround":
+        return turnaround(_params(name, overrides, quick), progress or (lambda f: None))
+    raise ValueError(f"unknown experiment '{name}'")
+
+
+def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
+    lru: OrderedDict = OrderedDict()
+    out = []
+    for k in keys:
+        if k in lru:
+            lru.move_to_end(k)
+            out.append(True)
+        else:
+            out.append(False)
+            if capacity > 0:
+                lru[k] = True
+                if len(lru) > capacity:
+                    lru.popitem(last=False)
+    return out
+
+
+def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    from innet.netns import REPO, NetnsUnavailable, Topology
+
+    queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
+    tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
+    t = Topology(tag="axp")
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        raise RuntimeError(f"appswitch.turnaround needs network namespaces: {e}") from e
+    cdir = Path(tempfile.mkdtemp(prefix="innet-fig12-"))
+    try:
+        progress(0.02)
+        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+        progress(0.2)
+
+        def workload(extra: list[str]) -> dict:
+            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+                   "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
+                   "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
+            out = t.exec(t.client, cmd, timeout=1800)
+            return json.loads(out.stdout)
+
+        t.start_switch("forward")
+        workload(["--setup", "--ops", "0"])
+        progress(0.45)
+        normal = workload(["--ops", str(queries)])["samples"]
+        t.stop_switch()
+        progress(0.7)
+        stats_path = cdir / "switch-stats.json"
+        t.start_switch("appswitch", {"protocol": "cql", "cache_entries": str(cache)},
+                       extra=["--stats-json", str(stats_path)])
+        proposed = workload(["--ops", str(queries)])["samples"]
+        code, log = t.stop_switch()
+        if code != 0:
+            raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
+        stats = json.loads(stats_path.read_text())["program_report"]
+        progress(0.95)
+    finally:
+        t.down()
+        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
+        subprocess.run(["rm", "-rf", str(cdir)])
+
+    hits = _lru_hits([(n, i) for _, n, i, _ in proposed], cache)
+    switch_hits = int(stats["hits"])
+    if switch_hits != sum(hits):
+        raise RuntimeError(f"the switch counted {switch_hits} hits, the LRU replay {sum(hits)}: "
+                           "hit classification would be wrong")
+    mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731
+    all_us = mean([us for *_, us in proposed])
+    hit_us = mean([s[3] for s, h in zip(proposed, hits) if h])
+    miss_us = mean([s[3] for s, h in zip(proposed, hits) if not h])
+    normal_us = mean([us for *_, us in normal])
+    rel = lambda x: (x / normal_us - 1.0) if x is not None and normal_us else None  # noqa: E731
+    summary = {
+        "experiment": "appswitch.turnaround",
+        "seed": seed,
+        "params": p,
+        "queries": queries,
+        "hit_ratio": sum(hits) / len(hits) if hits else 0.0,
+        "turnaround_mean_us": {"all": all_us, "hit": hit_us, "miss": miss_us, "normal": normal_us},
+        "turnaround_median_us": {
+            "all": statistics.median([s[3] for s in proposed]),
+            "normal": statistics.median([s[3] for s in normal]),
+        },
+        "vs_normal": {"all": rel(all_us), "hit": rel(hit_us), "miss": rel(miss_us)},
+        "paper": PAPER_FIG12,
+        "switch": stats,
+    }
+    tables_out = {
+        "samples": {
+            "mode": ["normal"] * len(normal) + ["appswitch"] * len(proposed),
+            "query": list(range(len(normal))) + list(range(len(proposed))),
+            "table_len": [s[1] for s in normal] + [s[1] for s in proposed],
+            "key": [s[2] for s in normal] + [s[2] for s in proposed],
+            "hit": [False] * len(normal) + hits,
+            "turnaround_us": [s[3] for s in normal] + [s[3] for s in proposed],
+        }
+    }
+    return json.dumps(summary, indent=2) + "\n", tables_out
