@@ -142,3 +142,16 @@ def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path
         t.down()
         subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
         subprocess.run(["rm", "-rf", str(cdir)])
+
+
+def test_turnaround_quick_direction(cassandra_cache):
+    """appswitch.turnaround --quick (Fig. 12): hits are answered several times faster than the
+    server answers without the switch, and the switch's hit counter equals the LRU replay."""
+    from innet import api
+
+    r = api.run("appswitch.turnaround", quick=True)
+    m = r.summary["turnaround_mean_us"]
+    assert 0.2 < r.summary["hit_ratio"] < 0.9, r.summary
+    assert m["hit"] * 2 < m["normal"], m
+    assert m["all"] < m["normal"], m
+    assert len(r.tables["samples"]) == 2 * r.summary["queries"]
