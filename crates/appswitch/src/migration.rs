@@ -10,6 +10,9 @@
 //! Positions are byte offsets from the first data byte of each direction (u64, unwrapped from
 //! the 32-bit sequence numbers around the current position).
 
+/// Hits kept per connection before the oldest are folded regardless of acknowledgements.
+pub const MAX_OPEN_HITS: usize = 64;
+
 /// One request answered by the switch and its reply.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -342,8 +345,10 @@ impl Migration {
             .iter()
             .take_while(|h| h.reply_acked && self.server_acked_s >= h.req_s && self.client_acked_c >= h.rep_c + h.rep_len)
             .count();
-        // Keep a few recent hits so retransmissions just before them still map exactly.
-        let n = n.saturating_sub(4);
+        // Keep a few recent hits so retransmissions just before them still map exactly; and never
+        // more than MAX_OPEN_HITS (older ones are folded even if unacknowledged: bounded state and
+        // per-packet work; a retransmission that old maps as stale data).
+        let n = n.saturating_sub(4).max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
         for h in self.hits.drain(..n) {
             self.base_alpha += h.req_len;
             self.base_beta += h.rep_len;
