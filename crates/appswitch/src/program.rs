@@ -4,8 +4,9 @@
 //! numbers (return migration), and learns values from the server's answers.
 
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
-use innet_dataplane::real::frame::{make_reply, payload, set_payload, set_tcp_options};
+use innet_dataplane::real::frame::{make_reply, set_payload, set_tcp_options};
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Packet, TcpFlags, L4};
 
@@ -125,7 +126,7 @@ pub struct AppSwitch {
     pub cache: Cache,
     pub counters: Counters,
     conns: HashMap<ConnKey, Conn>,
-    prepared: HashMap<Vec<u8>, PreparedInfo>,
+    prepared: HashMap<Vec<u8>, Rc<PreparedInfo>>,
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
     partition_keys: HashMap<(String, String), Option<String>>,
@@ -256,11 +257,11 @@ impl AppSwitch {
                     // Unknown prepared id (prepared before we saw the connection): may write.
                     return Classified::Pending(Pending::WriteAll);
                 };
-                let values = params.values.clone();
-                let pk = info.pk.clone();
-                let st = info.statement.clone();
-                let ks = info.table.as_ref().map(|t| t.0.clone());
-                self.classify_statement(&st, ks.as_deref(), |term| {
+                let values = &params.values;
+                let pk = &info.pk;
+                let st = &info.statement;
+                let ks = info.table.as_ref().map(|t| t.0.as_str());
+                self.classify_statement(st, ks, |term| {
                     let idx = match term {
                         Term::Marker(i) => *i,
                         _ => return None,
@@ -467,7 +468,7 @@ impl AppSwitch {
                 }
             }
         }
-        self.prepared.insert(p.id.clone(), PreparedInfo { statement, table, pk });
+        self.prepared.insert(p.id.clone(), Rc::new(PreparedInfo { statement, table, pk }));
     }
 }
 
@@ -582,7 +583,24 @@ impl AppSwitch {
         if let Some((v, _)) = ts {
             conn.mig.client_tsval = Some(v);
         }
-        let data = payload(pkt).to_vec();
+        // Borrow the payload out of the packet (no copy); it is put back (or replaced) below.
+        let data_box = pkt.payload_bytes.take().unwrap_or_default();
+        let verdict = self.from_client_payload(conn, pkt, &data_box, h, meta, ctx);
+        if pkt.payload_bytes.is_none() {
+            pkt.payload_bytes = Some(data_box);
+        }
+        verdict
+    }
+
+    fn from_client_payload(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        data: &[u8],
+        h: innet_sim::packet::TcpHeader,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) -> Verdict {
         let c0 = conn.mig.client_pos(h.seq);
         let c1 = c0 + data.len() as i64;
         let fin = h.flags.has(TcpFlags::FIN);
@@ -813,7 +831,15 @@ impl AppSwitch {
             conn.mig.server_tsval = Some(v);
         }
         conn.mig.server_window = h.window as u16;
-        let data = payload(pkt).to_vec();
+        let data_box = pkt.payload_bytes.take().unwrap_or_default();
+        let verdict = self.from_server_payload(conn, pkt, &data_box, h);
+        if pkt.payload_bytes.is_none() {
+            pkt.payload_bytes = Some(data_box);
+        }
+        verdict
+    }
+
+    fn from_server_payload(&mut self, conn: &mut Conn, pkt: &mut Packet, data: &[u8], h: innet_sim::packet::TcpHeader) -> Verdict {
         let s0 = conn.mig.server_pos(h.seq);
         let s1 = s0 + data.len() as i64;
         let mapped_ack = if h.flags.has(TcpFlags::ACK) {
