@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use innet_appswitch::cql::{self, opcode, ColumnSpec, CqlType, Prepared, QueryParams, Rows, RowsMetadata, Value};
+use innet_appswitch::cql::{
+    self, opcode, ColumnSpec, CqlType, Prepared, QueryParams, Rows, RowsMetadata, Value,
+};
 use innet_appswitch::resp;
 use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
 use innet_wire::frame::{FrameRepr, L4Repr};
@@ -28,10 +30,18 @@ struct Conn {
 
 impl Conn {
     fn frame(&self, to_server: bool, seq: u32, ack: u32, fl: u8, payload: &[u8]) -> Vec<u8> {
-        let (src, dst, sp, dp) =
-            if to_server { ([10, 0, 0, 1], [10, 0, 0, 2], 40000, self.port) } else { ([10, 0, 0, 2], [10, 0, 0, 1], self.port, 40000) };
+        let (src, dst, sp, dp) = if to_server {
+            ([10, 0, 0, 1], [10, 0, 0, 2], 40000, self.port)
+        } else {
+            ([10, 0, 0, 2], [10, 0, 0, 1], self.port, 40000)
+        };
         FrameRepr {
-            eth: EthernetRepr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+            eth: EthernetRepr {
+                dst: [2, 0, 0, 0, 0, 2],
+                src: [2, 0, 0, 0, 0, 1],
+                vlan_tci: None,
+                ethertype: ETHERTYPE_IPV4,
+            },
             tunnel: None,
             ip: Ipv4Repr {
                 src: Ipv4Addr::from(src),
@@ -53,7 +63,14 @@ impl Conn {
                 flags: fl,
                 window: 500,
                 urgent: 0,
-                options: vec![TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamps { value: seq, echo: ack }],
+                options: vec![
+                    TcpOption::Nop,
+                    TcpOption::Nop,
+                    TcpOption::Timestamps {
+                        value: seq,
+                        echo: ack,
+                    },
+                ],
                 payload_len: payload.len(),
             }),
             payload: payload.to_vec(),
@@ -62,7 +79,12 @@ impl Conn {
         .expect("bench frame emits")
     }
     fn open(port: u16) -> Conn {
-        let mut c = Conn { frames: Vec::new(), c: 1001, s: 5001, port };
+        let mut c = Conn {
+            frames: Vec::new(),
+            c: 1001,
+            s: 5001,
+            port,
+        };
         let syn = c.frame(true, 1000, 0, flags::SYN, &[]);
         let synack = c.frame(false, 5000, 1001, flags::SYN | flags::ACK, &[]);
         let ack = c.frame(true, 1001, 5001, flags::ACK, &[]);
@@ -85,7 +107,8 @@ impl Conn {
         for (i, f) in self.frames.iter().enumerate() {
             w.write(i as u64 * 1000, f, f.len() as u32).expect("vec");
         }
-        std::fs::write(path, w.into_inner()).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        std::fs::write(path, w.into_inner())
+            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
         println!("{}: {} frames", path.display(), self.frames.len());
     }
 }
@@ -93,15 +116,28 @@ impl Conn {
 fn cql_capture(hit: bool) -> Conn {
     let mut c = Conn::open(9042);
     let q = "SELECT v FROM ks.kv WHERE k = ?";
-    let prep = cql::request_frame(4, 1, opcode::PREPARE, &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat());
+    let prep = cql::request_frame(
+        4,
+        1,
+        opcode::PREPARE,
+        &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+    );
     let p = Prepared {
         id: b"0123456789abcdef".to_vec(),
         result_metadata_id: None,
         bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
         pk_indexes: vec![0],
         bind_global_table: Some(("ks".into(), "kv".into())),
-        bind_columns: vec![ColumnSpec { table: None, name: "k".into(), typ: CqlType::Native(cql::type_id::INT) }],
-        result: RowsMetadata { flags: cql::rows_flags::NO_METADATA, columns_count: 1, ..Default::default() },
+        bind_columns: vec![ColumnSpec {
+            table: None,
+            name: "k".into(),
+            typ: CqlType::Native(cql::type_id::INT),
+        }],
+        result: RowsMetadata {
+            flags: cql::rows_flags::NO_METADATA,
+            columns_count: 1,
+            ..Default::default()
+        },
     };
     let mut body = Vec::new();
     cql::encode_prepared(4, &p, &mut body);
@@ -115,10 +151,21 @@ fn cql_capture(hit: bool) -> Conn {
             ..Default::default()
         };
         let stream = (i % 1000) as i16 + 2;
-        let req = cql::request_frame(4, stream, opcode::EXECUTE, &cql::encode_execute(4, &p.id, &[], &params));
+        let req = cql::request_frame(
+            4,
+            stream,
+            opcode::EXECUTE,
+            &cql::encode_execute(4, &p.id, &[], &params),
+        );
         let rows = Rows {
-            metadata: RowsMetadata { flags: cql::rows_flags::NO_METADATA, columns_count: 1, ..Default::default() },
-            rows: vec![vec![Some(format!("value-of-{key}-abcdefghij").into_bytes())]],
+            metadata: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                columns_count: 1,
+                ..Default::default()
+            },
+            rows: vec![vec![Some(
+                format!("value-of-{key}-abcdefghij").into_bytes(),
+            )]],
         };
         let mut body = Vec::new();
         cql::encode_rows(&rows, &mut body);
@@ -130,11 +177,18 @@ fn cql_capture(hit: bool) -> Conn {
 fn redis_capture(hit: bool) -> Conn {
     let mut c = Conn::open(6379);
     for i in 0..EXCHANGES {
-        let key = if hit { "key:7".to_string() } else { format!("key:{i}") };
+        let key = if hit {
+            "key:7".to_string()
+        } else {
+            format!("key:{i}")
+        };
         let mut req = Vec::new();
         resp::encode_command(&[b"GET", key.as_bytes()], &mut req);
         let mut ans = Vec::new();
-        resp::encode_bulk(Some(format!("value-of-{key}-abcdefghij").as_bytes()), &mut ans);
+        resp::encode_bulk(
+            Some(format!("value-of-{key}-abcdefghij").as_bytes()),
+            &mut ans,
+        );
         c.exchange(&req, &ans);
     }
     c

@@ -93,8 +93,16 @@ impl Cache {
 
     fn unlink(&mut self, i: usize) {
         let (p, n) = (self.nodes[i].prev, self.nodes[i].next);
-        if p == NIL { self.head = n } else { self.nodes[p].next = n }
-        if n == NIL { self.tail = p } else { self.nodes[n].prev = p }
+        if p == NIL {
+            self.head = n
+        } else {
+            self.nodes[p].next = n
+        }
+        if n == NIL {
+            self.tail = p
+        } else {
+            self.nodes[n].prev = p
+        }
     }
     fn push_front(&mut self, i: usize) {
         self.nodes[i].prev = NIL;
@@ -108,7 +116,9 @@ impl Cache {
         }
     }
     fn remove_key(&mut self, key: &[u8]) -> bool {
-        let Some(i) = self.index.remove(key) else { return false };
+        let Some(i) = self.index.remove(key) else {
+            return false;
+        };
         self.unlink(i);
         self.nodes[i].answers.clear();
         self.nodes[i].key.clear();
@@ -118,7 +128,11 @@ impl Cache {
 
     /// The answer for `(key, shape)`, marking the key most recently used.
     pub fn lookup(&mut self, key: &[u8], shape: &[u8]) -> Option<&[u8]> {
-        let found = self.index.get(key).copied().filter(|&i| self.nodes[i].answers.iter().any(|a| a.0 == shape));
+        let found = self
+            .index
+            .get(key)
+            .copied()
+            .filter(|&i| self.nodes[i].answers.iter().any(|a| a.0 == shape));
         match found {
             None => {
                 self.stats.misses += 1;
@@ -128,7 +142,11 @@ impl Cache {
                 self.stats.hits += 1;
                 self.unlink(i);
                 self.push_front(i);
-                self.nodes[i].answers.iter().find(|a| a.0 == shape).map(|a| a.1.as_slice())
+                self.nodes[i]
+                    .answers
+                    .iter()
+                    .find(|a| a.0 == shape)
+                    .map(|a| a.1.as_slice())
             }
         }
     }
@@ -146,7 +164,10 @@ impl Cache {
     fn may_fill(&self, key: &[u8], token: ReadToken) -> bool {
         token.0 > self.floor
             && self.pending_all == 0
-            && self.keys.get(key).is_none_or(|s| s.pending == 0 && s.last_write < token.0)
+            && self
+                .keys
+                .get(key)
+                .is_none_or(|s| s.pending == 0 && s.last_write < token.0)
     }
 
     /// The server answered a read: store the answer unless a write overlapped the read.
@@ -183,7 +204,12 @@ impl Cache {
             self.remove_key_by_index(victim, &k);
             self.stats.evictions += 1;
         }
-        let node = Node { key: key.to_vec(), answers: vec![(shape.to_vec(), reply.to_vec())], prev: NIL, next: NIL };
+        let node = Node {
+            key: key.to_vec(),
+            answers: vec![(shape.to_vec(), reply.to_vec())],
+            prev: NIL,
+            next: NIL,
+        };
         let i = match self.free.pop() {
             Some(i) => {
                 self.nodes[i] = node;
@@ -230,7 +256,9 @@ impl Cache {
         let alone = s.last_write == token.0 && s.pending == 1;
         s.pending = s.pending.saturating_sub(1);
         s.last_write = clock;
-        if let (true, Some((shape, reply)), 0, true) = (alone, update, self.pending_all, self.capacity > 0) {
+        if let (true, Some((shape, reply)), 0, true) =
+            (alone, update, self.pending_all, self.capacity > 0)
+        {
             if token.0 > self.floor {
                 self.stats.updates += 1;
                 self.insert(key, shape, reply);

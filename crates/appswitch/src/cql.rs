@@ -90,7 +90,10 @@ impl std::error::Error for CqlError {}
 pub type Result<T> = std::result::Result<T, CqlError>;
 
 fn err<T>(at: &'static str, msg: impl Into<String>) -> Result<T> {
-    Err(CqlError { at, msg: msg.into() })
+    Err(CqlError {
+        at,
+        msg: msg.into(),
+    })
 }
 
 /// A bounds-checked cursor over a message body, with the protocol's notations.
@@ -111,7 +114,11 @@ impl<'a> Reader<'a> {
         if n > self.remaining() {
             return err(
                 self.at,
-                format!("needs {n} bytes at offset {} but only {} remain", self.pos, self.remaining()),
+                format!(
+                    "needs {n} bytes at offset {} but only {} remain",
+                    self.pos,
+                    self.remaining()
+                ),
             );
         }
         let s = &self.buf[self.pos..self.pos + n];
@@ -134,7 +141,12 @@ impl<'a> Reader<'a> {
         Ok(i64::from_be_bytes(b.try_into().expect("8 bytes")))
     }
     fn utf8(&self, b: &'a [u8]) -> Result<&'a str> {
-        std::str::from_utf8(b).or_else(|_| err(self.at, format!("string before offset {} is not UTF-8", self.pos)))
+        std::str::from_utf8(b).or_else(|_| {
+            err(
+                self.at,
+                format!("string before offset {} is not UTF-8", self.pos),
+            )
+        })
     }
     /// `[string]`: a short length and UTF-8 bytes.
     pub fn string(&mut self) -> Result<&'a str> {
@@ -231,11 +243,17 @@ impl FrameHeader {
         }
         let version = b[0] & 0x7f;
         if !(3..=5).contains(&version) {
-            return err("frame header", format!("protocol version {version} is not 3, 4 or 5"));
+            return err(
+                "frame header",
+                format!("protocol version {version} is not 3, 4 or 5"),
+            );
         }
         let body_len = u32::from_be_bytes([b[5], b[6], b[7], b[8]]);
         if body_len > MAX_BODY_BYTES {
-            return err("frame header", format!("body length {body_len} exceeds {MAX_BODY_BYTES}"));
+            return err(
+                "frame header",
+                format!("body length {body_len} exceeds {MAX_BODY_BYTES}"),
+            );
         }
         Ok(Some(FrameHeader {
             version,
@@ -322,10 +340,16 @@ impl SegmentHeader {
         let got = b[3] as u32 | (b[4] as u32) << 8 | (b[5] as u32) << 16;
         let want = crc24(data, 3);
         if got != want {
-            return err("v5 segment header", format!("CRC24 0x{got:06x} != computed 0x{want:06x}"));
+            return err(
+                "v5 segment header",
+                format!("CRC24 0x{got:06x} != computed 0x{want:06x}"),
+            );
         }
         if data >> 18 != 0 {
-            return err("v5 segment header", "reserved bits set (compressed segments are not supported)");
+            return err(
+                "v5 segment header",
+                "reserved bits set (compressed segments are not supported)",
+            );
         }
         Ok(Some(SegmentHeader {
             payload_len: (data & 0x1ffff) as usize,
@@ -336,7 +360,10 @@ impl SegmentHeader {
 
 /// Wrap `payload` (at most [`MAX_SEGMENT_PAYLOAD_BYTES`]) in one uncompressed segment.
 pub fn encode_segment(payload: &[u8], self_contained: bool, out: &mut Vec<u8>) {
-    assert!(payload.len() <= MAX_SEGMENT_PAYLOAD_BYTES, "caller splits payloads");
+    assert!(
+        payload.len() <= MAX_SEGMENT_PAYLOAD_BYTES,
+        "caller splits payloads"
+    );
     let data = payload.len() as u64 | if self_contained { 1 << 17 } else { 0 };
     out.extend_from_slice(&(data as u32).to_le_bytes()[..3]);
     out.extend_from_slice(&crc24(data, 3).to_le_bytes()[..3]);
@@ -382,7 +409,12 @@ pub struct FrameReader {
 
 impl FrameReader {
     pub fn new(is_server_side: bool) -> Self {
-        FrameReader { framing: Framing::Plain, raw: Vec::new(), unsegmented: Vec::new(), is_server_side }
+        FrameReader {
+            framing: Framing::Plain,
+            raw: Vec::new(),
+            unsegmented: Vec::new(),
+            is_server_side,
+        }
     }
     pub fn framing(&self) -> Framing {
         self.framing
@@ -429,15 +461,22 @@ impl FrameReader {
                             break Ok(());
                         }
                         let seg = &self.raw[used..used + total];
-                        let payload = &seg[SEGMENT_HEADER_BYTES..SEGMENT_HEADER_BYTES + h.payload_len];
+                        let payload =
+                            &seg[SEGMENT_HEADER_BYTES..SEGMENT_HEADER_BYTES + h.payload_len];
                         let t = &seg[SEGMENT_HEADER_BYTES + h.payload_len..];
                         let got = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
                         let want = crc32(payload);
                         if got != want {
-                            break err("v5 segment payload", format!("CRC32 0x{got:08x} != computed 0x{want:08x}"));
+                            break err(
+                                "v5 segment payload",
+                                format!("CRC32 0x{got:08x} != computed 0x{want:08x}"),
+                            );
                         }
                         if h.self_contained && !self.unsegmented.is_empty() {
-                            break err("v5 segment", "self-contained segment while a split frame is incomplete");
+                            break err(
+                                "v5 segment",
+                                "self-contained segment while a split frame is incomplete",
+                            );
                         }
                         self.unsegmented.extend_from_slice(payload);
                         used += total;
@@ -479,7 +518,13 @@ fn take_frame(b: &[u8]) -> Result<Option<(Frame, usize)>> {
     if b.len() < total {
         return Ok(None);
     }
-    Ok(Some((Frame { header, body: b[HEADER_BYTES..total].to_vec() }, total)))
+    Ok(Some((
+        Frame {
+            header,
+            body: b[HEADER_BYTES..total].to_vec(),
+        },
+        total,
+    )))
 }
 
 // ---- requests ----------------------------------------------------------------------------
@@ -504,8 +549,16 @@ impl QueryParams {
     fn parse(r: &mut Reader<'_>, version: u8) -> Result<QueryParams> {
         use query_flags::*;
         let consistency = r.short()?;
-        let flags = if version >= 5 { r.int()? as u32 } else { r.u8()? as u32 };
-        let mut p = QueryParams { consistency, flags, ..Default::default() };
+        let flags = if version >= 5 {
+            r.int()? as u32
+        } else {
+            r.u8()? as u32
+        };
+        let mut p = QueryParams {
+            consistency,
+            flags,
+            ..Default::default()
+        };
         if flags & VALUES != 0 {
             let n = r.short()? as usize;
             let mut names = Vec::new();
@@ -544,9 +597,19 @@ impl QueryParams {
 /// A client request, as far as the switch cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
-    Query { text: String, params: QueryParams },
-    Prepare { text: String, keyspace: Option<String> },
-    Execute { id: Vec<u8>, result_metadata_id: Option<Vec<u8>>, params: QueryParams },
+    Query {
+        text: String,
+        params: QueryParams,
+    },
+    Prepare {
+        text: String,
+        keyspace: Option<String>,
+    },
+    Execute {
+        id: Vec<u8>,
+        result_metadata_id: Option<Vec<u8>>,
+        params: QueryParams,
+    },
     Batch,
     /// Any other opcode (STARTUP, OPTIONS, REGISTER, AUTH_RESPONSE...): passed through.
     Other(u8),
@@ -576,9 +639,17 @@ pub fn parse_request(h: &FrameHeader, body: &[u8]) -> Result<Request> {
         opcode::EXECUTE => {
             let mut r = Reader::new(body, "EXECUTE body");
             let id = r.short_bytes()?.to_vec();
-            let result_metadata_id = if h.version >= 5 { Some(r.short_bytes()?.to_vec()) } else { None };
+            let result_metadata_id = if h.version >= 5 {
+                Some(r.short_bytes()?.to_vec())
+            } else {
+                None
+            };
             let params = QueryParams::parse(&mut r, h.version)?;
-            Ok(Request::Execute { id, result_metadata_id, params })
+            Ok(Request::Execute {
+                id,
+                result_metadata_id,
+                params,
+            })
         }
         opcode::BATCH => Ok(Request::Batch),
         op => Ok(Request::Other(op)),
@@ -595,7 +666,12 @@ pub fn encode_query(version: u8, text: &str, params: &QueryParams) -> Vec<u8> {
 }
 
 /// Encode an EXECUTE body.
-pub fn encode_execute(version: u8, id: &[u8], result_metadata_id: &[u8], params: &QueryParams) -> Vec<u8> {
+pub fn encode_execute(
+    version: u8,
+    id: &[u8],
+    result_metadata_id: &[u8],
+    params: &QueryParams,
+) -> Vec<u8> {
     let mut b = Vec::new();
     write::short_bytes(&mut b, id);
     if version >= 5 {
@@ -657,7 +733,11 @@ pub enum CqlType {
     List(Box<CqlType>),
     Map(Box<CqlType>, Box<CqlType>),
     Set(Box<CqlType>),
-    Udt { keyspace: String, name: String, fields: Vec<(String, CqlType)> },
+    Udt {
+        keyspace: String,
+        name: String,
+        fields: Vec<(String, CqlType)>,
+    },
     Tuple(Vec<CqlType>),
 }
 
@@ -694,7 +774,10 @@ impl CqlType {
             CUSTOM => CqlType::Custom(r.string()?.to_string()),
             0x01..=0x15 => CqlType::Native(id),
             LIST => CqlType::List(Box::new(Self::parse(r, depth + 1)?)),
-            MAP => CqlType::Map(Box::new(Self::parse(r, depth + 1)?), Box::new(Self::parse(r, depth + 1)?)),
+            MAP => CqlType::Map(
+                Box::new(Self::parse(r, depth + 1)?),
+                Box::new(Self::parse(r, depth + 1)?),
+            ),
             SET => CqlType::Set(Box::new(Self::parse(r, depth + 1)?)),
             UDT => {
                 let keyspace = r.string()?.to_string();
@@ -705,7 +788,11 @@ impl CqlType {
                     let f = r.string()?.to_string();
                     fields.push((f, Self::parse(r, depth + 1)?));
                 }
-                CqlType::Udt { keyspace, name, fields }
+                CqlType::Udt {
+                    keyspace,
+                    name,
+                    fields,
+                }
             }
             TUPLE => {
                 let n = r.short()?;
@@ -739,7 +826,11 @@ impl CqlType {
                 write::short(out, SET);
                 t.emit(out);
             }
-            CqlType::Udt { keyspace, name, fields } => {
+            CqlType::Udt {
+                keyspace,
+                name,
+                fields,
+            } => {
                 write::short(out, UDT);
                 write::string(out, keyspace);
                 write::string(out, name);
@@ -782,7 +873,11 @@ pub struct RowsMetadata {
 fn parse_col_specs(r: &mut Reader<'_>, n: u32, global: bool) -> Result<Vec<ColumnSpec>> {
     let mut cols = Vec::new();
     for _ in 0..n {
-        let table = if global { None } else { Some((r.string()?.to_string(), r.string()?.to_string())) };
+        let table = if global {
+            None
+        } else {
+            Some((r.string()?.to_string(), r.string()?.to_string()))
+        };
         let name = r.string()?.to_string();
         let typ = CqlType::parse(r, 0)?;
         cols.push(ColumnSpec { table, name, typ });
@@ -810,9 +905,16 @@ impl RowsMetadata {
         let flags = r.int()? as u32;
         let n = r.int()?;
         if !(0..=MAX_COLUMNS).contains(&n) {
-            return err(r.at, format!("columns_count {n} is outside 0..={MAX_COLUMNS}"));
+            return err(
+                r.at,
+                format!("columns_count {n} is outside 0..={MAX_COLUMNS}"),
+            );
         }
-        let mut m = RowsMetadata { flags, columns_count: n as u32, ..Default::default() };
+        let mut m = RowsMetadata {
+            flags,
+            columns_count: n as u32,
+            ..Default::default()
+        };
         if flags & HAS_MORE_PAGES != 0 {
             m.paging_state = Some(r.bytes()?.unwrap_or_default().to_vec());
         }
@@ -894,7 +996,13 @@ pub fn parse_result(version: u8, body: &[u8]) -> Result<ResultMsg> {
                 (n as usize).saturating_mul(cols).saturating_mul(4) <= r.remaining()
             };
             if !fits {
-                return err("RESULT body", format!("{n} rows of {cols} columns do not fit in {} bytes", r.remaining()));
+                return err(
+                    "RESULT body",
+                    format!(
+                        "{n} rows of {cols} columns do not fit in {} bytes",
+                        r.remaining()
+                    ),
+                );
             }
             let mut rows = Vec::with_capacity(n as usize);
             for _ in 0..n {
@@ -905,30 +1013,46 @@ pub fn parse_result(version: u8, body: &[u8]) -> Result<ResultMsg> {
                 rows.push(row);
             }
             if r.remaining() != 0 {
-                return err("RESULT body", format!("{} bytes after the last row", r.remaining()));
+                return err(
+                    "RESULT body",
+                    format!("{} bytes after the last row", r.remaining()),
+                );
             }
             Ok(ResultMsg::Rows(Rows { metadata, rows }))
         }
         result_kind::SET_KEYSPACE => Ok(ResultMsg::SetKeyspace(r.string()?.to_string())),
         result_kind::PREPARED => {
             let id = r.short_bytes()?.to_vec();
-            let result_metadata_id = if version >= 5 { Some(r.short_bytes()?.to_vec()) } else { None };
+            let result_metadata_id = if version >= 5 {
+                Some(r.short_bytes()?.to_vec())
+            } else {
+                None
+            };
             let bind_flags = r.int()? as u32;
             let n = r.int()?;
             if !(0..=MAX_COLUMNS).contains(&n) {
-                return err("RESULT Prepared", format!("columns_count {n} is outside 0..={MAX_COLUMNS}"));
+                return err(
+                    "RESULT Prepared",
+                    format!("columns_count {n} is outside 0..={MAX_COLUMNS}"),
+                );
             }
             let pk_count = r.int()?;
             if !(0..=MAX_COLUMNS).contains(&pk_count) {
-                return err("RESULT Prepared", format!("pk_count {pk_count} is outside 0..={MAX_COLUMNS}"));
+                return err(
+                    "RESULT Prepared",
+                    format!("pk_count {pk_count} is outside 0..={MAX_COLUMNS}"),
+                );
             }
             let mut pk_indexes = Vec::new();
             for _ in 0..pk_count {
                 pk_indexes.push(r.short()?);
             }
             let global = bind_flags & rows_flags::GLOBAL_TABLES_SPEC != 0;
-            let bind_global_table =
-                if global { Some((r.string()?.to_string(), r.string()?.to_string())) } else { None };
+            let bind_global_table = if global {
+                Some((r.string()?.to_string(), r.string()?.to_string()))
+            } else {
+                None
+            };
             let bind_columns = parse_col_specs(&mut r, n as u32, global)?;
             let result = RowsMetadata::parse(&mut r)?;
             Ok(ResultMsg::Prepared(Prepared {
@@ -982,8 +1106,15 @@ pub fn encode_prepared(version: u8, p: &Prepared, out: &mut Vec<u8>) {
 /// Build a complete response frame (plain framing) for `stream`.
 pub fn response_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
-    FrameHeader { version, is_response: true, flags: 0, stream, opcode: op, body_len: body.len() as u32 }
-        .emit(&mut out);
+    FrameHeader {
+        version,
+        is_response: true,
+        flags: 0,
+        stream,
+        opcode: op,
+        body_len: body.len() as u32,
+    }
+    .emit(&mut out);
     out.extend_from_slice(body);
     out
 }
@@ -991,8 +1122,15 @@ pub fn response_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> 
 /// Build a complete request frame (plain framing).
 pub fn request_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
-    FrameHeader { version, is_response: false, flags: 0, stream, opcode: op, body_len: body.len() as u32 }
-        .emit(&mut out);
+    FrameHeader {
+        version,
+        is_response: false,
+        flags: 0,
+        stream,
+        opcode: op,
+        body_len: body.len() as u32,
+    }
+    .emit(&mut out);
     out.extend_from_slice(body);
     out
 }
@@ -1007,7 +1145,11 @@ mod tests {
                 flags: rows_flags::GLOBAL_TABLES_SPEC,
                 columns_count: 1,
                 global_table: Some(("ks".into(), "kv".into())),
-                columns: vec![ColumnSpec { table: None, name: "v".into(), typ: CqlType::Native(type_id::VARCHAR) }],
+                columns: vec![ColumnSpec {
+                    table: None,
+                    name: "v".into(),
+                    typ: CqlType::Native(type_id::VARCHAR),
+                }],
                 ..Default::default()
             },
             rows: vec![vec![value.map(<[u8]>::to_vec)]],
@@ -1026,7 +1168,13 @@ mod tests {
             v
         };
         let h = SegmentHeader::parse(&seg).unwrap().unwrap();
-        assert_eq!(h, SegmentHeader { payload_len: 5, self_contained: true });
+        assert_eq!(
+            h,
+            SegmentHeader {
+                payload_len: 5,
+                self_contained: true
+            }
+        );
     }
 
     #[test]
@@ -1099,7 +1247,10 @@ mod tests {
             r.push(chunk, &mut out).unwrap();
         }
         assert_eq!(out.len(), 1);
-        assert_eq!(parse_result(5, &out[0].body).unwrap(), ResultMsg::Rows(rows));
+        assert_eq!(
+            parse_result(5, &out[0].body).unwrap(),
+            ResultMsg::Rows(rows)
+        );
     }
 
     #[test]
@@ -1107,7 +1258,9 @@ mod tests {
         for version in [4u8, 5] {
             let mut p = QueryParams {
                 consistency: 1,
-                flags: query_flags::VALUES | query_flags::PAGE_SIZE | query_flags::WITH_DEFAULT_TIMESTAMP,
+                flags: query_flags::VALUES
+                    | query_flags::PAGE_SIZE
+                    | query_flags::WITH_DEFAULT_TIMESTAMP,
                 values: vec![Value::Bytes(vec![0, 0, 0, 42]), Value::Null, Value::Unset],
                 page_size: Some(5000),
                 timestamp: Some(1_700_000_000_000_000),
@@ -1128,10 +1281,16 @@ mod tests {
             };
             assert_eq!(
                 parse_request(&h, &body).unwrap(),
-                Request::Query { text: "SELECT v FROM kv WHERE k = ?".into(), params: p.clone() }
+                Request::Query {
+                    text: "SELECT v FROM kv WHERE k = ?".into(),
+                    params: p.clone()
+                }
             );
             let body = encode_execute(version, b"ID", b"MD", &p);
-            let h = FrameHeader { opcode: opcode::EXECUTE, ..h };
+            let h = FrameHeader {
+                opcode: opcode::EXECUTE,
+                ..h
+            };
             match parse_request(&h, &body).unwrap() {
                 Request::Execute { id, params, .. } => {
                     assert_eq!(id, b"ID");
@@ -1154,7 +1313,11 @@ mod tests {
             bind_flags: rows_flags::GLOBAL_TABLES_SPEC,
             pk_indexes: vec![0],
             bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: vec![ColumnSpec { table: None, name: "k".into(), typ: CqlType::Native(type_id::INT) }],
+            bind_columns: vec![ColumnSpec {
+                table: None,
+                name: "k".into(),
+                typ: CqlType::Native(type_id::INT),
+            }],
             result: rows.metadata.clone(),
         };
         let mut b = Vec::new();
@@ -1164,7 +1327,14 @@ mod tests {
 
     #[test]
     fn malformed_bodies_are_errors_not_panics() {
-        let h = FrameHeader { version: 4, is_response: false, flags: 0, stream: 0, opcode: opcode::QUERY, body_len: 0 };
+        let h = FrameHeader {
+            version: 4,
+            is_response: false,
+            flags: 0,
+            stream: 0,
+            opcode: opcode::QUERY,
+            body_len: 0,
+        };
         assert!(parse_request(&h, &[0, 0, 0, 9, b'a']).is_err());
         assert!(parse_result(4, &[0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff]).is_err());
         assert!(parse_result(4, &[0, 0, 0, 99]).is_err());
@@ -1174,7 +1344,9 @@ mod tests {
         // a billion rows of no columns (found by fuzzing: a time-out, not a crash)
         assert!(parse_result(4, &[0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0, 0x3a, 0, 0, 0]).is_err());
         // deep type nesting
-        let mut deep = vec![0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, b'k', 0, 1, b't', 0, 1, b'c'];
+        let mut deep = vec![
+            0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, b'k', 0, 1, b't', 0, 1, b'c',
+        ];
         for _ in 0..100 {
             deep.extend_from_slice(&[0, 0x20]);
         }

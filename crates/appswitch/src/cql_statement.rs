@@ -52,12 +52,27 @@ pub struct TableRef {
 pub enum Statement {
     /// `SELECT ... FROM t WHERE col = term [LIMIT n] [;]`. `shape` is the statement text with the
     /// key term replaced by `?` (what else the query asks is part of the cached answer's identity).
-    Select { table: TableRef, column: String, key: Term, shape: String },
+    Select {
+        table: TableRef,
+        column: String,
+        key: Term,
+        shape: String,
+    },
     /// `INSERT INTO t (cols) VALUES (terms) [IF NOT EXISTS] [USING ...]`.
-    Insert { table: TableRef, columns: Vec<String>, values: Vec<Option<Term>>, with_ttl: bool },
+    Insert {
+        table: TableRef,
+        columns: Vec<String>,
+        values: Vec<Option<Term>>,
+        with_ttl: bool,
+    },
     /// `UPDATE t [USING ...] SET ... WHERE col = term [IF ...]` and
     /// `DELETE ... FROM t [USING ...] WHERE col = term [IF ...]`.
-    WriteByKey { table: TableRef, column: String, key: Term, with_ttl: bool },
+    WriteByKey {
+        table: TableRef,
+        column: String,
+        key: Term,
+        with_ttl: bool,
+    },
     /// A write whose keys we cannot tell (IN, ranges, several conditions): flush the table.
     WriteTable(TableRef),
     /// `USE ks`.
@@ -71,7 +86,10 @@ pub enum Statement {
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     /// Identifier or keyword, lower-cased unless it was quoted (`quoted`).
-    Ident { s: String, quoted: bool },
+    Ident {
+        s: String,
+        quoted: bool,
+    },
     Str(String),
     Int(i64),
     /// Hex blob `0x..`, or a UUID literal (bytes).
@@ -144,12 +162,26 @@ fn lex(text: &str) -> Option<Lexed> {
                     }
                 }
             }
-            toks.push((Tok::Ident { s: String::from_utf8(s).ok()?, quoted: true }, start, i));
+            toks.push((
+                Tok::Ident {
+                    s: String::from_utf8(s).ok()?,
+                    quoted: true,
+                },
+                start,
+                i,
+            ));
             continue;
         }
-        if c.is_ascii_alphanumeric() || c == b'_' || (c == b'-' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        if c.is_ascii_alphanumeric()
+            || c == b'_'
+            || (c == b'-' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
             i += 1;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.' && c.is_ascii_digit()) {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric()
+                    || b[i] == b'_'
+                    || b[i] == b'.' && c.is_ascii_digit())
+            {
                 i += 1;
             }
             // A UUID literal: 8-4-4-4-12 hex digits.
@@ -172,7 +204,10 @@ fn lex(text: &str) -> Option<Lexed> {
                     Tok::OtherNum
                 }
             } else {
-                Tok::Ident { s: word.to_ascii_lowercase(), quoted: false }
+                Tok::Ident {
+                    s: word.to_ascii_lowercase(),
+                    quoted: false,
+                }
             };
             toks.push((tok, start, i));
             continue;
@@ -187,7 +222,11 @@ fn lex(text: &str) -> Option<Lexed> {
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                 i += 1;
             }
-            toks.push((Tok::Named(text[start + 1..i].to_ascii_lowercase()), start, i));
+            toks.push((
+                Tok::Named(text[start + 1..i].to_ascii_lowercase()),
+                start,
+                i,
+            ));
             continue;
         }
         if !c.is_ascii() {
@@ -201,14 +240,23 @@ fn lex(text: &str) -> Option<Lexed> {
 
 fn is_uuid(s: &str) -> bool {
     s.len() == 36
-        && s.char_indices().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+        && s.char_indices().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 fn decode_hex(h: &str) -> Option<Vec<u8>> {
     if h.len() % 2 != 0 {
         return None;
     }
-    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok()).collect()
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 struct P<'a> {
@@ -259,9 +307,15 @@ impl<'a> P<'a> {
         let first = self.ident()?;
         if self.sym('.') {
             let t = self.ident()?;
-            Some(TableRef { keyspace: Some(first), table: t })
+            Some(TableRef {
+                keyspace: Some(first),
+                table: t,
+            })
         } else {
-            Some(TableRef { keyspace: None, table: first })
+            Some(TableRef {
+                keyspace: None,
+                table: first,
+            })
         }
     }
     /// A key term; returns it and its token index.
@@ -299,7 +353,11 @@ pub fn parse_statement(text: &str) -> Statement {
     let Some(lexed) = lex(text) else {
         return classify_unparsed(text);
     };
-    let mut p = P { toks: &lexed.toks, i: 0, markers_before: 0 };
+    let mut p = P {
+        toks: &lexed.toks,
+        i: 0,
+        markers_before: 0,
+    };
     if p.kw("select") {
         return parse_select(&mut p, text).unwrap_or(Statement::OtherRead);
     }
@@ -334,12 +392,21 @@ fn classify_unparsed(text: &str) -> Statement {
 
 /// For a write we could not read key-wise: the table after `after` if we can find it.
 fn write_table_of(text: &str, after: &str) -> Statement {
-    let Some(lexed) = lex(text) else { return Statement::Other };
-    let mut p = P { toks: &lexed.toks, i: 0, markers_before: 0 };
+    let Some(lexed) = lex(text) else {
+        return Statement::Other;
+    };
+    let mut p = P {
+        toks: &lexed.toks,
+        i: 0,
+        markers_before: 0,
+    };
     while p.peek().is_some() {
         if p.kw(after) {
             // UPDATE's table follows the keyword; INSERT INTO / DELETE ... FROM too.
-            return p.table().map(Statement::WriteTable).unwrap_or(Statement::Other);
+            return p
+                .table()
+                .map(Statement::WriteTable)
+                .unwrap_or(Statement::Other);
         }
         p.next();
     }
@@ -385,7 +452,12 @@ fn parse_select(p: &mut P<'_>, text: &str) -> Option<Statement> {
     }
     let (_, s, e) = p.toks[at];
     let shape = format!("{}?{}", &text[..s], &text[e..]);
-    Some(Statement::Select { table, column, key, shape })
+    Some(Statement::Select {
+        table,
+        column,
+        key,
+        shape,
+    })
 }
 
 fn parse_insert(p: &mut P<'_>) -> Option<Statement> {
@@ -440,7 +512,12 @@ fn parse_insert(p: &mut P<'_>) -> Option<Statement> {
         return None;
     }
     let with_ttl = p.rest_has("ttl");
-    Some(Statement::Insert { table, columns, values, with_ttl })
+    Some(Statement::Insert {
+        table,
+        columns,
+        values,
+        with_ttl,
+    })
 }
 
 fn parse_update(p: &mut P<'_>) -> Option<Statement> {
@@ -460,7 +537,12 @@ fn parse_update(p: &mut P<'_>) -> Option<Statement> {
         return None;
     }
     p.rest_has("");
-    Some(Statement::WriteByKey { table, column, key, with_ttl })
+    Some(Statement::WriteByKey {
+        table,
+        column,
+        key,
+        with_ttl,
+    })
 }
 
 fn parse_delete(p: &mut P<'_>) -> Option<Statement> {
@@ -481,7 +563,12 @@ fn parse_delete(p: &mut P<'_>) -> Option<Statement> {
     if !(p.at_end() || p.kw("if")) {
         return None;
     }
-    Some(Statement::WriteByKey { table, column, key, with_ttl: false })
+    Some(Statement::WriteByKey {
+        table,
+        column,
+        key,
+        with_ttl: false,
+    })
 }
 
 #[cfg(test)]
@@ -489,7 +576,10 @@ mod tests {
     use super::*;
 
     fn t(ks: Option<&str>, t: &str) -> TableRef {
-        TableRef { keyspace: ks.map(str::to_string), table: t.into() }
+        TableRef {
+            keyspace: ks.map(str::to_string),
+            table: t.into(),
+        }
     }
 
     #[test]
@@ -514,7 +604,10 @@ mod tests {
         );
         assert!(matches!(
             parse_statement("SELECT v FROM t WHERE k = -42"),
-            Statement::Select { key: Term::Literal(KeyValue::Int(-42)), .. }
+            Statement::Select {
+                key: Term::Literal(KeyValue::Int(-42)),
+                ..
+            }
         ));
         assert!(matches!(
             parse_statement("SELECT v FROM t WHERE k = 0x0aFF"),
@@ -558,7 +651,12 @@ mod tests {
         ));
         assert_eq!(
             parse_statement("UPDATE kv SET v = ? WHERE k = ?"),
-            Statement::WriteByKey { table: t(None, "kv"), column: "k".into(), key: Term::Marker(1), with_ttl: false }
+            Statement::WriteByKey {
+                table: t(None, "kv"),
+                column: "k".into(),
+                key: Term::Marker(1),
+                with_ttl: false
+            }
         );
         assert_eq!(
             parse_statement("DELETE FROM kv WHERE k = 'a' IF EXISTS"),
@@ -569,16 +667,41 @@ mod tests {
                 with_ttl: false
             }
         );
-        assert_eq!(parse_statement("UPDATE kv SET v = 1 WHERE k IN (1,2)"), Statement::WriteTable(t(None, "kv")));
-        assert_eq!(parse_statement("DELETE FROM ks.kv WHERE k > 3"), Statement::WriteTable(t(Some("ks"), "kv")));
+        assert_eq!(
+            parse_statement("UPDATE kv SET v = 1 WHERE k IN (1,2)"),
+            Statement::WriteTable(t(None, "kv"))
+        );
+        assert_eq!(
+            parse_statement("DELETE FROM ks.kv WHERE k > 3"),
+            Statement::WriteTable(t(Some("ks"), "kv"))
+        );
         assert_eq!(parse_statement("TRUNCATE kv"), Statement::Other);
-        assert_eq!(parse_statement("USE \"MyKs\""), Statement::Use("MyKs".into()));
-        assert_eq!(parse_statement("BEGIN BATCH INSERT INTO kv (k,v) VALUES (1,'a'); APPLY BATCH"), Statement::Other);
+        assert_eq!(
+            parse_statement("USE \"MyKs\""),
+            Statement::Use("MyKs".into())
+        );
+        assert_eq!(
+            parse_statement("BEGIN BATCH INSERT INTO kv (k,v) VALUES (1,'a'); APPLY BATCH"),
+            Statement::Other
+        );
     }
 
     #[test]
     fn never_panics_on_junk() {
-        for s in ["", "'", "\"", "select", "select from", "insert into t (", "update", "delete from", "0x1", "é", "SELECT v FROM t WHERE k = 12345678-", "01234567-45f6edz      1e7 Dk'p\u{4242}"] {
+        for s in [
+            "",
+            "'",
+            "\"",
+            "select",
+            "select from",
+            "insert into t (",
+            "update",
+            "delete from",
+            "0x1",
+            "é",
+            "SELECT v FROM t WHERE k = 12345678-",
+            "01234567-45f6edz      1e7 Dk'p\u{4242}",
+        ] {
             let _ = parse_statement(s);
         }
     }

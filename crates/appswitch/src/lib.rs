@@ -4,12 +4,12 @@
 //! Protocol parsers, the cache, the per-connection TCP migration state and the data-plane
 //! program are separate modules; docs/appswitch.md records every choice.
 
+pub mod cache;
 pub mod cql;
 pub mod cql_statement;
-pub mod resp;
-pub mod cache;
 pub mod migration;
 pub mod program;
+pub mod resp;
 
 pub use program::{AppSwitch, Config, Counters, Protocol};
 
@@ -23,30 +23,50 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
         "redis" => Protocol::Redis,
         other => return Err(format!("--set protocol={other}: expected cql or redis")),
     };
-    let default_port = if protocol == Protocol::Cql { 9042 } else { 6379 };
+    let default_port = if protocol == Protocol::Cql {
+        9042
+    } else {
+        6379
+    };
     let port = s.u64("server_port", default_port)?;
-    let server_port = u16::try_from(port).map_err(|_| format!("--set server_port={port}: expected 1..=65535"))?;
+    let server_port =
+        u16::try_from(port).map_err(|_| format!("--set server_port={port}: expected 1..=65535"))?;
     let cache_entries = s.u64("cache_entries", 64)? as usize;
-    let program = AppSwitch::new(Config { protocol, server_port, cache_entries });
-    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(|p: &AppSwitch, _| {
-        let c = &p.counters;
-        vec![
-            ("hits".into(), c.hits.to_string()),
-            ("misses".into(), c.misses.to_string()),
-            ("writes".into(), c.writes.to_string()),
-            ("learned".into(), c.learned.to_string()),
-            ("bypassed".into(), c.bypassed.to_string()),
-            ("migrated_request_bytes".into(), c.migrated_request_bytes.to_string()),
-            ("migrated_reply_bytes".into(), c.migrated_reply_bytes.to_string()),
-            ("replays".into(), c.replays.to_string()),
-            ("reply_retransmits".into(), c.reply_retransmits.to_string()),
-            ("acks_suppressed".into(), c.acks_suppressed.to_string()),
-            ("out_of_order_dropped".into(), c.out_of_order_dropped.to_string()),
-            ("protocol_errors".into(), c.protocol_errors.to_string()),
-            ("connections".into(), c.connections.to_string()),
-            ("cache_entries".into(), p.cache.len().to_string()),
-        ]
+    let program = AppSwitch::new(Config {
+        protocol,
+        server_port,
+        cache_entries,
     });
+    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(
+        |p: &AppSwitch, _| {
+            let c = &p.counters;
+            vec![
+                ("hits".into(), c.hits.to_string()),
+                ("misses".into(), c.misses.to_string()),
+                ("writes".into(), c.writes.to_string()),
+                ("learned".into(), c.learned.to_string()),
+                ("bypassed".into(), c.bypassed.to_string()),
+                (
+                    "migrated_request_bytes".into(),
+                    c.migrated_request_bytes.to_string(),
+                ),
+                (
+                    "migrated_reply_bytes".into(),
+                    c.migrated_reply_bytes.to_string(),
+                ),
+                ("replays".into(), c.replays.to_string()),
+                ("reply_retransmits".into(), c.reply_retransmits.to_string()),
+                ("acks_suppressed".into(), c.acks_suppressed.to_string()),
+                (
+                    "out_of_order_dropped".into(),
+                    c.out_of_order_dropped.to_string(),
+                ),
+                ("protocol_errors".into(), c.protocol_errors.to_string()),
+                ("connections".into(), c.connections.to_string()),
+                ("cache_entries".into(), p.cache.len().to_string()),
+            ]
+        },
+    );
     Ok(Box::new(sw))
 }
 

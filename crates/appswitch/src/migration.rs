@@ -135,11 +135,17 @@ impl Migration {
     }
     /// Client's ACK number (of the server→client stream) as a client position.
     pub fn client_ack_pos(&self, ack: u32) -> i64 {
-        unwrap(ack.wrapping_sub(self.s_isn.wrapping_add(1)), self.client_acked_c)
+        unwrap(
+            ack.wrapping_sub(self.s_isn.wrapping_add(1)),
+            self.client_acked_c,
+        )
     }
     /// Server's ACK number (of the client→server stream) as a server position.
     pub fn server_ack_pos(&self, ack: u32) -> i64 {
-        unwrap(ack.wrapping_sub(self.c_isn.wrapping_add(1)), self.server_acked_s)
+        unwrap(
+            ack.wrapping_sub(self.c_isn.wrapping_add(1)),
+            self.server_acked_s,
+        )
     }
     fn c2s_seq(&self, s: u64) -> u32 {
         self.c_isn.wrapping_add(1).wrapping_add(s as u32)
@@ -150,11 +156,23 @@ impl Migration {
 
     /// α before client position `c` (c not inside a hit's request).
     fn alpha_before(&self, c: u64) -> u64 {
-        self.base_alpha + self.hits.iter().take_while(|h| h.req_c + h.req_len <= c).map(|h| h.req_len).sum::<u64>()
+        self.base_alpha
+            + self
+                .hits
+                .iter()
+                .take_while(|h| h.req_c + h.req_len <= c)
+                .map(|h| h.req_len)
+                .sum::<u64>()
     }
     /// β applying to server position `s` of the server→client stream.
     fn beta_at(&self, s: u64) -> u64 {
-        self.base_beta + self.hits.iter().take_while(|h| h.rep_s <= s).map(|h| h.rep_len).sum::<u64>()
+        self.base_beta
+            + self
+                .hits
+                .iter()
+                .take_while(|h| h.rep_s <= s)
+                .map(|h| h.rep_len)
+                .sum::<u64>()
     }
 
     /// Client→server: sequence number the server sees for client position `c`.
@@ -202,7 +220,13 @@ impl Migration {
         if s > self.server_acked_s {
             self.server_acked_s = s;
         }
-        let alpha = self.base_alpha + self.hits.iter().take_while(|h| h.req_s <= s).map(|h| h.req_len).sum::<u64>();
+        let alpha = self.base_alpha
+            + self
+                .hits
+                .iter()
+                .take_while(|h| h.req_s <= s)
+                .map(|h| h.req_len)
+                .sum::<u64>();
         self.c2s_seq_client(s + alpha)
     }
 
@@ -224,7 +248,12 @@ impl Migration {
 
     /// Classify a client data segment at client positions [c0, c1).
     pub fn plan_client(&self, c0: i64, c1: i64) -> ClientPlan {
-        let mut plan = ClientPlan { replay: Vec::new(), new_from: None, forward: None, out_of_order: false };
+        let mut plan = ClientPlan {
+            replay: Vec::new(),
+            new_from: None,
+            forward: None,
+            out_of_order: false,
+        };
         if c0 > self.c_next as i64 {
             plan.out_of_order = true;
             return plan;
@@ -276,7 +305,12 @@ impl Migration {
         }
         let s0 = s0.max(0) as u64;
         let s1 = s1.max(0) as u64;
-        let cut = self.hits.iter().map(|h| h.rep_s).find(|&p| p > s0 && p < s1).unwrap_or(s1);
+        let cut = self
+            .hits
+            .iter()
+            .map(|h| h.rep_s)
+            .find(|&p| p > s0 && p < s1)
+            .unwrap_or(s1);
         Some((s0, cut))
     }
     /// Server data wholly before the folded history: rewrite it to end at the client's
@@ -297,17 +331,35 @@ impl Migration {
         let rep_len = reply.len() as u64;
         self.alpha_bytes += c1 - c0;
         self.beta_bytes += rep_len;
-        self.hits.push(Hit { req_c: c0, req_len: c1 - c0, req_s, rep_s, rep_c, rep_len, reply, reply_acked: false });
+        self.hits.push(Hit {
+            req_c: c0,
+            req_len: c1 - c0,
+            req_s,
+            rep_s,
+            rep_c,
+            rep_len,
+            reply,
+            reply_acked: false,
+        });
         self.hits.len() - 1
     }
 
     /// Reply segments for hit `i`: (sequence number, byte range in the reply), each at most
     /// `max_payload` bytes. Empty when the reply was already acknowledged.
-    pub fn reply_segments(&self, i: usize, max_payload: usize) -> Vec<(u32, std::ops::Range<usize>)> {
+    pub fn reply_segments(
+        &self,
+        i: usize,
+        max_payload: usize,
+    ) -> Vec<(u32, std::ops::Range<usize>)> {
         self.reply_segments_from(i, 0, max_payload)
     }
     /// Reply segments of hit `i` from byte `from` of its reply.
-    pub fn reply_segments_from(&self, i: usize, from: usize, max_payload: usize) -> Vec<(u32, std::ops::Range<usize>)> {
+    pub fn reply_segments_from(
+        &self,
+        i: usize,
+        from: usize,
+        max_payload: usize,
+    ) -> Vec<(u32, std::ops::Range<usize>)> {
         let h = &self.hits[i];
         if h.reply_acked {
             return Vec::new();
@@ -315,7 +367,12 @@ impl Migration {
         let step = max_payload.max(1);
         (from.min(h.reply.len())..h.reply.len())
             .step_by(step)
-            .map(|a| (self.s2c_seq(h.rep_c + a as u64), a..(a + step).min(h.reply.len())))
+            .map(|a| {
+                (
+                    self.s2c_seq(h.rep_c + a as u64),
+                    a..(a + step).min(h.reply.len()),
+                )
+            })
             .collect()
     }
 
@@ -343,12 +400,18 @@ impl Migration {
         let n = self
             .hits
             .iter()
-            .take_while(|h| h.reply_acked && self.server_acked_s >= h.req_s && self.client_acked_c >= h.rep_c + h.rep_len)
+            .take_while(|h| {
+                h.reply_acked
+                    && self.server_acked_s >= h.req_s
+                    && self.client_acked_c >= h.rep_c + h.rep_len
+            })
             .count();
         // Keep a few recent hits so retransmissions just before them still map exactly; and never
         // more than MAX_OPEN_HITS (older ones are folded even if unacknowledged: bounded state and
         // per-packet work; a retransmission that old maps as stale data).
-        let n = n.saturating_sub(4).max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
+        let n = n
+            .saturating_sub(4)
+            .max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
         for h in self.hits.drain(..n) {
             self.base_alpha += h.req_len;
             self.base_beta += h.rep_len;
@@ -405,7 +468,10 @@ mod tests {
         assert_eq!(m.ack_for_client(), 1001 + 80);
         // The client ACKs part of the reply: the rest is to be resent; ACKs inside map to 100.
         assert_eq!(m.reply_to_resend(110), Some((i, 10)));
-        assert_eq!(m.reply_segments_from(i, 10, 1448), vec![(5001 + 110, 10..40)]);
+        assert_eq!(
+            m.reply_segments_from(i, 10, 1448),
+            vec![(5001 + 110, 10..40)]
+        );
         assert_eq!(m.map_client_ack(110), 5001 + 100);
         // The client ACKs the reply (client position 140 of the s2c stream): server sees 100.
         assert_eq!(m.map_client_ack(140), 5001 + 100);

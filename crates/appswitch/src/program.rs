@@ -66,11 +66,21 @@ struct ConnKey {
 }
 
 enum Pending {
-    Read { item: Vec<u8>, shape: Vec<u8>, token: ReadToken },
+    Read {
+        item: Vec<u8>,
+        shape: Vec<u8>,
+        token: ReadToken,
+    },
     /// Writes to known keys; `update` = (shape, reply) the cache takes if the write succeeds.
-    Write { items: Vec<(Vec<u8>, WriteToken)>, update: Option<(Vec<u8>, Vec<u8>)> },
+    Write {
+        items: Vec<(Vec<u8>, WriteToken)>,
+        update: Option<(Vec<u8>, Vec<u8>)>,
+    },
     WriteAll,
-    Prepare { statement: Statement, keyspace: Option<String> },
+    Prepare {
+        statement: Statement,
+        keyspace: Option<String>,
+    },
     Other,
 }
 
@@ -116,7 +126,11 @@ struct Conn {
 /// One parsed request and what the switch would do with it.
 enum Classified {
     /// A cacheable read: its cache coordinates and, if the cache has it, the reply bytes.
-    Read { item: Vec<u8>, shape: Vec<u8>, hit: Option<Vec<u8>> },
+    Read {
+        item: Vec<u8>,
+        shape: Vec<u8>,
+        hit: Option<Vec<u8>>,
+    },
     Pending(Pending),
 }
 
@@ -194,7 +208,10 @@ fn innet_wire_options(opts: &[u8]) -> innet_wire::Result<Vec<innet_wire::tcp::Tc
 }
 
 fn tcp_opts(pkt: &Packet) -> &[u8] {
-    pkt.wire.as_deref().map(|w| w.tcp_options.as_slice()).unwrap_or(&[])
+    pkt.wire
+        .as_deref()
+        .map(|w| w.tcp_options.as_slice())
+        .unwrap_or(&[])
 }
 
 fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
@@ -210,11 +227,17 @@ fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
 /// A bound value of a known CQL type as a cache key.
 fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
     use cql::type_id::*;
-    let cql::CqlType::Native(id) = typ else { return None };
+    let cql::CqlType::Native(id) = typ else {
+        return None;
+    };
     match *id {
         INT if b.len() == 4 => Some(KeyValue::Int(i32::from_be_bytes(b.try_into().ok()?) as i64)),
-        BIGINT | COUNTER if b.len() == 8 => Some(KeyValue::Int(i64::from_be_bytes(b.try_into().ok()?))),
-        SMALLINT if b.len() == 2 => Some(KeyValue::Int(i16::from_be_bytes(b.try_into().ok()?) as i64)),
+        BIGINT | COUNTER if b.len() == 8 => {
+            Some(KeyValue::Int(i64::from_be_bytes(b.try_into().ok()?)))
+        }
+        SMALLINT if b.len() == 2 => {
+            Some(KeyValue::Int(i16::from_be_bytes(b.try_into().ok()?) as i64))
+        }
         TINYINT if b.len() == 1 => Some(KeyValue::Int(b[0] as i8 as i64)),
         ASCII | VARCHAR => Some(KeyValue::Text(String::from_utf8(b.to_vec()).ok()?)),
         BLOB | UUID | TIMEUUID => Some(KeyValue::Bytes(b.to_vec())),
@@ -233,26 +256,51 @@ impl AppSwitch {
     }
 
     /// Classify a CQL request frame.
-    fn classify_cql(&mut self, h: &cql::FrameHeader, body: &[u8], keyspace: Option<&str>) -> Classified {
+    fn classify_cql(
+        &mut self,
+        h: &cql::FrameHeader,
+        body: &[u8],
+        keyspace: Option<&str>,
+    ) -> Classified {
         let other = Classified::Pending(Pending::Other);
-        let Ok(req) = cql::parse_request(h, body) else { return Classified::Pending(Pending::WriteAll) };
-        let cacheable_flags = h.flags & (cql::frame_flags::TRACING | cql::frame_flags::CUSTOM_PAYLOAD | cql::frame_flags::COMPRESSION) == 0;
+        let Ok(req) = cql::parse_request(h, body) else {
+            return Classified::Pending(Pending::WriteAll);
+        };
+        let cacheable_flags = h.flags
+            & (cql::frame_flags::TRACING
+                | cql::frame_flags::CUSTOM_PAYLOAD
+                | cql::frame_flags::COMPRESSION)
+            == 0;
         match req {
             Request::Query { text, params } => {
                 let ks = params.keyspace.as_deref().or(keyspace);
                 let st = parse_statement(&text);
-                self.classify_statement(&st, ks, |term| match term {
-                    Term::Literal(k) => Some(k.clone()),
-                    _ => None,
-                }, cacheable_flags && params.paging_state.is_none(), || {
-                    let mut s = vec![b'Q', h.version, (params.flags & cql::query_flags::SKIP_METADATA) as u8];
-                    if let Statement::Select { shape, .. } = &st {
-                        s.extend_from_slice(shape.as_bytes());
-                    }
-                    s
-                })
+                self.classify_statement(
+                    &st,
+                    ks,
+                    |term| match term {
+                        Term::Literal(k) => Some(k.clone()),
+                        _ => None,
+                    },
+                    cacheable_flags && params.paging_state.is_none(),
+                    || {
+                        let mut s = vec![
+                            b'Q',
+                            h.version,
+                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
+                        ];
+                        if let Statement::Select { shape, .. } = &st {
+                            s.extend_from_slice(shape.as_bytes());
+                        }
+                        s
+                    },
+                )
             }
-            Request::Execute { id, result_metadata_id, params } => {
+            Request::Execute {
+                id,
+                result_metadata_id,
+                params,
+            } => {
                 let Some(info) = self.prepared.get(&id).cloned() else {
                     // Unknown prepared id (prepared before we saw the connection): may write.
                     return Classified::Pending(Pending::WriteAll);
@@ -261,26 +309,36 @@ impl AppSwitch {
                 let pk = &info.pk;
                 let st = &info.statement;
                 let ks = info.table.as_ref().map(|t| t.0.as_str());
-                self.classify_statement(st, ks, |term| {
-                    let idx = match term {
-                        Term::Marker(i) => *i,
-                        _ => return None,
-                    };
-                    let (pk_idx, typ, _) = pk.as_ref()?;
-                    if *pk_idx != idx {
-                        return None;
-                    }
-                    match values.get(idx)? {
-                        cql::Value::Bytes(b) => key_from_bound(typ, b),
-                        _ => None,
-                    }
-                }, cacheable_flags && params.paging_state.is_none() && params.names.is_none(), || {
-                    let mut s = vec![b'E', h.version, (params.flags & cql::query_flags::SKIP_METADATA) as u8];
-                    s.extend_from_slice(&id);
-                    s.push(0);
-                    s.extend_from_slice(result_metadata_id.as_deref().unwrap_or(&[]));
-                    s
-                })
+                self.classify_statement(
+                    st,
+                    ks,
+                    |term| {
+                        let idx = match term {
+                            Term::Marker(i) => *i,
+                            _ => return None,
+                        };
+                        let (pk_idx, typ, _) = pk.as_ref()?;
+                        if *pk_idx != idx {
+                            return None;
+                        }
+                        match values.get(idx)? {
+                            cql::Value::Bytes(b) => key_from_bound(typ, b),
+                            _ => None,
+                        }
+                    },
+                    cacheable_flags && params.paging_state.is_none() && params.names.is_none(),
+                    || {
+                        let mut s = vec![
+                            b'E',
+                            h.version,
+                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
+                        ];
+                        s.extend_from_slice(&id);
+                        s.push(0);
+                        s.extend_from_slice(result_metadata_id.as_deref().unwrap_or(&[]));
+                        s
+                    },
+                )
             }
             Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
                 statement: parse_statement(&text),
@@ -288,7 +346,9 @@ impl AppSwitch {
             }),
             Request::Batch => Classified::Pending(Pending::WriteAll),
             Request::Other(op) => match op {
-                opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => other,
+                opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => {
+                    other
+                }
                 _ => Classified::Pending(Pending::WriteAll),
             },
         }
@@ -303,28 +363,52 @@ impl AppSwitch {
         shape: impl FnOnce() -> Vec<u8>,
     ) -> Classified {
         match st {
-            Statement::Select { table, column, key, .. } => {
-                let Some(t) = self.qualify(table, ks) else { return Classified::Pending(Pending::Other) };
-                if t.0.starts_with("system") || self.pk_of(&t) != Some(column.as_str()) || !cacheable {
+            Statement::Select {
+                table, column, key, ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::Other);
+                };
+                if t.0.starts_with("system")
+                    || self.pk_of(&t) != Some(column.as_str())
+                    || !cacheable
+                {
                     return Classified::Pending(Pending::Other);
                 }
-                let Some(k) = key_of(key) else { return Classified::Pending(Pending::Other) };
+                let Some(k) = key_of(key) else {
+                    return Classified::Pending(Pending::Other);
+                };
                 let item = cql_item(&t.0, &t.1, &k);
                 let shape = shape();
                 let hit = self.cache.lookup(&item, &shape).map(<[u8]>::to_vec);
                 Classified::Read { item, shape, hit }
             }
-            Statement::Insert { table, columns, values, .. } => {
-                let Some(t) = self.qualify(table, ks) else { return Classified::Pending(Pending::WriteAll) };
+            Statement::Insert {
+                table,
+                columns,
+                values,
+                ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::WriteAll);
+                };
                 let key = self.pk_of(&t).and_then(|pk| {
                     let i = columns.iter().position(|c| c == pk)?;
                     key_of(values[i].as_ref()?)
                 });
                 self.write_key(&t, key)
             }
-            Statement::WriteByKey { table, column, key, .. } => {
-                let Some(t) = self.qualify(table, ks) else { return Classified::Pending(Pending::WriteAll) };
-                let key = if self.pk_of(&t) == Some(column.as_str()) { key_of(key) } else { None };
+            Statement::WriteByKey {
+                table, column, key, ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::WriteAll);
+                };
+                let key = if self.pk_of(&t) == Some(column.as_str()) {
+                    key_of(key)
+                } else {
+                    None
+                };
                 self.write_key(&t, key)
             }
             Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
@@ -336,14 +420,19 @@ impl AppSwitch {
         match key {
             Some(k) => {
                 let item = cql_item(&t.0, &t.1, &k);
-                Classified::Pending(Pending::Write { items: vec![(item, WriteToken::placeholder())], update: None })
+                Classified::Pending(Pending::Write {
+                    items: vec![(item, WriteToken::placeholder())],
+                    update: None,
+                })
             }
             None => Classified::Pending(Pending::WriteAll),
         }
     }
 
     fn classify_redis(&mut self, args: &[Vec<u8>], conn: &mut RedisConn) -> Classified {
-        let Some(cmd) = args.first() else { return Classified::Pending(Pending::Other) };
+        let Some(cmd) = args.first() else {
+            return Classified::Pending(Pending::Other);
+        };
         let cmd = cmd.to_ascii_uppercase();
         let item = |k: &[u8]| {
             let mut v = b"redis:0:".to_vec();
@@ -377,24 +466,42 @@ impl AppSwitch {
                 let it = item(&args[1]);
                 let shape: &[u8] = if conn.resp3 { b"GET/3" } else { b"GET/2" };
                 let hit = self.cache.lookup(&it, shape).map(<[u8]>::to_vec);
-                Classified::Read { item: it, shape: shape.to_vec(), hit }
+                Classified::Read {
+                    item: it,
+                    shape: shape.to_vec(),
+                    hit,
+                }
             }
             (b"GET", _) => Classified::Pending(Pending::Other),
             (b"SET", n) if n >= 3 => {
                 let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
                     let mut r = Vec::new();
                     resp::encode_bulk(Some(&args[2]), &mut r);
-                    (if conn.resp3 { b"GET/3".to_vec() } else { b"GET/2".to_vec() }, r)
+                    (
+                        if conn.resp3 {
+                            b"GET/3".to_vec()
+                        } else {
+                            b"GET/2".to_vec()
+                        },
+                        r,
+                    )
                 });
-                Classified::Pending(Pending::Write { items: vec![(item(&args[1]), WriteToken::placeholder())], update })
+                Classified::Pending(Pending::Write {
+                    items: vec![(item(&args[1]), WriteToken::placeholder())],
+                    update,
+                })
             }
             (b"DEL" | b"UNLINK", n) if n >= 2 => Classified::Pending(Pending::Write {
-                items: args[1..].iter().map(|k| (item(k), WriteToken::placeholder())).collect(),
+                items: args[1..]
+                    .iter()
+                    .map(|k| (item(k), WriteToken::placeholder()))
+                    .collect(),
                 update: None,
             }),
             (
-                b"PING" | b"ECHO" | b"INFO" | b"CLIENT" | b"COMMAND" | b"EXISTS" | b"TTL" | b"PTTL" | b"TYPE" | b"STRLEN"
-                | b"MGET" | b"KEYS" | b"SCAN" | b"DBSIZE" | b"TIME" | b"GETRANGE",
+                b"PING" | b"ECHO" | b"INFO" | b"CLIENT" | b"COMMAND" | b"EXISTS" | b"TTL" | b"PTTL"
+                | b"TYPE" | b"STRLEN" | b"MGET" | b"KEYS" | b"SCAN" | b"DBSIZE" | b"TIME"
+                | b"GETRANGE",
                 _,
             ) => Classified::Pending(Pending::Other),
             _ => Classified::Pending(Pending::WriteAll),
@@ -406,7 +513,13 @@ impl AppSwitch {
         match p {
             Pending::Write { items, update } => {
                 self.counters.writes += 1;
-                let items = items.into_iter().map(|(k, _)| { let t = self.cache.begin_write(&k); (k, t) }).collect();
+                let items = items
+                    .into_iter()
+                    .map(|(k, _)| {
+                        let t = self.cache.begin_write(&k);
+                        (k, t)
+                    })
+                    .collect();
                 Pending::Write { items, update }
             }
             Pending::WriteAll => {
@@ -432,7 +545,11 @@ impl AppSwitch {
             Pending::Write { items, update } => {
                 let single = items.len() == 1;
                 for (k, t) in items {
-                    let up = if success && single { update.as_ref().map(|(s, r)| (s.as_slice(), r.as_slice())) } else { None };
+                    let up = if success && single {
+                        update.as_ref().map(|(s, r)| (s.as_slice(), r.as_slice()))
+                    } else {
+                        None
+                    };
                     self.cache.end_write(&k, t, up);
                 }
             }
@@ -441,14 +558,21 @@ impl AppSwitch {
         }
     }
 
-    fn learn_prepared(&mut self, p: &cql::Prepared, statement: Statement, keyspace: Option<String>) {
+    fn learn_prepared(
+        &mut self,
+        p: &cql::Prepared,
+        statement: Statement,
+        keyspace: Option<String>,
+    ) {
         let table = p
             .bind_global_table
             .clone()
             .or_else(|| p.bind_columns.first().and_then(|c| c.table.clone()))
             .or_else(|| {
                 let t = match &statement {
-                    Statement::Select { table, .. } | Statement::WriteByKey { table, .. } | Statement::Insert { table, .. } => table,
+                    Statement::Select { table, .. }
+                    | Statement::WriteByKey { table, .. }
+                    | Statement::Insert { table, .. } => table,
                     _ => return None,
                 };
                 self.qualify(t, keyspace.as_deref())
@@ -458,7 +582,8 @@ impl AppSwitch {
             match p.pk_indexes.as_slice() {
                 [i] => {
                     if let Some(col) = p.bind_columns.get(*i as usize) {
-                        self.partition_keys.insert(t.clone(), Some(col.name.clone()));
+                        self.partition_keys
+                            .insert(t.clone(), Some(col.name.clone()));
                         pk = Some((*i as usize, col.typ.clone(), col.name.clone()));
                     }
                 }
@@ -468,7 +593,14 @@ impl AppSwitch {
                 }
             }
         }
-        self.prepared.insert(p.id.clone(), Rc::new(PreparedInfo { statement, table, pk }));
+        self.prepared.insert(
+            p.id.clone(),
+            Rc::new(PreparedInfo {
+                statement,
+                table,
+                pk,
+            }),
+        );
     }
 }
 
@@ -495,9 +627,23 @@ impl Program for AppSwitch {
             return Verdict::Route;
         };
         let (dir, key) = if h.dst_port == self.config.server_port {
-            (Dir::ToServer, ConnKey { client_ip: pkt.ip.src, client_port: h.src_port, server_ip: pkt.ip.dst })
+            (
+                Dir::ToServer,
+                ConnKey {
+                    client_ip: pkt.ip.src,
+                    client_port: h.src_port,
+                    server_ip: pkt.ip.dst,
+                },
+            )
         } else if h.src_port == self.config.server_port {
-            (Dir::ToClient, ConnKey { client_ip: pkt.ip.dst, client_port: h.dst_port, server_ip: pkt.ip.src })
+            (
+                Dir::ToClient,
+                ConnKey {
+                    client_ip: pkt.ip.dst,
+                    client_port: h.dst_port,
+                    server_ip: pkt.ip.src,
+                },
+            )
         } else {
             self.counters.bypassed += 1;
             return Verdict::Route;
@@ -532,7 +678,16 @@ impl Program for AppSwitch {
                     let mut mig = Migration::new(h.seq, mss);
                     mig.client_tsval = ts.map(|t| t.0);
                     self.counters.connections += 1;
-                    self.conns.insert(key, Conn { mig, proto, broken: false, uses_timestamps: ts.is_some(), closing_acks: 0 });
+                    self.conns.insert(
+                        key,
+                        Conn {
+                            mig,
+                            proto,
+                            broken: false,
+                            uses_timestamps: ts.is_some(),
+                            closing_acks: 0,
+                        },
+                    );
                 }
                 Dir::ToClient => {
                     if let Some(c) = self.conns.get_mut(&key) {
@@ -577,8 +732,16 @@ impl AppSwitch {
         }
     }
 
-    fn from_client(&mut self, conn: &mut Conn, pkt: &mut Packet, meta: &Metadata, ctx: &mut Ctx<'_>) -> Verdict {
-        let L4::Tcp(h) = pkt.l4 else { unreachable!("checked by ingress") };
+    fn from_client(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) -> Verdict {
+        let L4::Tcp(h) = pkt.l4 else {
+            unreachable!("checked by ingress")
+        };
         let (_, ts) = read_options(tcp_opts(pkt));
         if let Some((v, _)) = ts {
             conn.mig.client_tsval = Some(v);
@@ -666,7 +829,16 @@ impl AppSwitch {
         if let Some(from) = plan.new_from {
             let new = &data[(from as i64 - c0) as usize..];
             let whole_new = from as i64 == c0;
-            answered = self.parse_client_bytes(conn, new, whole_new && !fin, from, c1 as u64, pkt, meta, ctx);
+            answered = self.parse_client_bytes(
+                conn,
+                new,
+                whole_new && !fin,
+                from,
+                c1 as u64,
+                pkt,
+                meta,
+                ctx,
+            );
             conn.mig.c_next = c1 as u64;
         }
         if fin {
@@ -735,14 +907,35 @@ impl AppSwitch {
                     let cl = self.classify_cql(&f.header, &f.body, ks.as_deref());
                     items.push((Some(f.header.stream), cl));
                 }
-                let Proto::Cql(c) = &mut conn.proto else { unreachable!() };
+                let Proto::Cql(c) = &mut conn.proto else {
+                    unreachable!()
+                };
                 let at_end = c.c2s.at_boundary();
-                let all_hits = !items.is_empty() && items.iter().all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
-                if may_answer && !conn.broken && boundary_before && at_end && s2c_boundary && framing_ok && all_hits && !conn.mig.server_fin {
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                if may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && at_end
+                    && s2c_boundary
+                    && framing_ok
+                    && all_hits
+                    && !conn.mig.server_fin
+                {
                     let mut frames_bytes = Vec::new();
                     for (stream, cl) in &items {
-                        if let Classified::Read { hit: Some(body), .. } = cl {
-                            frames_bytes.extend(cql::response_frame(version, stream.unwrap_or(0), opcode::RESULT, body));
+                        if let Classified::Read {
+                            hit: Some(body), ..
+                        } = cl
+                        {
+                            frames_bytes.extend(cql::response_frame(
+                                version,
+                                stream.unwrap_or(0),
+                                opcode::RESULT,
+                                body,
+                            ));
                         }
                     }
                     let reply = if c.s2c.framing() == Framing::Segmented {
@@ -762,7 +955,9 @@ impl AppSwitch {
                 for (stream, cl) in items {
                     let p = self.to_pending(cl);
                     let p = self.begin(p);
-                    let Proto::Cql(c) = &mut conn.proto else { unreachable!() };
+                    let Proto::Cql(c) = &mut conn.proto else {
+                        unreachable!()
+                    };
                     if let Some(old) = c.pending.insert(stream.unwrap_or(0), p) {
                         self.complete(old, false, None);
                     }
@@ -777,15 +972,37 @@ impl AppSwitch {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
                 }
-                let Proto::Redis(r) = &mut conn.proto else { unreachable!() };
-                let mut rc = std::mem::replace(r, RedisConn { c2s: RespReader::default(), s2c: RespReader::default(), pending: VecDeque::new(), in_multi: false, uncacheable: false, resp3: false });
+                let Proto::Redis(r) = &mut conn.proto else {
+                    unreachable!()
+                };
+                let mut rc = std::mem::replace(
+                    r,
+                    RedisConn {
+                        c2s: RespReader::default(),
+                        s2c: RespReader::default(),
+                        pending: VecDeque::new(),
+                        in_multi: false,
+                        uncacheable: false,
+                        resp3: false,
+                    },
+                );
                 for args in &cmds {
                     let cl = self.classify_redis(args, &mut rc);
                     items.push((None, cl));
                 }
                 let at_end = rc.c2s.at_boundary();
-                let all_hits = !items.is_empty() && items.iter().all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
-                let answer = may_answer && !conn.broken && boundary_before && at_end && s2c_boundary && all_hits && rc.pending.is_empty() && !conn.mig.server_fin;
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let answer = may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && at_end
+                    && s2c_boundary
+                    && all_hits
+                    && rc.pending.is_empty()
+                    && !conn.mig.server_fin;
                 let result = if answer {
                     let mut reply = Vec::new();
                     for (_, cl) in &items {
@@ -818,14 +1035,20 @@ impl AppSwitch {
         match cl {
             Classified::Read { item, shape, .. } => {
                 self.counters.misses += 1;
-                Pending::Read { item, shape, token: self.cache.begin_read() }
+                Pending::Read {
+                    item,
+                    shape,
+                    token: self.cache.begin_read(),
+                }
             }
             Classified::Pending(p) => p,
         }
     }
 
     fn from_server(&mut self, conn: &mut Conn, pkt: &mut Packet) -> Verdict {
-        let L4::Tcp(h) = pkt.l4 else { unreachable!("checked by ingress") };
+        let L4::Tcp(h) = pkt.l4 else {
+            unreachable!("checked by ingress")
+        };
         let (_, ts) = read_options(tcp_opts(pkt));
         if let Some((v, _)) = ts {
             conn.mig.server_tsval = Some(v);
@@ -839,7 +1062,13 @@ impl AppSwitch {
         verdict
     }
 
-    fn from_server_payload(&mut self, conn: &mut Conn, pkt: &mut Packet, data: &[u8], h: innet_sim::packet::TcpHeader) -> Verdict {
+    fn from_server_payload(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        data: &[u8],
+        h: innet_sim::packet::TcpHeader,
+    ) -> Verdict {
         let s0 = conn.mig.server_pos(h.seq);
         let s1 = s0 + data.len() as i64;
         let mapped_ack = if h.flags.has(TcpFlags::ACK) {
@@ -856,7 +1085,11 @@ impl AppSwitch {
         if h.flags.has(TcpFlags::FIN) {
             conn.mig.server_fin = true;
         }
-        if conn.mig.client_fin && conn.mig.server_fin && data.is_empty() && !h.flags.has(TcpFlags::FIN) {
+        if conn.mig.client_fin
+            && conn.mig.server_fin
+            && data.is_empty()
+            && !h.flags.has(TcpFlags::FIN)
+        {
             conn.closing_acks += 1;
         }
         if data.is_empty() {
@@ -883,7 +1116,11 @@ impl AppSwitch {
                 }
             }
         }
-        let seq = if conn.mig.is_stale_server_data(b) { conn.mig.stale_server_seq(b - a) } else { conn.mig.map_server_seq(a) };
+        let seq = if conn.mig.is_stale_server_data(b) {
+            conn.mig.stale_server_seq(b - a)
+        } else {
+            conn.mig.map_server_seq(a)
+        };
         self.rewrite(pkt, seq, mapped_ack);
         Verdict::Route
     }
@@ -903,14 +1140,26 @@ impl AppSwitch {
                         }
                         continue;
                     }
-                    let result = if f.header.opcode == opcode::RESULT { cql::parse_result(f.header.version, &f.body).ok() } else { None };
+                    let result = if f.header.opcode == opcode::RESULT {
+                        cql::parse_result(f.header.version, &f.body).ok()
+                    } else {
+                        None
+                    };
                     if let Some(ResultMsg::SetKeyspace(ks)) = &result {
                         c.keyspace = Some(ks.clone());
                     }
-                    let Some(p) = c.pending.remove(&f.header.stream) else { continue };
+                    let Some(p) = c.pending.remove(&f.header.stream) else {
+                        continue;
+                    };
                     let success = f.header.opcode == opcode::RESULT;
                     match (p, result) {
-                        (Pending::Prepare { statement, keyspace }, Some(ResultMsg::Prepared(pr))) => {
+                        (
+                            Pending::Prepare {
+                                statement,
+                                keyspace,
+                            },
+                            Some(ResultMsg::Prepared(pr)),
+                        ) => {
                             self.learn_prepared(&pr, statement, keyspace);
                         }
                         (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
@@ -971,7 +1220,15 @@ impl AppSwitch {
     }
 
     /// A template reply to the client built from one of its packets.
-    fn reply_packet(&self, conn: &Conn, from_client: &Packet, seq: u32, ack: u32, data: &[u8], psh: bool) -> Packet {
+    fn reply_packet(
+        &self,
+        conn: &Conn,
+        from_client: &Packet,
+        seq: u32,
+        ack: u32,
+        data: &[u8],
+        psh: bool,
+    ) -> Packet {
         let mut r = from_client.clone();
         make_reply(&mut r, false);
         if conn.uses_timestamps {
@@ -992,14 +1249,31 @@ impl AppSwitch {
         r
     }
 
-    fn send_reply(&mut self, conn: &mut Conn, i: usize, pkt: &Packet, meta: &Metadata, ctx: &mut Ctx<'_>) {
+    fn send_reply(
+        &mut self,
+        conn: &mut Conn,
+        i: usize,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
         self.send_reply_from(conn, i, 0, pkt, meta, ctx)
     }
 
-    fn send_reply_from(&mut self, conn: &mut Conn, i: usize, from: usize, pkt: &Packet, meta: &Metadata, ctx: &mut Ctx<'_>) {
+    fn send_reply_from(
+        &mut self,
+        conn: &mut Conn,
+        i: usize,
+        from: usize,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
         let ack = conn.mig.ack_for_client();
         conn.mig.last_ack_to_client = ack;
-        let max = (conn.mig.client_mss as usize).saturating_sub(if conn.uses_timestamps { 12 } else { 0 }).max(64);
+        let max = (conn.mig.client_mss as usize)
+            .saturating_sub(if conn.uses_timestamps { 12 } else { 0 })
+            .max(64);
         let segs = conn.mig.reply_segments_from(i, from, max);
         if segs.is_empty() {
             // The client holds the reply already: just acknowledge its retransmission.
@@ -1018,7 +1292,13 @@ impl AppSwitch {
 
     /// Once the client holds a reply, its request may be acknowledged: tell the client if the
     /// server will not (the ACK it is owed moved past what it was last sent).
-    fn ack_client_if_due(&mut self, conn: &mut Conn, pkt: &Packet, meta: &Metadata, ctx: &mut Ctx<'_>) {
+    fn ack_client_if_due(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
         let a = conn.mig.ack_for_client();
         if (a.wrapping_sub(conn.mig.last_ack_to_client) as i32) > 0 {
             conn.mig.last_ack_to_client = a;

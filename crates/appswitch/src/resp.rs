@@ -44,13 +44,17 @@ pub struct Message<T> {
 
 fn line(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, RespError> {
     match b[at..].iter().position(|&c| c == b'\n') {
-        None if b.len() - at > MAX_LINE_BYTES => {
-            Err(RespError { at, msg: format!("no line end within {MAX_LINE_BYTES} bytes") })
-        }
+        None if b.len() - at > MAX_LINE_BYTES => Err(RespError {
+            at,
+            msg: format!("no line end within {MAX_LINE_BYTES} bytes"),
+        }),
         None => Ok(None),
         Some(i) => {
             if i == 0 || b[at + i - 1] != b'\r' {
-                return Err(RespError { at, msg: "line does not end in CRLF".into() });
+                return Err(RespError {
+                    at,
+                    msg: "line does not end in CRLF".into(),
+                });
             }
             Ok(Some((&b[at..at + i - 1], at + i + 1)))
         }
@@ -61,7 +65,10 @@ fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
     std::str::from_utf8(s)
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| RespError { at, msg: format!("{:?} is not an integer", String::from_utf8_lossy(s)) })
+        .ok_or_else(|| RespError {
+            at,
+            msg: format!("{:?} is not an integer", String::from_utf8_lossy(s)),
+        })
 }
 
 /// Parse one reply from the front of `b`: `Ok(None)` if incomplete.
@@ -71,32 +78,57 @@ pub fn parse_reply(b: &[u8]) -> Result<Option<Message<Reply>>, RespError> {
 
 fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, RespError> {
     if depth > MAX_DEPTH {
-        return Err(RespError { at, msg: format!("nesting deeper than {MAX_DEPTH}") });
+        return Err(RespError {
+            at,
+            msg: format!("nesting deeper than {MAX_DEPTH}"),
+        });
     }
     let Some(&t) = b.get(at) else { return Ok(None) };
-    let Some((l, next)) = line(b, at + 1)? else { return Ok(None) };
+    let Some((l, next)) = line(b, at + 1)? else {
+        return Ok(None);
+    };
     match t {
         b'+' => Ok(Some((Reply::Simple(l.to_vec()), next))),
         b'-' => Ok(Some((Reply::Error(l.to_vec()), next))),
         b':' => Ok(Some((Reply::Int(int(l, at)?), next))),
-        b'_' | b',' | b'#' | b'(' => Ok(Some((if t == b'_' { Reply::Bulk(None) } else { Reply::Other }, next))),
+        b'_' | b',' | b'#' | b'(' => Ok(Some((
+            if t == b'_' {
+                Reply::Bulk(None)
+            } else {
+                Reply::Other
+            },
+            next,
+        ))),
         b'$' | b'=' | b'!' => {
             let n = int(l, at)?;
             if n == -1 && t == b'$' {
                 return Ok(Some((Reply::Bulk(None), next)));
             }
             if !(0..=MAX_BULK_BYTES).contains(&n) {
-                return Err(RespError { at, msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}") });
+                return Err(RespError {
+                    at,
+                    msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
+                });
             }
             let end = next + n as usize;
             if b.len() < end + 2 {
                 return Ok(None);
             }
             if &b[end..end + 2] != b"\r\n" {
-                return Err(RespError { at: end, msg: "bulk string not followed by CRLF".into() });
+                return Err(RespError {
+                    at: end,
+                    msg: "bulk string not followed by CRLF".into(),
+                });
             }
             let v = &b[next..end];
-            Ok(Some((if t == b'$' { Reply::Bulk(Some(v.to_vec())) } else { Reply::Other }, end + 2)))
+            Ok(Some((
+                if t == b'$' {
+                    Reply::Bulk(Some(v.to_vec()))
+                } else {
+                    Reply::Other
+                },
+                end + 2,
+            )))
         }
         b'*' | b'~' | b'>' | b'%' | b'|' => {
             let n = int(l, at)?;
@@ -104,7 +136,10 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
                 return Ok(Some((Reply::Bulk(None), next)));
             }
             if !(0..=MAX_ELEMENTS).contains(&n) {
-                return Err(RespError { at, msg: format!("aggregate length {n} outside 0..={MAX_ELEMENTS}") });
+                return Err(RespError {
+                    at,
+                    msg: format!("aggregate length {n} outside 0..={MAX_ELEMENTS}"),
+                });
             }
             let n = if matches!(t, b'%' | b'|') { 2 * n } else { n };
             let mut pos = next;
@@ -116,7 +151,10 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
             }
             Ok(Some((Reply::Other, pos)))
         }
-        other => Err(RespError { at, msg: format!("unknown reply type byte 0x{other:02x}") }),
+        other => Err(RespError {
+            at,
+            msg: format!("unknown reply type byte 0x{other:02x}"),
+        }),
     }
 }
 
@@ -127,18 +165,37 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
         // Inline command: words separated by spaces, up to CRLF (or a bare LF, as Redis allows).
         let Some(i) = b.iter().position(|&c| c == b'\n') else {
             if b.len() > MAX_LINE_BYTES {
-                return Err(RespError { at: 0, msg: "inline command without line end".into() });
+                return Err(RespError {
+                    at: 0,
+                    msg: "inline command without line end".into(),
+                });
             }
             return Ok(None);
         };
-        let l = if i > 0 && b[i - 1] == b'\r' { &b[..i - 1] } else { &b[..i] };
-        let args = l.split(|&c| c == b' ').filter(|w| !w.is_empty()).map(<[u8]>::to_vec).collect();
-        return Ok(Some(Message { len: i + 1, value: args }));
+        let l = if i > 0 && b[i - 1] == b'\r' {
+            &b[..i - 1]
+        } else {
+            &b[..i]
+        };
+        let args = l
+            .split(|&c| c == b' ')
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        return Ok(Some(Message {
+            len: i + 1,
+            value: args,
+        }));
     }
-    let Some((l, mut pos)) = line(b, 1)? else { return Ok(None) };
+    let Some((l, mut pos)) = line(b, 1)? else {
+        return Ok(None);
+    };
     let n = int(l, 0)?;
     if !(0..=MAX_ELEMENTS).contains(&n) {
-        return Err(RespError { at: 0, msg: format!("command array length {n} outside 0..={MAX_ELEMENTS}") });
+        return Err(RespError {
+            at: 0,
+            msg: format!("command array length {n} outside 0..={MAX_ELEMENTS}"),
+        });
     }
     let mut args = Vec::with_capacity(n.min(16) as usize);
     for _ in 0..n {
@@ -146,7 +203,10 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
             return Ok(None);
         }
         if b[pos] != b'$' {
-            return Err(RespError { at: pos, msg: "command argument is not a bulk string".into() });
+            return Err(RespError {
+                at: pos,
+                msg: "command argument is not a bulk string".into(),
+            });
         }
         match reply_at(b, pos, 1)? {
             None => return Ok(None),
@@ -154,10 +214,18 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
                 args.push(v);
                 pos = e;
             }
-            Some(_) => return Err(RespError { at: pos, msg: "null command argument".into() }),
+            Some(_) => {
+                return Err(RespError {
+                    at: pos,
+                    msg: "null command argument".into(),
+                })
+            }
         }
     }
-    Ok(Some(Message { len: pos, value: args }))
+    Ok(Some(Message {
+        len: pos,
+        value: args,
+    }))
 }
 
 /// Encode a command as an array of bulk strings.
@@ -196,7 +264,11 @@ impl RespReader {
         self.buf.len()
     }
     /// Append bytes and take out every complete command.
-    pub fn push_commands(&mut self, bytes: &[u8], out: &mut Vec<Vec<Vec<u8>>>) -> Result<(), RespError> {
+    pub fn push_commands(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<Vec<Vec<u8>>>,
+    ) -> Result<(), RespError> {
         self.buf.extend_from_slice(bytes);
         let mut used = 0;
         let r = loop {
@@ -213,7 +285,11 @@ impl RespReader {
         r
     }
     /// Append bytes and take out every complete reply (with its bytes).
-    pub fn push_replies(&mut self, bytes: &[u8], out: &mut Vec<(Reply, Vec<u8>)>) -> Result<(), RespError> {
+    pub fn push_replies(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<(Reply, Vec<u8>)>,
+    ) -> Result<(), RespError> {
         self.buf.extend_from_slice(bytes);
         let mut used = 0;
         let r = loop {
@@ -248,7 +324,10 @@ mod tests {
             r.push_commands(&all[cut..], &mut out).unwrap();
             assert_eq!(out.len(), 3, "cut {cut}");
             assert_eq!(out[0][2], b"v\r\n1");
-            assert_eq!(out[2], vec![b"DEL".to_vec(), b"k1".to_vec(), b"k2".to_vec()]);
+            assert_eq!(
+                out[2],
+                vec![b"DEL".to_vec(), b"k1".to_vec(), b"k2".to_vec()]
+            );
             assert!(r.at_boundary());
         }
     }

@@ -21,10 +21,27 @@ const SPORT: u16 = 6379;
 const C_ISN: u32 = 1000;
 const S_ISN: u32 = 5000;
 
-fn frame(to_server: bool, seq: u32, ack: u32, fl: u8, opts: Vec<TcpOption>, payload: &[u8], dport: u16) -> Vec<u8> {
-    let (src, dst, sp, dp) = if to_server { (CLIENT, SERVER, CPORT, dport) } else { (SERVER, CLIENT, dport, CPORT) };
+fn frame(
+    to_server: bool,
+    seq: u32,
+    ack: u32,
+    fl: u8,
+    opts: Vec<TcpOption>,
+    payload: &[u8],
+    dport: u16,
+) -> Vec<u8> {
+    let (src, dst, sp, dp) = if to_server {
+        (CLIENT, SERVER, CPORT, dport)
+    } else {
+        (SERVER, CLIENT, dport, CPORT)
+    };
     FrameRepr {
-        eth: EthernetRepr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+        eth: EthernetRepr {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+            vlan_tci: None,
+            ethertype: ETHERTYPE_IPV4,
+        },
         tunnel: None,
         ip: Ipv4Repr {
             src: Ipv4Addr::from(src),
@@ -69,12 +86,19 @@ impl Rig {
         Rig::with("redis")
     }
     fn with(protocol: &str) -> Rig {
-        let spec = switch_programs().into_iter().find(|p| p.name == "appswitch").unwrap();
+        let spec = switch_programs()
+            .into_iter()
+            .find(|p| p.name == "appswitch")
+            .unwrap();
         let mut s = BTreeMap::new();
         s.insert("protocol".to_string(), protocol.to_string());
         s.insert("server_port".to_string(), SPORT.to_string());
         s.insert("cache_entries".to_string(), "8".to_string());
-        Rig { sw: spec.instantiate(s, 2).unwrap(), tx: TxBatch::new(2), now: 0 }
+        Rig {
+            sw: spec.instantiate(s, 2).unwrap(),
+            tx: TxBatch::new(2),
+            now: 0,
+        }
     }
     fn send(&mut self, port: u16, f: &[u8]) -> Out {
         self.now += 1_000_000;
@@ -84,7 +108,9 @@ impl Rig {
         for p in 0..2u16 {
             for (_, b) in self.tx.port(p).queued() {
                 let fr = parse_frame(b).expect("switch output parses with valid checksums");
-                let L4Repr::Tcp(t) = fr.l4 else { panic!("not tcp") };
+                let L4Repr::Tcp(t) = fr.l4 else {
+                    panic!("not tcp")
+                };
                 out.push((p, t, fr.payload));
             }
         }
@@ -101,7 +127,11 @@ impl Rig {
 }
 
 fn ts(v: u32) -> Vec<TcpOption> {
-    vec![TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamps { value: v, echo: 1 }]
+    vec![
+        TcpOption::Nop,
+        TcpOption::Nop,
+        TcpOption::Timestamps { value: v, echo: 1 },
+    ]
 }
 
 const A: u8 = flags::ACK;
@@ -113,15 +143,38 @@ fn handshake(r: &mut Rig) {
         C_ISN,
         0,
         flags::SYN,
-        vec![TcpOption::Mss(1460), TcpOption::SackPermitted, TcpOption::Timestamps { value: 1, echo: 0 }, TcpOption::WindowScale(7)],
+        vec![
+            TcpOption::Mss(1460),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps { value: 1, echo: 0 },
+            TcpOption::WindowScale(7),
+        ],
         &[],
         SPORT,
     );
     let out = r.send(0, &syn);
     assert_eq!(out.len(), 1);
-    assert!(!out[0].1.options.contains(&TcpOption::SackPermitted), "SACK-permitted is disabled in the handshake");
-    let synack = frame(false, S_ISN, C_ISN + 1, flags::SYN | A, vec![TcpOption::Mss(1460), TcpOption::SackPermitted, TcpOption::Timestamps { value: 9, echo: 1 }], &[], SPORT);
-    assert!(!r.send(1, &synack)[0].1.options.contains(&TcpOption::SackPermitted));
+    assert!(
+        !out[0].1.options.contains(&TcpOption::SackPermitted),
+        "SACK-permitted is disabled in the handshake"
+    );
+    let synack = frame(
+        false,
+        S_ISN,
+        C_ISN + 1,
+        flags::SYN | A,
+        vec![
+            TcpOption::Mss(1460),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps { value: 9, echo: 1 },
+        ],
+        &[],
+        SPORT,
+    );
+    assert!(!r.send(1, &synack)[0]
+        .1
+        .options
+        .contains(&TcpOption::SackPermitted));
     assert_eq!(r.client(C_ISN + 1, S_ISN + 1, A, &[]).len(), 1);
 }
 
@@ -150,7 +203,14 @@ fn miss_learn_hit_and_offsets() {
     assert_eq!(t.seq, s_srv);
     assert_eq!((t.src_port, t.dst_port), (SPORT, CPORT));
     // Timestamps: the server's latest TSval, echoing the client's.
-    assert!(t.options.contains(&TcpOption::Timestamps { value: s + 7, echo: c }), "{:?}", t.options);
+    assert!(
+        t.options.contains(&TcpOption::Timestamps {
+            value: s + 7,
+            echo: c
+        }),
+        "{:?}",
+        t.options
+    );
     let alpha = get.len() as u32;
     let beta = val.len() as u32;
     // The reply acknowledged the request (the server had acknowledged everything before it).
@@ -171,7 +231,10 @@ fn miss_learn_hit_and_offsets() {
     assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (1, c, s_srv));
     // Server's +OK: forwarded with seq + β, ack + α; the cache takes the new value.
     let out = r.server(s_srv, c + set.len() as u32, PA, b"+OK\r\n");
-    assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (0, s_srv + beta, c + alpha + set.len() as u32));
+    assert_eq!(
+        (out[0].0, out[0].1.seq, out[0].1.ack),
+        (0, s_srv + beta, c + alpha + set.len() as u32)
+    );
     let c2 = c + alpha + set.len() as u32;
     let s2 = s_srv + beta + 5;
     let out = r.client(c2, s2, PA, get);
@@ -183,9 +246,15 @@ fn miss_learn_hit_and_offsets() {
     // paper's duplicate ACK, Fig. A-1), so it is not forwarded.
     let c3 = c2 + get.len() as u32;
     let out = r.client(c3, s2, A, &[]);
-    assert!(out.iter().any(|o| o.0 == 1 && o.1.ack == s_srv + 5), "{out:?}");
+    assert!(
+        out.iter().any(|o| o.0 == 1 && o.1.ack == s_srv + 5),
+        "{out:?}"
+    );
     let out = r.client(c3, s2 + 9, A, &[]);
-    assert!(out.iter().all(|o| o.0 == 0), "duplicate ACK suppressed: {out:?}");
+    assert!(
+        out.iter().all(|o| o.0 == 0),
+        "duplicate ACK suppressed: {out:?}"
+    );
 }
 
 #[test]
@@ -230,7 +299,10 @@ fn other_ports_and_garbage_pass_through() {
 
 mod cql_v5 {
     use super::*;
-    use innet_appswitch::cql::{self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows, RowsMetadata, Value};
+    use innet_appswitch::cql::{
+        self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
+        RowsMetadata, Value,
+    };
 
     fn seg(frames: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
@@ -243,7 +315,12 @@ mod cql_v5 {
             values.push(Value::Bytes(m.to_vec()));
         }
         values.push(Value::Bytes(k.to_be_bytes().to_vec()));
-        QueryParams { consistency: 1, flags: cql::query_flags::VALUES | cql::query_flags::SKIP_METADATA, values, ..Default::default() }
+        QueryParams {
+            consistency: 1,
+            flags: cql::query_flags::VALUES | cql::query_flags::SKIP_METADATA,
+            values,
+            ..Default::default()
+        }
     }
     fn prepared(id: &[u8], cols: &[(&str, u16)], pk: u16) -> Vec<u8> {
         let p = Prepared {
@@ -252,8 +329,18 @@ mod cql_v5 {
             bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
             pk_indexes: vec![pk],
             bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: cols.iter().map(|(n, t)| ColumnSpec { table: None, name: n.to_string(), typ: CqlType::Native(*t) }).collect(),
-            result: RowsMetadata { flags: cql::rows_flags::NO_METADATA, ..Default::default() },
+            bind_columns: cols
+                .iter()
+                .map(|(n, t)| ColumnSpec {
+                    table: None,
+                    name: n.to_string(),
+                    typ: CqlType::Native(*t),
+                })
+                .collect(),
+            result: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                ..Default::default()
+            },
         };
         let mut b = Vec::new();
         cql::encode_prepared(5, &p, &mut b);
@@ -261,7 +348,11 @@ mod cql_v5 {
     }
     fn rows(v: &[u8]) -> Vec<u8> {
         let r = Rows {
-            metadata: RowsMetadata { flags: cql::rows_flags::NO_METADATA, columns_count: 1, ..Default::default() },
+            metadata: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                columns_count: 1,
+                ..Default::default()
+            },
             rows: vec![vec![Some(v.to_vec())]],
         };
         let mut b = Vec::new();
@@ -277,9 +368,21 @@ mod cql_v5 {
         handshake(&mut r);
         let (mut c, mut s) = (C_ISN + 1, S_ISN + 1);
         fn talk(r: &mut Rig, c: u32, s: u32, to_server: bool, bytes: &[u8]) -> Out {
-            if to_server { r.client(c, s, PA, bytes) } else { r.server(s, c, PA, bytes) }
+            if to_server {
+                r.client(c, s, PA, bytes)
+            } else {
+                r.server(s, c, PA, bytes)
+            }
         }
-        let startup = cql::request_frame(5, 0, opcode::STARTUP, &[0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0, 5, b'3', b'.', b'0', b'.', b'0']);
+        let startup = cql::request_frame(
+            5,
+            0,
+            opcode::STARTUP,
+            &[
+                0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0,
+                5, b'3', b'.', b'0', b'.', b'0',
+            ],
+        );
         assert_eq!(talk(&mut r, c, s, true, &startup)[0].0, 1);
         c += startup.len() as u32;
         let ready = cql::response_frame(5, 0, opcode::READY, &[]);
@@ -288,18 +391,59 @@ mod cql_v5 {
         // PREPARE both statements (segmented from now on).
         let mut prep = Vec::new();
         let q = "SELECT v FROM ks.kv WHERE k = ?";
-        prep.extend(cql::request_frame(5, 1, opcode::PREPARE, &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes(), &[0, 0, 0, 0]].concat()));
+        prep.extend(cql::request_frame(
+            5,
+            1,
+            opcode::PREPARE,
+            &[
+                &(q.len() as i32).to_be_bytes()[..],
+                q.as_bytes(),
+                &[0, 0, 0, 0],
+            ]
+            .concat(),
+        ));
         let u = "UPDATE ks.kv SET v = ? WHERE k = ?";
-        prep.extend(cql::request_frame(5, 2, opcode::PREPARE, &[&(u.len() as i32).to_be_bytes()[..], u.as_bytes(), &[0, 0, 0, 0]].concat()));
+        prep.extend(cql::request_frame(
+            5,
+            2,
+            opcode::PREPARE,
+            &[
+                &(u.len() as i32).to_be_bytes()[..],
+                u.as_bytes(),
+                &[0, 0, 0, 0],
+            ]
+            .concat(),
+        ));
         let b = seg(&prep);
         talk(&mut r, c, s, true, &b);
         c += b.len() as u32;
-        let mut res = cql::response_frame(5, 1, opcode::RESULT, &prepared(b"SEL", &[("k", cql::type_id::INT)], 0));
-        res.extend(cql::response_frame(5, 2, opcode::RESULT, &prepared(b"UPD", &[("v", cql::type_id::VARCHAR), ("k", cql::type_id::INT)], 1)));
+        let mut res = cql::response_frame(
+            5,
+            1,
+            opcode::RESULT,
+            &prepared(b"SEL", &[("k", cql::type_id::INT)], 0),
+        );
+        res.extend(cql::response_frame(
+            5,
+            2,
+            opcode::RESULT,
+            &prepared(
+                b"UPD",
+                &[("v", cql::type_id::VARCHAR), ("k", cql::type_id::INT)],
+                1,
+            ),
+        ));
         let b = seg(&res);
         talk(&mut r, c, s, false, &b);
         s += b.len() as u32;
-        let exec = |stream: i16, id: &[u8], p: &QueryParams| seg(&cql::request_frame(5, stream, opcode::EXECUTE, &cql::encode_execute(5, id, b"md", p)));
+        let exec = |stream: i16, id: &[u8], p: &QueryParams| {
+            seg(&cql::request_frame(
+                5,
+                stream,
+                opcode::EXECUTE,
+                &cql::encode_execute(5, id, b"md", p),
+            ))
+        };
         // Miss, forwarded; the answer is learned.
         let b = exec(3, b"SEL", &int_param(7, None));
         assert_eq!(talk(&mut r, c, s, true, &b)[0].0, 1);
@@ -334,6 +478,9 @@ mod cql_v5 {
         // Before the write's reply, a read of key 7 is a miss (forwarded).
         let b = exec(5, b"SEL", &int_param(7, None));
         let out = r.client(c, s + beta, PA, &b);
-        assert_eq!(out[0].0, 1, "read during a write is not answered from the cache");
+        assert_eq!(
+            out[0].0, 1,
+            "read during a write is not answered from the cache"
+        );
     }
 }
