@@ -15,6 +15,7 @@ workload per point of a sweep, normal vs with the cache (cold at each point).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -124,7 +125,7 @@ def sweep(name: str, p: dict[str, str], progress: Callable[[float], None]) -> tu
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
                   for r in _floats(p["read_ratios"])]
-    t = Topology(tag="axs")
+    t = Topology(tag=f"axs{os.getpid() % 10000}")
     try:
         t.up()
     except NetnsUnavailable as e:
@@ -210,7 +211,7 @@ def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
-    t = Topology(tag="axp")
+    t = Topology(tag=f"axp{os.getpid() % 10000}")
     try:
         t.up()
     except NetnsUnavailable as e:

@@ -159,3 +159,13 @@ def test_turnaround_quick_direction(cassandra_cache):
     assert med["all"] < med["normal"], (med, m)
     assert m["hit"] < m["normal"], (med, m)
     assert len(r.tables["samples"]) == 2 * r.summary["queries"]
+
+
+def test_cachesize_quick_hit_ratio_grows(cassandra_cache):
+    """appswitch.cachesize --quick (Fig. 15): the hit ratio grows with the cache size."""
+    from innet import api
+
+    r = api.run("appswitch.cachesize", quick=True)
+    ratios = [pt["hit_ratio"] for pt in r.summary["points"]]
+    assert ratios == sorted(ratios) and ratios[0] < ratios[-1], r.summary["points"]
+    assert all(pt["appswitch_median_us"] is not None for pt in r.summary["points"])
