@@ -90,10 +90,17 @@ def _params(name: str, overrides: dict[str, str], quick: bool) -> dict[str, str]
     p = {n: d for n, d, _ in e["params"]}
     if quick:
         p.update(e["quick"])
+    from innet import _native
+
     for k, v in overrides.items():
         if k not in p:
-            raise ValueError(f"{name}: unknown parameter '{k}'; known: {', '.join(p)}")
+            raise _native.UserInputError(f"{name}: unknown parameter '{k}'; known: {', '.join(p)}")
         p[k] = v
+    for k, v in p.items():
+        try:
+            [float(x) for x in str(v).split(",")]
+        except ValueError:
+            raise _native.UserInputError(f"{name}: parameter {k}={v!r} is not a number (or a comma-separated list)") from None
     return p
 
 
@@ -129,7 +136,9 @@ def sweep(name: str, p: dict[str, str], progress: Callable[[float], None]) -> tu
     try:
         t.up()
     except NetnsUnavailable as e:
-        raise RuntimeError(f"{name} needs network namespaces: {e}") from e
+        from innet import _native
+
+        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
     cdir = Path(tempfile.mkdtemp(prefix="innet-appswitch-sweep-"))
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
@@ -215,7 +224,9 @@ def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
     try:
         t.up()
     except NetnsUnavailable as e:
-        raise RuntimeError(f"appswitch.turnaround needs network namespaces: {e}") from e
+        from innet import _native
+
+        raise _native.UserInputError(f"appswitch.turnaround needs network namespaces: {e}") from e
     cdir = Path(tempfile.mkdtemp(prefix="innet-fig12-"))
     try:
         progress(0.02)
