@@ -975,22 +975,10 @@ impl AppSwitch {
                 let Proto::Redis(r) = &mut conn.proto else {
                     unreachable!()
                 };
-                let mut rc = std::mem::replace(
-                    r,
-                    RedisConn {
-                        c2s: RespReader::default(),
-                        s2c: RespReader::default(),
-                        pending: VecDeque::new(),
-                        in_multi: false,
-                        uncacheable: false,
-                        resp3: false,
-                    },
-                );
                 for args in &cmds {
-                    let cl = self.classify_redis(args, &mut rc);
+                    let cl = self.classify_redis(args, r);
                     items.push((None, cl));
                 }
-                let at_end = rc.c2s.at_boundary();
                 let all_hits = !items.is_empty()
                     && items
                         .iter()
@@ -998,35 +986,31 @@ impl AppSwitch {
                 let answer = may_answer
                     && !conn.broken
                     && boundary_before
-                    && at_end
+                    && r.c2s.at_boundary()
                     && s2c_boundary
                     && all_hits
-                    && rc.pending.is_empty()
+                    && r.pending.is_empty()
                     && !conn.mig.server_fin;
-                let result = if answer {
-                    let mut reply = Vec::new();
-                    for (_, cl) in &items {
-                        if let Classified::Read { hit: Some(b), .. } = cl {
-                            reply.extend_from_slice(b);
-                        }
-                    }
-                    self.counters.hits += items.len() as u64;
-                    self.counters.migrated_request_bytes += end - from;
-                    self.counters.migrated_reply_bytes += reply.len() as u64;
-                    conn.proto = Proto::Redis(rc);
-                    let i = conn.mig.answer(from, end, reply);
-                    self.send_reply(conn, i, pkt, meta, ctx);
-                    return true;
-                } else {
+                if !answer {
                     for (_, cl) in items {
                         let p = self.to_pending(cl);
                         let p = self.begin(p);
-                        rc.pending.push_back(p);
+                        r.pending.push_back(p);
                     }
-                    false
-                };
-                conn.proto = Proto::Redis(rc);
-                result
+                    return false;
+                }
+                let mut reply = Vec::new();
+                for (_, cl) in &items {
+                    if let Classified::Read { hit: Some(b), .. } = cl {
+                        reply.extend_from_slice(b);
+                    }
+                }
+                self.counters.hits += items.len() as u64;
+                self.counters.migrated_request_bytes += end - from;
+                self.counters.migrated_reply_bytes += reply.len() as u64;
+                let i = conn.mig.answer(from, end, reply);
+                self.send_reply(conn, i, pkt, meta, ctx);
+                true
             }
         }
     }
