@@ -128,7 +128,8 @@ class Topology:
                  check=False)
         if r.returncode != 0:
             raise NetnsUnavailable(f"tc netem '{spec}' on {dev} failed: {r.stderr.strip()} "
-                                   "(needs iproute2's tc and the sch_netem kernel module)")
+                                   "(needs iproute2's tc and the sch_netem kernel module; without them, "
+                                   "use the switch's own impairment: innet switch run --loss P --reorder P)")
 
     def down(self) -> None:
         self.stop_switch()

@@ -172,7 +172,7 @@ mod tunnels {
             dscp: 4,
             ecn: 1,
             ident,
-            dont_fragment: ident % 2 == 0,
+            dont_fragment: ident.is_multiple_of(2),
             options: vec![],
             payload_len: 0,
         }

@@ -173,3 +173,88 @@ fn generated_reply_goes_back_with_right_checksums() {
         .contains("wire extras"));
     assert_eq!(st.ports[0].dropped, 2);
 }
+
+#[test]
+fn ipip_with_a_garbage_inside_is_plain_ipv4_not_malformed() {
+    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
+    let mut f = tcp_frame(b"");
+    // Turn it into IP-in-IP whose "inner packet" is the TCP header bytes (not IPv4).
+    f[14 + 9] = 4;
+    f[24] = 0;
+    f[25] = 0;
+    let c = innet_wire::checksum::checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    let mut p = blank_packet();
+    parse_into(&f, &mut p).unwrap();
+    assert!(p.tunnel.is_none());
+    assert_eq!(p.ip.protocol, 4);
+    let mut out = Vec::new();
+    emit_into(&p, &mut out).unwrap();
+    assert_eq!(out, f);
+}
+
+/// Multicasts every packet to group 0.
+struct Mcast;
+impl Program for Mcast {
+    fn name(&self) -> &str {
+        "mcast"
+    }
+    fn ingress(&mut self, _pkt: &mut Packet, _meta: &mut Metadata, _ctx: &mut Ctx<'_>) -> Verdict {
+        Verdict::Multicast(0)
+    }
+}
+
+#[test]
+fn multicast_copies_go_to_the_group_and_a_bad_member_is_counted_not_a_panic() {
+    let mut cfg = RealConfig::ports(3);
+    cfg.multicast_groups = vec![vec![1, 2, 7]];
+    let mut sw = RealSwitch::new(Mcast, NoControl, cfg);
+    let mut tx = TxBatch::new(3);
+    let f = tcp_frame(b"m");
+    sw.on_frame(0, &f, [0; 10], 0, &mut tx);
+    assert_eq!(tx.port(1).queued()[0].1, f);
+    assert_eq!(tx.port(2).queued()[0].1, f);
+    assert_eq!(sw.stats().no_route, 1);
+}
+
+mod never_crash {
+    use super::*;
+    use innet_dataplane::real::vnet::{complete_checksum, segment_tcp4, Vnet};
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// Any bytes on any port: the switch does not panic, and every frame it sends is either the
+        /// input untouched (passed raw) or one the wire parser accepts (checksums right).
+        #[test]
+        fn any_frame_is_passed_raw_or_forwarded_valid(mut bytes in prop::collection::vec(any::<u8>(), 0..300), ipv4 in any::<bool>(), port in 0u16..3) {
+            if ipv4 && bytes.len() > 34 {
+                bytes[12] = 0x08; bytes[13] = 0x00; bytes[14] = 0x45; bytes[20] &= 0x40; bytes[21] = 0;
+                let tl = (bytes.len() - 14) as u16;
+                bytes[16..18].copy_from_slice(&tl.to_be_bytes());
+                bytes[24] = 0; bytes[25] = 0;
+                let c = innet_wire::checksum::checksum(&bytes[14..34]);
+                bytes[24..26].copy_from_slice(&c.to_be_bytes());
+            }
+            let mut sw = forward(&[("recirculations", "1")]);
+            let mut tx = TxBatch::new(2);
+            sw.on_frame(port, &bytes, [0; 10], 0, &mut tx);
+            for p in 0..2 {
+                for (_, f) in tx.port(p).queued() {
+                    prop_assert!(f == &bytes || innet_dataplane::real::frame::parse_into(f, &mut innet_dataplane::real::frame::blank_packet()).is_ok());
+                }
+            }
+        }
+
+        /// The offload undoing code takes any vnet header and bytes without panicking.
+        #[test]
+        fn vnet_handling_never_panics(mut bytes in prop::collection::vec(any::<u8>(), 0..400), gso in any::<u16>(), start in any::<u16>(), off in any::<u16>()) {
+            let mut scratch = Vec::new();
+            let mut n = 0;
+            let _ = segment_tcp4(&bytes, gso, &mut scratch, |_| n += 1);
+            let v = Vnet { flags: 1, gso_type: 0, hdr_len: 0, gso_size: gso, csum_start: start, csum_offset: off };
+            let _ = complete_checksum(&mut bytes, &v);
+        }
+    }
+}

@@ -20,45 +20,69 @@ const VNET_LEN: usize = 10;
 /// Largest frame accepted: a 64 KiB GSO super-frame plus headers.
 pub const MAX_FRAME_BYTES: usize = 65536 + 128;
 
-/// A receive batch: `n` slots of frame buffers, reused.
+/// A receive batch: `n` slots of frame buffers with their recvmmsg headers, built once and
+/// reused (the headers point into the slots' heap buffers, which never move).
 pub struct RxBatch {
     vnet: Vec<VnetHeader>,
     data: Vec<Vec<u8>>,
     addrs: Vec<libc::sockaddr_ll>,
-    lens: Vec<usize>,
-    count: usize,
+    iov: Vec<[libc::iovec; 2]>,
+    msgs: Vec<libc::mmsghdr>,
+    /// Slots of the last receive that hold a whole frame, and their frame lengths.
+    valid: Vec<(usize, usize)>,
     /// Frames cut because they were larger than the buffer (dropped and counted).
     pub truncated: u64,
 }
 
 impl RxBatch {
     pub fn new(n: usize) -> Self {
-        RxBatch {
+        let mut b = RxBatch {
             vnet: vec![[0; 10]; n],
             data: (0..n).map(|_| vec![0u8; MAX_FRAME_BYTES]).collect(),
             // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
             addrs: vec![unsafe { std::mem::zeroed() }; n],
-            lens: vec![0; n],
-            count: 0,
+            iov: Vec::with_capacity(n),
+            // SAFETY: mmsghdr is plain old data; the pointers are set right below.
+            msgs: (0..n).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            valid: Vec::with_capacity(n),
             truncated: 0,
+        };
+        for i in 0..n {
+            b.iov.push([
+                libc::iovec {
+                    iov_base: b.vnet[i].as_mut_ptr() as *mut libc::c_void,
+                    iov_len: VNET_LEN,
+                },
+                libc::iovec {
+                    iov_base: b.data[i].as_mut_ptr() as *mut libc::c_void,
+                    iov_len: b.data[i].len(),
+                },
+            ]);
         }
+        for i in 0..n {
+            b.msgs[i].msg_hdr.msg_iov = b.iov[i].as_mut_ptr();
+            b.msgs[i].msg_hdr.msg_iovlen = 2;
+            b.msgs[i].msg_hdr.msg_name =
+                &mut b.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
+        }
+        b
     }
     pub fn len(&self) -> usize {
-        self.count
+        self.valid.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.valid.is_empty()
     }
     /// Frame `i` of the last receive: its vnet header and its bytes (mutable, so checksums can be
     /// completed in place).
     pub fn frame_mut(&mut self, i: usize) -> (VnetHeader, &mut [u8]) {
-        let len = self.lens[i];
-        (self.vnet[i], &mut self.data[i][..len])
+        let (slot, len) = self.valid[i];
+        (self.vnet[slot], &mut self.data[slot][..len])
     }
     /// Whether frame `i` is one the host sent out of this interface (skipped by the runtime; only
     /// seen on kernels without PACKET_IGNORE_OUTGOING).
     pub fn is_outgoing(&self, i: usize) -> bool {
-        self.addrs[i].sll_pkttype == PACKET_OUTGOING
+        self.addrs[self.valid[i].0].sll_pkttype == PACKET_OUTGOING
     }
 }
 
@@ -66,6 +90,8 @@ pub struct PacketSocket {
     fd: OwnedFd,
     pub iface: String,
     pub ifindex: i32,
+    /// sendmmsg headers, reused across batches (rebuilt per batch: they point at the frames).
+    tx_headers: std::cell::RefCell<(Vec<[libc::iovec; 2]>, Vec<libc::mmsghdr>)>,
 }
 
 fn os_err(what: &str, iface: &str) -> String {
@@ -166,6 +192,7 @@ impl PacketSocket {
             fd,
             iface: iface.to_string(),
             ifindex,
+            tx_headers: Default::default(),
         })
     }
 
@@ -176,91 +203,61 @@ impl PacketSocket {
     /// Receive up to the batch's size of frames without blocking; returns how many (0 when none
     /// are waiting).
     pub fn recv_batch(&self, b: &mut RxBatch) -> io::Result<usize> {
-        let n = b.data.len();
-        let mut iov: Vec<[libc::iovec; 2]> = Vec::with_capacity(n);
-        for i in 0..n {
-            iov.push([
-                libc::iovec {
-                    iov_base: b.vnet[i].as_mut_ptr() as *mut libc::c_void,
-                    iov_len: VNET_LEN,
-                },
-                libc::iovec {
-                    iov_base: b.data[i].as_mut_ptr() as *mut libc::c_void,
-                    iov_len: b.data[i].len(),
-                },
-            ]);
+        b.valid.clear();
+        for m in b.msgs.iter_mut() {
+            m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            m.msg_hdr.msg_flags = 0;
+            m.msg_len = 0;
         }
-        // SAFETY: mmsghdr is plain old data; every pointer set below points into `iov`,
-        // `b.addrs`, `b.vnet`, `b.data`, which outlive the call.
-        let mut msgs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { std::mem::zeroed() }).collect();
-        for i in 0..n {
-            msgs[i].msg_hdr.msg_iov = iov[i].as_mut_ptr();
-            msgs[i].msg_hdr.msg_iovlen = 2;
-            msgs[i].msg_hdr.msg_name =
-                &mut b.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
-            msgs[i].msg_hdr.msg_namelen =
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        }
+        // SAFETY: every header points into `b`'s own buffers (see RxBatch::new), which outlive
+        // the call; the kernel writes at most iov_len bytes into each.
         let rc = unsafe {
             libc::recvmmsg(
                 self.raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
+                b.msgs.as_mut_ptr(),
+                b.msgs.len() as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
             )
         };
         if rc < 0 {
             let e = io::Error::last_os_error();
-            b.count = 0;
             if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted {
                 return Ok(0);
             }
             return Err(e);
         }
-        let got = rc as usize;
-        let mut kept = 0;
-        for i in 0..got {
-            let total = msgs[i].msg_len as usize;
-            if msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || total < VNET_LEN {
+        for i in 0..rc as usize {
+            let total = b.msgs[i].msg_len as usize;
+            if b.msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || total < VNET_LEN {
                 b.truncated += 1;
                 continue;
             }
-            let len = (total - VNET_LEN).min(b.data[i].len());
-            if kept != i {
-                b.vnet.swap(kept, i);
-                b.data.swap(kept, i);
-                b.addrs.swap(kept, i);
-            }
-            b.lens[kept] = len;
-            kept += 1;
+            b.valid.push((i, (total - VNET_LEN).min(MAX_FRAME_BYTES)));
         }
-        b.count = kept;
-        Ok(kept)
+        Ok(b.valid.len())
     }
 
     /// Send frames (each with its vnet header). Returns (sent, failed). Waits briefly for room
     /// when the socket buffer is full, so a burst is not lost to EAGAIN.
     pub fn send_batch(&self, frames: &[(VnetHeader, Vec<u8>)]) -> (usize, usize) {
-        let mut iov: Vec<[libc::iovec; 2]> = frames
-            .iter()
-            .map(|(h, f)| {
-                [
-                    libc::iovec {
-                        iov_base: h.as_ptr() as *mut libc::c_void,
-                        iov_len: VNET_LEN,
-                    },
-                    libc::iovec {
-                        iov_base: f.as_ptr() as *mut libc::c_void,
-                        iov_len: f.len(),
-                    },
-                ]
-            })
-            .collect();
-        // SAFETY: as in recv_batch; the kernel only reads the buffers.
-        let mut msgs: Vec<libc::mmsghdr> = (0..frames.len())
-            .map(|_| unsafe { std::mem::zeroed() })
-            .collect();
+        let mut headers = self.tx_headers.borrow_mut();
+        let (iov, msgs) = &mut *headers;
+        iov.clear();
+        iov.extend(frames.iter().map(|(h, f)| {
+            [
+                libc::iovec {
+                    iov_base: h.as_ptr() as *mut libc::c_void,
+                    iov_len: VNET_LEN,
+                },
+                libc::iovec {
+                    iov_base: f.as_ptr() as *mut libc::c_void,
+                    iov_len: f.len(),
+                },
+            ]
+        }));
+        // SAFETY: as in recv_batch; the kernel only reads the buffers, which outlive the call.
+        msgs.resize_with(frames.len(), || unsafe { std::mem::zeroed() });
         for (m, v) in msgs.iter_mut().zip(iov.iter_mut()) {
             m.msg_hdr.msg_iov = v.as_mut_ptr();
             m.msg_hdr.msg_iovlen = 2;

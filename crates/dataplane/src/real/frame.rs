@@ -66,13 +66,39 @@ fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
+/// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded with
+/// zero), folded to 16 bits but not complemented. Same value as `innet_wire::checksum::sum`
+/// folded, with four times fewer additions: 32-bit words summed into a u64 (2^16 ≡ 1 mod
+/// 0xFFFF, so the word size does not change the folded sum).
+#[inline]
+pub fn sum_folded(data: &[u8]) -> u32 {
+    let mut acc: u64 = 0;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        acc += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
+    }
+    let rest = chunks.remainder();
+    let mut i = 0;
+    while i + 1 < rest.len() {
+        acc += u16::from_be_bytes([rest[i], rest[i + 1]]) as u64;
+        i += 2;
+    }
+    if i < rest.len() {
+        acc += (rest[i] as u64) << 8;
+    }
+    while acc >> 16 != 0 {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    acc as u32
+}
+
 /// Checksum of a transport segment over the IPv4 pseudo-header, with the checksum field (at
-/// `field`) counted as zero.
+/// `field`, an even offset) counted as zero.
 fn l4_checksum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8], field: usize) -> u16 {
-    let acc = checksum::pseudo_header(src, dst, proto, seg.len() as u16)
-        + checksum::sum(&seg[..field])
-        + checksum::sum(&seg[field + 2..]);
-    checksum::finish(acc)
+    let stored = u16::from_be_bytes([seg[field], seg[field + 1]]) as u32;
+    // Sum the whole segment, then take the stored field out (one's-complement subtraction).
+    let all = sum_folded(seg) + (0xFFFF - stored);
+    checksum::finish(checksum::pseudo_header(src, dst, proto, seg.len() as u16) + all)
 }
 
 /// One IPv4 header taken apart: the header stack's fields, the raw flags/fragment field and
@@ -168,8 +194,9 @@ fn check_udp(ip: &Ipv4, body: &[u8]) -> Result<bool, Refusal> {
 /// (the tunnel stays payload).
 pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
     match parse_impl(frame, pkt, true) {
-        Err(_) if pkt.tunnel.is_some() => parse_impl(frame, pkt, false),
-        r => r,
+        Ok(()) => Ok(()),
+        // A tunnel whose inside does not parse is plain IPv4 carrying it as payload.
+        Err(_) => parse_impl(frame, pkt, false),
     }
 }
 
@@ -772,5 +799,19 @@ mod tests {
         let mut out = Vec::new();
         emit_into(&p, &mut out).unwrap();
         assert_eq!(out, f);
+    }
+}
+
+#[cfg(test)]
+mod sum_tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_sum_equals_the_wire_crates_sum(data in prop::collection::vec(any::<u8>(), 0..300)) {
+            let slow = innet_wire::checksum::finish(innet_wire::checksum::sum(&data));
+            let fast = innet_wire::checksum::finish(super::sum_folded(&data));
+            prop_assert_eq!(slow, fast);
+        }
     }
 }

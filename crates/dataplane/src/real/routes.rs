@@ -44,7 +44,7 @@ impl RouteTable {
             }
             routes.push((a, len, port));
         }
-        routes.sort_by(|x, y| y.1.cmp(&x.1));
+        routes.sort_by_key(|r| std::cmp::Reverse(r.1));
         Ok(RouteTable { routes })
     }
 

@@ -63,10 +63,13 @@ impl Impairment {
     }
 }
 
+type HeldFrame = ([u8; 10], Vec<u8>, Instant);
+
 struct Impairer {
     cfg: Impairment,
     rng: rand_chacha::ChaCha8Rng,
-    held: Vec<Option<([u8; 10], Vec<u8>, Instant)>>,
+    /// Per port: the frame held back for reordering, and since when.
+    held: Vec<Option<HeldFrame>>,
     out: Vec<([u8; 10], Vec<u8>)>,
 }
 
@@ -323,15 +326,14 @@ fn ingest(
             sw.on_frame(port, frame, [0; 10], now_ps, tx);
         }
         GSO_TCPV4 => {
-            let mut segs = Vec::new();
-            match segment_tcp4(frame, v.gso_size, scratch, |s| segs.push(s.to_vec())) {
+            // Each segment goes through the switch as it is cut (no per-segment allocation).
+            match segment_tcp4(frame, v.gso_size, scratch, |s| {
+                sw.on_frame(port, s, [0; 10], now_ps, tx)
+            }) {
                 Some(n) => {
                     let st = sw.stats_mut();
                     st.gso_frames += 1;
                     st.gso_segments += n as u64;
-                    for s in &segs {
-                        sw.on_frame(port, s, [0; 10], now_ps, tx);
-                    }
                 }
                 // Not TCP/IPv4 after all: the kernel can segment it on the way out.
                 None => sw.on_frame(port, frame, vnet, now_ps, tx),

@@ -456,6 +456,13 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
     }
 
     fn egress(&mut self, mut pkt: Packet, port: u16, rid: u16, meta: &Metadata, tx: &mut TxBatch) {
+        if port >= self.cfg.num_ports {
+            // A multicast group naming a port this switch does not have.
+            self.stats.no_route += 1;
+            self.count_drop(meta.ingress_port);
+            self.recycle(pkt);
+            return;
+        }
         let emeta = Metadata {
             egress_port: port,
             replication_id: rid,
