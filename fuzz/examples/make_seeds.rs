@@ -399,8 +399,45 @@ fn main() {
     ] {
         write(&dir, "gigaflow_flows", name, flows.as_bytes());
     }
+    appswitch_seeds(&dir);
     for (target, name, bytes) in regressions() {
         write(&dir, target, name, &bytes);
     }
     println!("seeds written under {}", dir.display());
+}
+
+/// CQL (mode byte, split byte, stream) and RESP (mode byte, split byte, stream) seeds.
+fn appswitch_seeds(dir: &Path) {
+    use innet_appswitch::cql::{self, opcode, QueryParams, Value};
+    let p = QueryParams { consistency: 1, flags: cql::query_flags::VALUES, values: vec![Value::Bytes(b"k1".to_vec())], ..Default::default() };
+    let q = cql::request_frame(4, 3, opcode::QUERY, &cql::encode_query(4, "SELECT v FROM ks.kv WHERE k = ?", &p));
+    let e = cql::request_frame(4, 4, opcode::EXECUTE, &cql::encode_execute(4, b"0123456789abcdef", b"", &p));
+    write(dir, "cql", "v4_query_execute", &[&[0u8, 20][..], &q, &e].concat());
+    let rows = cql::Rows {
+        metadata: cql::RowsMetadata {
+            flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            columns_count: 1,
+            global_table: Some(("ks".into(), "kv".into())),
+            columns: vec![cql::ColumnSpec { table: None, name: "v".into(), typ: cql::CqlType::Native(cql::type_id::VARCHAR) }],
+            ..Default::default()
+        },
+        rows: vec![vec![Some(b"value".to_vec())]],
+    };
+    let mut body = Vec::new();
+    cql::encode_rows(&rows, &mut body);
+    let r = cql::response_frame(5, 3, opcode::RESULT, &body);
+    let ready = cql::response_frame(5, 0, opcode::READY, &[]);
+    let mut segs = Vec::new();
+    cql::encode_frames_v5(&[r.clone(), r].concat(), &mut segs);
+    write(dir, "cql", "v5_ready_then_rows", &[&[1u8, 9][..], &ready, &segs].concat());
+    let q5 = cql::request_frame(5, 3, opcode::QUERY, &cql::encode_query(5, "UPDATE kv SET v = 'x' WHERE k = 'a'", &p));
+    let mut segs = Vec::new();
+    cql::encode_frames_v5(&q5, &mut segs);
+    write(dir, "cql", "v5_segmented_query", &[&[2u8, 7][..], &segs].concat());
+    let mut c = Vec::new();
+    innet_appswitch::resp::encode_command(&[b"SET", b"k", b"v"], &mut c);
+    innet_appswitch::resp::encode_command(&[b"GET", b"k"], &mut c);
+    c.extend_from_slice(b"DEL k\r\n");
+    write(dir, "resp", "commands", &[&[0u8, 5][..], &c].concat());
+    write(dir, "resp", "replies", &[&[1u8, 5][..], &b"+OK\r\n$1\r\nv\r\n:1\r\n$-1\r\n*2\r\n$1\r\na\r\n:2\r\n"[..]].concat());
 }

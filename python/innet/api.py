@@ -43,7 +43,9 @@ class Result:
 
 def list_experiments() -> list[dict[str, Any]]:
     """Every experiment with its description and parameters (name, default, doc)."""
-    return list(_native.list_experiments())
+    from innet import appswitch_experiments
+
+    return list(_native.list_experiments()) + appswitch_experiments.list_experiments()
 
 
 def _as_override(value: Any) -> str:
@@ -65,6 +67,13 @@ def run(
     ``innet.run("basic.fattree", quick=True, load=0.5)``."""
     merged = {**(overrides or {}), **params}
     ov = {k: _as_override(v) for k, v in merged.items()}
+    from innet import appswitch_experiments
+
+    if experiment in appswitch_experiments.EXPERIMENTS:
+        # Real-packet experiments orchestrate processes (namespaces, servers): Python, not Rust.
+        summary_json, cols = appswitch_experiments.run(experiment, ov, quick, progress)
+        return Result(experiment=experiment, summary=json.loads(summary_json), summary_json=summary_json,
+                      tables={name: pd.DataFrame(c) for name, c in cols.items()})
     summary_json, tables = _native.run_experiment(experiment, ov, quick, progress)
     return Result(
         experiment=experiment,

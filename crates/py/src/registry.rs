@@ -21,5 +21,6 @@ pub fn find(name: &str) -> Option<Box<dyn Experiment>> {
 pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
     let mut v = innet_dataplane::real::builtin_programs();
     v.extend(innet_switchvm::real::switch_programs());
+    v.extend(innet_appswitch::switch_programs());
     v
 }

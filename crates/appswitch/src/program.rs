@@ -1,0 +1,1294 @@
+//! The application switch as a data-plane [`Program`] on real packets: tracks each TCP
+//! connection to the server port, parses the key-value protocol in both directions (CQL or
+//! RESP), answers reads the cache holds (migration), forwards the rest with rewritten sequence
+//! numbers (return migration), and learns values from the server's answers.
+
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+use innet_dataplane::real::frame::{make_reply, set_payload, set_tcp_options};
+use innet_dataplane::{Ctx, Metadata, Program, Verdict};
+use innet_sim::packet::{Packet, TcpFlags, L4};
+
+use crate::cache::{Cache, ReadToken, WriteToken};
+use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
+use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
+use crate::migration::Migration;
+use crate::resp::{self, Reply, RespReader};
+
+/// Which protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Cql,
+    Redis,
+}
+
+/// Knobs (`--set protocol=cql|redis server_port=N cache_entries=N`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub protocol: Protocol,
+    pub server_port: u16,
+    pub cache_entries: usize,
+}
+
+/// The program's counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counters {
+    /// Requests answered by the switch.
+    pub hits: u64,
+    /// Cacheable reads forwarded to the server.
+    pub misses: u64,
+    /// Writes forwarded (write-through).
+    pub writes: u64,
+    /// Answers learned into the cache.
+    pub learned: u64,
+    /// Packets not on a tracked connection (other ports, non-TCP, connections seen mid-way).
+    pub bypassed: u64,
+    /// Request bytes answered by the switch (α) and reply bytes it sent (β), over all connections.
+    pub migrated_request_bytes: u64,
+    pub migrated_reply_bytes: u64,
+    /// Retransmitted requests answered again from the held reply.
+    pub replays: u64,
+    /// Parts of replies resent because the client's ACKs showed it missed them.
+    pub reply_retransmits: u64,
+    pub acks_suppressed: u64,
+    pub out_of_order_dropped: u64,
+    /// Connections whose bytes did not parse (then passed through, mapped, never answered).
+    pub protocol_errors: u64,
+    pub connections: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ConnKey {
+    client_ip: u32,
+    client_port: u16,
+    server_ip: u32,
+}
+
+enum Pending {
+    Read {
+        item: Vec<u8>,
+        shape: Vec<u8>,
+        token: ReadToken,
+    },
+    /// Writes to known keys; `update` = (shape, reply) the cache takes if the write succeeds.
+    Write {
+        items: Vec<(Vec<u8>, WriteToken)>,
+        update: Option<(Vec<u8>, Vec<u8>)>,
+    },
+    WriteAll,
+    Prepare {
+        statement: Statement,
+        keyspace: Option<String>,
+    },
+    Other,
+}
+
+/// What a prepared statement does, learned from PREPARE + RESULT Prepared.
+#[derive(Debug, Clone)]
+struct PreparedInfo {
+    statement: Statement,
+    table: Option<(String, String)>,
+    /// Bind index of the single partition-key column and its type, when there is one.
+    pk: Option<(usize, cql::CqlType, String)>,
+}
+
+struct CqlConn {
+    c2s: FrameReader,
+    s2c: FrameReader,
+    pending: HashMap<i16, Pending>,
+    keyspace: Option<String>,
+}
+
+struct RedisConn {
+    c2s: RespReader,
+    s2c: RespReader,
+    pending: VecDeque<Pending>,
+    in_multi: bool,
+    uncacheable: bool,
+    /// RESP3 after `HELLO 3` (null replies differ: `_` instead of `$-1`).
+    resp3: bool,
+}
+
+enum Proto {
+    Cql(CqlConn),
+    Redis(RedisConn),
+}
+
+struct Conn {
+    mig: Migration,
+    proto: Proto,
+    broken: bool,
+    uses_timestamps: bool,
+    closing_acks: u8,
+}
+
+/// One parsed request and what the switch would do with it.
+enum Classified {
+    /// A cacheable read: its cache coordinates and, if the cache has it, the reply bytes.
+    Read {
+        item: Vec<u8>,
+        shape: Vec<u8>,
+        hit: Option<Vec<u8>>,
+    },
+    Pending(Pending),
+}
+
+/// The application switch program.
+pub struct AppSwitch {
+    pub config: Config,
+    pub cache: Cache,
+    pub counters: Counters,
+    conns: HashMap<ConnKey, Conn>,
+    prepared: HashMap<Vec<u8>, Rc<PreparedInfo>>,
+    /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
+    /// prepared statements' metadata; `None` = compound key (never cached by key).
+    partition_keys: HashMap<(String, String), Option<String>>,
+}
+
+impl AppSwitch {
+    pub fn new(config: Config) -> Self {
+        AppSwitch {
+            cache: Cache::new(config.cache_entries),
+            config,
+            counters: Counters::default(),
+            conns: HashMap::new(),
+            prepared: HashMap::new(),
+            partition_keys: HashMap::new(),
+        }
+    }
+    pub fn open_connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+/// Replace SACK-permitted (kind 4) by two NOPs: the switch does not translate SACK blocks.
+pub fn strip_sack_permitted(opts: &[u8]) -> Vec<u8> {
+    let mut o = opts.to_vec();
+    let mut i = 0;
+    while i < o.len() {
+        match o[i] {
+            0 => break,
+            1 => i += 1,
+            k => {
+                let Some(&len) = o.get(i + 1) else { break };
+                let len = len as usize;
+                if len < 2 || i + len > o.len() {
+                    break;
+                }
+                if k == 4 && len == 2 {
+                    o[i] = 1;
+                    o[i + 1] = 1;
+                }
+                i += len;
+            }
+        }
+    }
+    o
+}
+
+/// (MSS, (TSval, TSecr)) from raw options, ignoring what does not parse.
+fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
+    let mut mss = None;
+    let mut ts = None;
+    if let Ok(list) = innet_wire_options(opts) {
+        for o in list {
+            match o {
+                innet_wire::tcp::TcpOption::Mss(m) => mss = Some(m),
+                innet_wire::tcp::TcpOption::Timestamps { value, echo } => ts = Some((value, echo)),
+                _ => {}
+            }
+        }
+    }
+    (mss, ts)
+}
+
+fn innet_wire_options(opts: &[u8]) -> innet_wire::Result<Vec<innet_wire::tcp::TcpOption>> {
+    innet_wire::tcp::parse_options(opts)
+}
+
+fn tcp_opts(pkt: &Packet) -> &[u8] {
+    pkt.wire
+        .as_deref()
+        .map(|w| w.tcp_options.as_slice())
+        .unwrap_or(&[])
+}
+
+fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
+    let mut v = b"cql:".to_vec();
+    v.extend_from_slice(ks.as_bytes());
+    v.push(b'.');
+    v.extend_from_slice(table.as_bytes());
+    v.push(0);
+    key.encode(&mut v);
+    v
+}
+
+/// A bound value of a known CQL type as a cache key.
+fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
+    use cql::type_id::*;
+    let cql::CqlType::Native(id) = typ else {
+        return None;
+    };
+    match *id {
+        INT if b.len() == 4 => Some(KeyValue::Int(i32::from_be_bytes(b.try_into().ok()?) as i64)),
+        BIGINT | COUNTER if b.len() == 8 => {
+            Some(KeyValue::Int(i64::from_be_bytes(b.try_into().ok()?)))
+        }
+        SMALLINT if b.len() == 2 => {
+            Some(KeyValue::Int(i16::from_be_bytes(b.try_into().ok()?) as i64))
+        }
+        TINYINT if b.len() == 1 => Some(KeyValue::Int(b[0] as i8 as i64)),
+        ASCII | VARCHAR => Some(KeyValue::Text(String::from_utf8(b.to_vec()).ok()?)),
+        BLOB | UUID | TIMEUUID => Some(KeyValue::Bytes(b.to_vec())),
+        _ => None,
+    }
+}
+
+impl AppSwitch {
+    fn qualify(&self, t: &TableRef, conn_ks: Option<&str>) -> Option<(String, String)> {
+        let ks = t.keyspace.clone().or_else(|| conn_ks.map(str::to_string))?;
+        Some((ks, t.table.clone()))
+    }
+
+    fn pk_of(&self, table: &(String, String)) -> Option<&str> {
+        self.partition_keys.get(table).and_then(|c| c.as_deref())
+    }
+
+    /// Classify a CQL request frame.
+    fn classify_cql(
+        &mut self,
+        h: &cql::FrameHeader,
+        body: &[u8],
+        keyspace: Option<&str>,
+    ) -> Classified {
+        let other = Classified::Pending(Pending::Other);
+        let Ok(req) = cql::parse_request(h, body) else {
+            return Classified::Pending(Pending::WriteAll);
+        };
+        let cacheable_flags = h.flags
+            & (cql::frame_flags::TRACING
+                | cql::frame_flags::CUSTOM_PAYLOAD
+                | cql::frame_flags::COMPRESSION)
+            == 0;
+        match req {
+            Request::Query { text, params } => {
+                let ks = params.keyspace.as_deref().or(keyspace);
+                let st = parse_statement(&text);
+                self.classify_statement(
+                    &st,
+                    ks,
+                    |term| match term {
+                        Term::Literal(k) => Some(k.clone()),
+                        _ => None,
+                    },
+                    cacheable_flags && params.paging_state.is_none(),
+                    || {
+                        let mut s = vec![
+                            b'Q',
+                            h.version,
+                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
+                        ];
+                        if let Statement::Select { shape, .. } = &st {
+                            s.extend_from_slice(shape.as_bytes());
+                        }
+                        s
+                    },
+                )
+            }
+            Request::Execute {
+                id,
+                result_metadata_id,
+                params,
+            } => {
+                let Some(info) = self.prepared.get(&id).cloned() else {
+                    // Unknown prepared id (prepared before we saw the connection): may write.
+                    return Classified::Pending(Pending::WriteAll);
+                };
+                let values = &params.values;
+                let pk = &info.pk;
+                let st = &info.statement;
+                let ks = info.table.as_ref().map(|t| t.0.as_str());
+                self.classify_statement(
+                    st,
+                    ks,
+                    |term| {
+                        let idx = match term {
+                            Term::Marker(i) => *i,
+                            _ => return None,
+                        };
+                        let (pk_idx, typ, _) = pk.as_ref()?;
+                        if *pk_idx != idx {
+                            return None;
+                        }
+                        match values.get(idx)? {
+                            cql::Value::Bytes(b) => key_from_bound(typ, b),
+                            _ => None,
+                        }
+                    },
+                    cacheable_flags && params.paging_state.is_none() && params.names.is_none(),
+                    || {
+                        let mut s = vec![
+                            b'E',
+                            h.version,
+                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
+                        ];
+                        s.extend_from_slice(&id);
+                        s.push(0);
+                        s.extend_from_slice(result_metadata_id.as_deref().unwrap_or(&[]));
+                        s
+                    },
+                )
+            }
+            Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
+                statement: parse_statement(&text),
+                keyspace: ks.or_else(|| keyspace.map(str::to_string)),
+            }),
+            Request::Batch => Classified::Pending(Pending::WriteAll),
+            Request::Other(op) => match op {
+                opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => {
+                    other
+                }
+                _ => Classified::Pending(Pending::WriteAll),
+            },
+        }
+    }
+
+    fn classify_statement(
+        &mut self,
+        st: &Statement,
+        ks: Option<&str>,
+        key_of: impl Fn(&Term) -> Option<KeyValue>,
+        cacheable: bool,
+        shape: impl FnOnce() -> Vec<u8>,
+    ) -> Classified {
+        match st {
+            Statement::Select {
+                table, column, key, ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::Other);
+                };
+                if t.0.starts_with("system")
+                    || self.pk_of(&t) != Some(column.as_str())
+                    || !cacheable
+                {
+                    return Classified::Pending(Pending::Other);
+                }
+                let Some(k) = key_of(key) else {
+                    return Classified::Pending(Pending::Other);
+                };
+                let item = cql_item(&t.0, &t.1, &k);
+                let shape = shape();
+                let hit = self.cache.lookup(&item, &shape).map(<[u8]>::to_vec);
+                Classified::Read { item, shape, hit }
+            }
+            Statement::Insert {
+                table,
+                columns,
+                values,
+                ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::WriteAll);
+                };
+                let key = self.pk_of(&t).and_then(|pk| {
+                    let i = columns.iter().position(|c| c == pk)?;
+                    key_of(values[i].as_ref()?)
+                });
+                self.write_key(&t, key)
+            }
+            Statement::WriteByKey {
+                table, column, key, ..
+            } => {
+                let Some(t) = self.qualify(table, ks) else {
+                    return Classified::Pending(Pending::WriteAll);
+                };
+                let key = if self.pk_of(&t) == Some(column.as_str()) {
+                    key_of(key)
+                } else {
+                    None
+                };
+                self.write_key(&t, key)
+            }
+            Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
+            Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
+        }
+    }
+
+    fn write_key(&mut self, t: &(String, String), key: Option<KeyValue>) -> Classified {
+        match key {
+            Some(k) => {
+                let item = cql_item(&t.0, &t.1, &k);
+                Classified::Pending(Pending::Write {
+                    items: vec![(item, WriteToken::placeholder())],
+                    update: None,
+                })
+            }
+            None => Classified::Pending(Pending::WriteAll),
+        }
+    }
+
+    fn classify_redis(&mut self, args: &[Vec<u8>], conn: &mut RedisConn) -> Classified {
+        let Some(cmd) = args.first() else {
+            return Classified::Pending(Pending::Other);
+        };
+        let cmd = cmd.to_ascii_uppercase();
+        let item = |k: &[u8]| {
+            let mut v = b"redis:0:".to_vec();
+            v.extend_from_slice(k);
+            v
+        };
+        match (cmd.as_slice(), args.len()) {
+            (b"MULTI", _) => {
+                conn.in_multi = true;
+                Classified::Pending(Pending::WriteAll)
+            }
+            (b"EXEC" | b"DISCARD", _) => {
+                conn.in_multi = false;
+                Classified::Pending(Pending::WriteAll)
+            }
+            (b"HELLO", _) => {
+                match args.get(1).map(|v| v.as_slice()) {
+                    Some(b"3") => conn.resp3 = true,
+                    Some(b"2") => conn.resp3 = false,
+                    None => {}
+                    Some(_) => conn.uncacheable = true,
+                }
+                Classified::Pending(Pending::Other)
+            }
+            (b"SELECT" | b"RESET", _) => {
+                conn.uncacheable = true;
+                Classified::Pending(Pending::Other)
+            }
+            _ if conn.in_multi && cmd.as_slice() == b"GET" => Classified::Pending(Pending::Other),
+            (b"GET", 2) if !conn.uncacheable => {
+                let it = item(&args[1]);
+                let shape: &[u8] = if conn.resp3 { b"GET/3" } else { b"GET/2" };
+                let hit = self.cache.lookup(&it, shape).map(<[u8]>::to_vec);
+                Classified::Read {
+                    item: it,
+                    shape: shape.to_vec(),
+                    hit,
+                }
+            }
+            (b"GET", _) => Classified::Pending(Pending::Other),
+            (b"SET", n) if n >= 3 => {
+                let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
+                    let mut r = Vec::new();
+                    resp::encode_bulk(Some(&args[2]), &mut r);
+                    (
+                        if conn.resp3 {
+                            b"GET/3".to_vec()
+                        } else {
+                            b"GET/2".to_vec()
+                        },
+                        r,
+                    )
+                });
+                Classified::Pending(Pending::Write {
+                    items: vec![(item(&args[1]), WriteToken::placeholder())],
+                    update,
+                })
+            }
+            (b"DEL" | b"UNLINK", n) if n >= 2 => Classified::Pending(Pending::Write {
+                items: args[1..]
+                    .iter()
+                    .map(|k| (item(k), WriteToken::placeholder()))
+                    .collect(),
+                update: None,
+            }),
+            (
+                b"PING" | b"ECHO" | b"INFO" | b"CLIENT" | b"COMMAND" | b"EXISTS" | b"TTL" | b"PTTL"
+                | b"TYPE" | b"STRLEN" | b"MGET" | b"KEYS" | b"SCAN" | b"DBSIZE" | b"TIME"
+                | b"GETRANGE",
+                _,
+            ) => Classified::Pending(Pending::Other),
+            _ => Classified::Pending(Pending::WriteAll),
+        }
+    }
+
+    /// Start the write bookkeeping of a pending entry that is being forwarded.
+    fn begin(&mut self, p: Pending) -> Pending {
+        match p {
+            Pending::Write { items, update } => {
+                self.counters.writes += 1;
+                let items = items
+                    .into_iter()
+                    .map(|(k, _)| {
+                        let t = self.cache.begin_write(&k);
+                        (k, t)
+                    })
+                    .collect();
+                Pending::Write { items, update }
+            }
+            Pending::WriteAll => {
+                self.counters.writes += 1;
+                self.cache.begin_write_all();
+                Pending::WriteAll
+            }
+            p => p,
+        }
+    }
+
+    /// The server answered a pending request; `ok_reply`: the raw reply for RESP, or the
+    /// decoded RESULT for CQL.
+    fn complete(&mut self, p: Pending, success: bool, learned: Option<&[u8]>) {
+        match p {
+            Pending::Read { item, shape, token } => {
+                if let Some(body) = learned {
+                    if self.cache.fill(&item, &shape, body, token) {
+                        self.counters.learned += 1;
+                    }
+                }
+            }
+            Pending::Write { items, update } => {
+                let single = items.len() == 1;
+                for (k, t) in items {
+                    let up = if success && single {
+                        update.as_ref().map(|(s, r)| (s.as_slice(), r.as_slice()))
+                    } else {
+                        None
+                    };
+                    self.cache.end_write(&k, t, up);
+                }
+            }
+            Pending::WriteAll => self.cache.end_write_all(),
+            Pending::Prepare { .. } | Pending::Other => {}
+        }
+    }
+
+    fn learn_prepared(
+        &mut self,
+        p: &cql::Prepared,
+        statement: Statement,
+        keyspace: Option<String>,
+    ) {
+        let table = p
+            .bind_global_table
+            .clone()
+            .or_else(|| p.bind_columns.first().and_then(|c| c.table.clone()))
+            .or_else(|| {
+                let t = match &statement {
+                    Statement::Select { table, .. }
+                    | Statement::WriteByKey { table, .. }
+                    | Statement::Insert { table, .. } => table,
+                    _ => return None,
+                };
+                self.qualify(t, keyspace.as_deref())
+            });
+        let mut pk = None;
+        if let Some(t) = &table {
+            match p.pk_indexes.as_slice() {
+                [i] => {
+                    if let Some(col) = p.bind_columns.get(*i as usize) {
+                        self.partition_keys
+                            .insert(t.clone(), Some(col.name.clone()));
+                        pk = Some((*i as usize, col.typ.clone(), col.name.clone()));
+                    }
+                }
+                [] => {}
+                _ => {
+                    self.partition_keys.insert(t.clone(), None);
+                }
+            }
+        }
+        self.prepared.insert(
+            p.id.clone(),
+            Rc::new(PreparedInfo {
+                statement,
+                table,
+                pk,
+            }),
+        );
+    }
+}
+
+impl WriteToken {
+    /// Stands in until the write is forwarded and [`Cache::begin_write`] gives the real token.
+    fn placeholder() -> WriteToken {
+        Cache::placeholder_token()
+    }
+}
+
+enum Dir {
+    ToServer,
+    ToClient,
+}
+
+impl Program for AppSwitch {
+    fn name(&self) -> &str {
+        "appswitch"
+    }
+
+    fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
+        let L4::Tcp(h) = pkt.l4 else {
+            self.counters.bypassed += 1;
+            return Verdict::Route;
+        };
+        let (dir, key) = if h.dst_port == self.config.server_port {
+            (
+                Dir::ToServer,
+                ConnKey {
+                    client_ip: pkt.ip.src,
+                    client_port: h.src_port,
+                    server_ip: pkt.ip.dst,
+                },
+            )
+        } else if h.src_port == self.config.server_port {
+            (
+                Dir::ToClient,
+                ConnKey {
+                    client_ip: pkt.ip.dst,
+                    client_port: h.dst_port,
+                    server_ip: pkt.ip.src,
+                },
+            )
+        } else {
+            self.counters.bypassed += 1;
+            return Verdict::Route;
+        };
+        let syn = h.flags.has(TcpFlags::SYN);
+        let ack = h.flags.has(TcpFlags::ACK);
+        if syn {
+            let opts = strip_sack_permitted(tcp_opts(pkt));
+            set_tcp_options(pkt, &opts);
+            let (mss, ts) = read_options(&opts);
+            match dir {
+                Dir::ToServer if !ack => {
+                    if let Some(old) = self.conns.remove(&key) {
+                        self.close(old);
+                    }
+                    let proto = match self.config.protocol {
+                        Protocol::Cql => Proto::Cql(CqlConn {
+                            c2s: FrameReader::new(false),
+                            s2c: FrameReader::new(true),
+                            pending: HashMap::new(),
+                            keyspace: None,
+                        }),
+                        Protocol::Redis => Proto::Redis(RedisConn {
+                            c2s: RespReader::default(),
+                            s2c: RespReader::default(),
+                            pending: VecDeque::new(),
+                            in_multi: false,
+                            uncacheable: false,
+                            resp3: false,
+                        }),
+                    };
+                    let mut mig = Migration::new(h.seq, mss);
+                    mig.client_tsval = ts.map(|t| t.0);
+                    self.counters.connections += 1;
+                    self.conns.insert(
+                        key,
+                        Conn {
+                            mig,
+                            proto,
+                            broken: false,
+                            uses_timestamps: ts.is_some(),
+                            closing_acks: 0,
+                        },
+                    );
+                }
+                Dir::ToClient => {
+                    if let Some(c) = self.conns.get_mut(&key) {
+                        c.mig.s_isn = h.seq;
+                        c.mig.last_ack_to_client = h.ack;
+                        c.mig.server_window = h.window as u16;
+                        c.mig.server_tsval = ts.map(|t| t.0);
+                        c.uses_timestamps &= ts.is_some();
+                    }
+                }
+                _ => {}
+            }
+            return Verdict::Route;
+        }
+        let Some(mut conn) = self.conns.remove(&key) else {
+            self.counters.bypassed += 1;
+            return Verdict::Route;
+        };
+        let verdict = match dir {
+            Dir::ToServer => self.from_client(&mut conn, pkt, meta, ctx),
+            Dir::ToClient => self.from_server(&mut conn, pkt),
+        };
+        if conn.mig.reset || conn.closing_acks >= 2 {
+            self.close(conn);
+        } else {
+            conn.mig.fold();
+            self.conns.insert(key, conn);
+        }
+        verdict
+    }
+}
+
+impl AppSwitch {
+    /// Free a connection's state; writes it had in flight end (their outcome is unknown).
+    fn close(&mut self, conn: Conn) {
+        let pend: Vec<Pending> = match conn.proto {
+            Proto::Cql(c) => c.pending.into_values().collect(),
+            Proto::Redis(r) => r.pending.into_iter().collect(),
+        };
+        for p in pend {
+            self.complete(p, false, None);
+        }
+    }
+
+    fn from_client(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) -> Verdict {
+        let L4::Tcp(h) = pkt.l4 else {
+            unreachable!("checked by ingress")
+        };
+        let (_, ts) = read_options(tcp_opts(pkt));
+        if let Some((v, _)) = ts {
+            conn.mig.client_tsval = Some(v);
+        }
+        // Borrow the payload out of the packet (no copy); it is put back (or replaced) below.
+        let data_box = pkt.payload_bytes.take().unwrap_or_default();
+        let verdict = self.from_client_payload(conn, pkt, &data_box, h, meta, ctx);
+        if pkt.payload_bytes.is_none() {
+            pkt.payload_bytes = Some(data_box);
+        }
+        verdict
+    }
+
+    fn from_client_payload(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        data: &[u8],
+        h: innet_sim::packet::TcpHeader,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) -> Verdict {
+        let c0 = conn.mig.client_pos(h.seq);
+        let c1 = c0 + data.len() as i64;
+        let fin = h.flags.has(TcpFlags::FIN);
+        let rst = h.flags.has(TcpFlags::RST);
+        let dup_ack = conn.mig.last_client_ack == Some(h.ack);
+        let mut resend = None;
+        let mapped_ack = if h.flags.has(TcpFlags::ACK) {
+            let c = conn.mig.client_ack_pos(h.ack).max(0) as u64;
+            conn.mig.last_client_ack = Some(h.ack);
+            let a = conn.mig.map_client_ack(c);
+            // A duplicate ACK, or a new request, while the client misses part of a reply: resend it.
+            if dup_ack || !data.is_empty() {
+                resend = conn.mig.reply_to_resend(c);
+            }
+            Some(a)
+        } else {
+            None
+        };
+        if let (Some((i, from)), true, false) = (resend, data.is_empty(), rst) {
+            self.counters.reply_retransmits += 1;
+            self.send_reply_from(conn, i, from, pkt, meta, ctx);
+        }
+        if rst {
+            conn.mig.reset = true;
+            self.rewrite(pkt, conn.mig.map_client_seq(c0.max(0) as u64), mapped_ack);
+            return Verdict::Route;
+        }
+        if conn.mig.client_fin && conn.mig.server_fin && data.is_empty() {
+            conn.closing_acks += 1;
+        }
+        if data.is_empty() {
+            if fin {
+                conn.mig.client_fin = true;
+            }
+            let seq = conn.mig.map_client_seq(c0.max(0) as u64);
+            if !fin {
+                if let Some(a) = mapped_ack {
+                    if !conn.mig.forward_pure_ack(h.ack, a, h.window as u16) {
+                        self.counters.acks_suppressed += 1;
+                        self.ack_client_if_due(conn, pkt, meta, ctx);
+                        return Verdict::Drop;
+                    }
+                }
+            }
+            self.rewrite(pkt, seq, mapped_ack);
+            self.ack_client_if_due(conn, pkt, meta, ctx);
+            return Verdict::Route;
+        }
+        let plan = conn.mig.plan_client(c0, c1);
+        if plan.out_of_order {
+            self.counters.out_of_order_dropped += 1;
+            return Verdict::Drop;
+        }
+        for &i in &plan.replay {
+            self.counters.replays += 1;
+            self.send_reply(conn, i, pkt, meta, ctx);
+        }
+        if let Some((i, from)) = resend.filter(|(i, _)| !plan.replay.contains(i)) {
+            self.counters.reply_retransmits += 1;
+            self.send_reply_from(conn, i, from, pkt, meta, ctx);
+        }
+        let mut answered = false;
+        if let Some(from) = plan.new_from {
+            let new = &data[(from as i64 - c0) as usize..];
+            let whole_new = from as i64 == c0;
+            answered = self.parse_client_bytes(
+                conn,
+                new,
+                whole_new && !fin,
+                from,
+                c1 as u64,
+                pkt,
+                meta,
+                ctx,
+            );
+            conn.mig.c_next = c1 as u64;
+        }
+        if fin {
+            conn.mig.client_fin = true;
+        }
+        if answered {
+            return Verdict::Drop;
+        }
+        match plan.forward {
+            Some((a, b)) => {
+                let off = (a as i64 - c0) as usize;
+                let len = (b - a) as usize;
+                if off != 0 || len != data.len() {
+                    set_payload(pkt, &data[off..off + len]);
+                    if let L4::Tcp(t) = &mut pkt.l4 {
+                        // A trimmed retransmission keeps FIN only if it still ends the stream.
+                        if b != c1 as u64 {
+                            t.flags = TcpFlags(t.flags.0 & !TcpFlags::FIN);
+                        }
+                    }
+                }
+                let seq = conn.mig.map_client_seq(a);
+                if let Some(ack) = mapped_ack {
+                    conn.mig.note_forwarded_ack(h.ack, ack, h.window as u16);
+                }
+                self.rewrite(pkt, seq, mapped_ack);
+                Verdict::Route
+            }
+            None => Verdict::Drop,
+        }
+    }
+
+    /// Parse new client bytes [from, end); if `may_answer` and every request completed in them
+    /// is a cache hit, answer them all (returns true). Otherwise start the bookkeeping of what is
+    /// forwarded.
+    #[allow(clippy::too_many_arguments)]
+    fn parse_client_bytes(
+        &mut self,
+        conn: &mut Conn,
+        bytes: &[u8],
+        may_answer: bool,
+        from: u64,
+        end: u64,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        if conn.broken {
+            return false;
+        }
+        let mut items: Vec<(Option<i16>, Classified)> = Vec::new();
+        let (boundary_before, s2c_boundary, framing_ok, version);
+        match &mut conn.proto {
+            Proto::Cql(c) => {
+                boundary_before = c.c2s.at_boundary();
+                s2c_boundary = c.s2c.at_boundary();
+                framing_ok = c.c2s.framing() == c.s2c.framing();
+                let mut frames = Vec::new();
+                if c.c2s.push(bytes, &mut frames).is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+                version = frames.first().map(|f| f.header.version).unwrap_or(4);
+                let ks = c.keyspace.clone();
+                for f in frames {
+                    let cl = self.classify_cql(&f.header, &f.body, ks.as_deref());
+                    items.push((Some(f.header.stream), cl));
+                }
+                let Proto::Cql(c) = &mut conn.proto else {
+                    unreachable!()
+                };
+                let at_end = c.c2s.at_boundary();
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                if may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && at_end
+                    && s2c_boundary
+                    && framing_ok
+                    && all_hits
+                    && !conn.mig.server_fin
+                {
+                    let mut frames_bytes = Vec::new();
+                    for (stream, cl) in &items {
+                        if let Classified::Read {
+                            hit: Some(body), ..
+                        } = cl
+                        {
+                            frames_bytes.extend(cql::response_frame(
+                                version,
+                                stream.unwrap_or(0),
+                                opcode::RESULT,
+                                body,
+                            ));
+                        }
+                    }
+                    let reply = if c.s2c.framing() == Framing::Segmented {
+                        let mut v = Vec::new();
+                        cql::encode_frames_v5(&frames_bytes, &mut v);
+                        v
+                    } else {
+                        frames_bytes
+                    };
+                    self.counters.hits += items.len() as u64;
+                    self.counters.migrated_request_bytes += end - from;
+                    self.counters.migrated_reply_bytes += reply.len() as u64;
+                    let i = conn.mig.answer(from, end, reply);
+                    self.send_reply(conn, i, pkt, meta, ctx);
+                    return true;
+                }
+                for (stream, cl) in items {
+                    let p = self.to_pending(cl);
+                    let p = self.begin(p);
+                    let Proto::Cql(c) = &mut conn.proto else {
+                        unreachable!()
+                    };
+                    if let Some(old) = c.pending.insert(stream.unwrap_or(0), p) {
+                        self.complete(old, false, None);
+                    }
+                }
+                false
+            }
+            Proto::Redis(r) => {
+                boundary_before = r.c2s.at_boundary();
+                s2c_boundary = r.s2c.at_boundary();
+                let mut cmds = Vec::new();
+                if r.c2s.push_commands(bytes, &mut cmds).is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+                let Proto::Redis(r) = &mut conn.proto else {
+                    unreachable!()
+                };
+                for args in &cmds {
+                    let cl = self.classify_redis(args, r);
+                    items.push((None, cl));
+                }
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let answer = may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && r.c2s.at_boundary()
+                    && s2c_boundary
+                    && all_hits
+                    && r.pending.is_empty()
+                    && !conn.mig.server_fin;
+                if !answer {
+                    for (_, cl) in items {
+                        let p = self.to_pending(cl);
+                        let p = self.begin(p);
+                        r.pending.push_back(p);
+                    }
+                    return false;
+                }
+                let mut reply = Vec::new();
+                for (_, cl) in &items {
+                    if let Classified::Read { hit: Some(b), .. } = cl {
+                        reply.extend_from_slice(b);
+                    }
+                }
+                self.counters.hits += items.len() as u64;
+                self.counters.migrated_request_bytes += end - from;
+                self.counters.migrated_reply_bytes += reply.len() as u64;
+                let i = conn.mig.answer(from, end, reply);
+                self.send_reply(conn, i, pkt, meta, ctx);
+                true
+            }
+        }
+    }
+
+    fn to_pending(&mut self, cl: Classified) -> Pending {
+        match cl {
+            Classified::Read { item, shape, .. } => {
+                self.counters.misses += 1;
+                Pending::Read {
+                    item,
+                    shape,
+                    token: self.cache.begin_read(),
+                }
+            }
+            Classified::Pending(p) => p,
+        }
+    }
+
+    fn from_server(&mut self, conn: &mut Conn, pkt: &mut Packet) -> Verdict {
+        let L4::Tcp(h) = pkt.l4 else {
+            unreachable!("checked by ingress")
+        };
+        let (_, ts) = read_options(tcp_opts(pkt));
+        if let Some((v, _)) = ts {
+            conn.mig.server_tsval = Some(v);
+        }
+        conn.mig.server_window = h.window as u16;
+        let data_box = pkt.payload_bytes.take().unwrap_or_default();
+        let verdict = self.from_server_payload(conn, pkt, &data_box, h);
+        if pkt.payload_bytes.is_none() {
+            pkt.payload_bytes = Some(data_box);
+        }
+        verdict
+    }
+
+    fn from_server_payload(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &mut Packet,
+        data: &[u8],
+        h: innet_sim::packet::TcpHeader,
+    ) -> Verdict {
+        let s0 = conn.mig.server_pos(h.seq);
+        let s1 = s0 + data.len() as i64;
+        let mapped_ack = if h.flags.has(TcpFlags::ACK) {
+            let s = conn.mig.server_ack_pos(h.ack).max(0) as u64;
+            let a = conn.mig.map_server_ack(s);
+            conn.mig.last_ack_to_client = a;
+            Some(a)
+        } else {
+            None
+        };
+        if h.flags.has(TcpFlags::RST) {
+            conn.mig.reset = true;
+        }
+        if h.flags.has(TcpFlags::FIN) {
+            conn.mig.server_fin = true;
+        }
+        if conn.mig.client_fin
+            && conn.mig.server_fin
+            && data.is_empty()
+            && !h.flags.has(TcpFlags::FIN)
+        {
+            conn.closing_acks += 1;
+        }
+        if data.is_empty() {
+            let seq = conn.mig.map_server_seq(s0.max(0) as u64);
+            self.rewrite(pkt, seq, mapped_ack);
+            return Verdict::Route;
+        }
+        let Some((a, b)) = conn.mig.plan_server(s0, s1) else {
+            self.counters.out_of_order_dropped += 1;
+            return Verdict::Drop;
+        };
+        if b > conn.mig.s_next {
+            let new = &data[(conn.mig.s_next as i64 - s0) as usize..(b as i64 - s0) as usize];
+            self.parse_server_bytes(conn, new);
+            conn.mig.s_next = b;
+        }
+        let off = (a as i64 - s0) as usize;
+        let len = (b - a) as usize;
+        if off != 0 || len != data.len() {
+            set_payload(pkt, &data[off..off + len]);
+            if b as i64 != s1 {
+                if let L4::Tcp(t) = &mut pkt.l4 {
+                    t.flags = TcpFlags(t.flags.0 & !TcpFlags::FIN);
+                }
+            }
+        }
+        let seq = if conn.mig.is_stale_server_data(b) {
+            conn.mig.stale_server_seq(b - a)
+        } else {
+            conn.mig.map_server_seq(a)
+        };
+        self.rewrite(pkt, seq, mapped_ack);
+        Verdict::Route
+    }
+
+    fn parse_server_bytes(&mut self, conn: &mut Conn, bytes: &[u8]) {
+        if conn.broken {
+            return;
+        }
+        match &mut conn.proto {
+            Proto::Cql(c) => {
+                let mut frames = Vec::new();
+                let r = c.s2c.push(bytes, &mut frames);
+                for f in frames {
+                    if f.header.opcode == opcode::READY || f.header.opcode == opcode::AUTHENTICATE {
+                        if c.s2c.framing() == Framing::Segmented {
+                            c.c2s.set_segmented();
+                        }
+                        continue;
+                    }
+                    let result = if f.header.opcode == opcode::RESULT {
+                        cql::parse_result(f.header.version, &f.body).ok()
+                    } else {
+                        None
+                    };
+                    if let Some(ResultMsg::SetKeyspace(ks)) = &result {
+                        c.keyspace = Some(ks.clone());
+                    }
+                    let Some(p) = c.pending.remove(&f.header.stream) else {
+                        continue;
+                    };
+                    let success = f.header.opcode == opcode::RESULT;
+                    match (p, result) {
+                        (
+                            Pending::Prepare {
+                                statement,
+                                keyspace,
+                            },
+                            Some(ResultMsg::Prepared(pr)),
+                        ) => {
+                            self.learn_prepared(&pr, statement, keyspace);
+                        }
+                        (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
+                            let mut enc = Vec::new();
+                            cql::encode_rows(&rows, &mut enc);
+                            let cacheable = f.header.flags == 0
+                                && rows.rows.len() <= 1
+                                && rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES == 0
+                                && rows.metadata.flags & cql::rows_flags::METADATA_CHANGED == 0
+                                && enc == f.body;
+                            self.complete(p, true, cacheable.then_some(f.body.as_slice()));
+                        }
+                        (p, _) => self.complete(p, success, None),
+                    }
+                }
+                if r.is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+            }
+            Proto::Redis(rc) => {
+                let mut replies = Vec::new();
+                let r = rc.s2c.push_replies(bytes, &mut replies);
+                let mut done = Vec::new();
+                for (reply, raw) in replies {
+                    if let Some(p) = rc.pending.pop_front() {
+                        done.push((p, reply, raw));
+                    }
+                }
+                for (p, reply, raw) in done {
+                    match p {
+                        p @ Pending::Read { .. } => {
+                            let ok = matches!(reply, Reply::Bulk(_));
+                            self.complete(p, ok, ok.then_some(raw.as_slice()));
+                        }
+                        p @ Pending::Write { .. } => {
+                            let ok = matches!(&reply, Reply::Simple(s) if s == b"OK");
+                            self.complete(p, ok, None);
+                        }
+                        p => self.complete(p, false, None),
+                    }
+                }
+                if r.is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+            }
+        }
+    }
+
+    fn rewrite(&self, pkt: &mut Packet, seq: u32, ack: Option<u32>) {
+        if let L4::Tcp(t) = &mut pkt.l4 {
+            t.seq = seq;
+            if let Some(a) = ack {
+                t.ack = a;
+            }
+        }
+    }
+
+    /// A template reply to the client built from one of its packets.
+    fn reply_packet(
+        &self,
+        conn: &Conn,
+        from_client: &Packet,
+        seq: u32,
+        ack: u32,
+        data: &[u8],
+        psh: bool,
+    ) -> Packet {
+        let mut r = from_client.clone();
+        make_reply(&mut r, false);
+        if conn.uses_timestamps {
+            let tsval = conn.mig.server_tsval.unwrap_or(0);
+            let tsecr = conn.mig.client_tsval.unwrap_or(0);
+            let mut o = vec![1, 1, 8, 10];
+            o.extend_from_slice(&tsval.to_be_bytes());
+            o.extend_from_slice(&tsecr.to_be_bytes());
+            set_tcp_options(&mut r, &o);
+        }
+        if let L4::Tcp(t) = &mut r.l4 {
+            t.seq = seq;
+            t.ack = ack;
+            t.flags = TcpFlags(TcpFlags::ACK | if psh { TcpFlags::PSH } else { 0 });
+            t.window = conn.mig.server_window as u32;
+        }
+        set_payload(&mut r, data);
+        r
+    }
+
+    fn send_reply(
+        &mut self,
+        conn: &mut Conn,
+        i: usize,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
+        self.send_reply_from(conn, i, 0, pkt, meta, ctx)
+    }
+
+    fn send_reply_from(
+        &mut self,
+        conn: &mut Conn,
+        i: usize,
+        from: usize,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let ack = conn.mig.ack_for_client();
+        conn.mig.last_ack_to_client = ack;
+        let max = (conn.mig.client_mss as usize)
+            .saturating_sub(if conn.uses_timestamps { 12 } else { 0 })
+            .max(64);
+        let segs = conn.mig.reply_segments_from(i, from, max);
+        if segs.is_empty() {
+            // The client holds the reply already: just acknowledge its retransmission.
+            let seq = conn.mig.map_server_seq(conn.mig.s_next);
+            let r = self.reply_packet(conn, pkt, seq, ack, &[], false);
+            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            return;
+        }
+        let n = segs.len();
+        for (k, (seq, range)) in segs.into_iter().enumerate() {
+            let data = conn.mig.hits[i].reply[range].to_vec();
+            let r = self.reply_packet(conn, pkt, seq, ack, &data, k + 1 == n);
+            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+        }
+    }
+
+    /// Once the client holds a reply, its request may be acknowledged: tell the client if the
+    /// server will not (the ACK it is owed moved past what it was last sent).
+    fn ack_client_if_due(
+        &mut self,
+        conn: &mut Conn,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let a = conn.mig.ack_for_client();
+        if (a.wrapping_sub(conn.mig.last_ack_to_client) as i32) > 0 {
+            conn.mig.last_ack_to_client = a;
+            let seq = conn.mig.map_server_seq(conn.mig.s_next);
+            let r = self.reply_packet(conn, pkt, seq, a, &[], false);
+            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+        }
+    }
+}

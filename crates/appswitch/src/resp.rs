@@ -1,0 +1,372 @@
+//! Redis's RESP as the switch needs it: requests (arrays of bulk strings, and inline commands)
+//! and replies (RESP2 and RESP3 types) framed out of a pipelined byte stream, so a per-direction
+//! reassembler can hand out complete messages with their exact bytes. Errors are values.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RespError {
+    pub at: usize,
+    pub msg: String,
+}
+
+impl fmt::Display for RespError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "resp at byte {}: {}", self.at, self.msg)
+    }
+}
+impl std::error::Error for RespError {}
+
+/// Longest bulk string accepted (Redis's proto-max-bulk-len default, 512 MiB).
+pub const MAX_BULK_BYTES: i64 = 512 * 1024 * 1024;
+/// Longest line (simple string, inline command) before we call the stream malformed.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+const MAX_DEPTH: u32 = 32;
+const MAX_ELEMENTS: i64 = 1 << 20;
+
+/// A reply as far as the cache cares; `Other` covers every type it does not act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Simple(Vec<u8>),
+    Error(Vec<u8>),
+    Int(i64),
+    /// `$-1` (RESP2 nil) and `_` (RESP3 null) are `Bulk(None)`.
+    Bulk(Option<Vec<u8>>),
+    Other,
+}
+
+/// One complete message: its exact bytes' length and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message<T> {
+    pub len: usize,
+    pub value: T,
+}
+
+fn line(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, RespError> {
+    match b[at..].iter().position(|&c| c == b'\n') {
+        None if b.len() - at > MAX_LINE_BYTES => Err(RespError {
+            at,
+            msg: format!("no line end within {MAX_LINE_BYTES} bytes"),
+        }),
+        None => Ok(None),
+        Some(i) => {
+            if i == 0 || b[at + i - 1] != b'\r' {
+                return Err(RespError {
+                    at,
+                    msg: "line does not end in CRLF".into(),
+                });
+            }
+            Ok(Some((&b[at..at + i - 1], at + i + 1)))
+        }
+    }
+}
+
+fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
+    std::str::from_utf8(s)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| RespError {
+            at,
+            msg: format!("{:?} is not an integer", String::from_utf8_lossy(s)),
+        })
+}
+
+/// Parse one reply from the front of `b`: `Ok(None)` if incomplete.
+pub fn parse_reply(b: &[u8]) -> Result<Option<Message<Reply>>, RespError> {
+    Ok(reply_at(b, 0, 0)?.map(|(value, end)| Message { len: end, value }))
+}
+
+fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, RespError> {
+    if depth > MAX_DEPTH {
+        return Err(RespError {
+            at,
+            msg: format!("nesting deeper than {MAX_DEPTH}"),
+        });
+    }
+    let Some(&t) = b.get(at) else { return Ok(None) };
+    let Some((l, next)) = line(b, at + 1)? else {
+        return Ok(None);
+    };
+    match t {
+        b'+' => Ok(Some((Reply::Simple(l.to_vec()), next))),
+        b'-' => Ok(Some((Reply::Error(l.to_vec()), next))),
+        b':' => Ok(Some((Reply::Int(int(l, at)?), next))),
+        b'_' | b',' | b'#' | b'(' => Ok(Some((
+            if t == b'_' {
+                Reply::Bulk(None)
+            } else {
+                Reply::Other
+            },
+            next,
+        ))),
+        b'$' | b'=' | b'!' => {
+            let n = int(l, at)?;
+            if n == -1 && t == b'$' {
+                return Ok(Some((Reply::Bulk(None), next)));
+            }
+            if !(0..=MAX_BULK_BYTES).contains(&n) {
+                return Err(RespError {
+                    at,
+                    msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
+                });
+            }
+            let end = next + n as usize;
+            if b.len() < end + 2 {
+                return Ok(None);
+            }
+            if &b[end..end + 2] != b"\r\n" {
+                return Err(RespError {
+                    at: end,
+                    msg: "bulk string not followed by CRLF".into(),
+                });
+            }
+            let v = &b[next..end];
+            Ok(Some((
+                if t == b'$' {
+                    Reply::Bulk(Some(v.to_vec()))
+                } else {
+                    Reply::Other
+                },
+                end + 2,
+            )))
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = int(l, at)?;
+            if n == -1 && t == b'*' {
+                return Ok(Some((Reply::Bulk(None), next)));
+            }
+            if !(0..=MAX_ELEMENTS).contains(&n) {
+                return Err(RespError {
+                    at,
+                    msg: format!("aggregate length {n} outside 0..={MAX_ELEMENTS}"),
+                });
+            }
+            let n = if matches!(t, b'%' | b'|') { 2 * n } else { n };
+            let mut pos = next;
+            for _ in 0..n {
+                match reply_at(b, pos, depth + 1)? {
+                    None => return Ok(None),
+                    Some((_, e)) => pos = e,
+                }
+            }
+            Ok(Some((Reply::Other, pos)))
+        }
+        other => Err(RespError {
+            at,
+            msg: format!("unknown reply type byte 0x{other:02x}"),
+        }),
+    }
+}
+
+/// Parse one command (`*N` array of bulk strings, or an inline command) from the front of `b`.
+pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespError> {
+    let Some(&t) = b.first() else { return Ok(None) };
+    if t != b'*' {
+        // Inline command: words separated by spaces, up to CRLF (or a bare LF, as Redis allows).
+        let Some(i) = b.iter().position(|&c| c == b'\n') else {
+            if b.len() > MAX_LINE_BYTES {
+                return Err(RespError {
+                    at: 0,
+                    msg: "inline command without line end".into(),
+                });
+            }
+            return Ok(None);
+        };
+        let l = if i > 0 && b[i - 1] == b'\r' {
+            &b[..i - 1]
+        } else {
+            &b[..i]
+        };
+        let args = l
+            .split(|&c| c == b' ')
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        return Ok(Some(Message {
+            len: i + 1,
+            value: args,
+        }));
+    }
+    let Some((l, mut pos)) = line(b, 1)? else {
+        return Ok(None);
+    };
+    let n = int(l, 0)?;
+    if !(0..=MAX_ELEMENTS).contains(&n) {
+        return Err(RespError {
+            at: 0,
+            msg: format!("command array length {n} outside 0..={MAX_ELEMENTS}"),
+        });
+    }
+    let mut args = Vec::with_capacity(n.min(16) as usize);
+    for _ in 0..n {
+        if pos >= b.len() {
+            return Ok(None);
+        }
+        if b[pos] != b'$' {
+            return Err(RespError {
+                at: pos,
+                msg: "command argument is not a bulk string".into(),
+            });
+        }
+        match reply_at(b, pos, 1)? {
+            None => return Ok(None),
+            Some((Reply::Bulk(Some(v)), e)) => {
+                args.push(v);
+                pos = e;
+            }
+            Some(_) => {
+                return Err(RespError {
+                    at: pos,
+                    msg: "null command argument".into(),
+                })
+            }
+        }
+    }
+    Ok(Some(Message {
+        len: pos,
+        value: args,
+    }))
+}
+
+/// Encode a command as an array of bulk strings.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Encode a bulk-string reply (`None` is the RESP2 nil).
+pub fn encode_bulk(v: Option<&[u8]>, out: &mut Vec<u8>) {
+    match v {
+        None => out.extend_from_slice(b"$-1\r\n"),
+        Some(v) => {
+            out.extend_from_slice(format!("${}\r\n", v.len()).as_bytes());
+            out.extend_from_slice(v);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// A per-direction reassembler: bytes in, complete messages out with their exact bytes.
+#[derive(Debug, Default, Clone)]
+pub struct RespReader {
+    buf: Vec<u8>,
+}
+
+impl RespReader {
+    pub fn at_boundary(&self) -> bool {
+        self.buf.is_empty()
+    }
+    pub fn pending_bytes(&self) -> usize {
+        self.buf.len()
+    }
+    /// Append bytes and take out every complete command.
+    pub fn push_commands(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<Vec<Vec<u8>>>,
+    ) -> Result<(), RespError> {
+        self.buf.extend_from_slice(bytes);
+        let mut used = 0;
+        let r = loop {
+            match parse_command(&self.buf[used..]) {
+                Ok(Some(m)) => {
+                    used += m.len;
+                    out.push(m.value);
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..used);
+        r
+    }
+    /// Append bytes and take out every complete reply (with its bytes).
+    pub fn push_replies(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<(Reply, Vec<u8>)>,
+    ) -> Result<(), RespError> {
+        self.buf.extend_from_slice(bytes);
+        let mut used = 0;
+        let r = loop {
+            match parse_reply(&self.buf[used..]) {
+                Ok(Some(m)) => {
+                    out.push((m.value, self.buf[used..used + m.len].to_vec()));
+                    used += m.len;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..used);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_commands_split_anywhere() {
+        let mut all = Vec::new();
+        encode_command(&[b"SET", b"k1", b"v\r\n1"], &mut all);
+        encode_command(&[b"GET", b"k1"], &mut all);
+        all.extend_from_slice(b"DEL k1 k2\r\n");
+        for cut in 0..=all.len() {
+            let mut r = RespReader::default();
+            let mut out = Vec::new();
+            r.push_commands(&all[..cut], &mut out).unwrap();
+            r.push_commands(&all[cut..], &mut out).unwrap();
+            assert_eq!(out.len(), 3, "cut {cut}");
+            assert_eq!(out[0][2], b"v\r\n1");
+            assert_eq!(
+                out[2],
+                vec![b"DEL".to_vec(), b"k1".to_vec(), b"k2".to_vec()]
+            );
+            assert!(r.at_boundary());
+        }
+    }
+
+    #[test]
+    fn replies_of_every_type() {
+        let all: &[u8] = b"+OK\r\n-ERR x\r\n:3\r\n$-1\r\n$3\r\nabc\r\n*2\r\n$1\r\na\r\n*-1\r\n_\r\n%1\r\n+a\r\n:1\r\n";
+        for cut in 0..=all.len() {
+            let mut r = RespReader::default();
+            let mut out = Vec::new();
+            r.push_replies(&all[..cut], &mut out).unwrap();
+            r.push_replies(&all[cut..], &mut out).unwrap();
+            let vals: Vec<Reply> = out.iter().map(|x| x.0.clone()).collect();
+            assert_eq!(
+                vals,
+                vec![
+                    Reply::Simple(b"OK".to_vec()),
+                    Reply::Error(b"ERR x".to_vec()),
+                    Reply::Int(3),
+                    Reply::Bulk(None),
+                    Reply::Bulk(Some(b"abc".to_vec())),
+                    Reply::Other,
+                    Reply::Bulk(None),
+                    Reply::Other,
+                ]
+            );
+            assert_eq!(out.iter().map(|x| x.1.len()).sum::<usize>(), all.len());
+        }
+    }
+
+    #[test]
+    fn malformed_is_error() {
+        assert!(parse_reply(b"?x\r\n").is_err());
+        assert!(parse_reply(b"$3\r\nabcd\r\n").is_err());
+        assert!(parse_reply(b":x\r\n").is_err());
+        assert!(parse_reply(b"+OK\n").is_err());
+        assert!(parse_command(b"*1\r\n:1\r\n").is_err());
+        assert!(parse_command(b"*-5\r\n").is_err());
+        let deep = b"*1\r\n".repeat(100);
+        assert!(parse_reply(&deep).is_err());
+    }
+}

@@ -1,0 +1,486 @@
+//! Scripted TCP conversations through the real switch core (`RealSwitch::on_frame` on real
+//! Ethernet frames): a miss is forwarded and learned, a hit is answered by the switch with the
+//! right sequence numbers, and afterwards both directions are rewritten by α and β; a lost
+//! reply's retransmitted request is answered again and never forwarded; duplicate pure ACKs
+//! caused by hits are not forwarded; traffic to other ports passes untouched.
+
+use std::collections::BTreeMap;
+
+use innet_appswitch::switch_programs;
+use innet_dataplane::real::{FrameSwitch, TxBatch};
+use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
+use innet_wire::frame::{parse_frame, FrameRepr, L4Repr};
+use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
+use innet_wire::tcp::{flags, TcpOption, TcpRepr};
+use innet_wire::Ipv4Addr;
+
+const CLIENT: [u8; 4] = [10, 0, 0, 1];
+const SERVER: [u8; 4] = [10, 0, 0, 2];
+const CPORT: u16 = 40000;
+const SPORT: u16 = 6379;
+const C_ISN: u32 = 1000;
+const S_ISN: u32 = 5000;
+
+fn frame(
+    to_server: bool,
+    seq: u32,
+    ack: u32,
+    fl: u8,
+    opts: Vec<TcpOption>,
+    payload: &[u8],
+    dport: u16,
+) -> Vec<u8> {
+    let (src, dst, sp, dp) = if to_server {
+        (CLIENT, SERVER, CPORT, dport)
+    } else {
+        (SERVER, CLIENT, dport, CPORT)
+    };
+    FrameRepr {
+        eth: EthernetRepr {
+            dst: [2, 0, 0, 0, 0, 2],
+            src: [2, 0, 0, 0, 0, 1],
+            vlan_tci: None,
+            ethertype: ETHERTYPE_IPV4,
+        },
+        tunnel: None,
+        ip: Ipv4Repr {
+            src: Ipv4Addr::from(src),
+            dst: Ipv4Addr::from(dst),
+            protocol: PROTO_TCP,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: 1,
+            dont_fragment: true,
+            options: vec![],
+            payload_len: 0,
+        },
+        l4: L4Repr::Tcp(TcpRepr {
+            src_port: sp,
+            dst_port: dp,
+            seq,
+            ack,
+            flags: fl,
+            window: 500,
+            urgent: 0,
+            options: opts,
+            payload_len: payload.len(),
+        }),
+        payload: payload.to_vec(),
+    }
+    .emit()
+    .expect("test frame emits")
+}
+
+struct Rig {
+    sw: Box<dyn FrameSwitch>,
+    tx: TxBatch,
+    now: u64,
+}
+
+/// (out port, tcp repr, payload) of every frame the switch sent.
+type Out = Vec<(u16, TcpRepr, Vec<u8>)>;
+
+impl Rig {
+    fn new() -> Rig {
+        Rig::with("redis")
+    }
+    fn with(protocol: &str) -> Rig {
+        let spec = switch_programs()
+            .into_iter()
+            .find(|p| p.name == "appswitch")
+            .unwrap();
+        let mut s = BTreeMap::new();
+        s.insert("protocol".to_string(), protocol.to_string());
+        s.insert("server_port".to_string(), SPORT.to_string());
+        s.insert("cache_entries".to_string(), "8".to_string());
+        Rig {
+            sw: spec.instantiate(s, 2).unwrap(),
+            tx: TxBatch::new(2),
+            now: 0,
+        }
+    }
+    fn send(&mut self, port: u16, f: &[u8]) -> Out {
+        self.now += 1_000_000;
+        self.tx.clear();
+        self.sw.on_frame(port, f, [0; 10], self.now, &mut self.tx);
+        let mut out = Vec::new();
+        for p in 0..2u16 {
+            for (_, b) in self.tx.port(p).queued() {
+                let fr = parse_frame(b).expect("switch output parses with valid checksums");
+                let L4Repr::Tcp(t) = fr.l4 else {
+                    panic!("not tcp")
+                };
+                out.push((p, t, fr.payload));
+            }
+        }
+        out
+    }
+    fn client(&mut self, seq: u32, ack: u32, fl: u8, payload: &[u8]) -> Out {
+        let f = frame(true, seq, ack, fl, ts(seq), payload, SPORT);
+        self.send(0, &f)
+    }
+    fn server(&mut self, seq: u32, ack: u32, fl: u8, payload: &[u8]) -> Out {
+        let f = frame(false, seq, ack, fl, ts(seq + 7), payload, SPORT);
+        self.send(1, &f)
+    }
+}
+
+fn ts(v: u32) -> Vec<TcpOption> {
+    vec![
+        TcpOption::Nop,
+        TcpOption::Nop,
+        TcpOption::Timestamps { value: v, echo: 1 },
+    ]
+}
+
+const A: u8 = flags::ACK;
+const PA: u8 = flags::ACK | flags::PSH;
+
+fn handshake(r: &mut Rig) {
+    let syn = frame(
+        true,
+        C_ISN,
+        0,
+        flags::SYN,
+        vec![
+            TcpOption::Mss(1460),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps { value: 1, echo: 0 },
+            TcpOption::WindowScale(7),
+        ],
+        &[],
+        SPORT,
+    );
+    let out = r.send(0, &syn);
+    assert_eq!(out.len(), 1);
+    assert!(
+        !out[0].1.options.contains(&TcpOption::SackPermitted),
+        "SACK-permitted is disabled in the handshake"
+    );
+    let synack = frame(
+        false,
+        S_ISN,
+        C_ISN + 1,
+        flags::SYN | A,
+        vec![
+            TcpOption::Mss(1460),
+            TcpOption::SackPermitted,
+            TcpOption::Timestamps { value: 9, echo: 1 },
+        ],
+        &[],
+        SPORT,
+    );
+    assert!(!r.send(1, &synack)[0]
+        .1
+        .options
+        .contains(&TcpOption::SackPermitted));
+    assert_eq!(r.client(C_ISN + 1, S_ISN + 1, A, &[]).len(), 1);
+}
+
+#[test]
+fn miss_learn_hit_and_offsets() {
+    let mut r = Rig::new();
+    handshake(&mut r);
+    let get = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    let val = b"$5\r\nhello\r\n";
+    let (c, s) = (C_ISN + 1, S_ISN + 1);
+    // Miss: forwarded unchanged to the server port.
+    let out = r.client(c, s, PA, get);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].1.seq, &out[0].2[..]), (1, c, &get[..]));
+    // The server's answer is forwarded and learned.
+    let c = c + get.len() as u32;
+    let out = r.server(s, c, PA, val);
+    assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (0, s, c));
+    let s_srv = s + val.len() as u32;
+    // Hit: the switch answers on port 0 with the next server→client sequence number.
+    let out = r.client(c, s_srv, PA, get);
+    assert_eq!(out.len(), 1, "answered, not forwarded: {out:?}");
+    let (port, t, p) = &out[0];
+    assert_eq!(*port, 0);
+    assert_eq!(&p[..], &val[..]);
+    assert_eq!(t.seq, s_srv);
+    assert_eq!((t.src_port, t.dst_port), (SPORT, CPORT));
+    // Timestamps: the server's latest TSval, echoing the client's.
+    assert!(
+        t.options.contains(&TcpOption::Timestamps {
+            value: s + 7,
+            echo: c
+        }),
+        "{:?}",
+        t.options
+    );
+    let alpha = get.len() as u32;
+    let beta = val.len() as u32;
+    // The reply acknowledged the request (the server had acknowledged everything before it).
+    assert_eq!(t.ack, c + alpha);
+    // The client ACKs the reply: the server sees the ACK of its own bytes only (s_srv).
+    let out = r.client(c + alpha, s_srv + beta, A, &[]);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (1, c, s_srv));
+    // A retransmission of the answered request: answered again (a bare ACK now that the client
+    // holds the reply), never forwarded.
+    let out = r.client(c, s_srv + beta, PA, get);
+    assert!(out.iter().all(|o| o.0 == 0), "{out:?}");
+    assert_eq!(out.len(), 1);
+    // Next request (a write): forwarded with seq - α, ack - β.
+    let set = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\nnew\r\n";
+    let out = r.client(c + alpha, s_srv + beta, PA, set);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (1, c, s_srv));
+    // Server's +OK: forwarded with seq + β, ack + α; the cache takes the new value.
+    let out = r.server(s_srv, c + set.len() as u32, PA, b"+OK\r\n");
+    assert_eq!(
+        (out[0].0, out[0].1.seq, out[0].1.ack),
+        (0, s_srv + beta, c + alpha + set.len() as u32)
+    );
+    let c2 = c + alpha + set.len() as u32;
+    let s2 = s_srv + beta + 5;
+    let out = r.client(c2, s2, PA, get);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 0, "answered from the updated cache");
+    assert_eq!(&out[0].2[..], b"$3\r\nnew\r\n");
+    assert_eq!(out[0].1.seq, s2);
+    // The client ACKs that reply: for the server it is the same ACK as the one before (the
+    // paper's duplicate ACK, Fig. A-1), so it is not forwarded.
+    let c3 = c2 + get.len() as u32;
+    let out = r.client(c3, s2, A, &[]);
+    assert!(
+        out.iter().any(|o| o.0 == 1 && o.1.ack == s_srv + 5),
+        "{out:?}"
+    );
+    let out = r.client(c3, s2 + 9, A, &[]);
+    assert!(
+        out.iter().all(|o| o.0 == 0),
+        "duplicate ACK suppressed: {out:?}"
+    );
+}
+
+#[test]
+fn lost_reply_is_answered_again_with_same_bytes() {
+    let mut r = Rig::new();
+    handshake(&mut r);
+    let get = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    let val = b"$1\r\nv\r\n";
+    let (c, s) = (C_ISN + 1, S_ISN + 1);
+    r.client(c, s, PA, get);
+    let c = c + get.len() as u32;
+    r.server(s, c, PA, val);
+    let s = s + val.len() as u32;
+    let first = r.client(c, s, PA, get);
+    assert_eq!(first.len(), 1);
+    // The reply was lost: the client retransmits the request (its ACK has not moved).
+    let again = r.client(c, s, PA, get);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].0, 0);
+    assert_eq!((again[0].1.seq, &again[0].2), (first[0].1.seq, &first[0].2));
+    assert_eq!(again[0].1.ack, c + get.len() as u32);
+    // A duplicate ACK from the client (it still misses the reply) also makes the switch resend it.
+    let a = r.client(c + get.len() as u32, s, A, &[]);
+    assert!(a.iter().any(|o| o.0 == 0 && o.2 == first[0].2), "{a:?}");
+    let b = r.client(c + get.len() as u32, s, A, &[]);
+    assert!(b.iter().any(|o| o.0 == 0 && o.2 == first[0].2), "{b:?}");
+}
+
+#[test]
+fn other_ports_and_garbage_pass_through() {
+    let mut r = Rig::new();
+    let f = frame(true, 1, 2, PA, vec![], b"\x00\xffgarbage", 80);
+    let out = r.send(0, &f);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, &out[0].2[..]), (1, &b"\x00\xffgarbage"[..]));
+    // Garbage on the Redis port of a tracked connection: forwarded, never answered.
+    handshake(&mut r);
+    let out = r.client(C_ISN + 1, S_ISN + 1, PA, b"\x00\x01\x02 not resp\r\n*x\r\n");
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 1);
+}
+
+mod cql_v5 {
+    use super::*;
+    use innet_appswitch::cql::{
+        self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
+        RowsMetadata, Value,
+    };
+
+    fn seg(frames: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        cql::encode_frames_v5(frames, &mut v);
+        v
+    }
+    fn int_param(k: i32, more: Option<&[u8]>) -> QueryParams {
+        let mut values = vec![];
+        if let Some(m) = more {
+            values.push(Value::Bytes(m.to_vec()));
+        }
+        values.push(Value::Bytes(k.to_be_bytes().to_vec()));
+        QueryParams {
+            consistency: 1,
+            flags: cql::query_flags::VALUES | cql::query_flags::SKIP_METADATA,
+            values,
+            ..Default::default()
+        }
+    }
+    fn prepared(id: &[u8], cols: &[(&str, u16)], pk: u16) -> Vec<u8> {
+        let p = Prepared {
+            id: id.to_vec(),
+            result_metadata_id: Some(b"md".to_vec()),
+            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            pk_indexes: vec![pk],
+            bind_global_table: Some(("ks".into(), "kv".into())),
+            bind_columns: cols
+                .iter()
+                .map(|(n, t)| ColumnSpec {
+                    table: None,
+                    name: n.to_string(),
+                    typ: CqlType::Native(*t),
+                })
+                .collect(),
+            result: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                ..Default::default()
+            },
+        };
+        let mut b = Vec::new();
+        cql::encode_prepared(5, &p, &mut b);
+        b
+    }
+    fn rows(v: &[u8]) -> Vec<u8> {
+        let r = Rows {
+            metadata: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                columns_count: 1,
+                ..Default::default()
+            },
+            rows: vec![vec![Some(v.to_vec())]],
+        };
+        let mut b = Vec::new();
+        cql::encode_rows(&r, &mut b);
+        b
+    }
+
+    /// v5 handshake, PREPARE, a miss, a hit answered in a v5 segment with the request's stream
+    /// id, then a prepared UPDATE invalidates the key.
+    #[test]
+    fn prepared_select_hit_and_update_invalidates() {
+        let mut r = Rig::with("cql");
+        handshake(&mut r);
+        let (mut c, mut s) = (C_ISN + 1, S_ISN + 1);
+        fn talk(r: &mut Rig, c: u32, s: u32, to_server: bool, bytes: &[u8]) -> Out {
+            if to_server {
+                r.client(c, s, PA, bytes)
+            } else {
+                r.server(s, c, PA, bytes)
+            }
+        }
+        let startup = cql::request_frame(
+            5,
+            0,
+            opcode::STARTUP,
+            &[
+                0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0,
+                5, b'3', b'.', b'0', b'.', b'0',
+            ],
+        );
+        assert_eq!(talk(&mut r, c, s, true, &startup)[0].0, 1);
+        c += startup.len() as u32;
+        let ready = cql::response_frame(5, 0, opcode::READY, &[]);
+        talk(&mut r, c, s, false, &ready);
+        s += ready.len() as u32;
+        // PREPARE both statements (segmented from now on).
+        let mut prep = Vec::new();
+        let q = "SELECT v FROM ks.kv WHERE k = ?";
+        prep.extend(cql::request_frame(
+            5,
+            1,
+            opcode::PREPARE,
+            &[
+                &(q.len() as i32).to_be_bytes()[..],
+                q.as_bytes(),
+                &[0, 0, 0, 0],
+            ]
+            .concat(),
+        ));
+        let u = "UPDATE ks.kv SET v = ? WHERE k = ?";
+        prep.extend(cql::request_frame(
+            5,
+            2,
+            opcode::PREPARE,
+            &[
+                &(u.len() as i32).to_be_bytes()[..],
+                u.as_bytes(),
+                &[0, 0, 0, 0],
+            ]
+            .concat(),
+        ));
+        let b = seg(&prep);
+        talk(&mut r, c, s, true, &b);
+        c += b.len() as u32;
+        let mut res = cql::response_frame(
+            5,
+            1,
+            opcode::RESULT,
+            &prepared(b"SEL", &[("k", cql::type_id::INT)], 0),
+        );
+        res.extend(cql::response_frame(
+            5,
+            2,
+            opcode::RESULT,
+            &prepared(
+                b"UPD",
+                &[("v", cql::type_id::VARCHAR), ("k", cql::type_id::INT)],
+                1,
+            ),
+        ));
+        let b = seg(&res);
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        let exec = |stream: i16, id: &[u8], p: &QueryParams| {
+            seg(&cql::request_frame(
+                5,
+                stream,
+                opcode::EXECUTE,
+                &cql::encode_execute(5, id, b"md", p),
+            ))
+        };
+        // Miss, forwarded; the answer is learned.
+        let b = exec(3, b"SEL", &int_param(7, None));
+        assert_eq!(talk(&mut r, c, s, true, &b)[0].0, 1);
+        c += b.len() as u32;
+        let b = seg(&cql::response_frame(5, 3, opcode::RESULT, &rows(b"seven")));
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        // Hit on stream 9: answered by the switch, in a v5 segment, with stream id 9.
+        let b = exec(9, b"SEL", &int_param(7, None));
+        let out = talk(&mut r, c, s, true, &b);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, 0, "answered by the switch");
+        let mut reader = FrameReader::new(true);
+        reader.set_segmented();
+        let mut frames = Vec::new();
+        reader.push(&out[0].2, &mut frames).unwrap();
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].header.stream, 9);
+        assert_eq!(frames[0].header.version, 5);
+        match cql::parse_result(5, &frames[0].body).unwrap() {
+            ResultMsg::Rows(r) => assert_eq!(r.rows, vec![vec![Some(b"seven".to_vec())]]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(out[0].1.seq, s);
+        let (alpha, beta) = (b.len() as u32, out[0].2.len() as u32);
+        c += alpha;
+        // Prepared UPDATE of key 7: forwarded with seq - α; the key is invalidated.
+        let b = exec(4, b"UPD", &int_param(7, Some(b"SEVEN")));
+        let out = r.client(c, s + beta, PA, &b);
+        assert_eq!((out[0].0, out[0].1.seq, out[0].1.ack), (1, c - alpha, s));
+        c += b.len() as u32;
+        // Before the write's reply, a read of key 7 is a miss (forwarded).
+        let b = exec(5, b"SEL", &int_param(7, None));
+        let out = r.client(c, s + beta, PA, &b);
+        assert_eq!(
+            out[0].0, 1,
+            "read during a write is not answered from the cache"
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! CQL: the first byte picks the direction and framing (bit 0: server side, bit 1: v5 segments),
+//! the second where to split the rest into two pushes. Reassembly, request/RESULT decoding and
+//! the statement lexer never panic; a decoded Rows result re-encodes to bytes that decode to
+//! the same value.
+#![no_main]
+
+use innet_appswitch::cql::{encode_rows, opcode, parse_request, parse_result, FrameReader, ResultMsg};
+use innet_appswitch::cql_statement::parse_statement;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 2 {
+        return;
+    }
+    let (mode, cut, rest) = (data[0], data[1] as usize, &data[2..]);
+    if let Ok(s) = std::str::from_utf8(rest) {
+        let _ = parse_statement(s);
+    }
+    let mut r = FrameReader::new(mode & 1 != 0);
+    if mode & 2 != 0 {
+        r.set_segmented();
+    }
+    let cut = cut.min(rest.len());
+    let mut frames = Vec::new();
+    if r.push(&rest[..cut], &mut frames).is_ok() {
+        let _ = r.push(&rest[cut..], &mut frames);
+    }
+    for f in frames {
+        if f.header.is_response && f.header.opcode == opcode::RESULT {
+            if let Ok(ResultMsg::Rows(rows)) = parse_result(f.header.version, &f.body) {
+                let mut b = Vec::new();
+                encode_rows(&rows, &mut b);
+                let again = parse_result(f.header.version, &b).expect("encoded rows decode");
+                assert_eq!(again, ResultMsg::Rows(rows));
+            }
+        } else if let Ok(req) = parse_request(&f.header, &f.body) {
+            if let innet_appswitch::cql::Request::Query { text, .. } = req {
+                let _ = parse_statement(&text);
+            }
+        }
+    }
+});

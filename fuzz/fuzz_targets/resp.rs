@@ -1,0 +1,31 @@
+//! RESP: the first byte picks commands (even) or replies (odd), the second where to split the
+//! rest into two pushes. Never panics; a reassembled reply stream is a prefix of the input
+//! whose messages' lengths add up to the bytes consumed.
+#![no_main]
+
+use innet_appswitch::resp::RespReader;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 2 {
+        return;
+    }
+    let (mode, cut, rest) = (data[0], data[1] as usize, &data[2..]);
+    let cut = cut.min(rest.len());
+    let mut r = RespReader::default();
+    if mode & 1 == 0 {
+        let mut out = Vec::new();
+        if r.push_commands(&rest[..cut], &mut out).is_ok() {
+            let _ = r.push_commands(&rest[cut..], &mut out);
+        }
+    } else {
+        let mut out = Vec::new();
+        let ok = r.push_replies(&rest[..cut], &mut out).is_ok() && r.push_replies(&rest[cut..], &mut out).is_ok();
+        let consumed: usize = out.iter().map(|m| m.1.len()).sum();
+        assert!(consumed <= rest.len());
+        if ok {
+            assert_eq!(consumed + r.pending_bytes(), rest.len());
+            assert_eq!(out.iter().flat_map(|m| m.1.iter().copied()).collect::<Vec<u8>>(), rest[..consumed]);
+        }
+    }
+});

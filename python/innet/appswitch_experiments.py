@@ -1,0 +1,308 @@
+"""The application switch's experiments on real packets (they need root: network namespaces, a
+real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
+orchestrate processes; `innet run` and `innet list` see them through innet.api.
+
+appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
+values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
+("normal") and once through the application switch; mean turnaround of all, hit and miss queries
+against normal (after a discarded warm-up pass). Which queries were hits is found by replaying the switch's LRU on the query
+sequence (a read-only workload makes it exact) and checked against the switch's own hit counter.
+
+appswitch.cachesize (Fig. 15), appswitch.skew (Fig. 16), appswitch.readwrite (Fig. 18): the same
+workload per point of a sweep, normal vs with the cache (cold at each point).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "appswitch.turnaround": {
+        "description": "Fig. 12 on real packets: Cassandra 5.0 + the application switch in network namespaces; "
+                       "mean turnaround normal vs with cache, hit vs miss (needs root)",
+        "params": [
+            ("queries", "1024", "read queries per run"),
+            ("cache_entries", "64", "switch cache capacity (keys)"),
+            ("zipf", "1.0", "Zipf exponent of the key popularity"),
+            ("tables", "16", "tables, name lengths 1..tables"),
+            ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL native protocol version (4 or 5)"),
+            ("seed", "1", "workload seed"),
+        ],
+        "quick": {"queries": "512", "tables": "8", "keys_per_table": "64"},
+    },
+    "appswitch.cachesize": {
+        "description": "Fig. 15 on real packets: mean turnaround and hit ratio vs cache size (4..1,024), Cassandra 5.0 (needs root)",
+        "params": [
+            ("sizes", "4,16,64,256,1024", "cache sizes (keys)"),
+            ("queries", "1000", "read queries per point"),
+            ("zipf", "1.0", "Zipf exponent"),
+            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
+        ],
+        "quick": {"sizes": "4,64,512", "queries": "400", "tables": "8", "keys_per_table": "64"},
+    },
+    "appswitch.skew": {
+        "description": "Fig. 16 on real packets: mean turnaround normal vs with cache for Zipf k = 0.5..1.5 (needs root)",
+        "params": [
+            ("zipfs", "0.5,0.75,1.0,1.25,1.5", "Zipf exponents"),
+            ("queries", "1024", "read queries per point"),
+            ("cache_entries", "64", "cache size"),
+            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
+        ],
+        "quick": {"zipfs": "0.5,1.5", "queries": "400", "tables": "8", "keys_per_table": "64"},
+    },
+    "appswitch.readwrite": {
+        "description": "Fig. 18 on real packets: mean turnaround normal vs with cache for read:write 10:0..0:10 (needs root)",
+        "params": [
+            ("read_ratios", "1.0,0.9,0.5,0.1,0.0", "fraction of reads (the rest are UPDATEs)"),
+            ("queries", "1024", "operations per point"),
+            ("cache_entries", "64", "cache size"), ("zipf", "1.0", "Zipf exponent"),
+            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
+        ],
+        "quick": {"read_ratios": "1.0,0.5,0.0", "queries": "400", "tables": "8", "keys_per_table": "64"},
+    },
+}
+
+# The paper's Fig. 12 (worded in §5.1): hit ratio 33 %, all −34 %, hit −84 %, miss +6 % vs normal.
+PAPER_FIG12 = {"hit_ratio": 0.33, "all_vs_normal": -0.34, "hit_vs_normal": -0.84, "miss_vs_normal": 0.06}
+
+
+def list_experiments() -> list[dict[str, Any]]:
+    return [{"name": name, "description": e["description"],
+             "params": [{"name": n, "default": d, "doc": doc} for n, d, doc in e["params"]]}
+            for name, e in EXPERIMENTS.items()]
+
+
+def _params(name: str, overrides: dict[str, str], quick: bool) -> dict[str, str]:
+    e = EXPERIMENTS[name]
+    p = {n: d for n, d, _ in e["params"]}
+    if quick:
+        p.update(e["quick"])
+    from innet import _native
+
+    for k, v in overrides.items():
+        if k not in p:
+            raise _native.UserInputError(f"{name}: unknown parameter '{k}'; known: {', '.join(p)}")
+        p[k] = v
+    for k, v in p.items():
+        try:
+            [float(x) for x in str(v).split(",")]
+        except ValueError:
+            raise _native.UserInputError(f"{name}: parameter {k}={v!r} is not a number (or a comma-separated list)") from None
+    return p
+
+
+def run(name: str, overrides: dict[str, str], quick: bool,
+        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
+    if name == "appswitch.turnaround":
+        return turnaround(_params(name, overrides, quick), progress or (lambda f: None))
+    if name in EXPERIMENTS:
+        return sweep(name, _params(name, overrides, quick), progress or (lambda f: None))
+    raise ValueError(f"unknown experiment '{name}'")
+
+
+def _floats(v: str) -> list[float]:
+    return [float(x) for x in v.split(",") if x.strip()]
+
+
+def sweep(name: str, p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
+    (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
+    = the switch's hits / reads issued."""
+    from innet.netns import REPO, NetnsUnavailable, Topology
+
+    queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
+    tables, kpt = int(p["tables"]), int(p["keys_per_table"])
+    if name == "appswitch.cachesize":
+        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in _floats(p["sizes"])]
+    elif name == "appswitch.skew":
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in _floats(p["zipfs"])]
+    else:
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
+                  for r in _floats(p["read_ratios"])]
+    t = Topology(tag=f"axs{os.getpid() % 10000}")
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        from innet import _native
+
+        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
+    cdir = Path(tempfile.mkdtemp(prefix="innet-appswitch-sweep-"))
+    rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
+                             "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
+    results = []
+    try:
+        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+
+        def workload(extra: list[str], zipf: float, rr: float) -> list:
+            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+                   "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
+                   "--tables", str(tables), "--keys-per-table", str(kpt), "--read-ratio", str(rr), *extra]
+            return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
+
+        t.start_switch("forward")
+        workload(["--setup", "--ops", "0"], 1.0, 1.0)
+        workload(["--ops", str(queries)], 1.0, 1.0)  # warm-up, discarded
+        t.stop_switch()
+        for k, pt in enumerate(points):
+            out = {}
+            for mode in ("normal", "appswitch"):
+                stats_path = cdir / f"stats-{k}-{mode}.json"
+                if mode == "normal":
+                    t.start_switch("forward")
+                else:
+                    t.start_switch("appswitch", {"protocol": "cql", "cache_entries": str(pt["cache_entries"])},
+                                   extra=["--stats-json", str(stats_path)])
+                samples = workload(["--ops", str(queries)], pt["zipf"], pt["read_ratio"])
+                code, log = t.stop_switch()
+                if code != 0:
+                    raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
+                hits = int(json.loads(stats_path.read_text())["program_report"]["hits"]) if mode == "appswitch" else 0
+                us = [x[3] for x in samples]
+                reads = sum(1 for x in samples if x[0] == "read")
+                mean_us = statistics.fmean(us) if us else None
+                for key, val in (("point", k), ("mode", mode), ("cache_entries", pt["cache_entries"]),
+                                 ("zipf", pt["zipf"]), ("read_ratio", pt["read_ratio"]), ("ops", len(samples)),
+                                 ("reads", reads), ("hits", hits), ("mean_us", mean_us),
+                                 ("median_us", statistics.median(us) if us else None)):
+                    rows[key].append(val)
+                out[mode] = {"mean_us": mean_us, "median_us": statistics.median(us) if us else None,
+                             "hit_ratio": hits / reads if reads else None}
+            results.append({**pt, "normal_mean_us": out["normal"]["mean_us"],
+                            "appswitch_mean_us": out["appswitch"]["mean_us"],
+                            "normal_median_us": out["normal"]["median_us"],
+                            "appswitch_median_us": out["appswitch"]["median_us"],
+                            "hit_ratio": out["appswitch"]["hit_ratio"],
+                            "vs_normal": (out["appswitch"]["mean_us"] / out["normal"]["mean_us"] - 1.0)
+                            if out["normal"]["mean_us"] else None})
+            progress((k + 1) / len(points))
+    finally:
+        t.down()
+        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
+        subprocess.run(["rm", "-rf", str(cdir)])
+    summary = {"experiment": name, "seed": seed, "params": p, "points": results}
+    return json.dumps(summary, indent=2) + "\n", {"points": rows}
+
+
+def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
+    lru: OrderedDict = OrderedDict()
+    out = []
+    for k in keys:
+        if k in lru:
+            lru.move_to_end(k)
+            out.append(True)
+        else:
+            out.append(False)
+            if capacity > 0:
+                lru[k] = True
+                if len(lru) > capacity:
+                    lru.popitem(last=False)
+    return out
+
+
+def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    from innet.netns import REPO, NetnsUnavailable, Topology
+
+    queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
+    tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
+    t = Topology(tag=f"axp{os.getpid() % 10000}")
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        from innet import _native
+
+        raise _native.UserInputError(f"appswitch.turnaround needs network namespaces: {e}") from e
+    cdir = Path(tempfile.mkdtemp(prefix="innet-fig12-"))
+    try:
+        progress(0.02)
+        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+        progress(0.2)
+
+        def workload(extra: list[str]) -> dict:
+            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+                   "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
+                   "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
+            out = t.exec(t.client, cmd, timeout=1800)
+            return json.loads(out.stdout)
+
+        t.start_switch("forward")
+        workload(["--setup", "--ops", "0"])
+        progress(0.35)
+        # Warm-up pass (discarded): right after loading, Cassandra is still flushing and its JIT
+        # cold, which would inflate whichever run goes first.
+        workload(["--ops", str(queries)])
+        progress(0.5)
+        normal = workload(["--ops", str(queries)])["samples"]
+        t.stop_switch()
+        progress(0.7)
+        stats_path = cdir / "switch-stats.json"
+        t.start_switch("appswitch", {"protocol": "cql", "cache_entries": str(cache)},
+                       extra=["--stats-json", str(stats_path)])
+        proposed = workload(["--ops", str(queries)])["samples"]
+        code, log = t.stop_switch()
+        if code != 0:
+            raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
+        stats = json.loads(stats_path.read_text())["program_report"]
+        progress(0.95)
+    finally:
+        t.down()
+        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
+        subprocess.run(["rm", "-rf", str(cdir)])
+
+    hits = _lru_hits([(n, i) for _, n, i, _ in proposed], cache)
+    switch_hits = int(stats["hits"])
+    if switch_hits != sum(hits):
+        raise RuntimeError(f"the switch counted {switch_hits} hits, the LRU replay {sum(hits)}: "
+                           "hit classification would be wrong")
+    mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731
+    all_us = mean([us for *_, us in proposed])
+    hit_us = mean([s[3] for s, h in zip(proposed, hits) if h])
+    miss_us = mean([s[3] for s, h in zip(proposed, hits) if not h])
+    normal_us = mean([us for *_, us in normal])
+    rel = lambda x: (x / normal_us - 1.0) if x is not None and normal_us else None  # noqa: E731
+    summary = {
+        "experiment": "appswitch.turnaround",
+        "seed": seed,
+        "params": p,
+        "queries": queries,
+        "hit_ratio": sum(hits) / len(hits) if hits else 0.0,
+        "turnaround_mean_us": {"all": all_us, "hit": hit_us, "miss": miss_us, "normal": normal_us},
+        "turnaround_median_us": {
+            "all": statistics.median([s[3] for s in proposed]),
+            "hit": statistics.median([s[3] for s, h in zip(proposed, hits) if h]) if any(hits) else None,
+            "miss": statistics.median([s[3] for s, h in zip(proposed, hits) if not h]) if not all(hits) else None,
+            "normal": statistics.median([s[3] for s in normal]),
+        },
+        "vs_normal": {"all": rel(all_us), "hit": rel(hit_us), "miss": rel(miss_us)},
+        "paper": PAPER_FIG12,
+        "switch": stats,
+    }
+    tables_out = {
+        "samples": {
+            "mode": ["normal"] * len(normal) + ["appswitch"] * len(proposed),
+            "query": list(range(len(normal))) + list(range(len(proposed))),
+            "table_len": [s[1] for s in normal] + [s[1] for s in proposed],
+            "key": [s[2] for s in normal] + [s[2] for s in proposed],
+            "hit": [False] * len(normal) + hits,
+            "turnaround_us": [s[3] for s in normal] + [s[3] for s in proposed],
+        }
+    }
+    return json.dumps(summary, indent=2) + "\n", tables_out

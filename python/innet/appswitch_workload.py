@@ -1,0 +1,250 @@
+"""Client workloads for the application switch, run with real drivers (redis-py, the DataStax
+cassandra-driver) against a real server through the switch. Each checks every answer against a
+model of what the server holds (this client is the only writer, and its operations are
+sequential, so the model is exact at every moment) and reports counts and latencies as JSON.
+
+    python3 -m innet.appswitch_workload redis --host 10.77.0.2 --ops 10000
+    python3 -m innet.appswitch_workload cql --host 10.77.0.2 --ops 10000 [--protocol 4|5]
+    python3 -m innet.appswitch_workload turnaround --host 10.77.0.2 ...   (Fig. 12 workload)
+
+Exit status 1 and a "wrong" list when any answer differed from the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+
+
+def zipf_sampler(n: int, s: float, rng: random.Random):
+    weights = [1.0 / (i + 1) ** s for i in range(n)]
+    total = sum(weights)
+    cum, acc = [], 0.0
+    for w in weights:
+        acc += w / total
+        cum.append(acc)
+
+    def draw() -> int:
+        import bisect
+        return min(bisect.bisect_left(cum, rng.random()), n - 1)
+
+    return draw
+
+
+def redis_mixed(host: str, port: int, ops: int, keys: int, conns: int, seed: int) -> dict:
+    import redis
+
+    rng = random.Random(seed)
+    clients = [redis.Redis(host=host, port=port, socket_timeout=30, socket_connect_timeout=10) for _ in range(conns)]
+    model: dict[str, bytes | None] = {}
+    for k in range(keys):
+        v = f"v{k}-0".encode()
+        clients[0].set(f"k{k}", v)
+        model[f"k{k}"] = v
+    draw = zipf_sampler(keys, 1.0, rng)
+    wrong, counts, errors = [], {"get": 0, "set": 0, "del": 0, "pipeline": 0}, 0
+    t0 = time.perf_counter()
+    for i in range(ops):
+        c = clients[i % conns]
+        k = f"k{draw()}"
+        r = rng.random()
+        try:
+            if r < 0.75:
+                got = c.get(k)
+                counts["get"] += 1
+                if got != model[k]:
+                    wrong.append({"op": i, "key": k, "got": repr(got), "want": repr(model[k])})
+            elif r < 0.9:
+                v = f"v{k}-{i}".encode()
+                c.set(k, v)
+                model[k] = v
+                counts["set"] += 1
+            elif r < 0.95:
+                c.delete(k)
+                model[k] = None
+                counts["del"] += 1
+            else:
+                # Pipelined GETs in one segment (several requests, one answer from the switch).
+                p = c.pipeline(transaction=False)
+                ks = [f"k{draw()}" for _ in range(3)]
+                for kk in ks:
+                    p.get(kk)
+                for kk, got in zip(ks, p.execute()):
+                    if got != model[kk]:
+                        wrong.append({"op": i, "key": kk, "got": repr(got), "want": repr(model[kk])})
+                counts["pipeline"] += 1
+        except Exception as e:  # a reset or timeout is a failure of the switch too
+            errors += 1
+            wrong.append({"op": i, "error": repr(e)})
+    elapsed = time.perf_counter() - t0
+    return {"ops": ops, "counts": counts, "errors": errors, "wrong": wrong[:20], "wrong_count": len(wrong),
+            "elapsed_s": elapsed, "model": {k: (v.decode() if v is not None else None) for k, v in model.items()}}
+
+
+def cql_session(host: str, protocol: int | None):
+    from cassandra.cluster import Cluster
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    kw = {"contact_points": [host], "load_balancing_policy": WhiteListRoundRobinPolicy([host]),
+          "connect_timeout": 30, "control_connection_timeout": 30}
+    if protocol:
+        kw["protocol_version"] = protocol
+    cluster = Cluster(**kw)
+    session = cluster.connect()
+    session.default_timeout = 30
+    return cluster, session
+
+
+def cql_mixed(host: str, ops: int, keys: int, seed: int, protocol: int | None) -> dict:
+    rng = random.Random(seed)
+    cluster, s = cql_session(host, protocol)
+    s.execute("CREATE KEYSPACE IF NOT EXISTS innet WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE IF NOT EXISTS innet.kv (k int PRIMARY KEY, v text)")
+    s.execute("TRUNCATE innet.kv")
+    sel = s.prepare("SELECT v FROM innet.kv WHERE k = ?")
+    upd = s.prepare("UPDATE innet.kv SET v = ? WHERE k = ?")
+    ins = s.prepare("INSERT INTO innet.kv (k, v) VALUES (?, ?)")
+    dele = s.prepare("DELETE FROM innet.kv WHERE k = ?")
+    model: dict[int, str | None] = {}
+    for k in range(keys):
+        s.execute(ins, (k, f"v{k}-0"))
+        model[k] = f"v{k}-0"
+    draw = zipf_sampler(keys, 1.0, rng)
+    wrong, errors = [], 0
+    counts = {"select_prepared": 0, "select_literal": 0, "update": 0, "insert": 0, "delete": 0, "update_literal": 0}
+    t0 = time.perf_counter()
+    for i in range(ops):
+        k = draw()
+        r = rng.random()
+        try:
+            if r < 0.65:
+                row = s.execute(sel, (k,)).one()
+                counts["select_prepared"] += 1
+            elif r < 0.8:
+                row = s.execute(f"SELECT v FROM innet.kv WHERE k = {k}").one()
+                counts["select_literal"] += 1
+            else:
+                row = None
+                v = f"v{k}-{i}"
+                if r < 0.88:
+                    s.execute(upd, (v, k))
+                    counts["update"] += 1
+                elif r < 0.93:
+                    s.execute(ins, (k, v))
+                    counts["insert"] += 1
+                elif r < 0.97:
+                    s.execute(dele, (k,))
+                    v = None
+                    counts["delete"] += 1
+                else:
+                    s.execute(f"UPDATE innet.kv SET v = '{v}' WHERE k = {k}")
+                    counts["update_literal"] += 1
+                model[k] = v
+                continue
+            got = row.v if row is not None else None
+            if got != model[k]:
+                wrong.append({"op": i, "key": k, "got": got, "want": model[k]})
+        except Exception as e:
+            errors += 1
+            wrong.append({"op": i, "error": repr(e)})
+    elapsed = time.perf_counter() - t0
+    version = cluster.protocol_version
+    cluster.shutdown()
+    return {"ops": ops, "counts": counts, "errors": errors, "wrong": wrong[:20], "wrong_count": len(wrong),
+            "elapsed_s": elapsed, "protocol_version": version,
+            "model": {str(k): v for k, v in model.items()}}
+
+
+def cql_read_model(host: str, protocol: int | None, keys: int) -> dict:
+    """What the server holds (read on a path without the switch)."""
+    cluster, s = cql_session(host, protocol)
+    out = {}
+    for k in range(keys):
+        row = s.execute(f"SELECT v FROM innet.kv WHERE k = {k}").one()
+        out[str(k)] = row.v if row is not None else None
+    cluster.shutdown()
+    return out
+
+
+def fig12_key(n: int, i: int) -> str:
+    """Key i (0..255) of table t_n: exactly n characters (n = 1 uses 256 distinct letters)."""
+    return chr(0x100 + i) if n == 1 else format(i, f"0{n}x")
+
+
+def fig12_table(n: int) -> str:
+    return "t" * n
+
+
+def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int | None, setup: bool,
+               tables: int = 16, keys_per_table: int = 256, read_ratio: float = 1.0) -> dict:
+    """The paper's §5.1 workload: tables whose names are 1..16 characters long (t, tt, ...), 256
+    keys each, a key as long as its table's name, random alphabetic values of 1..4N characters;
+    `queries` operations on keys drawn by Zipf(s) over all keys (a fixed random ranking), reads
+    (prepared SELECT by key) or, with read_ratio < 1, writes (prepared UPDATE). Per operation:
+    (kind, table length N, key index, turnaround µs)."""
+    rng = random.Random(seed)
+    cluster, s = cql_session(host, protocol)
+    alpha = "abcdefghijklmnopqrstuvwxyz"
+    ks = "fig12"
+    if setup:
+        s.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
+        for n in range(1, tables + 1):
+            s.execute(f"CREATE TABLE IF NOT EXISTS {ks}.{fig12_table(n)} (k text PRIMARY KEY, v text)")
+            ins = s.prepare(f"INSERT INTO {ks}.{fig12_table(n)} (k, v) VALUES (?, ?)")
+            for i in range(keys_per_table):
+                s.execute(ins, (fig12_key(n, i), "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))))
+    sels = {n: s.prepare(f"SELECT v FROM {ks}.{fig12_table(n)} WHERE k = ?") for n in range(1, tables + 1)}
+    upds = {n: s.prepare(f"UPDATE {ks}.{fig12_table(n)} SET v = ? WHERE k = ?") for n in range(1, tables + 1)}
+    population = [(n, i) for n in range(1, tables + 1) for i in range(keys_per_table)]
+    rank = random.Random(seed + 1)
+    rank.shuffle(population)
+    draw = zipf_sampler(len(population), s_zipf, rng)
+    samples = []
+    for _ in range(queries):
+        n, i = population[draw()]
+        if rng.random() < read_ratio:
+            t0 = time.perf_counter_ns()
+            s.execute(sels[n], (fig12_key(n, i),)).one()
+            samples.append(("read", n, i, (time.perf_counter_ns() - t0) / 1000.0))
+        else:
+            v = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))
+            t0 = time.perf_counter_ns()
+            s.execute(upds[n], (v, fig12_key(n, i)))
+            samples.append(("write", n, i, (time.perf_counter_ns() - t0) / 1000.0))
+    cluster.shutdown()
+    return {"samples": samples}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="appswitch_workload")
+    ap.add_argument("kind", choices=["redis", "cql", "cql-read-model", "turnaround"])
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--port", type=int, default=6379)
+    ap.add_argument("--ops", type=int, default=1000)
+    ap.add_argument("--keys", type=int, default=50)
+    ap.add_argument("--conns", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--protocol", type=int, default=None)
+    ap.add_argument("--zipf", type=float, default=1.0)
+    ap.add_argument("--read-ratio", type=float, default=1.0)
+    ap.add_argument("--setup", action="store_true")
+    ap.add_argument("--tables", type=int, default=16)
+    ap.add_argument("--keys-per-table", type=int, default=256)
+    a = ap.parse_args(argv)
+    if a.kind == "redis":
+        out = redis_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
+    elif a.kind == "cql":
+        out = cql_mixed(a.host, a.ops, a.keys, a.seed, a.protocol)
+    elif a.kind == "cql-read-model":
+        out = cql_read_model(a.host, a.protocol, a.keys)
+    else:
+        out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.tables, a.keys_per_table, a.read_ratio)
+    json.dump(out, sys.stdout)
+    return 1 if out.get("wrong_count") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
