@@ -32,6 +32,39 @@ struct Subtable {
     ports_trie: PrefixSet,
 }
 
+/// Where a lookup records the bits it examined: a plain mask, or [`DualWildcards`].
+pub trait Unwildcard {
+    fn or(&mut self, f: Field, mask: u64);
+    fn get(&self, f: Field) -> u64;
+}
+
+impl Unwildcard for Flow {
+    fn or(&mut self, f: Field, mask: u64) {
+        Flow::or(self, f, mask)
+    }
+    fn get(&self, f: Field) -> u64 {
+        Flow::get(self, f)
+    }
+}
+
+/// The traversal-wide wildcards (which steer OVS's lookup shortcuts, so the Megaflow stays
+/// exactly OVS's) plus a fresh per-lookup mask that receives every bit the lookup depends on,
+/// including bits the traversal had already examined (what a Gigaflow sub-traversal needs).
+pub struct DualWildcards<'a> {
+    pub global: &'a mut Flow,
+    pub lookup: &'a mut Flow,
+}
+
+impl Unwildcard for DualWildcards<'_> {
+    fn or(&mut self, f: Field, mask: u64) {
+        self.global.or(f, mask);
+        self.lookup.or(f, mask);
+    }
+    fn get(&self, f: Field) -> u64 {
+        self.global.get(f)
+    }
+}
+
 /// One flow table.
 #[derive(Clone, Debug, Default)]
 pub struct Classifier {
@@ -102,7 +135,7 @@ impl Classifier {
 
     /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
     /// classifier would have examined to find it.
-    pub fn lookup(&self, flow: &Flow, wc: &mut Flow) -> Option<usize> {
+    pub fn lookup<W: Unwildcard>(&self, flow: &Flow, wc: &mut W) -> Option<usize> {
         let mut tries: [Option<TrieLookup>; 2] = [None, None];
         let mut best: Option<(u16, usize)> = None;
         for st in &self.subtables {
@@ -144,21 +177,23 @@ impl Subtable {
         Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32) }
     }
 
-    fn fold(&self, fields: &[Field], wc: &mut Flow) {
+    fn fold<W: Unwildcard>(&self, fields: &[Field], wc: &mut W) {
         for &f in fields {
             wc.or(f, self.mask.get(f));
         }
     }
 
-    fn fold_all(&self, wc: &mut Flow) {
+    fn fold_all<W: Unwildcard>(&self, wc: &mut W) {
         for i in 0..N_FIELDS {
-            wc.0[i] |= self.mask.0[i];
+            if self.mask.0[i] != 0 {
+                wc.or(Field::from_index(i), self.mask.0[i]);
+            }
         }
     }
 
     /// OVS `check_tries`: true when a trie proves no rule of this subtable can match, after
     /// un-wildcarding the prefix bits that prove it.
-    fn check_tries(&self, stage: &[Field], flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
+    fn check_tries<W: Unwildcard>(&self, stage: &[Field], flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
         // nw_src and nw_dst share one 64-bit word of struct flow, so either makes both relevant.
         if !stage.iter().any(|f| matches!(f, Field::NwSrc | Field::NwDst)) {
             return false;
@@ -176,6 +211,8 @@ impl Subtable {
                     return true;
                 }
                 if wc.get(*f) & bits_mask == bits_mask {
+                    // Already examined by an earlier table: the proof rests on these bits.
+                    wc.or(*f, bits_mask);
                     return true;
                 }
             }
@@ -188,7 +225,7 @@ impl Subtable {
     }
 
     /// OVS `find_match_wc`.
-    fn find_match_wc(&self, flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
+    fn find_match_wc<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
         let mut so_far: Vec<Field> = Vec::new();
         let last = self.stages.len() - 1;
         for stage in &self.stages[..last] {

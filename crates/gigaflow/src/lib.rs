@@ -2,14 +2,17 @@
 //! multi-table slow path with Open vSwitch's classifier semantics that records each traversal
 //! and the Megaflow OVS would install, and a harness that asks a real OVS the same questions.
 
+pub mod actions;
 pub mod classifier;
 pub mod fields;
 pub mod flows;
+pub mod megaflow;
 pub mod oracle;
 pub mod packetgen;
 pub mod report;
 pub mod slowpath;
 pub mod trie;
+pub mod tss;
 
 pub use fields::{Field, Flow};
 pub use flows::{parse_flows, Action, FlowRule, ParseError};
