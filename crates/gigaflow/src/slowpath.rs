@@ -18,6 +18,9 @@ pub struct Pipeline {
     tables: BTreeMap<u8, Classifier>,
 }
 
+/// A pending resubmit frame: (rule index, next action index, depth the rule ran at).
+pub type Frame = (u32, u16, u8);
+
 /// One table lookup of a traversal.
 #[derive(Clone, Debug)]
 pub struct TableVisit {
@@ -38,7 +41,7 @@ pub struct TableVisit {
     /// last: the `resubmit`s this lookup will return to. Tail calls (a resubmit or goto that is
     /// a rule's last action) leave nothing pending, so for most pipelines this is empty and a
     /// table id alone says what happens next.
-    pub continuation: Vec<(u32, u16)>,
+    pub continuation: Vec<Frame>,
     /// Resubmit depth of the lookup.
     pub depth: u8,
 }
@@ -63,6 +66,9 @@ pub struct Trace {
     pub outputs: Vec<Output>,
     /// The traversal hit OVS's resubmit depth limit (a lookup was skipped).
     pub depth_limited: bool,
+    /// For [`Pipeline::trace_segment`]: the lookup (table, pending frames, depth) that would
+    /// have come next when the segment stopped; `None` when the traversal ended.
+    pub next_lookup: Option<(u8, Vec<Frame>, u8)>,
 }
 
 impl Trace {
@@ -91,7 +97,7 @@ impl Pipeline {
 
     /// Runs `packet` (headers, registers and metadata zero unless set) through the pipeline.
     pub fn trace(&self, packet: &Flow) -> Trace {
-        let mut x = Xlate { pipeline: self, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false };
+        let mut x = Xlate::new(self, packet, usize::MAX);
         // Fields OVS always considers examined.
         x.wc.set(Field::InPort, u64::MAX);
         x.wc.set(Field::DlType, u64::MAX);
@@ -113,7 +119,26 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, next_lookup: None }
+    }
+
+    /// Runs at most `max_lookups` lookups starting in `table` at resubmit depth `depth` with
+    /// `continuation` pending (as recorded in a [`TableVisit`]), stopping just before the next
+    /// lookup would start: what a Gigaflow entry's sub-traversal did. Revalidation re-runs
+    /// cached sub-traversals with it. The Megaflow mask of the result is left empty.
+    pub fn trace_segment(&self, flow: &Flow, table: u8, continuation: &[Frame], depth: u8, max_lookups: usize) -> Trace {
+        let mut x = Xlate::new(self, flow, max_lookups);
+        x.frames = continuation.to_vec();
+        x.table(table, depth as usize);
+        for i in (0..continuation.len()).rev() {
+            if x.halted.is_some() {
+                break;
+            }
+            x.frames.truncate(i);
+            let (rule, next, d) = continuation[i];
+            x.run_actions(rule as usize, next as usize, d as usize);
+        }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, next_lookup: x.halted }
     }
 }
 
@@ -124,12 +149,25 @@ struct Xlate<'a> {
     visits: Vec<TableVisit>,
     outputs: Vec<Output>,
     /// Pending (rule, next action) frames of enclosing resubmits.
-    frames: Vec<(u32, u16)>,
+    frames: Vec<Frame>,
     depth_limited: bool,
+    max_visits: usize,
+    halted: Option<(u8, Vec<Frame>, u8)>,
 }
 
-impl Xlate<'_> {
+impl<'a> Xlate<'a> {
+    fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false, max_visits, halted: None }
+    }
+
     fn table(&mut self, table: u8, depth: usize) {
+        if self.halted.is_some() {
+            return;
+        }
+        if self.visits.len() >= self.max_visits {
+            self.halted = Some((table, self.frames.clone(), depth as u8));
+            return;
+        }
         if depth >= MAX_RESUBMIT_DEPTH {
             self.depth_limited = true;
             return;
@@ -149,12 +187,20 @@ impl Xlate<'_> {
         let continuation = self.frames.clone();
         self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own, window_wildcards: window, continuation, depth: depth as u8 });
         let Some(rule) = rule else { return };
+        self.run_actions(rule, 0, depth);
+    }
+
+    /// Runs `rule`'s actions from index `from` (the rule was hit at `depth`).
+    fn run_actions(&mut self, rule: usize, from: usize, depth: usize) {
         let actions = &self.pipeline.rules[rule].actions;
-        for (i, a) in actions.iter().enumerate() {
+        for (i, a) in actions.iter().enumerate().skip(from) {
+            if self.halted.is_some() {
+                return;
+            }
             let calls = matches!(a, Action::Resubmit { .. } | Action::GotoTable { .. });
             let pending = calls && i + 1 < actions.len();
             if pending {
-                self.frames.push((rule as u32, (i + 1) as u16));
+                self.frames.push((rule as u32, (i + 1) as u16, depth as u8));
             }
             self.action(a, depth);
             if pending {
