@@ -220,32 +220,35 @@ impl Subtable {
         false
     }
 
-    fn matches(&self, r: &SubtableRule, flow: &Flow, fields: &[Field]) -> bool {
-        fields.iter().all(|&f| flow.get(f) & self.mask.get(f) == r.values.get(f))
+    /// Whether `r` matches `flow` on the fields of the first `n_stages` stages.
+    fn matches(&self, r: &SubtableRule, flow: &Flow, n_stages: usize) -> bool {
+        self.stages[..n_stages].iter().flatten().all(|&f| flow.get(f) & self.mask.get(f) == r.values.get(f))
+    }
+
+    fn fold_stages<W: Unwildcard>(&self, n_stages: usize, wc: &mut W) {
+        for stage in &self.stages[..n_stages] {
+            self.fold(stage, wc);
+        }
     }
 
     /// OVS `find_match_wc`.
     fn find_match_wc<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
-        let mut so_far: Vec<Field> = Vec::new();
         let last = self.stages.len() - 1;
-        for stage in &self.stages[..last] {
-            if self.check_tries(stage, flow, wc, tries, cache) {
-                self.fold(&so_far, wc);
+        for i in 0..last {
+            if self.check_tries(&self.stages[i], flow, wc, tries, cache) {
+                self.fold_stages(i, wc);
                 return None;
             }
-            so_far.extend_from_slice(stage);
-            if !self.rules.iter().any(|r| self.matches(r, flow, &so_far)) {
-                self.fold(&so_far, wc);
+            if !self.rules.iter().any(|r| self.matches(r, flow, i + 1)) {
+                self.fold_stages(i + 1, wc);
                 return None;
             }
         }
-        let final_stage = &self.stages[last];
-        if self.check_tries(final_stage, flow, wc, tries, cache) {
-            self.fold(&so_far, wc);
+        if self.check_tries(&self.stages[last], flow, wc, tries, cache) {
+            self.fold_stages(last, wc);
             return None;
         }
-        let all: Vec<Field> = so_far.iter().chain(final_stage.iter()).copied().collect();
-        let hit = self.rules.iter().filter(|r| self.matches(r, flow, &all)).max_by_key(|r| r.priority);
+        let hit = self.rules.iter().filter(|r| self.matches(r, flow, last + 1)).max_by_key(|r| r.priority);
         match hit {
             None if self.ports_mask_len > 0 => {
                 let pmask = ports_word(&self.mask);
@@ -254,7 +257,7 @@ impl Subtable {
                 let bits = pmask & self.ports_trie.prefix_mask(look.mask_bits);
                 wc.or(Field::TpSrc, bits >> 16);
                 wc.or(Field::TpDst, bits & 0xffff);
-                self.fold(&so_far, wc);
+                self.fold_stages(last, wc);
                 None
             }
             None => {

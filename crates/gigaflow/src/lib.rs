@@ -3,11 +3,13 @@
 //! and the Megaflow OVS would install, and a harness that asks a real OVS the same questions.
 
 pub mod actions;
+pub mod bench;
 pub mod classifier;
 pub mod fields;
 pub mod flows;
 pub mod ltm;
 pub mod megaflow;
+pub mod nic;
 pub mod oracle;
 pub mod packetgen;
 pub mod partition;

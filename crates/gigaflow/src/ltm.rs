@@ -16,7 +16,7 @@ use crate::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
 use crate::slowpath::{Frame, Pipeline, TableVisit, Trace};
-use crate::tss::{EntryId, TssTable};
+use crate::tss::{EntryId, FastMap, TssTable};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -74,7 +74,7 @@ pub struct LtmEntry {
 /// Interned tags: (vSwitch table, pending frames) → tag.
 #[derive(Default)]
 pub struct Tags {
-    map: HashMap<(u8, Vec<Frame>), u16>,
+    map: FastMap<(u8, Vec<Frame>), u16>,
     keys: Vec<(u8, Vec<Frame>)>,
 }
 

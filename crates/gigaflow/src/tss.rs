@@ -29,18 +29,59 @@ impl Hasher for IdentityHasher {
 }
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
+/// A fast non-cryptographic hasher (FxHash-style, 8 bytes at a time) for keys that contain a
+/// whole [`Flow`] (masks, subtable shapes, tags): SipHash over 224 bytes dominated rule
+/// generation.
+#[derive(Default)]
+pub struct FastHasher(u64);
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64)
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64)
+    }
+}
+/// A `HashMap` with [`FastHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
 #[inline]
 fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
 }
 
 struct Subtable {
+    tag: u16,
     mask: Flow,
     /// Field indices with a non-zero mask (the only ones hashed and compared).
     fields: Vec<u8>,
     priority: u16,
     buckets: IdMap<Vec<EntryId>>,
     n_entries: usize,
+    /// Hits since creation (equal-priority subtables are searched most-hit first, as OVS's
+    /// dpcls re-sorts its subtable vector).
+    hits: u64,
 }
 
 impl Subtable {
@@ -71,7 +112,14 @@ pub struct Slot<P> {
 
 /// A tuple-space-search table of at most `capacity` entries.
 pub struct TssTable<P> {
+    /// Subtables by creation (ids are stable), one per (tag, mask, priority): a lookup only
+    /// searches its tag's subtables, listed in `order` by priority (highest first).
     subtables: Vec<Subtable>,
+    order: FastMap<u16, Vec<u32>>,
+    by_shape: FastMap<(u16, Flow, u16), u32>,
+    lookups_since_sort: u32,
+    /// Ids of emptied subtables, for reuse.
+    free_subtables: Vec<u32>,
     slots: Vec<Slot<P>>,
     free: Vec<u32>,
     /// Most recently used first.
@@ -79,14 +127,14 @@ pub struct TssTable<P> {
     lru_tail: u32,
     len: usize,
     pub capacity: usize,
-    masks: HashMap<Flow, u32>,
+    masks: FastMap<Flow, u32>,
     /// Subtables probed by lookups so far (tuple-space search cost).
     pub probes: u64,
 }
 
 impl<P> TssTable<P> {
     pub fn new(capacity: usize) -> Self {
-        TssTable { subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: HashMap::new(), probes: 0 }
+        TssTable { subtables: Vec::new(), order: FastMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -111,6 +159,15 @@ impl<P> TssTable<P> {
         self.subtables.iter().filter(|s| s.n_entries > 0).count()
     }
 
+    /// Re-sorts each tag's subtables by priority, then by hits (within equal priority any
+    /// matching entry is a correct answer, so searching the busiest first only saves probes).
+    pub fn resort(&mut self) {
+        let subtables = &self.subtables;
+        for v in self.order.values_mut() {
+            v.sort_by_key(|&i| (std::cmp::Reverse(subtables[i as usize].priority), std::cmp::Reverse(subtables[i as usize].hits)));
+        }
+    }
+
     pub fn get(&self, id: EntryId) -> &Slot<P> {
         &self.slots[id as usize]
     }
@@ -127,7 +184,14 @@ impl<P> TssTable<P> {
     #[inline]
     pub fn lookup(&mut self, tag: u16, flow: &Flow, now_ns: Option<u64>) -> Option<EntryId> {
         let mut found = None;
-        'outer: for st in &self.subtables {
+        self.lookups_since_sort += 1;
+        if self.lookups_since_sort >= 1 << 16 {
+            self.lookups_since_sort = 0;
+            self.resort();
+        }
+        let Some(order) = self.order.get(&tag) else { return None };
+        'outer: for &si in order {
+            let st = &self.subtables[si as usize];
             if st.n_entries == 0 {
                 continue;
             }
@@ -136,13 +200,17 @@ impl<P> TssTable<P> {
             if let Some(ids) = st.buckets.get(&h) {
                 for &id in ids {
                     let s = &self.slots[id as usize];
-                    if s.tag == tag && st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
-                        found = Some(id);
+                    if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
+                        found = Some((si, id));
                         break 'outer;
                     }
                 }
             }
         }
+        let found = found.map(|(si, id)| {
+            self.subtables[si as usize].hits += 1;
+            id
+        });
         if let (Some(id), Some(now)) = (found, now_ns) {
             self.touch(id, now);
         }
@@ -151,7 +219,7 @@ impl<P> TssTable<P> {
 
     /// An entry with exactly this tag, mask, priority and (masked) key.
     pub fn find_exact(&self, tag: u16, mask: &Flow, priority: u16, key: &Flow) -> Option<EntryId> {
-        let st = self.subtables.iter().find(|s| s.priority == priority && s.mask == *mask)?;
+        let st = &self.subtables[*self.by_shape.get(&(tag, *mask, priority))? as usize];
         let ids = st.buckets.get(&st.hash(tag, key))?;
         ids.iter().copied().find(|&id| {
             let s = &self.slots[id as usize];
@@ -170,18 +238,28 @@ impl<P> TssTable<P> {
     /// Inserts an entry (the caller checks capacity). `key` is masked here.
     pub fn insert(&mut self, tag: u16, mask: &Flow, priority: u16, key: &Flow, payload: P, now_ns: u64) -> EntryId {
         let key = key.masked(mask);
-        let sti = match self.subtables.iter().position(|s| s.priority == priority && s.mask == *mask) {
-            Some(i) => i,
+        let sti = match self.by_shape.get(&(tag, *mask, priority)) {
+            Some(&i) => i as usize,
             None => {
                 let fields = (0..N_FIELDS).filter(|&i| mask.0[i] != 0).map(|i| i as u8).collect();
-                let st = Subtable { mask: *mask, fields, priority, buckets: IdMap::default(), n_entries: 0 };
-                // Keep subtables sorted by priority, highest first (stable among equals).
-                let at = self.subtables.iter().position(|s| s.priority < priority).unwrap_or(self.subtables.len());
-                self.subtables.insert(at, st);
-                for s in self.slots.iter_mut().filter(|s| s.live && s.subtable as usize >= at) {
-                    s.subtable += 1;
-                }
-                at
+                let st = Subtable { tag, mask: *mask, fields, priority, buckets: IdMap::default(), n_entries: 0, hits: 0 };
+                let id = match self.free_subtables.pop() {
+                    Some(id) => {
+                        self.subtables[id as usize] = st;
+                        id
+                    }
+                    None => {
+                        self.subtables.push(st);
+                        (self.subtables.len() - 1) as u32
+                    }
+                };
+                self.by_shape.insert((tag, *mask, priority), id);
+                // Keep the search order by priority, highest first (stable among equals).
+                let subtables = &self.subtables;
+                let order = self.order.entry(tag).or_default();
+                let at = order.iter().position(|&o| subtables[o as usize].priority < priority).unwrap_or(order.len());
+                order.insert(at, id);
+                id as usize
             }
         };
         let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, live: true, payload };
@@ -223,6 +301,18 @@ impl<P> TssTable<P> {
         }
         st.n_entries -= 1;
         let mask = st.mask;
+        if st.n_entries == 0 {
+            // Retire the empty subtable so lookups stop probing it.
+            let (tag, prio) = (st.tag, st.priority);
+            self.by_shape.remove(&(tag, mask, prio));
+            if let Some(o) = self.order.get_mut(&tag) {
+                o.retain(|&x| x as usize != sti);
+                if o.is_empty() {
+                    self.order.remove(&tag);
+                }
+            }
+            self.free_subtables.push(sti as u32);
+        }
         if let Some(c) = self.masks.get_mut(&mask) {
             *c -= 1;
             if *c == 0 {
