@@ -1,0 +1,256 @@
+//! The shape of a Pipebench pipeline: tables with rule slots. Each table has *hit edges* (rules
+//! generated from ClassBench rules, matching the table's fields, with actions and a next table)
+//! and *miss edges* (priority-0/1 defaults). Edges may require or set a register value, which is
+//! how pipelines carry decisions forward (OVN's outport, OF-DPA's action-set group, Antrea's
+//! marks). `traversals` enumerates every table sequence the edges allow.
+
+use std::collections::BTreeSet;
+
+/// The header part a hit-edge rule matches, each derived from the ClassBench rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// `in_port`: the port the rule's source subnet sits behind.
+    InPort,
+    /// `vlan_tci=0x0000/0x1fff`: untagged frames (the VLAN is assigned by the table).
+    Untagged,
+    /// `dl_src`: the source subnet's host MAC.
+    EthSrc,
+    /// `dl_dst`: the destination subnet's host MAC.
+    EthDst,
+    /// `dl_dst`: the router (gateway) MAC of the destination subnet.
+    RouterMac,
+    /// `dl_dst=01:00:00:00:00:00/01:00:00:00:00:00`: multicast/broadcast frames.
+    EthMcast,
+    /// `nw_src`: the rule's source prefix.
+    IpSrc,
+    /// `nw_dst`: the rule's destination prefix.
+    IpDst,
+    /// `nw_src`: the one host address of the source prefix (`addr | 1` below /32).
+    IpSrcHost,
+    /// `nw_dst`: the one host address of the destination prefix.
+    IpDstHost,
+    /// `nw_proto` (when the ClassBench rule names one).
+    Proto,
+    /// `tp_src`: the rule's source-port range, expanded to masks.
+    SPort,
+    /// `tp_dst`: the rule's destination-port range, expanded to masks.
+    DPort,
+}
+
+/// What an edge does besides choosing the next table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    /// `load:V->NXM_NX_REGr[]`.
+    Load(u8, u32),
+    /// Routing rewrite: `mod_dl_src:<router MAC>,mod_dl_dst:<destination host MAC>`.
+    RouteMacs,
+    /// `mod_dl_dst:<destination host MAC>` (ARP/neighbour resolution).
+    SetEthDst,
+    /// `load:<port of the destination>->NXM_NX_REGr[]` (the chosen output port, 1..=N_PORTS).
+    LoadPort(u8),
+    /// Service DNAT: `mod_nw_dst:<endpoint>` (the destination prefix's `addr | 2`), `ip` only.
+    Dnat,
+}
+
+/// Where a rule sends the packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Table(u8),
+    /// `output:P` (P from the destination subnet) and end.
+    Output,
+    /// `output:P` to a fixed port (register-dispatched output, e.g. a group's bucket).
+    Port(u32),
+    Drop,
+}
+
+#[derive(Clone, Debug)]
+pub struct Edge {
+    /// Fields matched (empty for miss edges).
+    pub keys: &'static [Key],
+    /// `regR=V` required in the match.
+    pub requires: Option<(u8, u32)>,
+    pub acts: Vec<Act>,
+    pub next: Next,
+}
+
+#[derive(Clone, Debug)]
+pub struct TableSpec {
+    /// OpenFlow table number.
+    pub id: u8,
+    pub name: &'static str,
+    pub purpose: &'static str,
+    pub hits: Vec<Edge>,
+    pub misses: Vec<Edge>,
+    /// Longest-prefix-match priorities (`100 + 10·len` of the table's single prefix key)
+    /// instead of ClassBench order.
+    pub lpm: bool,
+}
+
+impl TableSpec {
+    pub fn new(id: u8, name: &'static str, purpose: &'static str) -> Self {
+        TableSpec { id, name, purpose, hits: Vec::new(), misses: Vec::new(), lpm: false }
+    }
+    pub fn lpm(mut self) -> Self {
+        self.lpm = true;
+        self
+    }
+    pub fn hit(mut self, keys: &'static [Key], acts: &[Act], next: Next) -> Self {
+        self.hits.push(Edge { keys, requires: None, acts: acts.to_vec(), next });
+        self
+    }
+    pub fn hit_if(mut self, reg: (u8, u32), keys: &'static [Key], acts: &[Act], next: Next) -> Self {
+        self.hits.push(Edge { keys, requires: Some(reg), acts: acts.to_vec(), next });
+        self
+    }
+    pub fn miss(mut self, acts: &[Act], next: Next) -> Self {
+        self.misses.push(Edge { keys: &[], requires: None, acts: acts.to_vec(), next });
+        self
+    }
+    /// Register-conditional misses (priority 1) come before the unconditional one (priority 0).
+    pub fn miss_if(mut self, reg: (u8, u32), acts: &[Act], next: Next) -> Self {
+        let at = self.misses.iter().take_while(|e| e.requires.is_some()).count();
+        self.misses.insert(at, Edge { keys: &[], requires: Some(reg), acts: acts.to_vec(), next });
+        self
+    }
+    /// Every match field the table's rules use (for documentation).
+    pub fn matched_keys(&self) -> Vec<Key> {
+        let mut out: Vec<Key> = Vec::new();
+        for e in &self.hits {
+            for k in e.keys {
+                if !out.contains(k) {
+                    out.push(*k);
+                }
+            }
+        }
+        out
+    }
+    /// Every possible next hop.
+    pub fn nexts(&self) -> Vec<Next> {
+        let mut out: Vec<Next> = Vec::new();
+        for e in self.hits.iter().chain(&self.misses) {
+            if !out.contains(&e.next) {
+                out.push(e.next);
+            }
+        }
+        out
+    }
+}
+
+/// A pipeline: its tables (the first is where packets enter).
+#[derive(Clone, Debug)]
+pub struct PipelineSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub tables: Vec<TableSpec>,
+    /// Table 1 of the paper: tables and distinct traversals.
+    pub paper_tables: usize,
+    pub paper_traversals: usize,
+}
+
+/// A step of a path: a table and which of its edges fired (hit edge i or miss edge i).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    Hit(u8, usize),
+    Miss(u8, usize),
+}
+
+impl Step {
+    pub fn table(&self) -> u8 {
+        match *self {
+            Step::Hit(t, _) | Step::Miss(t, _) => t,
+        }
+    }
+}
+
+/// Register state along a path: (reg, value), sorted.
+type Regs = Vec<(u8, u32)>;
+
+impl PipelineSpec {
+    pub fn table(&self, id: u8) -> Option<&TableSpec> {
+        self.tables.iter().find(|t| t.id == id)
+    }
+    pub fn edge(&self, s: Step) -> &Edge {
+        match s {
+            Step::Hit(t, i) => &self.table(t).expect("table").hits[i],
+            Step::Miss(t, i) => &self.table(t).expect("table").misses[i],
+        }
+    }
+
+    /// Every edge path from the first table to an end, following register requirements.
+    /// A state in which no miss edge applies is an error (the pipeline must define its misses).
+    pub fn edge_paths(&self) -> Result<Vec<Vec<Step>>, String> {
+        let mut out = Vec::new();
+        let first = self.tables.first().ok_or("pipeline has no tables")?.id;
+        self.walk(first, Vec::new(), &mut Vec::new(), &mut out)?;
+        let mut seen = BTreeSet::new();
+        out.retain(|p| seen.insert(p.clone()));
+        Ok(out)
+    }
+
+    fn walk(&self, table: u8, regs: Regs, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) -> Result<(), String> {
+        if path.len() > 64 {
+            return Err(format!("{}: a path is longer than 64 tables (a loop?)", self.name));
+        }
+        let t = self.table(table).ok_or_else(|| format!("{}: goto to missing table {table}", self.name))?;
+        let ok = |e: &Edge| e.requires.is_none_or(|(r, v)| regs.iter().any(|&(rr, vv)| rr == r && vv == v));
+        let mut any_miss = false;
+        for (kind, edges) in [(true, &t.hits), (false, &t.misses)] {
+            for (i, e) in edges.iter().enumerate() {
+                if !ok(e) {
+                    continue;
+                }
+                if !kind {
+                    // Only the first applicable miss edge fires (priority 1 with a register, then 0).
+                    if any_miss {
+                        continue;
+                    }
+                    any_miss = true;
+                }
+                let step = if kind { Step::Hit(table, i) } else { Step::Miss(table, i) };
+                // Register states after the edge (LoadPort forks over every port).
+                let mut states = vec![regs.clone()];
+                for a in &e.acts {
+                    let values: Vec<(u8, u32)> = match *a {
+                        Act::Load(r, v) => vec![(r, v)],
+                        Act::LoadPort(r) => (1..=super::ruleset::N_PORTS).map(|p| (r, p)).collect(),
+                        _ => continue,
+                    };
+                    states = states
+                        .iter()
+                        .flat_map(|s| {
+                            values.iter().map(move |&(r, v)| {
+                                let mut s2 = s.clone();
+                                s2.retain(|&(rr, _)| rr != r);
+                                s2.push((r, v));
+                                s2.sort();
+                                s2
+                            })
+                        })
+                        .collect();
+                }
+                path.push(step);
+                for regs2 in states {
+                    match e.next {
+                        Next::Table(n) => {
+                            if n <= table {
+                                return Err(format!("{}: table {table} goes back to table {n}", self.name));
+                            }
+                            self.walk(n, regs2, path, out)?
+                        }
+                        _ => out.push(path.clone()),
+                    }
+                }
+                path.pop();
+            }
+        }
+        if !any_miss {
+            return Err(format!("{}: table {} ({}) has no miss rule for registers {:?}", self.name, t.id, t.name, regs));
+        }
+        Ok(())
+    }
+
+    /// Distinct table sequences (the paper's "traversals").
+    pub fn traversals(&self) -> Result<BTreeSet<Vec<u8>>, String> {
+        Ok(self.edge_paths()?.iter().map(|p| p.iter().map(|s| s.table()).collect()).collect())
+    }
+}

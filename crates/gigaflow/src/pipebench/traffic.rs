@@ -1,0 +1,255 @@
+//! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains, with
+//! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and timing (Poisson flow
+//! arrivals, log-normal inter-packet gaps). High locality draws flows by how often their header
+//! tuple recurs in the ruleset (Zipf over that ranking) and lets flows of a chain share every
+//! header but the source port; low locality draws chains uniformly and headers uniformly inside
+//! each rule. Deterministic from the seed.
+
+use super::classbench::CbRule;
+use super::model::{Key, Step};
+use super::ruleset::{host_mac, host_of, port_of, router_mac, Ruleset};
+use crate::fields::{Field, Flow, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{HashMap, HashSet};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locality {
+    High,
+    Low,
+}
+
+impl Locality {
+    pub fn parse(s: &str) -> Result<Locality, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "high" => Ok(Locality::High),
+            "low" => Ok(Locality::Low),
+            _ => Err(format!("unknown locality '{s}' (expected high or low)")),
+        }
+    }
+}
+
+/// Traffic parameters; `Default` gives the values used for the paper's experiments.
+#[derive(Clone, Debug)]
+pub struct TrafficConfig {
+    /// Unique flows (distinct headers).
+    pub n_flows: usize,
+    pub locality: Locality,
+    pub seed: u64,
+    /// Pareto shape of packets per flow (scale 1 packet); 1.2 gives CAIDA's mice-and-elephants mix.
+    pub pareto_shape: f64,
+    pub max_packets_per_flow: u32,
+    /// Mean rate of new flows (Poisson arrivals).
+    pub flow_arrivals_per_s: f64,
+    /// Median gap between packets of one flow, and the log-normal sigma of that gap.
+    pub ipg_median_us: f64,
+    pub ipg_sigma: f64,
+    /// Zipf exponent over the recurrence ranking (high locality only).
+    pub zipf_s: f64,
+}
+
+impl Default for TrafficConfig {
+    fn default() -> Self {
+        TrafficConfig {
+            n_flows: 100_000,
+            locality: Locality::High,
+            seed: 1,
+            pareto_shape: 1.2,
+            max_packets_per_flow: 10_000,
+            flow_arrivals_per_s: 2_000.0,
+            ipg_median_us: 1_000.0,
+            ipg_sigma: 1.5,
+            zipf_s: 1.0,
+        }
+    }
+}
+
+/// One flow: its headers (a packet the slow path can trace), the chain it came from, its size.
+#[derive(Clone, Debug)]
+pub struct TraceFlow {
+    pub headers: Flow,
+    pub chain: u32,
+    pub n_packets: u32,
+    pub start_ns: u64,
+}
+
+/// One packet: when it arrives and which flow it belongs to (its headers are the flow's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracePacket {
+    pub time_ns: u64,
+    pub flow: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Traffic {
+    pub flows: Vec<TraceFlow>,
+    /// In time order.
+    pub packets: Vec<TracePacket>,
+}
+
+impl Traffic {
+    /// The headers of packet `i`.
+    pub fn packet(&self, i: usize) -> &Flow {
+        &self.flows[self.packets[i].flow as usize].headers
+    }
+    /// Headers of every packet in time order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Flow)> + '_ {
+        self.packets.iter().map(|p| (p.time_ns, &self.flows[p.flow as usize].headers))
+    }
+}
+
+fn pick_port(rng: &mut ChaCha8Rng, lo: u16, hi: u16) -> u64 {
+    rng.gen_range(lo as u64..=hi as u64)
+}
+
+/// A packet for `chain`: inside its ClassBench rule, with the header values the traversal's
+/// tables look for (router MAC, designated hosts). `anchor` fixes every random choice but the
+/// source port to the chain's own stream (high locality).
+pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng) -> Flow {
+    let mut p = Flow::default();
+    p.set(Field::InPort, port_of(&r.src) as u64);
+    p.set(Field::DlType, ETH_TYPE_IP);
+    p.set(Field::DlSrc, host_mac(&r.src));
+    p.set(Field::DlDst, host_mac(&r.dst));
+    p.set(Field::NwSrc, r.src.sample(rng) as u64);
+    p.set(Field::NwDst, r.dst.sample(rng) as u64);
+    let proto = r.proto.unwrap_or(if rng.gen_bool(0.7) { 6 } else { 17 }) as u64;
+    p.set(Field::NwProto, proto);
+    if proto == IPPROTO_TCP || proto == IPPROTO_UDP {
+        p.set(Field::TpSrc, pick_port(rng, r.sport.lo, r.sport.hi));
+        p.set(Field::TpDst, pick_port(rng, r.dport.lo, r.dport.hi));
+    } else if proto == IPPROTO_ICMP {
+        p.set(Field::TpSrc, 8);
+    }
+    for s in path {
+        if let Step::Hit(..) = s {
+            for k in rs.spec.edge(*s).keys {
+                match k {
+                    Key::RouterMac => p.set(Field::DlDst, router_mac(&r.dst)),
+                    Key::EthMcast => p.set(Field::DlDst, 0xffff_ffff_ffff),
+                    Key::IpSrcHost => p.set(Field::NwSrc, host_of(&r.src) as u64),
+                    Key::IpDstHost => p.set(Field::NwDst, host_of(&r.dst) as u64),
+                    _ => {}
+                }
+            }
+        }
+    }
+    p
+}
+
+/// How often the chain's header tuples recur among the ruleset's rules (the paper's Fig. 4
+/// measure): the products of the counts of rules sharing its destination prefix, its
+/// (destination prefix, destination port range) pair and its source prefix.
+fn recurrence_scores(rs: &Ruleset) -> Vec<u64> {
+    let mut dst: HashMap<_, u64> = HashMap::new();
+    let mut dst_port: HashMap<_, u64> = HashMap::new();
+    let mut src: HashMap<_, u64> = HashMap::new();
+    for r in &rs.cb_rules {
+        *dst.entry(r.dst).or_default() += 1;
+        *dst_port.entry((r.dst, r.dport.lo, r.dport.hi)).or_default() += 1;
+        *src.entry(r.src).or_default() += 1;
+    }
+    rs.chains
+        .iter()
+        .map(|c| {
+            let r = &rs.cb_rules[c.rule as usize];
+            dst[&r.dst] * dst_port[&(r.dst, r.dport.lo, r.dport.hi)] * src[&r.src]
+        })
+        .collect()
+}
+
+fn exp_sample(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
+    -mean * (1.0 - rng.gen::<f64>()).ln()
+}
+
+fn normal_sample(rng: &mut ChaCha8Rng) -> f64 {
+    let (u1, u2): (f64, f64) = (1.0 - rng.gen::<f64>(), rng.gen::<f64>());
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// Generates the traffic for a ruleset.
+pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
+    if cfg.n_flows == 0 || cfg.n_flows > 10_000_000 {
+        return Err(format!("flows must be 1..=10000000, got {}", cfg.n_flows));
+    }
+    if !(cfg.pareto_shape > 0.0) || !(cfg.flow_arrivals_per_s > 0.0) || !(cfg.ipg_median_us > 0.0) || !(cfg.ipg_sigma >= 0.0) {
+        return Err("pareto_shape, flow_arrivals_per_s and ipg_median_us must be positive, ipg_sigma non-negative".into());
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a11_ff1c);
+    let n_chains = rs.chains.len();
+    // High locality: chains ranked by recurrence, drawn by Zipf over the rank.
+    let (order, cdf) = match cfg.locality {
+        Locality::High => {
+            let scores = recurrence_scores(rs);
+            let mut order: Vec<usize> = (0..n_chains).collect();
+            order.sort_by(|&a, &b| scores[b].cmp(&scores[a]).then(a.cmp(&b)));
+            let mut acc = 0.0;
+            let cdf: Vec<f64> = (0..n_chains)
+                .map(|i| {
+                    acc += 1.0 / ((i + 1) as f64).powf(cfg.zipf_s);
+                    acc
+                })
+                .collect();
+            (order, cdf)
+        }
+        Locality::Low => ((0..n_chains).collect(), Vec::new()),
+    };
+    // High locality: each chain's flows share one anchor packet (all but the source port).
+    let mut anchors: HashMap<usize, Flow> = HashMap::new();
+    let mut seen: HashSet<Flow> = HashSet::with_capacity(cfg.n_flows);
+    let mut flows = Vec::with_capacity(cfg.n_flows);
+    let mut t_ns = 0f64;
+    let mean_arrival_ns = 1e9 / cfg.flow_arrivals_per_s;
+    let mut attempts = 0usize;
+    while flows.len() < cfg.n_flows {
+        attempts += 1;
+        if attempts > cfg.n_flows * 50 {
+            return Err(format!("could not draw {} unique flows from {} chains", cfg.n_flows, n_chains));
+        }
+        let ci = match cfg.locality {
+            Locality::High => {
+                let u = rng.gen::<f64>() * cdf[n_chains - 1];
+                order[cdf.partition_point(|&c| c < u).min(n_chains - 1)]
+            }
+            Locality::Low => rng.gen_range(0..n_chains),
+        };
+        let chain = rs.chains[ci];
+        let path = &rs.paths[chain.path as usize];
+        let rule = &rs.cb_rules[chain.rule as usize];
+        let headers = match cfg.locality {
+            Locality::Low => packet_for(rs, path, rule, &mut rng),
+            Locality::High => {
+                let mut anchor_rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(31).wrapping_add(ci as u64));
+                let mut h = *anchors.entry(ci).or_insert_with(|| packet_for(rs, path, rule, &mut anchor_rng));
+                let proto = h.get(Field::NwProto);
+                if proto == IPPROTO_TCP || proto == IPPROTO_UDP {
+                    h.set(Field::TpSrc, pick_port(&mut rng, rule.sport.lo, rule.sport.hi));
+                } else {
+                    h.set(Field::NwSrc, rule.src.sample(&mut rng) as u64);
+                }
+                h
+            }
+        };
+        if !seen.insert(headers) {
+            continue;
+        }
+        let u = 1.0 - rng.gen::<f64>();
+        let n_packets = (u.powf(-1.0 / cfg.pareto_shape).floor() as u64).clamp(1, cfg.max_packets_per_flow as u64) as u32;
+        t_ns += exp_sample(&mut rng, mean_arrival_ns);
+        flows.push(TraceFlow { headers, chain: ci as u32, n_packets, start_ns: t_ns as u64 });
+    }
+    let mu = (cfg.ipg_median_us * 1e3).ln();
+    let total: usize = flows.iter().map(|f| f.n_packets as usize).sum();
+    let mut packets = Vec::with_capacity(total);
+    for (i, f) in flows.iter().enumerate() {
+        let mut t = f.start_ns as f64;
+        for k in 0..f.n_packets {
+            if k > 0 {
+                t += (mu + cfg.ipg_sigma * normal_sample(&mut rng)).exp();
+            }
+            packets.push(TracePacket { time_ns: t as u64, flow: i as u32 });
+        }
+    }
+    packets.sort_by_key(|p| (p.time_ns, p.flow));
+    Ok(Traffic { flows, packets })
+}
