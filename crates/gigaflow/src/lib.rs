@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod bench;
 pub mod classifier;
+pub mod experiments;
 pub mod fields;
 pub mod flows;
 pub mod ltm;

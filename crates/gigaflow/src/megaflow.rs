@@ -47,6 +47,8 @@ pub struct CacheStats {
     pub inserted: u64,
     /// Misses whose entry could not be installed (cache full, no eviction).
     pub rejected_full: u64,
+    /// Misses whose entry would exceed the distinct-mask limit.
+    pub rejected_masks: u64,
     pub evicted_lru: u64,
     pub expired_idle: u64,
 }
@@ -80,11 +82,14 @@ pub struct MegaflowCache {
     pub table: TssTable<MegaflowEntry>,
     pub eviction: Eviction,
     pub stats: CacheStats,
+    /// Distinct-mask limit (the artifact's `gigaflow-max-masks`, which also bounds its
+    /// Megaflow configuration, a 1-table Gigaflow); `usize::MAX`: none.
+    pub max_masks: usize,
 }
 
 impl MegaflowCache {
     pub fn new(capacity: usize, eviction: Eviction) -> Self {
-        MegaflowCache { table: TssTable::new(capacity), eviction, stats: CacheStats::default() }
+        MegaflowCache { table: TssTable::new(capacity), eviction, stats: CacheStats::default(), max_masks: usize::MAX }
     }
 
     pub fn len(&self) -> usize {
@@ -118,6 +123,10 @@ impl MegaflowCache {
     pub fn install(&mut self, trace: &Trace, now_ns: u64) -> bool {
         let mask = megaflow_cache_mask(trace);
         if self.table.find_exact(0, &mask, 0, &trace.initial_flow.masked(&mask)).is_some() {
+            return false;
+        }
+        if !self.table.has_mask(&mask) && self.table.n_masks().saturating_add(1) >= self.max_masks {
+            self.stats.rejected_masks += 1;
             return false;
         }
         if self.table.is_full() {

@@ -103,11 +103,18 @@ pub struct Offload<'a> {
 
 impl<'a> Offload<'a> {
     pub fn megaflow(pipeline: &'a Pipeline, entries: usize, eviction: Eviction, nic: NicModel) -> Self {
+        Self::megaflow_with_masks(pipeline, entries, eviction, usize::MAX, nic)
+    }
+
+    /// A Megaflow cache that also refuses entries beyond `max_masks` distinct masks.
+    pub fn megaflow_with_masks(pipeline: &'a Pipeline, entries: usize, eviction: Eviction, max_masks: usize, nic: NicModel) -> Self {
         let sweep = match eviction {
             Eviction::IdleTimeout { .. } => Some(500_000_000),
             _ => None,
         };
-        Self::with(pipeline, NicCache::Megaflow(MegaflowCache::new(entries, eviction)), nic, sweep)
+        let mut c = MegaflowCache::new(entries, eviction);
+        c.max_masks = max_masks;
+        Self::with(pipeline, NicCache::Megaflow(c), nic, sweep)
     }
 
     pub fn gigaflow(pipeline: &'a Pipeline, cfg: GigaflowConfig, nic: NicModel) -> Result<Self, String> {
