@@ -6,6 +6,7 @@
 use crate::fields::{Field, Flow, N_FIELDS};
 use crate::flows::FlowRule;
 use crate::trie::{PrefixSet, TrieLookup};
+use crate::tss::FastMap;
 
 /// Fields with a prefix trie, in OVS's default order (`prefixes=ip_dst,ip_src`).
 pub const TRIE_FIELDS: [Field; 2] = [Field::NwDst, Field::NwSrc];
@@ -30,6 +31,13 @@ struct Subtable {
     /// Length of the mask over (tp_src << 16 | tp_dst) counted from the top, as OVS does.
     ports_mask_len: u32,
     ports_trie: PrefixSet,
+    /// `cum_masks[i]`: the subtable mask restricted to the fields of stages `0..=i`.
+    cum_masks: Vec<Flow>,
+    /// `stage_keys[i]`: the rules' values under `cum_masks[i]` (OVS's per-stage indices), for
+    /// the stages before the last.
+    stage_keys: Vec<FastMap<Flow, ()>>,
+    /// Highest-priority rule (priority, rule id) per full masked value.
+    exact: FastMap<Flow, (u16, usize)>,
 }
 
 /// Where a lookup records the bits it examined: a plain mask, or [`DualWildcards`].
@@ -99,6 +107,9 @@ impl Classifier {
             if cls.subtables.windows(2).any(|w| w[0].max_priority < w[1].max_priority) {
                 cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
             }
+        }
+        for st in &mut cls.subtables {
+            st.build_indices();
         }
         cls
     }
@@ -174,7 +185,30 @@ impl Subtable {
         }
         let pm = ports_word(&mask) as u32;
         let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
-        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32) }
+        let mut cum_masks = Vec::with_capacity(stages.len());
+        let mut cum = Flow::default();
+        for stage in &stages {
+            for &f in stage {
+                cum.set(f, mask.get(f));
+            }
+            cum_masks.push(cum);
+        }
+        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32), cum_masks, stage_keys: Vec::new(), exact: FastMap::default() }
+    }
+
+    /// Builds the hash indices the staged lookup probes (after every rule is in).
+    fn build_indices(&mut self) {
+        let last = self.stages.len() - 1;
+        self.stage_keys = (0..last).map(|i| self.rules.iter().map(|r| (r.values.masked(&self.cum_masks[i]), ())).collect()).collect();
+        self.exact = FastMap::default();
+        for r in &self.rules {
+            let e = self.exact.entry(r.values).or_insert((r.priority, r.rule_id));
+            // Values and priority are unique within a subtable (an identical rule replaces the
+            // old one), so the highest priority is well defined.
+            if r.priority > e.0 {
+                *e = (r.priority, r.rule_id);
+            }
+        }
     }
 
     fn fold<W: Unwildcard>(&self, fields: &[Field], wc: &mut W) {
@@ -220,9 +254,9 @@ impl Subtable {
         false
     }
 
-    /// Whether `r` matches `flow` on the fields of the first `n_stages` stages.
-    fn matches(&self, r: &SubtableRule, flow: &Flow, n_stages: usize) -> bool {
-        self.stages[..n_stages].iter().flatten().all(|&f| flow.get(f) & self.mask.get(f) == r.values.get(f))
+    /// Whether some rule matches `flow` on the fields of the first `n_stages` stages.
+    fn any_matches(&self, flow: &Flow, n_stages: usize) -> bool {
+        self.stage_keys[n_stages - 1].contains_key(&flow.masked(&self.cum_masks[n_stages - 1]))
     }
 
     fn fold_stages<W: Unwildcard>(&self, n_stages: usize, wc: &mut W) {
@@ -239,7 +273,7 @@ impl Subtable {
                 self.fold_stages(i, wc);
                 return None;
             }
-            if !self.rules.iter().any(|r| self.matches(r, flow, i + 1)) {
+            if !self.any_matches(flow, i + 1) {
                 self.fold_stages(i + 1, wc);
                 return None;
             }
@@ -248,7 +282,7 @@ impl Subtable {
             self.fold_stages(last, wc);
             return None;
         }
-        let hit = self.rules.iter().filter(|r| self.matches(r, flow, last + 1)).max_by_key(|r| r.priority);
+        let hit = self.exact.get(&flow.masked(&self.mask));
         match hit {
             None if self.ports_mask_len > 0 => {
                 let pmask = ports_word(&self.mask);
@@ -264,9 +298,9 @@ impl Subtable {
                 self.fold_all(wc);
                 None
             }
-            Some(r) => {
+            Some(&(priority, rule_id)) => {
                 self.fold_all(wc);
-                Some((r.priority, r.rule_id))
+                Some((priority, rule_id))
             }
         }
     }
