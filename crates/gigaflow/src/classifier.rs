@@ -31,13 +31,14 @@ struct Subtable {
     /// Length of the mask over (tp_src << 16 | tp_dst) counted from the top, as OVS does.
     ports_mask_len: u32,
     ports_trie: PrefixSet,
-    /// `cum_masks[i]`: the subtable mask restricted to the fields of stages `0..=i`.
-    cum_masks: Vec<Flow>,
-    /// `stage_keys[i]`: the rules' values under `cum_masks[i]` (OVS's per-stage indices), for
-    /// the stages before the last.
-    stage_keys: Vec<FastMap<Flow, ()>>,
-    /// Highest-priority rule (priority, rule id) per full masked value.
-    exact: FastMap<Flow, (u16, usize)>,
+    /// `cum_fields[i]`: indices of the masked fields of stages `0..=i`.
+    cum_fields: Vec<Vec<u8>>,
+    /// `stage_keys[i]`: hashes of the rules' values over `cum_fields[i]` — OVS's per-stage
+    /// indices, which are hash-only too (a collision only makes a stage look matchable, as in
+    /// OVS's ccmap).
+    stage_keys: Vec<FastMap<u64, ()>>,
+    /// Rules by the hash of their full masked values: (values, priority, rule id), verified.
+    exact: FastMap<u64, Vec<(Flow, u16, usize)>>,
 }
 
 /// Where a lookup records the bits it examined: a plain mask, or [`DualWildcards`].
@@ -185,30 +186,34 @@ impl Subtable {
         }
         let pm = ports_word(&mask) as u32;
         let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
-        let mut cum_masks = Vec::with_capacity(stages.len());
-        let mut cum = Flow::default();
+        let mut cum_fields = Vec::with_capacity(stages.len());
+        let mut cum: Vec<u8> = Vec::new();
         for stage in &stages {
-            for &f in stage {
-                cum.set(f, mask.get(f));
-            }
-            cum_masks.push(cum);
+            cum.extend(stage.iter().map(|f| f.index() as u8));
+            cum_fields.push(cum.clone());
         }
-        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32), cum_masks, stage_keys: Vec::new(), exact: FastMap::default() }
+        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32), cum_fields, stage_keys: Vec::new(), exact: FastMap::default() }
+    }
+
+    /// Hash of `flow` under the mask, over the fields of stages `0..=stage`.
+    #[inline]
+    fn stage_hash(&self, flow: &Flow, stage: usize) -> u64 {
+        let mut h: u64 = 0x243f_6a88_85a3_08d3;
+        for &i in &self.cum_fields[stage] {
+            h = (h.rotate_left(5) ^ (flow.0[i as usize] & self.mask.0[i as usize])).wrapping_mul(0x51_7cc1_b727_220a);
+        }
+        h
     }
 
     /// Builds the hash indices the staged lookup probes (after every rule is in).
     fn build_indices(&mut self) {
         let last = self.stages.len() - 1;
-        self.stage_keys = (0..last).map(|i| self.rules.iter().map(|r| (r.values.masked(&self.cum_masks[i]), ())).collect()).collect();
-        self.exact = FastMap::default();
+        self.stage_keys = (0..last).map(|i| self.rules.iter().map(|r| (self.stage_hash(&r.values, i), ())).collect()).collect();
+        let mut exact: FastMap<u64, Vec<(Flow, u16, usize)>> = FastMap::default();
         for r in &self.rules {
-            let e = self.exact.entry(r.values).or_insert((r.priority, r.rule_id));
-            // Values and priority are unique within a subtable (an identical rule replaces the
-            // old one), so the highest priority is well defined.
-            if r.priority > e.0 {
-                *e = (r.priority, r.rule_id);
-            }
+            exact.entry(self.stage_hash(&r.values, last)).or_default().push((r.values, r.priority, r.rule_id));
         }
+        self.exact = exact;
     }
 
     fn fold<W: Unwildcard>(&self, fields: &[Field], wc: &mut W) {
@@ -254,9 +259,9 @@ impl Subtable {
         false
     }
 
-    /// Whether some rule matches `flow` on the fields of the first `n_stages` stages.
+    /// Whether some rule may match `flow` on the fields of the first `n_stages` stages.
     fn any_matches(&self, flow: &Flow, n_stages: usize) -> bool {
-        self.stage_keys[n_stages - 1].contains_key(&flow.masked(&self.cum_masks[n_stages - 1]))
+        self.stage_keys[n_stages - 1].contains_key(&self.stage_hash(flow, n_stages - 1))
     }
 
     fn fold_stages<W: Unwildcard>(&self, n_stages: usize, wc: &mut W) {
@@ -282,7 +287,11 @@ impl Subtable {
             self.fold_stages(last, wc);
             return None;
         }
-        let hit = self.exact.get(&flow.masked(&self.mask));
+        // Values and priority are unique within a subtable (an identical rule replaces the old
+        // one), so the highest-priority exact match is well defined.
+        let hit = self.exact.get(&self.stage_hash(flow, last)).and_then(|v| {
+            v.iter().filter(|(vals, _, _)| self.stages.iter().flatten().all(|&f| flow.get(f) & self.mask.get(f) == vals.get(f))).max_by_key(|x| x.1).map(|&(_, p, id)| (p, id))
+        });
         match hit {
             None if self.ports_mask_len > 0 => {
                 let pmask = ports_word(&self.mask);
@@ -298,7 +307,7 @@ impl Subtable {
                 self.fold_all(wc);
                 None
             }
-            Some(&(priority, rule_id)) => {
+            Some((priority, rule_id)) => {
                 self.fold_all(wc);
                 Some((priority, rule_id))
             }
