@@ -10,7 +10,7 @@ PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipel
 def test_listed(innet_cmd):
     r = innet_cmd("list")
     assert r.returncode == 0, r.stderr
-    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables"):
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation"):
         assert name in r.stdout
 
 

@@ -412,8 +412,94 @@ impl Experiment for Tables {
     }
 }
 
+// ---------------------------------------------------------------- gigaflow.revalidation
+
+struct Revalidation;
+
+#[derive(Deserialize)]
+struct RevalParams {
+    #[serde(flatten)]
+    common: Common,
+    pipeline: String,
+    locality: String,
+    update_every: usize,
+}
+
+/// The flow file with every `every`-th rule line removed (a pipeline update).
+fn drop_rules(text: &str, every: usize) -> String {
+    let mut n = 0;
+    text.lines()
+        .filter(|l| {
+            let rule = !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.contains("priority=0,");
+            if rule {
+                n += 1;
+                n % every != 0
+            } else {
+                true
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+impl Experiment for Revalidation {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipeline", default: "\"OLS\"", doc: "Pipebench pipeline (paper: OLS)" },
+            ParamSpec { name: "locality", default: "\"high\"", doc: "high or low" },
+            ParamSpec { name: "update_every", default: "100", doc: "the update removes every n-th rule of the pipeline" },
+        ]);
+        ExperimentInfo { name: "gigaflow.revalidation", description: "Revalidation after a pipeline update (paper §6.3.6): wall time to re-check every cached entry, MF 32K vs GF 4x8K", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: RevalParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipeline", "\"PSC\"")], quick, overrides)?;
+        if p.update_every < 2 {
+            return Err(ExperimentError::BadParam { field: "update_every".into(), message: "expected at least 2".into() });
+        }
+        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+        let (rs, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+        let updated = Pipeline::parse(&drop_rules(&rs.text, p.update_every)).map_err(|e| ExperimentError::Input(format!("updated pipeline: {e}")))?;
+        let nic = NicModel::default();
+        let mut mf = Offload::megaflow(&pl, crate::megaflow::DEFAULT_MEGAFLOW_ENTRIES, Eviction::None, nic);
+        let mut gf = Offload::gigaflow(&pl, GigaflowConfig { seed: p.common.seed, ..Default::default() }, nic).map_err(ExperimentError::Input)?;
+        for (t, pkt) in traffic.iter() {
+            mf.process(pkt, t);
+            gf.process(pkt, t);
+        }
+        progress(0.5);
+        let mut schemes = Map::new();
+        let mut rows = Vec::new();
+        for (name, o) in [("mf", &mut mf), ("gf", &mut gf)] {
+            let before = o.entries();
+            let r = match &mut o.cache {
+                crate::nic::NicCache::Megaflow(m) => m.revalidate(&updated),
+                crate::nic::NicCache::Gigaflow(g) => g.revalidate(&updated),
+            };
+            schemes.insert(name.to_string(), json!({ "entries": before, "checked": r.checked, "removed": r.removed }));
+            rows.push((name, before, r));
+        }
+        progress(1.0);
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.revalidation"));
+        summary.insert("seed".into(), json!(p.common.seed));
+        summary.insert("pipeline".into(), json!(p.pipeline));
+        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("removed_rules_every".into(), json!(p.update_every));
+        summary.insert("schemes".into(), Value::Object(schemes));
+        // Wall-clock times depend on the machine: in the table, not the summary.
+        let t = Table::new("revalidation")
+            .with("scheme", ColumnData::Str(rows.iter().map(|r| r.0.to_string()).collect()))
+            .with("entries", ColumnData::U64(rows.iter().map(|r| r.1 as u64).collect()))
+            .with("removed", ColumnData::U64(rows.iter().map(|r| r.2.removed as u64).collect()))
+            .with("revalidation_ms", ColumnData::F64(rows.iter().map(|r| r.2.elapsed_ns as f64 / 1e6).collect()));
+        Ok(RunOutput { summary, tables: vec![t] })
+    }
+}
+
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(E2e), Box::new(Partitioning), Box::new(Tables)]
+    vec![Box::new(E2e), Box::new(Partitioning), Box::new(Tables), Box::new(Revalidation)]
 }
 
 #[cfg(test)]
@@ -465,6 +551,17 @@ mod tests {
         // Deterministic: same seed, same summary.
         let again = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
         assert_eq!(out.summary_json(), again.summary_json());
+    }
+
+    #[test]
+    fn revalidation_quick_removes_stale_entries_of_both_caches() {
+        let out = run(&Revalidation, &[("update_every", "5")]);
+        for k in ["mf", "gf"] {
+            let x = &out.summary["schemes"][k];
+            assert_eq!(x["checked"], x["entries"]);
+            assert!(x["removed"].as_u64().unwrap() > 0, "{x}");
+        }
+        assert_eq!(out.tables[0].rows(), 2);
     }
 
     #[test]
