@@ -55,7 +55,9 @@ pub struct GigaflowConfig {
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: DEFAULT_MAX_MASKS, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true }
+        // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
+        // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true }
     }
 }
 
