@@ -148,6 +148,12 @@ impl Classifier {
     /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
     /// classifier would have examined to find it.
     pub fn lookup<W: Unwildcard>(&self, flow: &Flow, wc: &mut W) -> Option<usize> {
+        self.lookup_counted(flow, wc, &mut 0)
+    }
+
+    /// [`Classifier::lookup`], adding the number of subtables searched to `probes` (the
+    /// tuple-space-search cost the NIC model charges per miss).
+    pub fn lookup_counted<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, probes: &mut u64) -> Option<usize> {
         let mut tries: [Option<TrieLookup>; 2] = [None, None];
         let mut best: Option<(u16, usize)> = None;
         for st in &self.subtables {
@@ -156,6 +162,7 @@ impl Classifier {
                     break;
                 }
             }
+            *probes += 1;
             if let Some((p, id)) = st.find_match_wc(flow, wc, &self.tries, &mut tries) {
                 if best.is_none_or(|(bp, _)| p > bp) {
                     best = Some((p, id));

@@ -26,8 +26,10 @@ pub struct NicModel {
 /// Modelled slow-path cost of one miss, by part (ns of this machine; see docs/RESULTS.md).
 #[derive(Clone, Copy, Debug)]
 pub struct SlowPathCost {
-    /// Per vSwitch table lookup of the traversal (classification + actions + recording).
+    /// Per vSwitch table lookup of the traversal (actions, recording, one classifier call).
     pub per_lookup_ns: u64,
+    /// Per classifier subtable searched (tuple-space search dominates on ClassBench tables).
+    pub per_subtable_ns: u64,
     /// Per cell of the partitioning dynamic program.
     pub per_dp_cell_ns: u64,
     /// Per LTM/Megaflow entry generated (composition of masks and actions, install).
@@ -43,7 +45,7 @@ impl Default for NicModel {
 impl Default for SlowPathCost {
     fn default() -> Self {
         // Calibrated with `innet bench gigaflow` (docs/RESULTS.md, "Gigaflow caches").
-        SlowPathCost { per_lookup_ns: 700, per_dp_cell_ns: 3, per_entry_ns: 250 }
+        SlowPathCost { per_lookup_ns: 150, per_subtable_ns: 50, per_dp_cell_ns: 10, per_entry_ns: 5000 }
     }
 }
 
@@ -53,9 +55,9 @@ impl NicModel {
         self.base_latency_ns + self.per_table_lookup_ns * tables as u64
     }
     /// Modelled slow-path time of one miss.
-    pub fn slowpath_ns(&self, lookups: usize, dp_cells: usize, entries: usize) -> u64 {
+    pub fn slowpath_ns(&self, lookups: usize, subtables: u64, dp_cells: usize, entries: usize) -> u64 {
         let c = &self.slowpath;
-        c.per_lookup_ns * lookups as u64 + c.per_dp_cell_ns * dp_cells as u64 + c.per_entry_ns * entries as u64
+        c.per_lookup_ns * lookups as u64 + c.per_subtable_ns * subtables + c.per_dp_cell_ns * dp_cells as u64 + c.per_entry_ns * entries as u64
     }
 }
 
@@ -86,6 +88,8 @@ pub struct OffloadStats {
     pub clock: SlowPathClock,
     /// Lookups of the traversals upcalled.
     pub upcall_lookups: u64,
+    /// Classifier subtables those lookups searched.
+    pub upcall_subtables: u64,
 }
 
 /// The NIC cache plus the vSwitch behind it.
@@ -206,7 +210,8 @@ impl<'a> Offload<'a> {
         self.stats.clock.partition_ns += partition_ns;
         self.stats.clock.rulegen_ns += rulegen_ns;
         self.stats.upcall_lookups += lookups as u64;
-        let sp = self.nic.slowpath_ns(lookups, cells, entries);
+        self.stats.upcall_subtables += trace.subtables_probed;
+        let sp = self.nic.slowpath_ns(lookups, trace.subtables_probed, cells, entries);
         self.stats.slowpath_model_ns_sum += sp;
         self.stats.latency_ns_sum += nic_ns + self.nic.upcall_ns + sp;
         false

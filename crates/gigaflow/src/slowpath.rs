@@ -66,6 +66,8 @@ pub struct Trace {
     pub outputs: Vec<Output>,
     /// The traversal hit OVS's resubmit depth limit (a lookup was skipped).
     pub depth_limited: bool,
+    /// Classifier subtables searched over the whole traversal (its tuple-space-search cost).
+    pub subtables_probed: u64,
     /// For [`Pipeline::trace_segment`]: the lookup (table, pending frames, depth) that would
     /// have come next when the segment stopped; `None` when the traversal ended.
     pub next_lookup: Option<(u8, Vec<Frame>, u8)>,
@@ -119,7 +121,7 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, next_lookup: None }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None }
     }
 
     /// Runs at most `max_lookups` lookups starting in `table` at resubmit depth `depth` with
@@ -138,7 +140,7 @@ impl Pipeline {
             let (rule, next, d) = continuation[i];
             x.run_actions(rule as usize, next as usize, d as usize);
         }
-        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, next_lookup: x.halted }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted }
     }
 }
 
@@ -153,11 +155,12 @@ struct Xlate<'a> {
     depth_limited: bool,
     max_visits: usize,
     halted: Option<(u8, Vec<Frame>, u8)>,
+    probes: u64,
 }
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false, max_visits, halted: None }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0 }
     }
 
     fn table(&mut self, table: u8, depth: usize) {
@@ -177,7 +180,7 @@ impl<'a> Xlate<'a> {
         window.set(Field::InPort, u64::MAX);
         window.set(Field::DlType, u64::MAX);
         let rule = match self.pipeline.tables.get(&table) {
-            Some(cls) => cls.lookup(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window }),
+            Some(cls) => cls.lookup_counted(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window }, &mut self.probes),
             None => None,
         };
         let mut own = self.wc;
