@@ -512,24 +512,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore]
-    fn explore() {
-        let flows = std::env::var("FLOWS").unwrap_or("20000".into());
-        for masks in ["0"] {
-            for pipe in ["PSC", "OFD"] {
-                for loc in ["high", "low"] {
-                    let out = run(&E2e, &[("localities", loc), ("pipelines", pipe), ("max_masks", masks), ("flows", &flows), ("rules", "10000")]);
-                    let s = &out.summary["pipelines"][pipe][loc];
-                    for k in ["mf", "gf"] {
-                        let x = &s[k];
-                        eprintln!("masks={masks} {pipe} {loc} {k}: hit {} misses {} entries {} rs {} rejected {} recycled {}", x["hit_rate"], x["misses"], x["entries"], x["rule_space_coverage"], x["rejected_installs"], x["recycled_entries"]);
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
     fn e2e_quick_runs_both_caches_on_pipebench() {
         let out = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
         for loc in ["high", "low"] {

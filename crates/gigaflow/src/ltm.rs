@@ -496,7 +496,7 @@ mod tests {
         let cfg = GigaflowConfig { entries_per_table: 2, max_masks: 3, ..Default::default() };
         let mut c = GigaflowCache::new(cfg).unwrap();
         for i in 0..200u32 {
-            run(&mut c, &p, &pkt(1 + (i as u64 % 3), 0x0a00_0000 | i * 7919, 1 + (i as u64 * 31) % 600));
+            run(&mut c, &p, &pkt(1 + (i as u64 % 3), 0x0a00_0000 | (i * 7919), 1 + (i as u64 * 31) % 600));
             for tb in &c.tables {
                 assert!(tb.len() <= 2);
                 assert!(tb.n_masks() < 3);

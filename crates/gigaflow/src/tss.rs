@@ -189,7 +189,7 @@ impl<P> TssTable<P> {
             self.lookups_since_sort = 0;
             self.resort();
         }
-        let Some(order) = self.order.get(&tag) else { return None };
+        let order = self.order.get(&tag)?;
         'outer: for &si in order {
             let st = &self.subtables[si as usize];
             if st.n_entries == 0 {
