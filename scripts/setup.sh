@@ -9,6 +9,8 @@ log() { printf '\n== %s\n' "$*" >&2; }
 
 # openvswitch-switch: real OVS, the oracle of the gigaflow slow-path tests (daemons are started by the tests).
 apt_packages=(tshark pkg-config chromium openvswitch-switch)
+# The real-packet switch's netns tests: ip/tc (netem), ping, ethtool (offload inspection).
+apt_packages+=(iproute2 iputils-ping ethtool)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -284,6 +284,8 @@ fn main() {
         );
         // The frame target's first byte picks a mode; odd means "fix checksums first".
         write(&dir, "frame", name, &[&[1u8][..], &bytes].concat());
+        // real_frame: the same frames, checksums fixed (odd mode), reply keeps TCP options (2).
+        write(&dir, "real_frame", name, &[&[3u8][..], &bytes].concat());
         write(&dir, "ethernet", name, &bytes[..f.eth.header_len() + 2]);
         let ip_at = f.eth.header_len();
         write(&dir, "ipv4", name, &bytes[ip_at..]);
@@ -376,6 +378,18 @@ fn main() {
             stack: vec![7],
         };
         write(&dir, "switchvm", "counter_in_packet", &h.emit().unwrap());
+        write(&dir, "switchvm_sandbox", "counter_in_packet", &h.emit().unwrap());
+        // The attacker's stack names the victim's cells (0..128) and its own (256..272).
+        let mut wild = h.clone();
+        wild.stack = vec![5, 0, 127, 256, 300];
+        wild.gas = 8;
+        write(&dir, "switchvm_sandbox", "wild_addresses", &wild.emit().unwrap());
+    }
+    // The assembler: every shipped DPF source.
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/switchvm/dpfs")).expect("the shipped DPFs") {
+        let path = entry.expect("a DPF file").path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        write(&dir, "switchvm_asm", &name, &std::fs::read(&path).expect("readable DPF"));
     }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
     for (name, flows) in [

@@ -203,6 +203,10 @@ from innet import cli_sweep  # noqa: E402
 
 cli_sweep.register(cli)
 
+from innet import cli_gigaflow  # noqa: E402
+
+cli_gigaflow.register(cli)
+
 from innet import cli_switchvm  # noqa: E402
 
 cli_switchvm.register(cli)
@@ -210,6 +214,10 @@ cli_switchvm.register(cli)
 from innet import cli_vswitch  # noqa: E402
 
 cli_vswitch.register(cli)
+
+from innet import cli_switch  # noqa: E402
+
+cli_switch.register(cli)
 
 
 def main() -> None:
@@ -221,7 +229,7 @@ def main() -> None:
         _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
-    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError, cli_vswitch.VswitchError) as e:  # noqa: B014
+    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError, cli_vswitch.VswitchError, cli_switch.SwitchError) as e:  # noqa: B014
         _fail(str(e))
     except api.InvariantError as e:
         _fail(str(e), EXIT_INVARIANT)

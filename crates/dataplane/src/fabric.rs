@@ -75,10 +75,21 @@ pub fn build_fabric(
     }
     let mut sim = Simulator::new(net, nodes);
     sim.set_driver(Box::new(driver));
-    Fabric { sim, topo, routing, flows }
+    Fabric {
+        sim,
+        topo,
+        routing,
+        flows,
+    }
 }
 
 /// The default factory: every switch runs plain L3 forwarding.
 pub fn l3_switch(site: SwitchSite<'_>) -> Box<dyn Node> {
-    Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, site.routing.clone(), site.net, site.node))
+    Box::new(SimSwitch::new(
+        L3Forward::default(),
+        site.switch_index,
+        site.routing.clone(),
+        site.net,
+        site.node,
+    ))
 }

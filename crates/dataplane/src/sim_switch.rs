@@ -17,7 +17,9 @@ use innet_sim::packet::{Packet, PacketId};
 use innet_sim::routing::{NextHop, Routing};
 use rand_chacha::ChaCha8Rng;
 
-use crate::program::{Actions, Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Router, Verdict};
+use crate::program::{
+    Actions, Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Router, Verdict,
+};
 
 /// The switch's control plane: plain code with a handle on the program's tables and registers.
 pub trait ControlPlane<P: Program>: 'static {
@@ -51,7 +53,12 @@ pub struct SwitchConfig {
 
 impl Default for SwitchConfig {
     fn default() -> Self {
-        SwitchConfig { max_recirculations: u16::MAX, control_latency_ps: 0, multicast_groups: Vec::new(), cpu_port: None }
+        SwitchConfig {
+            max_recirculations: u16::MAX,
+            control_latency_ps: 0,
+            multicast_groups: Vec::new(),
+            cpu_port: None,
+        }
     }
 }
 
@@ -123,7 +130,13 @@ pub struct SimSwitch<P: Program, C: ControlPlane<P> = NoControl> {
 }
 
 impl<P: Program> SimSwitch<P, NoControl> {
-    pub fn new(program: P, switch_index: u32, routing: Arc<Routing>, net: &Network, node: NodeId) -> Self {
+    pub fn new(
+        program: P,
+        switch_index: u32,
+        routing: Arc<Routing>,
+        net: &Network,
+        node: NodeId,
+    ) -> Self {
         Self::with_control(program, NoControl, switch_index, routing, net, node)
     }
 }
@@ -167,7 +180,14 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
     }
 
     /// Carry out a verdict for a packet that finished ingress (or was cloned/generated).
-    fn dispatch(&mut self, net: &mut Network, me: NodeId, id: PacketId, verdict: Verdict, meta: &Metadata) {
+    fn dispatch(
+        &mut self,
+        net: &mut Network,
+        me: NodeId,
+        id: PacketId,
+        verdict: Verdict,
+        meta: &Metadata,
+    ) {
         match verdict {
             Verdict::Forward(p) if p < self.num_ports => self.egress(net, me, id, p, 0, meta),
             Verdict::Forward(_) => {
@@ -175,7 +195,8 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
                 net.drop_packet(id, DropReason::NoRoute);
             }
             Verdict::Route => {
-                let hop = self.routing.fibs[self.switch_index as usize].next_hop(&self.routing, net.pkt(id));
+                let hop = self.routing.fibs[self.switch_index as usize]
+                    .next_hop(&self.routing, net.pkt(id));
                 match hop {
                     NextHop::Port(p) => self.egress(net, me, id, p, 0, meta),
                     _ => {
@@ -189,14 +210,23 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
                 self.egress(net, me, id, rp, 0, meta)
             }
             Verdict::Multicast(g) => {
-                let members = self.cfg.multicast_groups.get(g as usize).cloned().unwrap_or_default();
+                let members = self
+                    .cfg
+                    .multicast_groups
+                    .get(g as usize)
+                    .cloned()
+                    .unwrap_or_default();
                 if members.is_empty() {
                     self.counters.no_route += 1;
                     net.drop_packet(id, DropReason::NoRoute);
                     return;
                 }
                 for (i, &(port, rid)) in members.iter().enumerate() {
-                    let copy = if i + 1 == members.len() { id } else { net.clone_packet(id) };
+                    let copy = if i + 1 == members.len() {
+                        id
+                    } else {
+                        net.clone_packet(id)
+                    };
                     self.counters.multicast_copies += 1;
                     self.egress(net, me, copy, port, rid, meta);
                 }
@@ -245,7 +275,15 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
         net.schedule_timer(me, start + tx_ps + cpu.latency_ps, TIMER_CPU << 56);
     }
 
-    fn egress(&mut self, net: &mut Network, me: NodeId, id: PacketId, port: u16, rid: u16, meta: &Metadata) {
+    fn egress(
+        &mut self,
+        net: &mut Network,
+        me: NodeId,
+        id: PacketId,
+        port: u16,
+        rid: u16,
+        meta: &Metadata,
+    ) {
         let gid: PortId = net.port_id(me, port);
         let emeta = Metadata {
             egress_port: port,
@@ -306,7 +344,10 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
         for (pkt, dest) in generated {
             self.counters.generated += 1;
             let id = net.create_packet(pkt);
-            let meta = Metadata { instance: Instance::Generated, ..meta };
+            let meta = Metadata {
+                instance: Instance::Generated,
+                ..meta
+            };
             self.dispatch(net, me, id, dest, &meta);
         }
     }
@@ -314,7 +355,10 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
     /// Run `f` with the program, the control plane and a context of this switch's externs.
     #[inline]
     fn with_ctx<R>(&mut self, now_ps: u64, f: impl FnOnce(&mut P, &mut C, &mut Ctx<'_>) -> R) -> R {
-        let router = SimRouter { routing: &self.routing, switch_index: self.switch_index };
+        let router = SimRouter {
+            routing: &self.routing,
+            switch_index: self.switch_index,
+        };
         let mut ctx = Ctx {
             now_ps,
             switch_id: self.switch_index,
@@ -352,7 +396,11 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
         self.counters.ingress_passes += 1;
         let mut meta = Metadata {
             ingress_port: local,
-            instance: if recirculated { Instance::Recirculated } else { Instance::Normal },
+            instance: if recirculated {
+                Instance::Recirculated
+            } else {
+                Instance::Normal
+            },
             egress_port: 0,
             enq_queue_bytes: 0,
             replication_id: 0,

@@ -67,18 +67,36 @@ fn rack(mode: Mode, packets: u64, cpu: Option<CpuPort>) -> Fabric {
         dst_ip: 0,
         start_ps: 0,
         size_bytes: packets * 1000,
-        kind: FlowKind::Udp { payload_bytes: 1000, interval_ps: 0 },
+        kind: FlowKind::Udp {
+            payload_bytes: 1000,
+            interval_ps: 0,
+        },
     };
-    let cfg = HostConfig { tcp: TcpConfig::default(), listen_all: true };
+    let cfg = HostConfig {
+        tcp: TcpConfig::default(),
+        listen_all: true,
+    };
     build_fabric(topo, 1, cfg, vec![flow], |site| {
-        let mut sw = SimSwitch::with_control(ToCpu { mode }, Cpu::default(), site.switch_index, site.routing.clone(), site.net, site.node);
+        let mut sw = SimSwitch::with_control(
+            ToCpu { mode },
+            Cpu::default(),
+            site.switch_index,
+            site.routing.clone(),
+            site.net,
+            site.node,
+        );
         sw.cfg.cpu_port = cpu;
         Box::new(sw)
     })
 }
 
 fn cpu_port(buffer_bytes: u64) -> CpuPort {
-    CpuPort { bandwidth_bps: 10_000_000_000, buffer_bytes, latency_ps: CPU_LATENCY_PS, gap_ps: GAP_PS }
+    CpuPort {
+        bandwidth_bps: 10_000_000_000,
+        buffer_bytes,
+        latency_ps: CPU_LATENCY_PS,
+        gap_ps: GAP_PS,
+    }
 }
 
 fn switch(f: &Fabric) -> &SimSwitch<ToCpu, Cpu> {
@@ -91,10 +109,19 @@ fn a_packet_through_the_cpu_pays_transfer_and_latency() {
     f.sim.run_until(u64::MAX, &mut |_| {});
     assert!(f.sim.finish().ok());
     let at_switch = SER_100G_PS + DELAY_PS;
-    assert_eq!(switch(&f).control.seen_ps, vec![at_switch + SER_10G_PS + CPU_LATENCY_PS]);
-    assert_eq!(switch(&f).control.timers_ps, vec![at_switch + SER_10G_PS + CPU_LATENCY_PS + 1_000_000]);
+    assert_eq!(
+        switch(&f).control.seen_ps,
+        vec![at_switch + SER_10G_PS + CPU_LATENCY_PS]
+    );
+    assert_eq!(
+        switch(&f).control.timers_ps,
+        vec![at_switch + SER_10G_PS + CPU_LATENCY_PS + 1_000_000]
+    );
     let arrival = f.sim.net.metrics.flows[0].first_arrival_ps.unwrap();
-    assert_eq!(arrival, at_switch + SER_10G_PS + CPU_LATENCY_PS + SER_100G_PS + DELAY_PS);
+    assert_eq!(
+        arrival,
+        at_switch + SER_10G_PS + CPU_LATENCY_PS + SER_100G_PS + DELAY_PS
+    );
 }
 
 #[test]
@@ -117,7 +144,10 @@ fn cpu_transfers_are_serialized_with_the_gap_and_the_buffer_drops_the_excess() {
     assert_eq!(dropped as usize, 40 - seen.len());
     assert_eq!(sw.counters.cpu_drops, dropped);
     assert_eq!(sw.counters.to_cpu, 40);
-    assert_eq!(f.sim.net.metrics.flows[0].packets_received as usize, seen.len());
+    assert_eq!(
+        f.sim.net.metrics.flows[0].packets_received as usize,
+        seen.len()
+    );
 }
 
 #[test]

@@ -16,12 +16,18 @@ fn udp(src: u32, dst: u32, start_ps: u64, packets: u64) -> FlowSpec {
         dst_ip: 0,
         start_ps,
         size_bytes: packets * 1000,
-        kind: FlowKind::Udp { payload_bytes: 1000, interval_ps: 0 },
+        kind: FlowKind::Udp {
+            payload_bytes: 1000,
+            interval_ps: 0,
+        },
     }
 }
 
 fn host_cfg() -> HostConfig {
-    HostConfig { tcp: TcpConfig::default(), listen_all: true }
+    HostConfig {
+        tcp: TcpConfig::default(),
+        listen_all: true,
+    }
 }
 
 // Frame: 14 Ethernet + 20 IPv4 + 8 UDP + 1000 payload + 4 FCS = 1046 B; on the wire +20 B
@@ -49,8 +55,14 @@ fn a_line_rate_train_pipelines_through_store_and_forward() {
     let mut f = build_fabric(topo, 1, host_cfg(), vec![udp(0, 1, 5_000, n)], l3_switch);
     f.sim.run_until(u64::MAX, &mut |_| {});
     let rec = f.sim.net.metrics.flows[0];
-    assert_eq!(rec.first_arrival_ps, Some(5_000 + 2 * SER_100G_PS + 2 * DELAY_PS));
-    assert_eq!(rec.complete_ps, Some(5_000 + (n + 1) * SER_100G_PS + 2 * DELAY_PS));
+    assert_eq!(
+        rec.first_arrival_ps,
+        Some(5_000 + 2 * SER_100G_PS + 2 * DELAY_PS)
+    );
+    assert_eq!(
+        rec.complete_ps,
+        Some(5_000 + (n + 1) * SER_100G_PS + 2 * DELAY_PS)
+    );
     assert_eq!(rec.packets_received, n);
     assert!(f.sim.finish().ok());
 }
@@ -64,7 +76,10 @@ fn faster_fabric_links_serialize_faster() {
     f.sim.run_until(u64::MAX, &mut |_| {});
     let rec = f.sim.net.metrics.flows[0];
     let ser_400g = 1066 * 20;
-    assert_eq!(rec.first_arrival_ps, Some(2 * SER_100G_PS + 2 * ser_400g + 4 * DELAY_PS));
+    assert_eq!(
+        rec.first_arrival_ps,
+        Some(2 * SER_100G_PS + 2 * ser_400g + 4 * DELAY_PS)
+    );
     assert_eq!(f.sim.net.metrics.hops_sum, 3);
 }
 
@@ -99,20 +114,36 @@ fn ecn_marks_only_ect_packets_above_the_threshold() {
     // UDP here is not ECN-capable: queues build but nothing is marked.
     let marks: u64 = f.sim.net.metrics.ports.iter().map(|p| p.ecn_marks).sum();
     assert_eq!(marks, 0);
-    let maxq: u64 = f.sim.net.metrics.ports.iter().map(|p| p.max_queue_bytes).max().unwrap();
+    let maxq: u64 = f
+        .sim
+        .net
+        .metrics
+        .ports
+        .iter()
+        .map(|p| p.max_queue_bytes)
+        .max()
+        .unwrap();
     assert!(maxq > 10 * 1066);
 }
 
 #[test]
 fn fat_tree_udp_all_delivered_and_conserved() {
     let topo = Topology::build(&TopologySpec::k_ary(4), &[]).unwrap();
-    let flows: Vec<FlowSpec> = (0..16u32).map(|i| udp(i, (i + 5) % 16, i as u64 * 1000, 50)).collect();
+    let flows: Vec<FlowSpec> = (0..16u32)
+        .map(|i| udp(i, (i + 5) % 16, i as u64 * 1000, 50))
+        .collect();
     let mut f = build_fabric(topo, 7, host_cfg(), flows, l3_switch);
     f.sim.run_until(u64::MAX, &mut |_| {});
     let c = f.sim.finish();
     assert!(c.ok(), "{c}");
     assert_eq!(f.sim.net.metrics.delivered_packets, 16 * 50);
-    assert!(f.sim.net.metrics.flows.iter().all(|r| r.complete_ps.is_some()));
+    assert!(f
+        .sim
+        .net
+        .metrics
+        .flows
+        .iter()
+        .all(|r| r.complete_ps.is_some()));
     // Hops: 1 (same ToR), 3 (same pod) or 5 (across pods) switches.
     let mean = f.sim.net.metrics.mean_packet_hops();
     assert!((1.0..=5.0).contains(&mean));
@@ -131,7 +162,10 @@ fn link_faults_lose_exactly_the_chosen_packets() {
     let m = &f.sim.net.metrics;
     assert_eq!(m.dropped_by(DropReason::LinkLoss), 3);
     assert_eq!(m.delivered_packets, 7);
-    assert_eq!(m.flows[0].complete_ps, None, "a UDP flow with losses never completes");
+    assert_eq!(
+        m.flows[0].complete_ps, None,
+        "a UDP flow with losses never completes"
+    );
 }
 
 #[test]
@@ -140,7 +174,14 @@ fn a_tap_sees_each_packet_leave_and_arrive_at_every_node_once() {
     use std::sync::{Arc, Mutex};
     struct Count(Arc<Mutex<Vec<(u64, u32, u16, TapDirection, u64)>>>);
     impl PacketTap for Count {
-        fn on_packet(&mut self, t: u64, node: u32, port: u16, dir: TapDirection, pkt: &innet_sim::packet::Packet) {
+        fn on_packet(
+            &mut self,
+            t: u64,
+            node: u32,
+            port: u16,
+            dir: TapDirection,
+            pkt: &innet_sim::packet::Packet,
+        ) {
             self.0.lock().unwrap().push((t, node, port, dir, pkt.uid));
         }
     }
@@ -152,8 +193,17 @@ fn a_tap_sees_each_packet_leave_and_arrive_at_every_node_once() {
     let seen = seen.lock().unwrap();
     // Three packets, each: Tx at host 0, Rx at the switch, Tx at the switch, Rx at host 1.
     assert_eq!(seen.len(), 12);
-    let at = |node: u32, dir: TapDirection| seen.iter().filter(|e| e.1 == node && e.3 == dir).count();
-    assert_eq!((at(1, TapDirection::Tx), at(0, TapDirection::Rx), at(0, TapDirection::Tx), at(2, TapDirection::Rx)), (3, 3, 3, 3));
+    let at =
+        |node: u32, dir: TapDirection| seen.iter().filter(|e| e.1 == node && e.3 == dir).count();
+    assert_eq!(
+        (
+            at(1, TapDirection::Tx),
+            at(0, TapDirection::Rx),
+            at(0, TapDirection::Tx),
+            at(2, TapDirection::Rx)
+        ),
+        (3, 3, 3, 3)
+    );
     // The first packet reaches host 1 after two serializations and two propagation delays.
     let first_rx = seen.iter().find(|e| e.1 == 2).unwrap();
     assert_eq!(first_rx.0, 2 * SER_100G_PS + 2 * DELAY_PS);

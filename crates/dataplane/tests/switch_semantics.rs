@@ -3,11 +3,13 @@
 //! latency, and egress drops — each checked against exact expectations.
 
 use innet_dataplane::fabric::{build_fabric, Fabric};
-use innet_dataplane::{ControlPlane, Ctx, Digest, EgressVerdict, Metadata, Program, SimSwitch, Verdict};
+use innet_dataplane::{
+    ControlPlane, Ctx, Digest, EgressVerdict, Metadata, Program, SimSwitch, Verdict,
+};
 use innet_sim::apps::{FlowKind, FlowSpec};
 use innet_sim::host::HostConfig;
 use innet_sim::metrics::DropReason;
-use innet_sim::packet::{Ipv4, Packet, L4, IP_PROTO_UDP};
+use innet_sim::packet::{Ipv4, Packet, IP_PROTO_UDP, L4};
 use innet_sim::tcp::TcpConfig;
 use innet_sim::topology::{host_ip, Topology, TopologySpec};
 
@@ -22,7 +24,10 @@ fn udp(src: u32, dst: u32, packets: u64) -> FlowSpec {
         dst_ip: 0,
         start_ps: 0,
         size_bytes: packets * 1000,
-        kind: FlowKind::Udp { payload_bytes: 1000, interval_ps: 0 },
+        kind: FlowKind::Udp {
+            payload_bytes: 1000,
+            interval_ps: 0,
+        },
     }
 }
 
@@ -95,8 +100,15 @@ impl Program for Probe {
         assert_eq!(token, 42);
         self.timer_fired += 1;
         let mut p = Packet::new(
-            Ipv4::new(innet_sim::topology::switch_ip(0), host_ip(0, 2), IP_PROTO_UDP),
-            L4::Udp { src_port: 1, dst_port: 2 },
+            Ipv4::new(
+                innet_sim::topology::switch_ip(0),
+                host_ip(0, 2),
+                IP_PROTO_UDP,
+            ),
+            L4::Udp {
+                src_port: 1,
+                dst_port: 2,
+            },
             64,
         );
         p.is_data = false;
@@ -121,10 +133,16 @@ fn rack(mode: Mode, flows: Vec<FlowSpec>, tweak: impl FnOnce(&mut TopologySpec))
     let mut spec = TopologySpec::rack(3);
     tweak(&mut spec);
     let topo = Topology::build(&spec, &[]).unwrap();
-    let host_cfg = HostConfig { tcp: TcpConfig::default(), listen_all: true };
+    let host_cfg = HostConfig {
+        tcp: TcpConfig::default(),
+        listen_all: true,
+    };
     build_fabric(topo, 3, host_cfg, flows, |site| {
         let mut sw = SimSwitch::with_control(
-            Probe { mode, ..Default::default() },
+            Probe {
+                mode,
+                ..Default::default()
+            },
             Recorder::default(),
             site.switch_index,
             site.routing.clone(),
@@ -152,7 +170,10 @@ fn recirculation_costs_a_pass_over_the_recirculation_link_each_time() {
     f.sim.run_until(u64::MAX, &mut |_| {});
     let rec = f.sim.net.metrics.flows[0];
     let one_pass = SER_100G_PS + 500_000;
-    assert_eq!(rec.first_arrival_ps, Some(2 * SER_100G_PS + 2 * DELAY_PS + 3 * one_pass));
+    assert_eq!(
+        rec.first_arrival_ps,
+        Some(2 * SER_100G_PS + 2 * DELAY_PS + 3 * one_pass)
+    );
     assert_eq!(probe(&f).passes_seen, vec![0, 1, 2, 3]);
     assert!(f.sim.finish().ok());
     // Recirculation is not a hop.
@@ -162,14 +183,22 @@ fn recirculation_costs_a_pass_over_the_recirculation_link_each_time() {
 #[test]
 fn the_recirculation_port_is_contended_like_any_port() {
     // A slow recirculation port: 10 packets each recirculating once queue behind each other.
-    let mut f = rack(Mode::Recirculate(1), vec![udp(0, 1, 10)], |s| s.recirculation_gbps = 10.0);
+    let mut f = rack(Mode::Recirculate(1), vec![udp(0, 1, 10)], |s| {
+        s.recirculation_gbps = 10.0
+    });
     f.sim.run_until(u64::MAX, &mut |_| {});
     let rec = f.sim.net.metrics.flows[0];
     let ser_10g = 1066 * 800;
     // The last packet leaves the recirculation queue after all ten have been serialized at 10G.
     let done = rec.complete_ps.unwrap();
     assert!(done >= 10 * ser_10g + SER_100G_PS + 2 * DELAY_PS, "{done}");
-    assert!(f.sim.net.metrics.ports.iter().any(|p| p.max_queue_bytes >= 5 * 1066));
+    assert!(f
+        .sim
+        .net
+        .metrics
+        .ports
+        .iter()
+        .any(|p| p.max_queue_bytes >= 5 * 1066));
 }
 
 #[test]
@@ -211,7 +240,11 @@ fn multicast_replicates_to_every_member_with_its_port() {
 
 #[test]
 fn egress_drops_are_counted_as_program_drops() {
-    let mut f = rack(Mode::EgressDropHost1, vec![udp(0, 1, 3), udp(0, 2, 2)], |_| {});
+    let mut f = rack(
+        Mode::EgressDropHost1,
+        vec![udp(0, 1, 3), udp(0, 2, 2)],
+        |_| {},
+    );
     f.sim.run_until(u64::MAX, &mut |_| {});
     assert!(f.sim.finish().ok());
     assert_eq!(f.sim.net.metrics.dropped_by(DropReason::Program), 3);

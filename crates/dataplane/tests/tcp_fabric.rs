@@ -11,7 +11,15 @@ use innet_sim::time::PS_PER_MS;
 use innet_sim::topology::{Topology, TopologySpec};
 
 fn tcp_flow(src: u32, dst: u32, start_ps: u64, size: u64) -> FlowSpec {
-    FlowSpec { src_host: src, dst_host: dst, src_ip: 0, dst_ip: 0, start_ps, size_bytes: size, kind: FlowKind::Tcp }
+    FlowSpec {
+        src_host: src,
+        dst_host: dst,
+        src_ip: 0,
+        dst_ip: 0,
+        start_ps,
+        size_bytes: size,
+        kind: FlowKind::Tcp,
+    }
 }
 
 fn cfg(cc: CongestionControl, ecn: bool) -> HostConfig {
@@ -20,10 +28,19 @@ fn cfg(cc: CongestionControl, ecn: bool) -> HostConfig {
     tcp.min_rto_ps = PS_PER_MS;
     tcp.congestion_control = cc;
     tcp.ecn = ecn;
-    HostConfig { tcp, listen_all: true }
+    HostConfig {
+        tcp,
+        listen_all: true,
+    }
 }
 
-fn run(spec: TopologySpec, flows: Vec<FlowSpec>, host_cfg: HostConfig, seed: u64, tweak: impl FnOnce(&mut Fabric)) -> Fabric {
+fn run(
+    spec: TopologySpec,
+    flows: Vec<FlowSpec>,
+    host_cfg: HostConfig,
+    seed: u64,
+    tweak: impl FnOnce(&mut Fabric),
+) -> Fabric {
     let topo = Topology::build(&spec, &[]).unwrap();
     let mut f = build_fabric(topo, seed, host_cfg, flows, l3_switch);
     tweak(&mut f);
@@ -34,49 +51,116 @@ fn run(spec: TopologySpec, flows: Vec<FlowSpec>, host_cfg: HostConfig, seed: u64
 }
 
 fn fat_tree_flows() -> Vec<FlowSpec> {
-    (0..16u32).map(|i| tcp_flow(i, (i * 7 + 3) % 16, i as u64 * 3_000_000, 20_000 + 37_000 * i as u64)).collect()
+    (0..16u32)
+        .map(|i| {
+            tcp_flow(
+                i,
+                (i * 7 + 3) % 16,
+                i as u64 * 3_000_000,
+                20_000 + 37_000 * i as u64,
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn every_transfer_completes_no_faster_than_the_line_allows() {
-    let f = run(TopologySpec::k_ary(4), fat_tree_flows(), cfg(CongestionControl::cubic(), false), 1, |_| {});
+    let f = run(
+        TopologySpec::k_ary(4),
+        fat_tree_flows(),
+        cfg(CongestionControl::cubic(), false),
+        1,
+        |_| {},
+    );
     for (r, s) in f.sim.net.metrics.flows.iter().zip(fat_tree_flows()) {
         let fct = r.fct_ps().expect("flow completed");
         // At least: the bytes at 100 Gbps, plus one RTT for the handshake.
         let min = s.size_bytes * 8 * 1_000_000_000_000 / 100_000_000_000 + 4_000_000;
         assert!(fct > min, "flow {} fct {fct} < {min}", r.flow_id);
     }
-    let failed: u64 = f.topo.hosts.iter().map(|&h| f.sim.node::<Host>(h).unwrap().stats.tcp_failed).sum();
+    let failed: u64 = f
+        .topo
+        .hosts
+        .iter()
+        .map(|&h| f.sim.node::<Host>(h).unwrap().stats.tcp_failed)
+        .sum();
     assert_eq!(failed, 0);
     // Connections are torn down at both ends.
-    let open: usize = f.topo.hosts.iter().map(|&h| f.sim.node::<Host>(h).unwrap().open_connections()).sum();
+    let open: usize = f
+        .topo
+        .hosts
+        .iter()
+        .map(|&h| f.sim.node::<Host>(h).unwrap().open_connections())
+        .sum();
     assert_eq!(open, 0);
 }
 
 #[test]
 fn same_seed_same_run_other_seed_other_paths() {
-    let a = run(TopologySpec::k_ary(4), fat_tree_flows(), cfg(CongestionControl::cubic(), false), 5, |_| {});
-    let b = run(TopologySpec::k_ary(4), fat_tree_flows(), cfg(CongestionControl::cubic(), false), 5, |_| {});
+    let a = run(
+        TopologySpec::k_ary(4),
+        fat_tree_flows(),
+        cfg(CongestionControl::cubic(), false),
+        5,
+        |_| {},
+    );
+    let b = run(
+        TopologySpec::k_ary(4),
+        fat_tree_flows(),
+        cfg(CongestionControl::cubic(), false),
+        5,
+        |_| {},
+    );
     assert_eq!(a.sim.net.metrics.flows, b.sim.net.metrics.flows);
     assert_eq!(a.sim.net.events_processed(), b.sim.net.events_processed());
-    let c = run(TopologySpec::k_ary(4), fat_tree_flows(), cfg(CongestionControl::cubic(), false), 6, |_| {});
-    let ports = |f: &Fabric| f.sim.net.metrics.ports.iter().map(|p| p.tx_packets).collect::<Vec<_>>();
-    assert_ne!(ports(&a), ports(&c), "ECMP seeds differ, so per-port counts should too");
+    let c = run(
+        TopologySpec::k_ary(4),
+        fat_tree_flows(),
+        cfg(CongestionControl::cubic(), false),
+        6,
+        |_| {},
+    );
+    let ports = |f: &Fabric| {
+        f.sim
+            .net
+            .metrics
+            .ports
+            .iter()
+            .map(|p| p.tx_packets)
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(
+        ports(&a),
+        ports(&c),
+        "ECMP seeds differ, so per-port counts should too"
+    );
 }
 
 #[test]
 fn a_lost_segment_is_retransmitted_and_the_flow_completes() {
     let flows = vec![tcp_flow(0, 1, 0, 200_000)];
-    let f = run(TopologySpec::rack(2), flows, cfg(CongestionControl::cubic(), false), 1, |f| {
-        let nic = f.sim.net.port_id(1, 0);
-        // Packet 0 is the SYN, 1 the handshake ACK (or first data); lose a data segment.
-        f.sim.net.ports[nic as usize].loss = Some(LossModel::Indices(vec![20]));
-    });
+    let f = run(
+        TopologySpec::rack(2),
+        flows,
+        cfg(CongestionControl::cubic(), false),
+        1,
+        |f| {
+            let nic = f.sim.net.port_id(1, 0);
+            // Packet 0 is the SYN, 1 the handshake ACK (or first data); lose a data segment.
+            f.sim.net.ports[nic as usize].loss = Some(LossModel::Indices(vec![20]));
+        },
+    );
     let rec = f.sim.net.metrics.flows[0];
     assert!(rec.complete_ps.is_some());
     let h = f.sim.node::<Host>(f.topo.hosts[0]).unwrap();
     assert!(h.stats.retransmits >= 1, "no retransmission recorded");
-    assert_eq!(f.sim.net.metrics.dropped_by(innet_sim::metrics::DropReason::LinkLoss), 1);
+    assert_eq!(
+        f.sim
+            .net
+            .metrics
+            .dropped_by(innet_sim::metrics::DropReason::LinkLoss),
+        1
+    );
 }
 
 #[test]
@@ -85,13 +169,52 @@ fn dctcp_keeps_the_incast_queue_near_the_marking_threshold() {
     let flows: Vec<FlowSpec> = (1..9u32).map(|i| tcp_flow(i, 0, 0, 2_000_000)).collect();
     let mut spec = TopologySpec::rack(9);
     spec.ecn_threshold_bytes = Some(threshold);
-    let dctcp = run(spec.clone(), flows.clone(), cfg(CongestionControl::dctcp(), true), 1, |_| {});
-    let cubic = run(spec, flows, cfg(CongestionControl::cubic(), false), 1, |_| {});
-    let maxq = |f: &Fabric| f.sim.net.metrics.ports.iter().map(|p| p.max_queue_bytes).max().unwrap();
-    let marks: u64 = dctcp.sim.net.metrics.ports.iter().map(|p| p.ecn_marks).sum();
+    let dctcp = run(
+        spec.clone(),
+        flows.clone(),
+        cfg(CongestionControl::dctcp(), true),
+        1,
+        |_| {},
+    );
+    let cubic = run(
+        spec,
+        flows,
+        cfg(CongestionControl::cubic(), false),
+        1,
+        |_| {},
+    );
+    let maxq = |f: &Fabric| {
+        f.sim
+            .net
+            .metrics
+            .ports
+            .iter()
+            .map(|p| p.max_queue_bytes)
+            .max()
+            .unwrap()
+    };
+    let marks: u64 = dctcp
+        .sim
+        .net
+        .metrics
+        .ports
+        .iter()
+        .map(|p| p.ecn_marks)
+        .sum();
     assert!(marks > 0, "DCTCP traffic must be marked");
-    assert!(maxq(&dctcp) < maxq(&cubic), "dctcp {} cubic {}", maxq(&dctcp), maxq(&cubic));
-    assert!(dctcp.sim.net.metrics.flows.iter().all(|r| r.complete_ps.is_some()));
+    assert!(
+        maxq(&dctcp) < maxq(&cubic),
+        "dctcp {} cubic {}",
+        maxq(&dctcp),
+        maxq(&cubic)
+    );
+    assert!(dctcp
+        .sim
+        .net
+        .metrics
+        .flows
+        .iter()
+        .all(|r| r.complete_ps.is_some()));
 }
 
 #[test]
@@ -103,9 +226,17 @@ fn rpc_completes_when_the_whole_response_is_back() {
         dst_ip: 0,
         start_ps: 0,
         size_bytes: 300,
-        kind: FlowKind::Rpc { response_bytes: 50_000 },
+        kind: FlowKind::Rpc {
+            response_bytes: 50_000,
+        },
     }];
-    let f = run(TopologySpec::rack(2), flows, cfg(CongestionControl::cubic(), false), 1, |_| {});
+    let f = run(
+        TopologySpec::rack(2),
+        flows,
+        cfg(CongestionControl::cubic(), false),
+        1,
+        |_| {},
+    );
     let rec = f.sim.net.metrics.flows[0];
     let done = rec.complete_ps.expect("rpc completed");
     // Handshake (1 RTT of 4 µs), request + 10 segments, then slow start 20 and 20: 4 RTTs at
@@ -113,5 +244,8 @@ fn rpc_completes_when_the_whole_response_is_back() {
     assert!(done > 4 * 4_000_000 && done < 100_000_000, "{done}");
     let client = f.sim.node::<Host>(f.topo.hosts[0]).unwrap();
     let server = f.sim.node::<Host>(f.topo.hosts[1]).unwrap();
-    assert_eq!((client.open_connections(), server.open_connections()), (0, 0));
+    assert_eq!(
+        (client.open_connections(), server.open_connections()),
+        (0, 0)
+    );
 }

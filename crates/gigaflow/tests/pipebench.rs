@@ -78,3 +78,81 @@ fn bad_names_and_sizes_are_errors() {
     assert!(pipebench::render_pipeline("PSC", Profile::Acl, 0, 1).is_err());
     assert!(Profile::parse("ipsec").is_err());
 }
+
+/// docs/gigaflow.md carries each pipeline's table-by-table description as generated from the
+/// specs; regenerate with `INNET_WRITE_PIPEBENCH_DOCS=1 cargo test -p innet-gigaflow --test pipebench`.
+#[test]
+fn docs_describe_the_pipelines_as_built() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gigaflow.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- pipebench-tables:begin -->\n", "<!-- pipebench-tables:end -->");
+    let md = pipebench::commands::all_markdown();
+    let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else { panic!("docs/gigaflow.md lacks the pipebench-tables markers") };
+    let current = &doc[a + begin.len()..b];
+    if std::env::var("INNET_WRITE_PIPEBENCH_DOCS").is_ok() {
+        let new = format!("{}{}{}{}", &doc[..a + begin.len()], md, "", &doc[b..]);
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert_eq!(current, md, "docs/gigaflow.md's pipeline tables are stale: rerun with INNET_WRITE_PIPEBENCH_DOCS=1");
+}
+
+#[test]
+fn traversals_command_reports_table_1() {
+    let js = pipebench::commands::traversals_command("PSC", "acl", 500, 1, "low", 3000).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+    assert_eq!(v["traffic_traversals"], 2);
+    assert_eq!(v["spec_traversals"], v["paper_traversals"]);
+    let csv = pipebench::commands::traffic_command("OTL", "fw", 200, 1, "high", 300, 2).unwrap();
+    assert!(csv.lines().count() > 300);
+    assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
+}
+
+#[test]
+fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
+    use std::collections::HashSet;
+    use innet_gigaflow::fields::Field;
+    let rs = pipebench::render_pipeline("OLS", Profile::Acl, 2000, 1).unwrap();
+    let mut share = Vec::new();
+    for locality in [Locality::High, Locality::Low] {
+        let cfg = TrafficConfig { n_flows: 20_000, locality, seed: 9, ..TrafficConfig::default() };
+        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        assert_eq!(t.flows.len(), 20_000);
+        let unique: HashSet<_> = t.flows.iter().map(|f| f.headers).collect();
+        assert_eq!(unique.len(), 20_000, "flows are unique header tuples");
+        assert_eq!(t.packets.len(), t.flows.iter().map(|f| f.n_packets as usize).sum::<usize>());
+        assert!(t.packets.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "packets in time order");
+        // Pareto(1.2): most flows are mice, a few are elephants.
+        let mice = t.flows.iter().filter(|f| f.n_packets <= 2).count();
+        let biggest = t.flows.iter().map(|f| f.n_packets).max().unwrap();
+        assert!(mice > 12_000 && biggest > 500, "mice {mice}, biggest {biggest}");
+        // Header sharing: flows per distinct (dst address, dst port, dl_dst) tuple.
+        let tuples: HashSet<_> = t.flows.iter().map(|f| (f.headers.get(Field::NwDst), f.headers.get(Field::TpDst), f.headers.get(Field::DlDst))).collect();
+        share.push(20_000.0 / tuples.len() as f64);
+    }
+    eprintln!("flows per (nw_dst, tp_dst, dl_dst) tuple: high {:.1}, low {:.2}", share[0], share[1]);
+    assert!(share[0] > 4.0 * share[1], "high locality shares header tuples far more: {share:?}");
+}
+
+/// Over many seeds and all profiles: every generated flow file parses, and no packet (Pipebench
+/// traffic or packets drawn near the rules' values) takes a traversal the spec does not allow.
+#[test]
+fn any_seed_stays_inside_the_spec() {
+    use innet_gigaflow::packetgen::random_packets;
+    for seed in 0..6u64 {
+        for (i, name) in pipelines::NAMES.iter().enumerate() {
+            let profile = [Profile::Acl, Profile::Fw, Profile::Ipc][(seed as usize + i) % 3];
+            let rs = pipebench::render_pipeline(name, profile, 150 + 50 * seed as usize, seed).unwrap();
+            let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
+            let allowed = rs.spec.traversals().unwrap();
+            let locality = if seed % 2 == 0 { Locality::High } else { Locality::Low };
+            let cfg = TrafficConfig { n_flows: 300, locality, seed, ..TrafficConfig::default() };
+            let mut packets: Vec<_> = pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
+            packets.extend(random_packets(&p, 200, 4, seed));
+            for pkt in &packets {
+                let t: Vec<u8> = p.trace(pkt).visits.iter().map(|v| v.table).collect();
+                assert!(allowed.contains(&t), "{name} seed {seed}: traversal {t:?} outside the spec");
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
 use innet_gigaflow::pipebench::{self, pipelines, ruleset::N_PORTS, Locality, Profile, TrafficConfig};
+use innet_gigaflow::packetgen::random_packets;
 use innet_gigaflow::Pipeline;
 
 const PACKETS_PER_PIPELINE: usize = 500;
@@ -17,23 +18,30 @@ fn pipebench_pipelines_agree_with_real_ovs() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut failures = Vec::new();
     let profiles = [Profile::Acl, Profile::Fw, Profile::Ipc];
+    // Paper-scale run on demand: INNET_PIPEBENCH_OVS_RULES=10000 (default 400).
+    let n_rules: usize = std::env::var("INNET_PIPEBENCH_OVS_RULES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
     for (i, name) in pipelines::NAMES.iter().enumerate() {
         if pipelines::pipeline(name).unwrap().tables.is_empty() {
             continue;
         }
         let profile = profiles[i % 3];
-        let rs = pipebench::render_pipeline(name, profile, 400, 11 + i as u64).unwrap();
+        let rs = pipebench::render_pipeline(name, profile, n_rules, 11 + i as u64).unwrap();
         let path = dir.join(format!("{name}.flows"));
         std::fs::write(&path, &rs.text).unwrap();
         let pipeline = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
         ovs.load_flows(&path).unwrap_or_else(|e| panic!("ovs-ofctl add-flows {name}: {e}"));
         let (mut actions_equal, mut megaflows_equal, mut n) = (0, 0, 0);
         let mut examples = Vec::new();
+        // Pipebench traffic of both localities, plus packets drawn near the rules' values
+        // (bits flipped, random elsewhere) that probe the misses and the prefix tries.
+        let mut packets = Vec::new();
         for locality in [Locality::High, Locality::Low] {
-            let cfg = TrafficConfig { n_flows: PACKETS_PER_PIPELINE / 2, locality, seed: 5, ..TrafficConfig::default() };
-            let traffic = pipebench::generate_traffic(&rs, &cfg).unwrap();
-            for f in &traffic.flows {
-                let p = &f.headers;
+            let cfg = TrafficConfig { n_flows: PACKETS_PER_PIPELINE * 2 / 5, locality, seed: 5, ..TrafficConfig::default() };
+            packets.extend(pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers));
+        }
+        packets.extend(random_packets(&pipeline, PACKETS_PER_PIPELINE / 5, N_PORTS, 3 + i as u64));
+        {
+            for p in &packets {
                 let flow = trace_flow_string(p);
                 let theirs = ovs.trace(&flow).unwrap_or_else(|e| panic!("{name}: trace {flow}: {e}"));
                 let ours = pipeline.trace(p);
@@ -63,4 +71,31 @@ fn pipebench_pipelines_agree_with_real_ovs() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "differences from OVS: {failures:?}");
+}
+
+#[test]
+fn the_pipebench_comparison_notices_a_different_ruleset() {
+    // OVS runs one PSC ruleset, our side the same pipeline from another seed: the comparison
+    // must see differences (it is not vacuous).
+    assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
+    let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
+    let theirs_rs = pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
+    let ours_rs = pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
+    let path = std::env::temp_dir().join(format!("innet-pipebench-guard-{}.flows", std::process::id()));
+    std::fs::write(&path, &theirs_rs.text).unwrap();
+    ovs.load_flows(&path).unwrap();
+    let ours = Pipeline::parse(&ours_rs.text).unwrap();
+    let cfg = TrafficConfig { n_flows: 200, locality: Locality::Low, seed: 1, ..TrafficConfig::default() };
+    let (mut megaflow_diff, mut action_diff) = (0, 0);
+    for f in pipebench::generate_traffic(&theirs_rs, &cfg).unwrap().flows {
+        let p = &f.headers;
+        let theirs = ovs.trace(&trace_flow_string(p)).unwrap();
+        let t = ours.trace(p);
+        let (v, m, _) = parse_megaflow(&theirs.megaflow_line).unwrap();
+        megaflow_diff += !megaflow_equal(p, &t.megaflow_mask, &v, &m) as usize;
+        action_diff += !same_outputs(&t.outputs, &parse_datapath_actions(&theirs.actions_line, p, ovs.dp_to_of()).unwrap()) as usize;
+    }
+    let _ = std::fs::remove_file(&path);
+    eprintln!("other ruleset: {megaflow_diff}/200 Megaflows and {action_diff}/200 actions differ");
+    assert!(megaflow_diff > 0 && action_diff > 0);
 }

@@ -2,6 +2,7 @@
 //! and runs experiments, converts results to Python objects, and maps errors to exceptions.
 
 mod registry;
+mod switch;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,6 +12,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+
+mod pipebench;
 
 create_exception!(_native, InnetError, PyException, "Any error innet reports.");
 create_exception!(_native, UserInputError, InnetError, "Bad input: a parameter, a file, a name.");
@@ -176,6 +179,34 @@ fn switchvm_disasm(data: Vec<u8>, eus: u8, lanes: u8) -> PyResult<String> {
     Ok(out)
 }
 
+/// SwitchVM option bytes for a packet: the in-packet code of `code_text` (assembled, or none),
+/// the invocation (`init_pc`, 16-bit wire form; with code and no init_pc, the code's first
+/// prolog), the stack, gas and app id.
+#[pyfunction]
+#[pyo3(signature = (code_text = None, init_pc = None, stack = Vec::new(), gas = 8, app_id = 0, eus = 4, lanes = 4))]
+fn switchvm_options(code_text: Option<&str>, init_pc: Option<u16>, stack: Vec<u32>, gas: u8, app_id: u32, eus: u8, lanes: u8) -> PyResult<Vec<u8>> {
+    if eus == 0 || eus > 8 || lanes == 0 || lanes > 8 {
+        return Err(UserInputError::new_err("eus and lanes must be 1..=8"));
+    }
+    let code = match code_text {
+        Some(text) => {
+            let src = innet_switchvm::asm::assemble(text, eus, lanes).map_err(|e| UserInputError::new_err(e.to_string()))?;
+            Some(innet_switchvm::asm::link_in_packet(&src).map_err(UserInputError::new_err)?)
+        }
+        None => None,
+    };
+    let init_pc = init_pc.map(innet_switchvm::isa::Pc::from_u16).or(code.as_ref().map(|_| innet_switchvm::isa::Pc::Packet(0)));
+    let pkt = innet_switchvm::machine::DpfPacket { init_pc, code, stack, gas, app_id, ..Default::default() };
+    innet_switchvm::encoding::encode(&pkt, lanes).map_err(UserInputError::new_err)
+}
+
+/// The stack SwitchVM option bytes carry (after a switch ran the DPF, its pushed results).
+#[pyfunction]
+#[pyo3(signature = (data, lanes = 4))]
+fn switchvm_stack(data: Vec<u8>, lanes: u8) -> PyResult<Vec<u32>> {
+    Ok(innet_switchvm::encoding::decode(&data, lanes).map_err(UserInputError::new_err)?.stack)
+}
+
 /// Trace a packet through a pipeline in ovs-ofctl syntax: (OVS-style text, JSON). Errors name
 /// the flow-file line and column or the packet column.
 #[pyfunction]
@@ -206,13 +237,19 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
     m.add("UserInputError", m.py().get_type::<UserInputError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
+    pipebench::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;
+    m.add_function(wrap_pyfunction!(switchvm_options, m)?)?;
+    m.add_function(wrap_pyfunction!(switchvm_stack, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_gigaflow, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_pipebench_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
+    m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;
     Ok(())
 }

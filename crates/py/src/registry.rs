@@ -15,3 +15,12 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
 pub fn find(name: &str) -> Option<Box<dyn Experiment>> {
     all().into_iter().find(|e| e.info().name == name)
 }
+
+/// Every program the real-packet switch can run (`innet switch run --program NAME`): the
+/// runtime's own, then the system crates' (add yours here).
+#[allow(clippy::let_and_return, unused_mut)]
+pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
+    let mut v = innet_dataplane::real::builtin_programs();
+    v.extend(innet_switchvm::real::switch_programs());
+    v
+}

@@ -139,6 +139,92 @@ impl Tunnel {
     }
 }
 
+/// Up to 40 option bytes (IPv4 or TCP options), kept raw so a frame re-emits byte-exactly.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct OptionBytes {
+    len: u8,
+    bytes: [u8; 40],
+}
+
+impl Default for OptionBytes {
+    fn default() -> Self {
+        OptionBytes { len: 0, bytes: [0; 40] }
+    }
+}
+
+impl OptionBytes {
+    /// Raw options; `None` if longer than 40 bytes or not a multiple of 4.
+    pub fn new(raw: &[u8]) -> Option<Self> {
+        let mut o = OptionBytes::default();
+        o.set(raw).then_some(o)
+    }
+    /// Replace the options; false (and unchanged) if `raw` is longer than 40 bytes or not a
+    /// multiple of 4 (IPv4 and TCP headers are counted in 32-bit words).
+    pub fn set(&mut self, raw: &[u8]) -> bool {
+        if raw.len() > 40 || !raw.len().is_multiple_of(4) {
+            return false;
+        }
+        self.bytes[..raw.len()].copy_from_slice(raw);
+        self.len = raw.len() as u8;
+        true
+    }
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for OptionBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OptionBytes({:02x?})", self.as_slice())
+    }
+}
+
+/// What a real frame carries beyond the simulator's header stack. The real-packet runtime
+/// (crates/dataplane `real`) fills it on receive and writes it back on transmit, so a program
+/// that does not touch it forwards the frame byte-exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WireExtras {
+    pub eth_dst: [u8; 6],
+    pub eth_src: [u8; 6],
+    /// 802.1Q tag control information, if the frame was tagged.
+    pub vlan_tci: Option<u16>,
+    /// The IPv4 flags/fragment-offset field (DF and the reserved bit; fragments are never
+    /// handed to a program).
+    pub ip_flags_fragment: u16,
+    pub ip_options: OptionBytes,
+    /// TCP option bytes (length = the TCP header's `options_bytes`).
+    pub tcp_options: OptionBytes,
+    /// The 4 bits between the TCP data offset and the flags (reserved + AccECN/NS).
+    pub tcp_reserved_bits: u8,
+    pub tcp_urgent: u16,
+    /// True when a UDP sender sent checksum 0 (none): re-emitted as 0. Otherwise the runtime
+    /// computes the UDP checksum.
+    pub udp_checksum_zero: bool,
+    /// Bytes after the IPv4 packet (Ethernet padding of short frames), re-emitted as they came.
+    pub trailer: Vec<u8>,
+    // ---- tunnelled frames only (`Packet::tunnel` set); the fields above describe the inner packet ----
+    /// The outer IPv4 header's flags/fragment field and options.
+    pub outer_ip_flags_fragment: u16,
+    pub outer_ip_options: OptionBytes,
+    /// True when the outer UDP (Geneve) checksum was 0 (none).
+    pub outer_udp_checksum_zero: bool,
+    /// Geneve: the flag byte (O, C, reserved bits) and the last reserved byte.
+    pub geneve_flags: u8,
+    pub geneve_reserved: u8,
+    /// Geneve: the inner Ethernet addresses.
+    pub inner_eth_dst: [u8; 6],
+    pub inner_eth_src: [u8; 6],
+}
+
 /// One simulated packet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Packet {
@@ -152,6 +238,9 @@ pub struct Packet {
     /// Real payload bytes for applications that need them; its length never exceeds `payload_len`
     /// (the rest is zero filler).
     pub payload_bytes: Option<Box<Vec<u8>>>,
+    /// Frame details only a real interface has (MACs, raw IP/TCP options, ...): set by the
+    /// real-packet runtime, `None` in simulations (one pointer, so the hot path stays the same).
+    pub wire: Option<Box<WireExtras>>,
     // ---- simulation-only metadata (like ns-3 packet tags), never on the wire ----
     /// Flow/connection this packet belongs to, for metrics (u64::MAX when none).
     pub flow_id: u64,
@@ -176,6 +265,7 @@ impl Packet {
             l4,
             payload_len,
             payload_bytes: None,
+            wire: None,
             flow_id: NO_FLOW,
             created_ps: 0,
             hops: 0,

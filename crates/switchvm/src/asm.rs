@@ -51,9 +51,20 @@ fn parse_num(s: &str, line: usize) -> Result<u32, AsmError> {
     r.map_err(|_| err(line, format!("expected a number, got `{t}`")))
 }
 
+/// A label names a stage's instruction or an epilog: letters, digits and `_` (so a
+/// disassembly, which prints labels as they are, assembles back to the same program).
+fn parse_label(s: &str, line: usize) -> Result<String, AsmError> {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        Ok(s.to_string())
+    } else {
+        Err(err(line, format!("a label is letters, digits and `_`, got `{s}`")))
+    }
+}
+
 fn parse_reg(s: &str, lanes: u8, line: usize) -> Result<Reg, AsmError> {
     let t = s.trim();
-    let (g, n) = t.split_at(t.len().min(1));
+    // The group letter, split on a character boundary (the text may be any UTF-8).
+    let (g, n) = t.split_at(t.chars().next().map_or(0, char::len_utf8));
     let lane: u8 = n.parse().map_err(|_| err(line, format!("expected a register like A0 or B3, got `{t}`")))?;
     if lane >= lanes {
         return Err(err(line, format!("register {t}: this machine has {lanes} lanes (A0..A{l}, B0..B{l})", l = lanes - 1)));
@@ -121,7 +132,7 @@ pub fn assemble(text: &str, eus: u8, lanes: u8) -> Result<DpfSource, AsmError> {
         if let Some(rest) = code.strip_suffix(':') {
             let mut w = rest.split_whitespace();
             let head = w.next().unwrap_or("");
-            let label = w.next().map(str::to_string);
+            let label = w.next().map(|l| parse_label(l, line)).transpose()?;
             if w.next().is_some() {
                 return Err(err(line, format!("a section header is `prolog:`, `euN LABEL:` or `epilog LABEL:`, got `{code}`")));
             }

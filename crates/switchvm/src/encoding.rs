@@ -165,9 +165,9 @@ pub fn decode(area: &[u8], lanes: u8) -> Result<DpfPacket, String> {
                 op => return Err(format!("EU {} selector op {op} is not one of 0..=4", e.stage)),
             });
         }
-        let alu = e.alu.iter().map(|&c| ALU.get(c as usize).copied().ok_or(format!("ALU op {c} is not one of 0..=10"))).collect::<Result<_, _>>()?;
-        let mem = e.mem.iter().map(|&c| MEM.get(c as usize).copied().ok_or(format!("memory op {c} is not one of 0..=7"))).collect::<Result<_, _>>()?;
-        let op = CTRL.get(e.ctrl as usize).copied().ok_or(format!("branch op {} is not one of 0..=8", e.ctrl))?;
+        let alu = e.alu.iter().map(|&c| ALU.get(c as usize).copied().ok_or_else(|| format!("ALU op {c} is not one of 0..=10"))).collect::<Result<_, _>>()?;
+        let mem = e.mem.iter().map(|&c| MEM.get(c as usize).copied().ok_or_else(|| format!("memory op {c} is not one of 0..=7"))).collect::<Result<_, _>>()?;
+        let op = CTRL.get(e.ctrl as usize).copied().ok_or_else(|| format!("branch op {} is not one of 0..=8", e.ctrl))?;
         let opnd = |s: u8, imm: Option<u32>| -> Result<Operand, String> {
             if s == SEL_IMM {
                 Ok(Operand::Imm(imm.ok_or("an immediate operand without its value")?))

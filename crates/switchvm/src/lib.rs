@@ -15,6 +15,8 @@ pub mod lb;
 pub mod machine;
 pub mod memory;
 pub mod program;
+pub mod real;
+pub mod sandbox;
 pub mod tenants;
 pub mod testbed;
 pub mod traffic;

@@ -128,3 +128,24 @@ fn the_overhead_bench_counts_every_packet_in_every_mode() {
         }
     }
 }
+
+#[test]
+fn non_ascii_text_is_an_error_not_a_panic() {
+    // Found by the switchvm_asm fuzzer: a register position holding a multi-byte character.
+    let e = assemble("dpf x\nprolog:\n    − = pop\n", 4, 4).unwrap_err();
+    assert!(e.to_string().contains("line 3"), "{e}");
+    let e = assemble("dpf x\nprolog:\neu0 s:\n    B0 = mov é1\n", 4, 4).unwrap_err();
+    assert!(e.to_string().contains("line 4"), "{e}");
+}
+
+#[test]
+fn labels_are_identifiers() {
+    // Found by the switchvm_asm fuzzer: `eu2 s::` made a label `s:` whose disassembly did not
+    // assemble back.
+    let e = assemble("dpf x\nprolog:\neu0 s::\n    -> o\nepilog o:\n    pass\n", 4, 4).unwrap_err();
+    assert!(e.to_string().contains("line 3") && e.to_string().contains("a label is"), "{e}");
+    let e = assemble("dpf x\nprolog:\neu0 s\n:\n", 4, 4);
+    assert!(e.is_err());
+    let e = assemble("dpf x\nprolog:\nepilog o-ut:\n    pass\n", 4, 4).unwrap_err();
+    assert!(e.to_string().contains("line 3"), "{e}");
+}

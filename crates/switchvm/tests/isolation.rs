@@ -9,6 +9,7 @@ use innet_switchvm::build;
 use innet_switchvm::control::{ControlError, ControlPlane};
 use innet_switchvm::isa::*;
 use innet_switchvm::machine::*;
+use innet_switchvm::sandbox::{Arena, ATTACKER};
 use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -110,45 +111,6 @@ fn arb_code() -> impl Strategy<Value = PacketCode> {
         .prop_map(|(prologs, eus, epilogs)| PacketCode { prologs, eus, epilogs })
 }
 
-/// The victim (tenant 1, privileged) owns memory on every lane, filled with a pattern, and
-/// steering rules; the attacker (tenant 2) has a little memory of its own and two rules.
-fn arena() -> (Machine, Vec<(usize, usize, u32)>) {
-    let cfg = VmConfig { mem_entries: 512, segments_per_lane: 8, direct_per_eu: 16, code_slots: 8, ..Default::default() };
-    let mut m = Machine::new(cfg);
-    let mut cp = ControlPlane::default();
-    cp.authorize(&mut m, 1, perm(caps::PRIVILEGED | caps::METADATA)).unwrap();
-    cp.authorize(&mut m, 2, perm(0)).unwrap();
-    for eu in 0..4u8 {
-        for lane in 0..4u8 {
-            cp.alloc_segment(&mut m, 1, eu, lane, 0, 128).unwrap();
-            cp.alloc_segment(&mut m, 2, eu, lane, 256, 16).unwrap();
-        }
-        cp.map_direct(&mut m, 1, eu, 0, 5).unwrap();
-        cp.map_direct(&mut m, 2, eu, 0, 6).unwrap();
-    }
-    cp.install_steering(&mut m, 1, 0, SteerAction::Recirculate).unwrap();
-    cp.install_steering(&mut m, 1, 1, SteerAction::SetPort(3)).unwrap();
-    cp.install_steering(&mut m, 1, 3, SteerAction::Forward(0x0a00_00ff)).unwrap();
-    cp.install_steering(&mut m, 2, 1, SteerAction::ReturnToSender).unwrap();
-    cp.install_steering(&mut m, 2, 2, SteerAction::Drop).unwrap();
-    assert_eq!(cp.install_steering(&mut m, 2, 3, SteerAction::Recirculate), Err(ControlError::Privileged(SteerAction::Recirculate)));
-    // Deploy the counter so in-switch pointers land on real code too.
-    let _ = cp.deploy(&mut m, &build::counter(L, 4));
-    let mut victim = Vec::new();
-    for eu in 0..4 {
-        for lane in 0..4 {
-            let lm = &mut m.mem[eu][lane];
-            for p in 0..lm.cells.len() as u32 {
-                if lm.owner(p) == Some(1) {
-                    lm.cells[p as usize] = 0xA5A5_0000 ^ p;
-                    victim.push((eu, lane, p));
-                }
-            }
-        }
-    }
-    (m, victim)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
 
@@ -156,28 +118,16 @@ proptest! {
     fn untrusted_dpfs_stay_in_their_sandbox(
         runs in prop::collection::vec((arb_code(), prop::option::of(arb_pc()), prop::collection::vec(prop_oneof![2 => 256u32..272, 2 => 0u32..300, 1 => any::<u32>()], 0..18), 0u8..4), 1..12),
     ) {
-        let (mut m, victim) = arena();
-        let mut reached_steering = 0;
-        let before: Vec<u32> = victim.iter().map(|&(e, l, p)| m.mem[e][l].cells[p as usize]).collect();
-        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut arena = Arena::new();
         for (code, init_pc, stack, gas) in runs {
-            let stack_len = stack.len();
-            let mut p = DpfPacket { tenant: 2, init_pc: init_pc.or(Some(Pc::Packet(0))), code: Some(code), stack, gas, ..Default::default() };
-            let out = m.execute(&mut p, &SwitchMeta::default(), &mut rng);
-            match out {
-                Outcome::Steer(a) => {
-                    reached_steering += 1;
-                    prop_assert!(matches!(a, SteerAction::Pass | SteerAction::ReturnToSender | SteerAction::Drop), "steered outside its rules: {a:?}");
-                    prop_assert!(gas > 0 && p.gas == gas - 1, "ran without gas");
-                    prop_assert!(p.stack.len() <= 16.max(stack_len), "stack grew past the limit");
-                }
-                Outcome::Violated(Violation::OutOfGas) => prop_assert_eq!(gas, 0),
-                Outcome::Violated(_) | Outcome::NotInvoked => {}
+            let p = DpfPacket { tenant: ATTACKER, init_pc: init_pc.or(Some(Pc::Packet(0))), code: Some(code), stack, gas, ..Default::default() };
+            if let Err(e) = arena.run_untrusted(p) {
+                prop_assert!(false, "{}", e);
             }
         }
-        let _ = reached_steering;
-        let after: Vec<u32> = victim.iter().map(|&(e, l, p)| m.mem[e][l].cells[p as usize]).collect();
-        prop_assert!(before == after, "the attacker changed the victim's memory");
+        if let Err(e) = arena.victim_intact() {
+            prop_assert!(false, "{}", e);
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! or low locality (`traffic`). Everything is deterministic from a seed.
 
 pub mod classbench;
+pub mod commands;
 pub mod model;
 pub mod pipelines;
 pub mod ruleset;

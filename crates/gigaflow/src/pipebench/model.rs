@@ -11,6 +11,11 @@ use std::collections::BTreeSet;
 pub enum Key {
     /// `in_port`: the port the rule's source subnet sits behind.
     InPort,
+    /// `in_port` as `InPort`, on a port of group g (ports 1,3 are group 0; 2,4 group 1): for
+    /// tables whose ports have roles (access vs. trunk); a rule's chain must fit the role.
+    PortGroup(u8),
+    /// `udp,tp_dst=P`: a well-known UDP service (DHCP 67, DNS 53) regardless of the rule.
+    Udp(u16),
     /// `vlan_tci=0x0000/0x1fff`: untagged frames (the VLAN is assigned by the table).
     Untagged,
     /// `dl_src`: the source subnet's host MAC.

@@ -109,15 +109,184 @@ pub fn psc() -> PipelineSpec {
     }
 }
 
+/// OVN's logical switch as ovn-northd (20.09–20.12 era) defines it: 22 ingress and 11 egress
+/// stages, of which we keep all but the three load-balancer hairpin stages (ls_in_pre_hairpin,
+/// ls_in_nat_hairpin, ls_in_hairpin: they need conntrack), i.e. 19 + 11 = 30 tables.
+/// ovn-controller puts ingress stage N at OpenFlow table 8+N behind its physical tables 0–7;
+/// packets here enter the logical pipeline directly, so ingress stage N is table N and egress
+/// stage N is table 40+N (written below with ovn-controller's numbers, shifted by `shift_ingress`). Stages default to
+/// `next;` (priority-0 goto the next table). `output;` in an ingress stage (DHCP/DNS responders,
+/// L2 lookup) jumps to the egress pipeline. reg14/reg15 = logical inport/outport, reg0 = the
+/// REGBIT flags (1 conntrack, 2 load balancing), reg4 = responder flags (1 DHCP, 2 DNS).
 pub fn ols() -> PipelineSpec {
-    todo_spec("OLS")
+    let next = |id: u8, name: &'static str, purpose: &'static str| TableSpec::new(id, name, purpose).miss(&[], Table(id + 1));
+    shift_ingress(PipelineSpec {
+        name: "OLS",
+        description: "OVN logical switch",
+        paper_tables: 30,
+        paper_traversals: 23,
+        tables: vec![
+            TableSpec::new(8, "ls_in_port_sec_l2", "admit frames whose inport and eth.src match a port's addresses (sets the logical inport)")
+                .hit(&[InPort, EthSrc], &[Load(14, 1)], Table(9))
+                .miss(&[], Drop),
+            TableSpec::new(9, "ls_in_port_sec_ip", "IPv4 source port security: inport + eth.src + ip4.src allowed")
+                .hit(&[InPort, EthSrc, IpSrc], &[], Table(10))
+                .miss(&[], Drop),
+            next(10, "ls_in_port_sec_nd", "ARP/ND port security (IPv4 passes with the default)"),
+            TableSpec::new(11, "ls_in_pre_acl", "mark traffic for conntrack (REGBIT_CONNTRACK_DEFRAG); stateless (allow-stateless) traffic skips the stateful ACL stages")
+                .hit(&[IpSrc, IpDst], &[], Table(16))
+                .miss(&[Load(0, 1)], Table(12)),
+            TableSpec::new(12, "ls_in_pre_lb", "traffic to a load-balancer VIP: mark for conntrack/LB")
+                .hit(&[IpDst, Proto, DPort], &[Load(0, 2)], Table(13))
+                .miss(&[], Table(13)),
+            next(13, "ls_in_pre_stateful", "send marked traffic to conntrack (ct_next; not modelled, continues)"),
+            next(14, "ls_in_acl_hint", "set ACL hints from the connection state (continues)"),
+            TableSpec::new(15, "ls_in_acl", "from-lport ACLs: drop/reject or allow on the 5-tuple")
+                .hit(ACL5, &[], Drop)
+                .hit(ACL5, &[Load(1, 1)], Table(16))
+                .miss(&[], Table(16)),
+            TableSpec::new(16, "ls_in_qos_mark", "QoS marking by addresses (DSCP kept in a register: the ToS byte is Gigaflow's tag)")
+                .hit(&[IpSrc, IpDst], &[Load(2, 8)], Table(17))
+                .miss(&[], Table(17)),
+            next(17, "ls_in_qos_meter", "QoS metering (meters not modelled; continues)"),
+            TableSpec::new(18, "ls_in_lb", "load balancing: DNAT a VIP to a backend (ct_lb as a rewrite)")
+                .hit_if((0, 2), &[IpDst, Proto, DPort], &[Dnat], Table(19))
+                .miss(&[], Table(19)),
+            next(19, "ls_in_stateful", "commit allowed connections (ct_commit; continues)"),
+            next(20, "ls_in_arp_rsp", "ARP/ND responder for known addresses (IPv4 passes)"),
+            TableSpec::new(21, "ls_in_dhcp_options", "DHCPv4 requests (udp dst 67) from a port with DHCP options: flag the reply")
+                .hit(&[InPort, EthSrc, Udp(67)], &[Load(4, 1)], Table(22))
+                .miss(&[], Table(22)),
+            TableSpec::new(22, "ls_in_dhcp_response", "answer flagged DHCP requests: outport = inport; output (to egress)")
+                .miss_if((4, 1), &[Load(15, 1)], Table(40))
+                .miss(&[], Table(23)),
+            TableSpec::new(23, "ls_in_dns_lookup", "DNS queries (udp dst 53) to the switch's DNS server address: flag the answer")
+                .hit(&[IpDst, Udp(53)], &[Load(4, 2)], Table(24))
+                .miss(&[], Table(24)),
+            TableSpec::new(24, "ls_in_dns_response", "answer flagged DNS queries: outport = inport; output (to egress)")
+                .miss_if((4, 2), &[Load(15, 1)], Table(40))
+                .miss(&[], Table(25)),
+            next(25, "ls_in_external_port", "external (virtual) ports' ARP/DHCP handling (IPv4 unicast continues)"),
+            TableSpec::new(26, "ls_in_l2_lkup", "destination MAC to logical outport (reg15); output to egress; unknown unicast is dropped (no unknown-address ports)")
+                .hit(&[EthDst], &[LoadPort(15)], Table(40))
+                .miss(&[], Drop),
+            next(40, "ls_out_pre_lb", "egress: mark LB traffic (continues)"),
+            next(41, "ls_out_pre_acl", "egress: mark for conntrack (continues)"),
+            next(42, "ls_out_pre_stateful", "egress: conntrack (continues)"),
+            next(43, "ls_out_lb", "egress: load-balancer reply handling (continues)"),
+            next(44, "ls_out_acl_hint", "egress: ACL hints (continues)"),
+            TableSpec::new(45, "ls_out_acl", "to-lport ACLs on the 5-tuple").hit(ACL5, &[], Drop).miss(&[], Table(46)),
+            next(46, "ls_out_qos_mark", "egress QoS marking (continues)"),
+            next(47, "ls_out_qos_meter", "egress QoS metering (continues)"),
+            next(48, "ls_out_stateful", "egress: commit connections (continues)"),
+            TableSpec::new(49, "ls_out_port_sec_ip", "IPv4 destination port security: eth.dst + allowed ip4.dst pass, other addresses to that MAC drop")
+                .hit(&[EthDst, IpDstHost], &[], Table(50))
+                .hit(&[EthDst], &[], Drop)
+                .miss(&[], Table(50)),
+            TableSpec::new(50, "ls_out_port_sec_l2", "eth.dst of the outport: output; otherwise drop")
+                .hit(&[EthDst], &[], Output)
+                .miss(&[], Drop),
+        ],
+    })
 }
+
+/// Renumbers OVN's ingress tables 8..=39 to 0..=31 (see [`ols`]).
+fn shift_ingress(mut spec: PipelineSpec) -> PipelineSpec {
+    let map = |t: u8| if (8..40).contains(&t) { t - 8 } else { t };
+    for t in &mut spec.tables {
+        t.id = map(t.id);
+        for e in t.hits.iter_mut().chain(t.misses.iter_mut()) {
+            if let Next::Table(n) = e.next {
+                e.next = Next::Table(map(n));
+            }
+        }
+    }
+    spec
+}
+
+/// Antrea's OVS pipeline (docs/design/ovs-pipeline.md, Antrea 1.x table numbers). reg0 marks,
+/// reg1 = output port, reg4 = Service state (1 affinity, 2 needs DNAT).
 pub fn ant() -> PipelineSpec {
-    todo_spec("ANT")
+    PipelineSpec {
+        name: "ANT",
+        description: "Antrea (Kubernetes)",
+        paper_tables: 22,
+        paper_traversals: 20,
+        tables: vec![
+            TableSpec::new(0, "Classifier", "classify by input port (and interface MAC): Pods, gateway and tunnel to SpoofGuard, uplink to Uplink")
+                .hit(&[InPort, EthSrc], &[Load(0, 2)], Table(10))
+                .hit(&[InPort, EthSrc], &[Load(0, 4)], Table(5))
+                .miss(&[], Table(10)),
+            TableSpec::new(5, "Uplink", "traffic from the uplink goes to the host (bridge-local port)").miss(&[], Port(1)),
+            TableSpec::new(10, "SpoofGuard", "a Pod's port, MAC and IP must agree; otherwise drop").hit(&[InPort, EthSrc, IpSrc], &[], Table(30)).miss(&[], Drop),
+            TableSpec::new(20, "ARPResponder", "answers ARP for the gateway/remote Pods (ARP only: no IPv4 packet comes here)").miss(&[], Drop),
+            TableSpec::new(30, "Conntrack", "ct(zone) to ConntrackState (conntrack not modelled; continues)").miss(&[], Table(31)),
+            TableSpec::new(31, "ConntrackState", "drop invalid connections, restore marks (continues for stateless packets)").miss(&[], Table(40)),
+            TableSpec::new(40, "SessionAffinity", "Service session affinity: remember the chosen Endpoint (reg4=1)")
+                .hit(&[IpSrc, IpDst, Proto, DPort], &[Load(4, 1)], Table(41))
+                .miss(&[], Table(41)),
+            TableSpec::new(41, "ServiceLB", "ClusterIP/NodePort Service by destination IP, protocol and port: select an Endpoint (reg4=2)")
+                .hit(&[IpDst, Proto, DPort], &[Load(4, 2)], Table(42))
+                .miss(&[], Table(42)),
+            TableSpec::new(42, "EndpointDNAT", "DNAT Service traffic to the selected Endpoint")
+                .hit_if((4, 2), &[IpDst, Proto, DPort], &[Dnat], Table(45))
+                .miss(&[], Table(45)),
+            TableSpec::new(45, "AntreaPolicyEgressRule", "Antrea-native (ClusterNetworkPolicy) egress rules: drop on the 5-tuple").hit(ACL5, &[], Drop).miss(&[], Table(50)),
+            TableSpec::new(50, "EgressRule", "K8s NetworkPolicy egress allow rules: allowed traffic skips the default table")
+                .hit(&[IpSrc, IpDst, Proto, DPort], &[], Table(61))
+                .miss(&[], Table(60)),
+            TableSpec::new(60, "EgressDefaultRule", "default deny for Pods isolated for egress").hit(&[IpSrc], &[], Drop).miss(&[], Table(61)),
+            TableSpec::new(61, "EgressMetric", "egress policy metrics (continues)").miss(&[], Table(70)),
+            TableSpec::new(70, "L3Forwarding", "to the gateway MAC and another subnet: rewrite MACs and route; same subnet goes to L2")
+                .hit(&[RouterMac, IpDst], &[RouteMacs], Table(72))
+                .miss(&[], Table(80)),
+            TableSpec::new(72, "L3DecTTL", "decrement TTL of routed packets (dec_ttl not modelled; continues)").miss(&[], Table(80)),
+            TableSpec::new(80, "L2ForwardingCalc", "destination MAC to output port (reg1); unknown destinations flood (reg1=5)")
+                .hit(&[EthDst], &[LoadPort(1)], Table(85))
+                .miss(&[Load(1, 5)], Table(85)),
+            TableSpec::new(85, "AntreaPolicyIngressRule", "Antrea-native ingress rules: drop on the 5-tuple").hit(ACL5, &[], Drop).miss(&[], Table(90)),
+            TableSpec::new(90, "IngressRule", "K8s NetworkPolicy ingress allow rules: allowed traffic skips the default table")
+                .hit(&[IpSrc, IpDst, Proto, DPort], &[], Table(101))
+                .miss(&[], Table(100)),
+            TableSpec::new(100, "IngressDefaultRule", "default deny for Pods isolated for ingress").hit(&[IpDst], &[], Drop).miss(&[], Table(101)),
+            TableSpec::new(101, "IngressMetric", "ingress policy metrics (continues)").miss(&[], Table(105)),
+            TableSpec::new(105, "ConntrackCommit", "commit new connections (ct commit not modelled; continues)").miss(&[], Table(110)),
+            out_by_port(TableSpec::new(110, "L2ForwardingOut", "output on reg1's port; flood for unknown destinations"), 1)
+                .miss_if((1, 5), &[], Output)
+                .miss(&[], Drop),
+        ],
+    }
 }
+
+/// The ONF Table Type Pattern for an L2/L3 switch with ACLs (ONF TS-017's L2L3-ACL example):
+/// ingress ACL, VLAN (access ports learn MACs, router-facing trunks do not), MAC learning,
+/// termination MAC, bridging, IPv4 unicast routing, next hop (neighbour), egress ACL.
 pub fn otl() -> PipelineSpec {
-    todo_spec("OTL")
-}
-fn todo_spec(name: &'static str) -> PipelineSpec {
-    PipelineSpec { name, description: "not yet built", tables: vec![], paper_tables: 0, paper_traversals: 0 }
+    PipelineSpec {
+        name: "OTL",
+        description: "ONF TTP L2L3-ACL",
+        paper_tables: 8,
+        paper_traversals: 11,
+        tables: vec![
+            TableSpec::new(0, "ingress_acl", "ingress 5-tuple ACL: deny drops").hit(ACL5, &[], Drop).miss(&[], Table(1)),
+            TableSpec::new(1, "vlan", "untagged frames get the port's VLAN (reg3); access ports (1, 3) go to MAC learning, trunk ports (2, 4) skip it")
+                .hit(&[PortGroup(0), Untagged], &[Load(3, 10)], Table(2))
+                .hit(&[PortGroup(1), Untagged], &[Load(3, 20)], Table(3))
+                .miss(&[Load(3, 1)], Table(2)),
+            TableSpec::new(2, "mac_learning", "known (port, source MAC) pairs; unknown ones would be learnt; continue")
+                .hit(&[InPort, EthSrc], &[], Table(3))
+                .miss(&[], Table(3)),
+            TableSpec::new(3, "termination_mac", "frames to a router MAC are routed, others bridged").hit(&[RouterMac], &[], Table(5)).miss(&[], Table(4)),
+            TableSpec::new(4, "bridging", "destination MAC to port; unknown destinations flood").hit(&[EthDst], &[], Output).miss(&[], Output),
+            TableSpec::new(5, "unicast_routing", "IPv4 LPM: prefixes resolve through the next-hop table, host routes rewrite directly; no route drops")
+                .lpm()
+                .hit(&[IpDst], &[], Table(6))
+                .hit(&[IpDstHost], &[RouteMacs], Table(7))
+                .miss(&[], Drop),
+            TableSpec::new(6, "next_hop", "neighbour (ARP) entries: rewrite MACs; unresolved next hops drop (would go to the controller)")
+                .hit(&[IpDstHost], &[RouteMacs], Table(7))
+                .miss(&[], Drop),
+            TableSpec::new(7, "egress_acl", "egress 5-tuple ACL: deny drops, otherwise output").hit(ACL5, &[], Drop).miss(&[], Output),
+        ],
+    }
 }

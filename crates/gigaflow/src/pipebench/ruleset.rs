@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 /// OpenFlow ports of the bridge the pipelines output to (the OVS oracle creates 1..=N_PORTS).
 pub const N_PORTS: u32 = 4;
-/// The most ClassBench rules one ruleset maps (priorities 65000 − index stay above 4000).
+/// The most ClassBench rules one ruleset maps.
 pub const MAX_RULES: usize = 60_000;
 
 /// One ClassBench rule mapped along one traversal (edge path).
@@ -73,24 +73,28 @@ fn proto_name(p: u8) -> String {
 
 /// The match strings one hit edge installs for one ClassBench rule (several when port ranges
 /// expand to more than one mask), with the priority.
-pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<String>, u16) {
+pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: usize) -> (Vec<String>, u16) {
     let mut base: Vec<String> = Vec::new();
     if let Some((reg, v)) = edge.requires {
         base.push(format!("reg{reg}={v}"));
     }
     let has = |k: Key| edge.keys.contains(&k);
     let ports = (has(Key::SPort) && !r.sport.is_wildcard()) || (has(Key::DPort) && !r.dport.is_wildcard());
-    let l3 = ports
+    let udp_service = edge.keys.iter().find_map(|k| if let Key::Udp(p) = k { Some(*p) } else { None });
+    let l3 = udp_service.is_some()
+        || ports
         || edge.acts.contains(&Act::Dnat)
         || [Key::IpSrc, Key::IpDst, Key::IpSrcHost, Key::IpDstHost, Key::Proto].iter().any(|&k| has(k));
     let mut prefix_len = 0u8;
-    // Whether any key constrains the packet; a rule that would match every packet of the
-    // table (a ClassBench wildcard projected onto this table's fields) is not installed.
-    let mut specific = ports || (has(Key::Proto) && r.proto.is_some());
+    // Whether any key constrains an address (L2 or L3) or the input port. A projection that
+    // constrains only the protocol and ports (ClassBench's "any to any" FW rules, or a rule's
+    // wildcards projected onto this table's fields) is not installed: one such deny would
+    // shadow the whole table for every address.
+    let mut specific = false;
     for &k in edge.keys {
         specific |= !matches!(k, Key::IpSrc | Key::IpDst | Key::Proto | Key::SPort | Key::DPort);
         match k {
-            Key::InPort => base.push(format!("in_port={}", port_of(&r.src))),
+            Key::InPort | Key::PortGroup(_) => base.push(format!("in_port={}", port_of(&r.src))),
             Key::Untagged => base.push("vlan_tci=0x0000/0x1fff".into()),
             Key::EthSrc => base.push(format!("dl_src={}", format_mac(host_mac(&r.src)))),
             Key::EthDst => base.push(format!("dl_dst={}", format_mac(host_mac(&r.dst)))),
@@ -99,7 +103,9 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
             _ => {}
         }
     }
-    if l3 {
+    if let Some(p) = udp_service {
+        base.push(format!("udp,tp_dst={p}"));
+    } else if l3 {
         match r.proto {
             Some(p) if has(Key::Proto) || ports => base.push(proto_name(p)),
             _ => base.push("ip".into()),
@@ -147,7 +153,26 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize) -> (Vec<St
             out.push(m.join(","));
         }
     }
-    let priority = if lpm { 100 + 10 * prefix_len as u16 } else { 65000 - index as u16 };
+    let priority = if lpm {
+        100 + 10 * prefix_len as u16
+    } else {
+        // More specific rules first (as ACLs are written: exceptions before broad rules), then
+        // ClassBench order; specificity counts only the fields this table matches.
+        let port_bits = |p: &super::classbench::PortRange| 16 - (p.hi as u32 - p.lo as u32 + 1).ilog2().min(16);
+        let mut spec = 0u32;
+        for &k in edge.keys {
+            spec += match k {
+                Key::IpSrc => r.src.len as u32,
+                Key::IpDst => r.dst.len as u32,
+                Key::IpSrcHost | Key::IpDstHost => 32,
+                Key::Proto if r.proto.is_some() => 8,
+                Key::SPort if ports => port_bits(&r.sport),
+                Key::DPort if ports => port_bits(&r.dport),
+                _ => 0,
+            };
+        }
+        (100 + spec * 500 + 499 - (index * 500 / n_rules.max(1)) as u32) as u16
+    };
     (out, priority)
 }
 
@@ -182,6 +207,16 @@ pub fn edge_actions(edge: &Edge, r: Option<&CbRule>) -> String {
     a.join(",")
 }
 
+/// Whether ClassBench rule `r` can travel `path` (its source port fits every port-role table).
+pub fn fits(spec: &PipelineSpec, path: &[Step], r: &CbRule) -> bool {
+    path.iter().filter(|s| matches!(s, Step::Hit(..))).all(|s| {
+        spec.edge(*s).keys.iter().all(|k| match k {
+            Key::PortGroup(g) => (port_of(&r.src) - 1) % 2 == *g as u32,
+            _ => true,
+        })
+    })
+}
+
 /// Renders a full flow file for `spec` from `n_rules` ClassBench rules of `profile`.
 pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64) -> Result<Ruleset, String> {
     if n_rules == 0 || n_rules > MAX_RULES {
@@ -194,16 +229,20 @@ pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64
     let mut seen: HashSet<(u8, String)> = HashSet::new();
     let mut cb_rules = Vec::with_capacity(n_rules);
     let mut chains = Vec::with_capacity(n_rules);
-    // Paths with at least one hit edge get rules; the first rules cover every path once.
-    let with_hits: Vec<usize> = (0..paths.len()).filter(|&i| paths[i].iter().any(|s| matches!(s, Step::Hit(..)))).collect();
+    // The first rules cover every path once, then paths are drawn uniformly. A path made only
+    // of misses installs nothing; its chain gives traffic that misses (e.g. spoofed sources).
     for i in 0..n_rules {
-        let path = if i < with_hits.len() { with_hits[i] } else { with_hits[rng.gen_range(0..with_hits.len())] };
-        let r = gen.rule(&mut rng);
+        let path = if i < paths.len() { i } else { rng.gen_range(0..paths.len()) };
+        // A rule whose source port does not fit a port-role table of the path is redrawn.
+        let mut r = gen.rule(&mut rng);
+        while !fits(spec, &paths[path], &r) {
+            r = gen.rule(&mut rng);
+        }
         for step in &paths[path] {
             let Step::Hit(t, _) = *step else { continue };
             let table = spec.table(t).expect("table of a path");
             let edge = spec.edge(*step);
-            let (matches, priority) = edge_matches(edge, &r, table.lpm, i);
+            let (matches, priority) = edge_matches(edge, &r, table.lpm, i, n_rules);
             let actions = edge_actions(edge, Some(&r));
             for m in matches {
                 if seen.insert((t, m.clone())) {

@@ -103,8 +103,7 @@ fn pick_port(rng: &mut ChaCha8Rng, lo: u16, hi: u16) -> u64 {
 }
 
 /// A packet for `chain`: inside its ClassBench rule, with the header values the traversal's
-/// tables look for (router MAC, designated hosts). `anchor` fixes every random choice but the
-/// source port to the chain's own stream (high locality).
+/// tables look for (router MAC, designated hosts, UDP service ports); `rng` draws the rest.
 pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng) -> Flow {
     let mut p = Flow::default();
     p.set(Field::InPort, port_of(&r.src) as u64);
@@ -126,6 +125,11 @@ pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng)
             for k in rs.spec.edge(*s).keys {
                 match k {
                     Key::RouterMac => p.set(Field::DlDst, router_mac(&r.dst)),
+                    Key::Udp(port) => {
+                        p.set(Field::NwProto, IPPROTO_UDP);
+                        p.set(Field::TpSrc, if *port == 67 { 68 } else { rng.gen_range(1024..65535) });
+                        p.set(Field::TpDst, *port as u64);
+                    }
                     Key::EthMcast => p.set(Field::DlDst, 0xffff_ffff_ffff),
                     Key::IpSrcHost => p.set(Field::NwSrc, host_of(&r.src) as u64),
                     Key::IpDstHost => p.set(Field::NwDst, host_of(&r.dst) as u64),
@@ -172,7 +176,9 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
     if cfg.n_flows == 0 || cfg.n_flows > 10_000_000 {
         return Err(format!("flows must be 1..=10000000, got {}", cfg.n_flows));
     }
-    if !(cfg.pareto_shape > 0.0) || !(cfg.flow_arrivals_per_s > 0.0) || !(cfg.ipg_median_us > 0.0) || !(cfg.ipg_sigma >= 0.0) {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let valid = positive(cfg.pareto_shape) && positive(cfg.flow_arrivals_per_s) && positive(cfg.ipg_median_us) && cfg.ipg_sigma.is_finite() && cfg.ipg_sigma >= 0.0;
+    if !valid {
         return Err("pareto_shape, flow_arrivals_per_s and ipg_median_us must be positive, ipg_sigma non-negative".into());
     }
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a11_ff1c);

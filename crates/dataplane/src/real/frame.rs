@@ -1,0 +1,817 @@
+//! Real frames ↔ the program's [`Packet`]: `parse_into` turns an Ethernet/IPv4 frame into the
+//! simulator's header stack plus [`WireExtras`] (MACs, raw options, padding) and the payload
+//! bytes; `emit_into` writes a packet back as a frame, recomputing lengths and checksums.
+//! A frame `parse_into` accepts and no one changes re-emits byte-identically.
+//!
+//! Frames the header stack cannot carry (not IPv4, fragments, a bad checksum, ...) are refused
+//! with a [`Refusal`]; the runtime then forwards them raw, untouched.
+
+use innet_sim::packet::{
+    Encap, Ipv4, OptionBytes, Packet, TcpFlags, TcpHeader, Tunnel, WireExtras, L4,
+};
+use innet_wire::checksum;
+use innet_wire::ethernet::{EthernetPacket, ETHERTYPE_IPV4, ETHERTYPE_VLAN};
+use innet_wire::geneve::{PROTOCOL_ETHERNET, UDP_PORT as GENEVE_PORT};
+use innet_wire::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP, PROTO_UDP};
+use innet_wire::tcp::TcpPacket;
+use innet_wire::Ipv4Addr;
+
+/// Why a frame was not handed to the program as a [`Packet`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A well-formed frame of another protocol (ARP, IPv6, ...): passed raw.
+    NotIpv4 { ethertype: u16 },
+    /// Well-formed IPv4 the header stack cannot represent exactly (fragments, a checksum written
+    /// as the other one's-complement zero): passed raw.
+    Unsupported(&'static str),
+    /// Truncated or inconsistent: which header and what was wrong.
+    Malformed(innet_wire::Error),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotIpv4 { ethertype } => write!(f, "ethertype 0x{ethertype:04x} is not IPv4"),
+            Refusal::Unsupported(why) => write!(f, "not representable: {why}"),
+            Refusal::Malformed(e) => write!(f, "malformed: {e}"),
+        }
+    }
+}
+
+fn malformed(header: &'static str, msg: impl Into<String>) -> Refusal {
+    Refusal::Malformed(innet_wire::Error::new(header, msg))
+}
+
+impl From<innet_wire::Error> for Refusal {
+    fn from(e: innet_wire::Error) -> Self {
+        Refusal::Malformed(e)
+    }
+}
+
+/// Why a packet could not be written as a frame (a program's mistake, not the input's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("emit: {0}")]
+pub struct EmitError(pub String);
+
+/// A fresh packet with empty wire extras and payload buffer, for [`parse_into`] to fill.
+pub fn blank_packet() -> Packet {
+    let mut p = Packet::new(Ipv4::default(), L4::Other, 0);
+    p.wire = Some(Box::default());
+    p.payload_bytes = Some(Box::default());
+    p
+}
+
+#[inline]
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded with
+/// zero), folded to 16 bits but not complemented. Same value as `innet_wire::checksum::sum`
+/// folded, with four times fewer additions: 32-bit words summed into a u64 (2^16 ≡ 1 mod
+/// 0xFFFF, so the word size does not change the folded sum).
+#[inline]
+pub fn sum_folded(data: &[u8]) -> u32 {
+    let mut acc: u64 = 0;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        acc += u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
+    }
+    let rest = chunks.remainder();
+    let mut i = 0;
+    while i + 1 < rest.len() {
+        acc += u16::from_be_bytes([rest[i], rest[i + 1]]) as u64;
+        i += 2;
+    }
+    if i < rest.len() {
+        acc += (rest[i] as u64) << 8;
+    }
+    while acc >> 16 != 0 {
+        acc = (acc & 0xFFFF) + (acc >> 16);
+    }
+    acc as u32
+}
+
+/// Checksum of a transport segment over the IPv4 pseudo-header, with the checksum field (at
+/// `field`, an even offset) counted as zero.
+fn l4_checksum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8], field: usize) -> u16 {
+    let stored = u16::from_be_bytes([seg[field], seg[field + 1]]) as u32;
+    // Sum the whole segment, then take the stored field out (one's-complement subtraction).
+    let all = sum_folded(seg) + (0xFFFF - stored);
+    checksum::finish(checksum::pseudo_header(src, dst, proto, seg.len() as u16) + all)
+}
+
+/// One IPv4 header taken apart: the header stack's fields, the raw flags/fragment field and
+/// options, the payload (total-length bounded) and what follows it.
+struct IpParts<'a> {
+    ip: Ipv4,
+    flags_fragment: u16,
+    options: &'a [u8],
+    body: &'a [u8],
+    rest: &'a [u8],
+}
+
+fn parse_ipv4(l3: &[u8]) -> Result<IpParts<'_>, Refusal> {
+    let ipp = Ipv4Packet::new_checked(l3)?;
+    let hl = ipp.header_len();
+    let total = ipp.total_len() as usize;
+    let stored = ipp.header_checksum();
+    let computed = checksum::finish(checksum::sum(&l3[..10]) + checksum::sum(&l3[12..hl]));
+    if stored != computed {
+        if stored == !computed {
+            return Err(Refusal::Unsupported(
+                "IPv4 header checksum written as the other zero",
+            ));
+        }
+        return Err(malformed(
+            "ipv4",
+            format!("header checksum 0x{stored:04x} is wrong (expected 0x{computed:04x})"),
+        ));
+    }
+    if ipp.more_fragments() || ipp.frag_offset() != 0 {
+        return Err(Refusal::Unsupported("IPv4 fragment"));
+    }
+    Ok(IpParts {
+        ip: Ipv4 {
+            src: u32::from(ipp.src()),
+            dst: u32::from(ipp.dst()),
+            protocol: ipp.protocol(),
+            ttl: ipp.ttl(),
+            dscp: ipp.dscp(),
+            ecn: ipp.ecn(),
+            ident: ipp.ident(),
+        },
+        flags_fragment: be16(l3, 6),
+        options: &l3[20..hl],
+        body: &l3[hl..total],
+        rest: &l3[total..],
+    })
+}
+
+/// Check a UDP header against its IPv4 packet; Ok(true) when its checksum is 0 (none).
+fn check_udp(ip: &Ipv4, body: &[u8]) -> Result<bool, Refusal> {
+    if body.len() < 8 {
+        return Err(malformed(
+            "udp",
+            format!("needs 8 bytes, IP payload has {}", body.len()),
+        ));
+    }
+    let len = be16(body, 4) as usize;
+    if len != body.len() {
+        return Err(malformed(
+            "udp",
+            format!(
+                "length {len} differs from the IP payload length {}",
+                body.len()
+            ),
+        ));
+    }
+    let stored = be16(body, 6);
+    if stored == 0 {
+        return Ok(true);
+    }
+    let c = l4_checksum(
+        Ipv4Addr::from(ip.src),
+        Ipv4Addr::from(ip.dst),
+        PROTO_UDP,
+        body,
+        6,
+    );
+    let c = if c == 0 { 0xFFFF } else { c };
+    if stored != c {
+        return Err(malformed(
+            "udp",
+            format!("checksum 0x{stored:04x} is wrong (expected 0x{c:04x})"),
+        ));
+    }
+    Ok(false)
+}
+
+/// Parse `frame` into `pkt`, reusing its boxes (no allocation once they have grown). On a
+/// refusal `pkt` holds garbage and must not be used. Simulation-only metadata is reset.
+/// IP-in-IP and Geneve (UDP 6081, Ethernet inside) frames whose inner packet is plain IPv4 come
+/// out with `pkt.tunnel` set; if the inside does not parse, the frame is read as plain IPv4
+/// (the tunnel stays payload).
+pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
+    match parse_impl(frame, pkt, true) {
+        Ok(()) => Ok(()),
+        // A tunnel whose inside does not parse is plain IPv4 carrying it as payload.
+        Err(_) => parse_impl(frame, pkt, false),
+    }
+}
+
+fn parse_impl(frame: &[u8], pkt: &mut Packet, tunnels: bool) -> Result<(), Refusal> {
+    pkt.tunnel = None;
+    let e = EthernetPacket::new_checked(frame)?;
+    if e.ethertype() != ETHERTYPE_IPV4 {
+        return Err(Refusal::NotIpv4 {
+            ethertype: e.ethertype(),
+        });
+    }
+    let outer = parse_ipv4(e.payload())?;
+    let wire = pkt.wire.get_or_insert_with(Box::default);
+    wire.eth_dst = e.dst();
+    wire.eth_src = e.src();
+    wire.vlan_tci = e.vlan_tci();
+    wire.trailer.clear();
+    wire.trailer.extend_from_slice(outer.rest);
+    // The tunnel, if any: which IPv4 packet is the inner one.
+    let mut inner = None;
+    if tunnels && outer.ip.protocol == PROTO_IPIP {
+        let i = parse_ipv4(outer.body)?;
+        if !i.rest.is_empty() {
+            return Err(Refusal::Unsupported(
+                "inner IPv4 shorter than the outer payload",
+            ));
+        }
+        pkt.tunnel = Some(Tunnel {
+            outer: outer.ip,
+            encap: Encap::IpInIp,
+        });
+        inner = Some(i);
+    } else if tunnels
+        && outer.ip.protocol == PROTO_UDP
+        && outer.body.len() >= 8 + 8 + 14
+        && be16(outer.body, 2) == GENEVE_PORT
+    {
+        let zero = check_udp(&outer.ip, outer.body)?;
+        let g = &outer.body[8..];
+        let opt_len = ((g[0] & 0x3F) as usize) * 4;
+        if g[0] >> 6 != 0 || be16(g, 2) != PROTOCOL_ETHERNET || g.len() < 8 + opt_len + 14 {
+            return Err(Refusal::Unsupported("Geneve without an Ethernet payload"));
+        }
+        let ie = &g[8 + opt_len..];
+        if be16(ie, 12) != ETHERTYPE_IPV4 {
+            return Err(Refusal::Unsupported("Geneve inner frame is not IPv4"));
+        }
+        let i = parse_ipv4(&ie[14..])?;
+        if !i.rest.is_empty() {
+            return Err(Refusal::Unsupported(
+                "inner IPv4 shorter than the Geneve payload",
+            ));
+        }
+        wire.outer_udp_checksum_zero = zero;
+        wire.geneve_flags = g[1];
+        wire.geneve_reserved = g[7];
+        wire.inner_eth_dst.copy_from_slice(&ie[0..6]);
+        wire.inner_eth_src.copy_from_slice(&ie[6..12]);
+        let vni = u32::from_be_bytes([0, g[4], g[5], g[6]]);
+        let src_port = be16(outer.body, 0);
+        pkt.tunnel = Some(Tunnel {
+            outer: outer.ip,
+            encap: Encap::Geneve {
+                src_port,
+                vni,
+                options: g[8..8 + opt_len].to_vec(),
+            },
+        });
+        inner = Some(i);
+    }
+    let ipx = match inner {
+        Some(i) => {
+            if !wire.outer_ip_options.set(outer.options) {
+                return Err(malformed(
+                    "ipv4",
+                    format!("{} option bytes", outer.options.len()),
+                ));
+            }
+            wire.outer_ip_flags_fragment = outer.flags_fragment;
+            i
+        }
+        None => outer,
+    };
+    let (src, dst, proto) = (
+        Ipv4Addr::from(ipx.ip.src),
+        Ipv4Addr::from(ipx.ip.dst),
+        ipx.ip.protocol,
+    );
+    let body = ipx.body;
+    wire.ip_flags_fragment = ipx.flags_fragment;
+    if !wire.ip_options.set(ipx.options) {
+        return Err(malformed(
+            "ipv4",
+            format!("{} option bytes", ipx.options.len()),
+        ));
+    }
+    wire.tcp_options = OptionBytes::default();
+    wire.tcp_reserved_bits = 0;
+    wire.tcp_urgent = 0;
+    wire.udp_checksum_zero = false;
+    let payload_at;
+    let l4 = match proto {
+        PROTO_UDP => {
+            wire.udp_checksum_zero = check_udp(&ipx.ip, body)?;
+            payload_at = 8;
+            L4::Udp {
+                src_port: be16(body, 0),
+                dst_port: be16(body, 2),
+            }
+        }
+        PROTO_TCP => {
+            let t = TcpPacket::new_checked(body)?;
+            let thl = t.header_len();
+            let stored = t.checksum();
+            let c = l4_checksum(src, dst, PROTO_TCP, body, 16);
+            if stored != c {
+                if stored == !c {
+                    return Err(Refusal::Unsupported(
+                        "TCP checksum written as the other zero",
+                    ));
+                }
+                return Err(malformed(
+                    "tcp",
+                    format!("checksum 0x{stored:04x} is wrong (expected 0x{c:04x})"),
+                ));
+            }
+            wire.tcp_options.set(t.options());
+            wire.tcp_reserved_bits = body[12] & 0x0F;
+            wire.tcp_urgent = t.urgent();
+            payload_at = thl;
+            L4::Tcp(TcpHeader {
+                src_port: t.src_port(),
+                dst_port: t.dst_port(),
+                seq: t.seq(),
+                ack: t.ack(),
+                flags: TcpFlags(t.flags()),
+                window: t.window() as u32,
+                options_bytes: (thl - 20) as u8,
+            })
+        }
+        _ => {
+            payload_at = 0;
+            L4::Other
+        }
+    };
+    let payload = &body[payload_at..];
+    let buf = pkt.payload_bytes.get_or_insert_with(Box::default);
+    buf.clear();
+    buf.extend_from_slice(payload);
+    pkt.payload_len = payload.len() as u32;
+    pkt.ip = ipx.ip;
+    pkt.l4 = l4;
+    pkt.uid = 0;
+    pkt.flow_id = innet_sim::packet::NO_FLOW;
+    pkt.created_ps = 0;
+    pkt.hops = 0;
+    pkt.is_data = pkt.payload_len > 0;
+    pkt.recirculations = 0;
+    Ok(())
+}
+
+fn push_ipv4_header(
+    out: &mut Vec<u8>,
+    ip: &Ipv4,
+    proto: u8,
+    total: usize,
+    flags_fragment: u16,
+    options: &[u8],
+) -> Result<(), EmitError> {
+    if ip.dscp > 63 || ip.ecn > 3 {
+        return Err(EmitError(format!(
+            "DSCP {} / ECN {} do not fit in 6 / 2 bits",
+            ip.dscp, ip.ecn
+        )));
+    }
+    if total > u16::MAX as usize {
+        return Err(EmitError(format!(
+            "IPv4 total length {total} exceeds 65535"
+        )));
+    }
+    let ihl = 20 + options.len();
+    let at = out.len();
+    out.push(0x40 | (ihl / 4) as u8);
+    out.push((ip.dscp << 2) | ip.ecn);
+    out.extend_from_slice(&(total as u16).to_be_bytes());
+    out.extend_from_slice(&ip.ident.to_be_bytes());
+    out.extend_from_slice(&flags_fragment.to_be_bytes());
+    out.push(ip.ttl);
+    out.push(proto);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&ip.src.to_be_bytes());
+    out.extend_from_slice(&ip.dst.to_be_bytes());
+    out.extend_from_slice(options);
+    let c = checksum::checksum(&out[at..at + ihl]);
+    out[at + 10..at + 12].copy_from_slice(&c.to_be_bytes());
+    Ok(())
+}
+
+/// Write `pkt` as a frame into `out` (cleared first): Ethernet from its [`WireExtras`], the
+/// tunnel if any (IP-in-IP, or Geneve with its options and inner Ethernet), IPv4 and TCP/UDP
+/// headers from the header stack and extras, the payload (`payload_bytes`, zero-filled up to
+/// `payload_len`), then the trailer. IPv4, TCP and UDP checksums and all lengths are computed
+/// here; ICMP and other protocols' checksums are the program's (they are payload).
+pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
+    out.clear();
+    let Some(wire) = pkt.wire.as_deref() else {
+        return Err(EmitError("packet has no wire extras (MAC addresses); set `pkt.wire` (see real::frame::make_reply)".into()));
+    };
+    let ip = &pkt.ip;
+    let (l4_len, proto) = match &pkt.l4 {
+        L4::Udp { .. } => (8usize, PROTO_UDP),
+        L4::Tcp(h) => {
+            if h.options_bytes as usize != wire.tcp_options.len() {
+                return Err(EmitError(format!(
+                    "TCP options_bytes is {} but wire.tcp_options holds {} bytes",
+                    h.options_bytes,
+                    wire.tcp_options.len()
+                )));
+            }
+            if h.window > u16::MAX as u32 {
+                return Err(EmitError(format!(
+                    "TCP window {} does not fit in 16 bits",
+                    h.window
+                )));
+            }
+            (20 + wire.tcp_options.len(), PROTO_TCP)
+        }
+        L4::Other => (0, ip.protocol),
+    };
+    if matches!(pkt.l4, L4::Other) && (ip.protocol == PROTO_TCP || ip.protocol == PROTO_UDP) {
+        return Err(EmitError(format!(
+            "IP protocol {} with no transport header (L4::Other)",
+            ip.protocol
+        )));
+    }
+    let payload_len = pkt.payload_len as usize;
+    let inner_total = 20 + wire.ip_options.len() + l4_len + payload_len;
+    // Ethernet.
+    out.extend_from_slice(&wire.eth_dst);
+    out.extend_from_slice(&wire.eth_src);
+    if let Some(tci) = wire.vlan_tci {
+        out.extend_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
+        out.extend_from_slice(&tci.to_be_bytes());
+    }
+    out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    // Tunnel.
+    let mut geneve_udp_at = None;
+    if let Some(t) = &pkt.tunnel {
+        let oopts = wire.outer_ip_options.as_slice();
+        match &t.encap {
+            Encap::IpInIp | Encap::IpInIpTagged { .. } => {
+                push_ipv4_header(
+                    out,
+                    &t.outer,
+                    PROTO_IPIP,
+                    20 + oopts.len() + inner_total,
+                    wire.outer_ip_flags_fragment,
+                    oopts,
+                )?;
+            }
+            Encap::Geneve {
+                src_port,
+                vni,
+                options,
+            } => {
+                if options.len() % 4 != 0 || options.len() > 252 {
+                    return Err(EmitError(format!(
+                        "Geneve options of {} bytes (a multiple of 4 up to 252)",
+                        options.len()
+                    )));
+                }
+                if *vni >= 1 << 24 {
+                    return Err(EmitError(format!(
+                        "Geneve VNI {vni} does not fit in 24 bits"
+                    )));
+                }
+                let udp_len = 8 + 8 + options.len() + 14 + inner_total;
+                push_ipv4_header(
+                    out,
+                    &t.outer,
+                    PROTO_UDP,
+                    20 + oopts.len() + udp_len,
+                    wire.outer_ip_flags_fragment,
+                    oopts,
+                )?;
+                geneve_udp_at = Some(out.len());
+                out.extend_from_slice(&src_port.to_be_bytes());
+                out.extend_from_slice(&GENEVE_PORT.to_be_bytes());
+                out.extend_from_slice(&(udp_len as u16).to_be_bytes());
+                out.extend_from_slice(&[0, 0]);
+                out.push((options.len() / 4) as u8);
+                out.push(wire.geneve_flags);
+                out.extend_from_slice(&PROTOCOL_ETHERNET.to_be_bytes());
+                out.extend_from_slice(&vni.to_be_bytes()[1..]);
+                out.push(wire.geneve_reserved);
+                out.extend_from_slice(options);
+                out.extend_from_slice(&wire.inner_eth_dst);
+                out.extend_from_slice(&wire.inner_eth_src);
+                out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+            }
+            Encap::Udp { .. } => {
+                return Err(EmitError(
+                    "plain UDP tunnels are not emitted by the real runtime".into(),
+                ))
+            }
+        }
+    }
+    // IPv4.
+    push_ipv4_header(
+        out,
+        ip,
+        proto,
+        inner_total,
+        wire.ip_flags_fragment,
+        wire.ip_options.as_slice(),
+    )?;
+    // Transport header.
+    let l4_at = out.len();
+    match &pkt.l4 {
+        L4::Udp { src_port, dst_port } => {
+            out.extend_from_slice(&src_port.to_be_bytes());
+            out.extend_from_slice(&dst_port.to_be_bytes());
+            out.extend_from_slice(&((8 + payload_len) as u16).to_be_bytes());
+            out.extend_from_slice(&[0, 0]);
+        }
+        L4::Tcp(h) => {
+            out.extend_from_slice(&h.src_port.to_be_bytes());
+            out.extend_from_slice(&h.dst_port.to_be_bytes());
+            out.extend_from_slice(&h.seq.to_be_bytes());
+            out.extend_from_slice(&h.ack.to_be_bytes());
+            out.push(((l4_len / 4) as u8) << 4 | (wire.tcp_reserved_bits & 0x0F));
+            out.push(h.flags.0);
+            out.extend_from_slice(&(h.window as u16).to_be_bytes());
+            out.extend_from_slice(&[0, 0]);
+            out.extend_from_slice(&wire.tcp_urgent.to_be_bytes());
+            out.extend_from_slice(wire.tcp_options.as_slice());
+        }
+        L4::Other => {}
+    }
+    // Payload, zero-filled past the materialized bytes.
+    let bytes: &[u8] = pkt
+        .payload_bytes
+        .as_deref()
+        .map(|v| v.as_slice())
+        .unwrap_or(&[]);
+    let n = bytes.len().min(payload_len);
+    out.extend_from_slice(&bytes[..n]);
+    out.resize(out.len() + (payload_len - n), 0);
+    // Transport checksums over whole segments: the inner one first, then the tunnel's UDP.
+    let (src, dst) = (Ipv4Addr::from(ip.src), Ipv4Addr::from(ip.dst));
+    match &pkt.l4 {
+        L4::Udp { .. } if !wire.udp_checksum_zero => {
+            let c = l4_checksum(src, dst, PROTO_UDP, &out[l4_at..], 6);
+            let c = if c == 0 { 0xFFFF } else { c };
+            out[l4_at + 6..l4_at + 8].copy_from_slice(&c.to_be_bytes());
+        }
+        L4::Tcp(_) => {
+            let c = l4_checksum(src, dst, PROTO_TCP, &out[l4_at..], 16);
+            out[l4_at + 16..l4_at + 18].copy_from_slice(&c.to_be_bytes());
+        }
+        _ => {}
+    }
+    if let (Some(at), Some(t)) = (geneve_udp_at, &pkt.tunnel) {
+        if !wire.outer_udp_checksum_zero {
+            let (os, od) = (Ipv4Addr::from(t.outer.src), Ipv4Addr::from(t.outer.dst));
+            let c = l4_checksum(os, od, PROTO_UDP, &out[at..], 6);
+            let c = if c == 0 { 0xFFFF } else { c };
+            out[at + 6..at + 8].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&wire.trailer);
+    Ok(())
+}
+
+/// Turn `pkt` (a copy of a received packet) into a packet going back to its sender: MACs, IP
+/// addresses (outer ones and inner MACs too, when tunnelled) and ports swapped, TTL 64, new IP ident 0, no padding trailer, no payload. A TCP
+/// reply keeps the request's options only if `keep_tcp_options` (e.g. timestamps a program
+/// rewrites); otherwise it has none. The caller then sets seq/ack/flags/window and the payload.
+pub fn make_reply(pkt: &mut Packet, keep_tcp_options: bool) {
+    let w = pkt.wire.get_or_insert_with(Box::default);
+    std::mem::swap(&mut w.eth_dst, &mut w.eth_src);
+    w.trailer.clear();
+    w.ip_options = OptionBytes::default();
+    w.udp_checksum_zero = false;
+    w.tcp_urgent = 0;
+    w.tcp_reserved_bits = 0;
+    if !keep_tcp_options {
+        w.tcp_options = OptionBytes::default();
+    }
+    let opts = w.tcp_options.len() as u8;
+    std::mem::swap(&mut w.inner_eth_dst, &mut w.inner_eth_src);
+    if let Some(t) = &mut pkt.tunnel {
+        std::mem::swap(&mut t.outer.src, &mut t.outer.dst);
+        t.outer.ttl = 64;
+    }
+    std::mem::swap(&mut pkt.ip.src, &mut pkt.ip.dst);
+    pkt.ip.ttl = 64;
+    pkt.ip.ident = 0;
+    pkt.ip.ecn = 0;
+    match &mut pkt.l4 {
+        L4::Udp { src_port, dst_port } => std::mem::swap(src_port, dst_port),
+        L4::Tcp(h) => {
+            std::mem::swap(&mut h.src_port, &mut h.dst_port);
+            h.options_bytes = opts;
+        }
+        L4::Other => {}
+    }
+    set_payload(pkt, &[]);
+}
+
+/// Replace the payload bytes (and `payload_len`).
+pub fn set_payload(pkt: &mut Packet, bytes: &[u8]) {
+    let b = pkt.payload_bytes.get_or_insert_with(Box::default);
+    b.clear();
+    b.extend_from_slice(bytes);
+    pkt.payload_len = bytes.len() as u32;
+}
+
+/// The payload bytes a received packet carries (empty if none were materialized).
+pub fn payload(pkt: &Packet) -> &[u8] {
+    pkt.payload_bytes
+        .as_deref()
+        .map(|v| v.as_slice())
+        .unwrap_or(&[])
+}
+
+/// Replace the TCP options (raw bytes, a multiple of 4 up to 40), keeping `options_bytes` in
+/// step. False if the packet is not TCP or the options do not fit.
+pub fn set_tcp_options(pkt: &mut Packet, raw: &[u8]) -> bool {
+    let L4::Tcp(h) = &mut pkt.l4 else {
+        return false;
+    };
+    let w = pkt.wire.get_or_insert_with(Box::default);
+    if !w.tcp_options.set(raw) {
+        return false;
+    }
+    h.options_bytes = raw.len() as u8;
+    true
+}
+
+/// The parsed TCP options of a packet (timestamps, SACK, MSS, ...), via crates/wire.
+pub fn tcp_options(pkt: &Packet) -> innet_wire::Result<Vec<innet_wire::tcp::TcpOption>> {
+    match pkt.wire.as_deref() {
+        Some(w) => innet_wire::tcp::parse_options(w.tcp_options.as_slice()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// A brand-new packet with the given wire extras (e.g. a clone of a received packet's), for
+/// programs that generate traffic.
+pub fn new_wire_packet(ip: Ipv4, l4: L4, wire: WireExtras) -> Packet {
+    let mut p = Packet::new(ip, l4, 0);
+    p.wire = Some(Box::new(wire));
+    p.payload_bytes = Some(Box::default());
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_wire::ethernet::EthernetRepr;
+    use innet_wire::frame::{FrameRepr, L4Repr};
+    use innet_wire::ipv4::Ipv4Repr;
+    use innet_wire::tcp::{TcpOption, TcpRepr};
+
+    fn tcp_frame(payload: &[u8], options: Vec<TcpOption>) -> Vec<u8> {
+        FrameRepr {
+            eth: EthernetRepr {
+                dst: [2, 0, 0, 0, 0, 2],
+                src: [2, 0, 0, 0, 0, 1],
+                vlan_tci: None,
+                ethertype: ETHERTYPE_IPV4,
+            },
+            tunnel: None,
+            ip: Ipv4Repr {
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(10, 0, 0, 2),
+                protocol: PROTO_TCP,
+                ttl: 64,
+                dscp: 0,
+                ecn: 0,
+                ident: 9,
+                dont_fragment: true,
+                options: vec![],
+                payload_len: 0,
+            },
+            l4: L4Repr::Tcp(TcpRepr {
+                src_port: 40000,
+                dst_port: 9042,
+                seq: 100,
+                ack: 200,
+                flags: 0x18,
+                window: 500,
+                urgent: 0,
+                options,
+                payload_len: 0,
+            }),
+            payload: payload.to_vec(),
+        }
+        .emit()
+        .unwrap()
+    }
+
+    #[test]
+    fn tcp_with_timestamps_round_trips_and_is_editable() {
+        let f = tcp_frame(
+            b"hello",
+            vec![
+                TcpOption::Nop,
+                TcpOption::Nop,
+                TcpOption::Timestamps { value: 5, echo: 6 },
+            ],
+        );
+        let mut p = blank_packet();
+        parse_into(&f, &mut p).unwrap();
+        let mut out = Vec::new();
+        emit_into(&p, &mut out).unwrap();
+        assert_eq!(out, f);
+        assert_eq!(payload(&p), b"hello");
+        assert!(tcp_options(&p)
+            .unwrap()
+            .contains(&TcpOption::Timestamps { value: 5, echo: 6 }));
+        // Change seq and payload: the result must parse (checksums right) with the new values.
+        if let L4::Tcp(h) = &mut p.l4 {
+            h.seq = 7777;
+        }
+        set_payload(&mut p, b"a longer payload");
+        emit_into(&p, &mut out).unwrap();
+        let g = innet_wire::frame::parse_frame(&out).unwrap();
+        match g.l4 {
+            L4Repr::Tcp(t) => assert_eq!(t.seq, 7777),
+            _ => panic!(),
+        }
+        assert_eq!(g.payload, b"a longer payload");
+    }
+
+    #[test]
+    fn reply_swaps_addresses_and_has_right_checksums() {
+        let f = tcp_frame(b"GET k", vec![TcpOption::Mss(1460)]);
+        let mut p = blank_packet();
+        parse_into(&f, &mut p).unwrap();
+        let mut r = p.clone();
+        make_reply(&mut r, false);
+        set_payload(&mut r, b"VALUE");
+        let mut out = Vec::new();
+        emit_into(&r, &mut out).unwrap();
+        let g = innet_wire::frame::parse_frame(&out).unwrap();
+        assert_eq!(g.eth.dst, [2, 0, 0, 0, 0, 1]);
+        assert_eq!(g.ip.src, Ipv4Addr::new(10, 0, 0, 2));
+        match g.l4 {
+            L4Repr::Tcp(t) => {
+                assert_eq!((t.src_port, t.dst_port), (9042, 40000));
+                assert!(t.options.is_empty());
+            }
+            _ => panic!(),
+        }
+        assert_eq!(g.payload, b"VALUE");
+    }
+
+    #[test]
+    fn refusals() {
+        let mut p = blank_packet();
+        let mut arp = vec![0xffu8; 12];
+        arp.extend_from_slice(&[0x08, 0x06]);
+        arp.extend_from_slice(&[0; 28]);
+        assert_eq!(
+            parse_into(&arp, &mut p),
+            Err(Refusal::NotIpv4 { ethertype: 0x0806 })
+        );
+        let f = tcp_frame(b"x", vec![]);
+        for cut in 0..f.len() {
+            assert!(
+                parse_into(&f[..cut], &mut p).is_err(),
+                "truncated at {cut} accepted"
+            );
+        }
+        let mut bad = f.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert!(matches!(
+            parse_into(&bad, &mut p),
+            Err(Refusal::Malformed(_))
+        ));
+        let mut frag = f.clone();
+        frag[14 + 6] |= 0x20; // MF
+        let c = checksum::finish(checksum::sum(&frag[14..24]) + checksum::sum(&frag[26..34]));
+        frag[24..26].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(
+            parse_into(&frag, &mut p),
+            Err(Refusal::Unsupported("IPv4 fragment"))
+        );
+    }
+
+    #[test]
+    fn padding_trailer_is_kept() {
+        let mut f = tcp_frame(b"", vec![]);
+        f.resize(60, 0xAB);
+        let mut p = blank_packet();
+        parse_into(&f, &mut p).unwrap();
+        let mut out = Vec::new();
+        emit_into(&p, &mut out).unwrap();
+        assert_eq!(out, f);
+    }
+}
+
+#[cfg(test)]
+mod sum_tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_sum_equals_the_wire_crates_sum(data in prop::collection::vec(any::<u8>(), 0..300)) {
+            let slow = innet_wire::checksum::finish(innet_wire::checksum::sum(&data));
+            let fast = innet_wire::checksum::finish(super::sum_folded(&data));
+            prop_assert_eq!(slow, fast);
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Properties of the real runtime's frame ↔ Packet conversion: every frame `parse_into` accepts
+//! re-emits byte-identically (whatever its MACs, VLAN tag, IP options, DF/reserved bits, TCP
+//! options — raw, even malformed-looking ones — urgent pointer, padding); random bytes never
+//! panic; whatever wire's own parser accepts as plain IPv4/TCP/UDP, the runtime accepts too.
+
+use innet_dataplane::real::frame::{blank_packet, emit_into, make_reply, parse_into, Refusal};
+use innet_wire::checksum;
+use proptest::prelude::*;
+
+/// Build a frame from raw parts, with right lengths and checksums.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    vlan: Option<u16>,
+    ip_opts: &[u8],
+    flags_frag: u16,
+    proto: u8,
+    tcp_opts: &[u8],
+    tcp_byte12_low: u8,
+    urgent: u16,
+    payload: &[u8],
+    trailer: &[u8],
+    udp_zero: bool,
+) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    if let Some(t) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&t.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    let ip_at = f.len();
+    let ihl = 20 + ip_opts.len();
+    let l4 = match proto {
+        6 => {
+            let mut t = vec![0x9c, 0x40, 0x23, 0x52, 0, 0, 0, 1, 0, 0, 0, 2];
+            t.push((((20 + tcp_opts.len()) / 4) as u8) << 4 | (tcp_byte12_low & 0x0f));
+            t.extend_from_slice(&[0x18, 0x01, 0x00, 0, 0]);
+            t.extend_from_slice(&urgent.to_be_bytes());
+            t.extend_from_slice(tcp_opts);
+            t
+        }
+        17 => {
+            let mut u = vec![0x30, 0x39, 0x00, 0x35];
+            u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+            u.extend_from_slice(&[0, 0]);
+            u
+        }
+        _ => vec![],
+    };
+    let total = ihl + l4.len() + payload.len();
+    f.extend_from_slice(&[0x40 | (ihl / 4) as u8, 0x2e]);
+    f.extend_from_slice(&(total as u16).to_be_bytes());
+    f.extend_from_slice(&[0x12, 0x34]);
+    f.extend_from_slice(&flags_frag.to_be_bytes());
+    f.extend_from_slice(&[17, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend_from_slice(ip_opts);
+    let c = checksum::checksum(&f[ip_at..ip_at + ihl]);
+    f[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
+    let l4_at = f.len();
+    f.extend_from_slice(&l4);
+    f.extend_from_slice(payload);
+    let seg_len = f.len() - l4_at;
+    let pseudo = checksum::sum(&[10, 0, 0, 1, 10, 0, 0, 2]) + proto as u32 + seg_len as u32;
+    match proto {
+        6 => {
+            let c = checksum::finish(pseudo + checksum::sum(&f[l4_at..]));
+            f[l4_at + 16..l4_at + 18].copy_from_slice(&c.to_be_bytes());
+        }
+        17 if !udp_zero => {
+            let c = checksum::finish(pseudo + checksum::sum(&f[l4_at..]));
+            let c = if c == 0 { 0xffff } else { c };
+            f[l4_at + 6..l4_at + 8].copy_from_slice(&c.to_be_bytes());
+        }
+        _ => {}
+    }
+    f.extend_from_slice(trailer);
+    f
+}
+
+fn words(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    (0..=max / 4).prop_flat_map(|n| prop::collection::vec(any::<u8>(), n * 4))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn accepted_frames_re_emit_byte_identically(
+        vlan in prop::option::of(any::<u16>()),
+        ip_opts in words(40),
+        df in any::<bool>(), evil in any::<bool>(),
+        proto in prop::sample::select(vec![1u8, 6, 17, 47]),
+        tcp_opts in words(40),
+        low in 0u8..16, urgent in any::<u16>(),
+        payload in prop::collection::vec(any::<u8>(), 0..300),
+        trailer in prop::collection::vec(any::<u8>(), 0..20),
+        udp_zero in any::<bool>(),
+    ) {
+        let ff = (df as u16) << 14 | (evil as u16) << 15;
+        let f = build(vlan, &ip_opts, ff, proto, &tcp_opts, low, urgent, &payload, &trailer, udp_zero);
+        let mut p = blank_packet();
+        match parse_into(&f, &mut p) {
+            Ok(()) => {
+                let mut out = Vec::new();
+                emit_into(&p, &mut out).unwrap();
+                prop_assert_eq!(&out, &f);
+                prop_assert_eq!(innet_dataplane::real::frame::payload(&p), &payload[..]);
+                // A reply emits a frame that parses back.
+                make_reply(&mut p, true);
+                emit_into(&p, &mut out).unwrap();
+                let mut q = blank_packet();
+                prop_assert!(parse_into(&out, &mut q).is_ok());
+            }
+            // Only a checksum that happens to be the other one's-complement zero may be refused.
+            Err(Refusal::Unsupported(why)) => prop_assert!(why.contains("other zero"), "{}", why),
+            Err(e) => prop_assert!(false, "valid frame refused: {}", e),
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic_and_accepted_ones_round_trip(
+        mut bytes in prop::collection::vec(any::<u8>(), 0..200),
+        ipv4 in any::<bool>(),
+    ) {
+        if ipv4 && bytes.len() > 34 {
+            bytes[12] = 0x08; bytes[13] = 0x00; bytes[14] = 0x45;
+            let tl = (bytes.len() - 14) as u16;
+            bytes[16..18].copy_from_slice(&tl.to_be_bytes());
+            bytes[20] &= 0x40; bytes[21] = 0;
+            bytes[24] = 0; bytes[25] = 0;
+            let c = checksum::checksum(&bytes[14..34]);
+            bytes[24..26].copy_from_slice(&c.to_be_bytes());
+        }
+        let mut p = blank_packet();
+        if parse_into(&bytes, &mut p).is_ok() {
+            let mut out = Vec::new();
+            emit_into(&p, &mut out).unwrap();
+            prop_assert_eq!(out, bytes);
+        }
+    }
+
+    #[test]
+    fn wire_parser_and_runtime_agree_on_plain_frames(
+        payload in prop::collection::vec(any::<u8>(), 0..100),
+        proto in prop::sample::select(vec![6u8, 17]),
+    ) {
+        let f = build(None, &[], 0x4000, proto, &[1, 1, 8, 10, 0, 0, 0, 5, 0, 0, 0, 6], 0, 0, &payload, &[], false);
+        let w = innet_wire::frame::parse_frame(&f).unwrap();
+        let mut p = blank_packet();
+        parse_into(&f, &mut p).unwrap();
+        prop_assert_eq!(p.payload_len as usize, w.payload.len());
+        prop_assert_eq!(p.ip.src, u32::from(w.ip.src));
+    }
+}
+
+mod tunnels {
+    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
+    use innet_sim::packet::Encap;
+    use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
+    use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
+    use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
+    use innet_wire::ipv4::Ipv4Repr;
+    use innet_wire::tcp::{TcpOption, TcpRepr};
+    use innet_wire::Ipv4Addr;
+    use proptest::prelude::*;
+
+    fn ip(a: u32, b: u32, ident: u16) -> Ipv4Repr {
+        Ipv4Repr {
+            src: Ipv4Addr::from(a),
+            dst: Ipv4Addr::from(b),
+            protocol: 0,
+            ttl: 9,
+            dscp: 4,
+            ecn: 1,
+            ident,
+            dont_fragment: ident.is_multiple_of(2),
+            options: vec![],
+            payload_len: 0,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+        #[test]
+        fn geneve_and_ipip_frames_decode_as_tunnels_and_re_emit_byte_identically(
+            geneve in any::<bool>(), vni in 0u32..(1 << 24), sport in any::<u16>(), oam in any::<bool>(),
+            opts in prop::collection::vec((any::<u16>(), 0u8..128, prop::collection::vec(any::<u8>(), 0..3)), 0..3),
+            a in any::<u32>(), b in any::<u32>(), ident in any::<u16>(),
+            tcp in any::<bool>(), payload in prop::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let encap = if geneve {
+                EncapRepr::Geneve {
+                    src_port: sport,
+                    geneve: GeneveRepr {
+                        oam, critical: false, protocol: PROTOCOL_ETHERNET, vni,
+                        options: opts.iter().map(|(c, k, d)| GeneveOption { class: *c, kind: *k, data: d.iter().flat_map(|x| [*x; 4]).collect() }).collect(),
+                    },
+                    inner_eth: EthernetRepr { dst: [2, 1, 0, 0, 0, 2], src: [2, 1, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+                }
+            } else {
+                EncapRepr::IpInIp
+            };
+            let l4 = if tcp {
+                L4Repr::Tcp(TcpRepr { src_port: 1, dst_port: 2, seq: 3, ack: 4, flags: 0x10, window: 5, urgent: 0,
+                    options: vec![TcpOption::Nop, TcpOption::Nop, TcpOption::Timestamps { value: 1, echo: 2 }], payload_len: 0 })
+            } else {
+                L4Repr::Udp { src_port: 7, dst_port: 8 }
+            };
+            let f = FrameRepr {
+                eth: EthernetRepr { dst: [2, 0, 0, 0, 0, 2], src: [2, 0, 0, 0, 0, 1], vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
+                tunnel: Some(TunnelRepr { outer: ip(b, a, ident ^ 0x55), encap }),
+                ip: ip(a, b, ident),
+                l4,
+                payload,
+            }.emit().unwrap();
+            let mut p = blank_packet();
+            parse_into(&f, &mut p).unwrap();
+            let t = p.tunnel.as_ref().expect("decoded as a tunnel");
+            prop_assert_eq!(t.outer.src, b);
+            match &t.encap {
+                Encap::Geneve { vni: v, src_port, .. } => { prop_assert!(geneve); prop_assert_eq!(*v, vni); prop_assert_eq!(*src_port, sport); }
+                Encap::IpInIp => prop_assert!(!geneve),
+                e => prop_assert!(false, "unexpected encap {:?}", e),
+            }
+            prop_assert_eq!(p.ip.src, a);
+            let mut out = Vec::new();
+            emit_into(&p, &mut out).unwrap();
+            prop_assert_eq!(out, f);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+"""`innet switch run|list` and `innet bench switch`: the real-packet switch (crates/dataplane `real`).
+
+The runtime runs in Rust (``_native.switch_run``, GIL released) and handles SIGINT/SIGTERM
+itself: it stops, and the counters summary is printed on stderr (and as JSON with ``--json``
+on stdout, or ``--stats-json FILE``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+class SwitchError(Exception):
+    """A user-facing error (exit 2, one line)."""
+
+
+def _sets(sets: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for s in sets:
+        key, sep, value = s.partition("=")
+        if not sep or not key.strip():
+            raise SwitchError(f"--set expects key=value, got '{s}'")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("switch")
+    def switch() -> None:
+        """The real-packet switch: a data-plane program on Linux interfaces (AF_PACKET)."""
+
+    @switch.command("list")
+    def list_programs() -> None:
+        """Programs the real switch can run."""
+        from innet import _native
+
+        for name, desc in _native.switch_programs():
+            click.echo(f"{name:<14} {desc}")
+
+    @switch.command("run")
+    @click.option("--program", required=True, help="Program name (see `innet switch list`).")
+    @click.option("--port", "ports", multiple=True, required=True, metavar="IFACE",
+                  help="An interface, once per port, in port order (port 0 first).")
+    @click.option("--set", "sets", multiple=True, metavar="K=V", help="A program setting.")
+    @click.option("--pcap", metavar="FILE", help="Write every frame the program saw to FILE.")
+    @click.option("--route", "routes", multiple=True, metavar="CIDR=PORT",
+                  help="Static route for Verdict::Route (longest prefix on the routing dst).")
+    @click.option("--duration-s", type=float, default=None, help="Stop after this many seconds.")
+    @click.option("--batch", type=int, default=64, show_default=True, help="Frames per recvmmsg.")
+    @click.option("--loss", type=float, default=0.0, show_default=True,
+                  help="Drop each transmitted frame with this probability (link impairment, like netem loss).")
+    @click.option("--reorder", type=float, default=0.0, show_default=True,
+                  help="Hold a frame back behind the next one with this probability (reordering).")
+    @click.option("--impair-seed", type=int, default=1, show_default=True, help="Seed of --loss/--reorder.")
+    @click.option("--no-stats", is_flag=True, help="No live stats line.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON on stdout.")
+    @click.option("--stats-json", metavar="FILE", help="Write the final summary as JSON to FILE.")
+    def run(program: str, ports: tuple[str, ...], sets: tuple[str, ...], pcap: str | None,
+            routes: tuple[str, ...], duration_s: float | None, batch: int, loss: float, reorder: float,
+            impair_seed: int, no_stats: bool, as_json: bool, stats_json: str | None) -> None:
+        """Forward frames between the ports through PROGRAM until SIGINT/SIGTERM."""
+        from innet import _native
+
+        try:
+            text, js = _native.switch_run(program, list(ports), _sets(sets), pcap=pcap, routes=list(routes),
+                                          duration_s=duration_s, stats=not no_stats, batch=batch,
+                                          loss=loss, reorder=reorder, impair_seed=impair_seed)
+        except _native.UserInputError as e:
+            raise SwitchError(str(e)) from None
+        click.echo(text, err=True, nl=False)
+        if stats_json:
+            Path(stats_json).write_text(js + "\n")
+        if as_json:
+            click.echo(json.dumps(json.loads(js)))
+
+    bench = cli.commands["bench"]
+
+    @bench.command("switch")
+    @click.option("--pcap", required=True, metavar="FILE", help="Capture to replay (Ethernet pcap).")
+    @click.option("--program", default="forward", show_default=True)
+    @click.option("--set", "sets", multiple=True, metavar="K=V", help="A program setting.")
+    @click.option("--repeat", default=20, show_default=True, type=int, help="Replays of the capture.")
+    @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+    def bench_switch(pcap: str, program: str, sets: tuple[str, ...], repeat: int, as_json: bool) -> None:
+        """Frames per second of PROGRAM on one core, replaying a capture in memory (no sockets)."""
+        from innet import _native
+
+        if not Path(pcap).is_file():
+            raise SwitchError(f"{pcap}: no such file")
+        try:
+            rep = json.loads(_native.bench_switch(pcap, program, _sets(sets), repeat=repeat))
+        except _native.UserInputError as e:
+            raise SwitchError(str(e)) from None
+        if as_json:
+            click.echo(json.dumps(rep))
+            return
+        for k, v in rep.items():
+            click.echo(f"{k:<20} {v}")

@@ -1,0 +1,242 @@
+"""Network-namespace harness for the real-packet switch: client and server namespaces joined
+through a switch namespace by veth pairs, so every frame between them crosses the user-space
+switch (``innet switch run`` on the switch's two ports).
+
+    client ns            switch ns                 server ns
+    c0 10.77.0.1/24 <-veth-> p0 [innet switch] p1 <-veth-> s0 10.77.0.2/24
+
+The switch ports have no IP and IPv6 is off everywhere (no stray router solicitations). Host
+ends keep their default offloads (checksum offload, TSO): the runtime handles them through
+PACKET_VNET_HDR. Optional ``tc netem`` (loss, reordering, delay) on the host ends' egress.
+
+Needs root (CAP_NET_ADMIN): ``NetnsUnavailable`` says so; tests fail with that message, they
+never skip. Command line: ``python3 -m innet.netns up|down|run-switch`` (scripts/netns.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class NetnsUnavailable(RuntimeError):
+    """Namespaces cannot be built here (not root, no CAP_NET_ADMIN, no `ip`)."""
+
+
+def _run(cmd: list[str], check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` failed ({r.returncode}): {r.stderr.strip()}")
+    return r
+
+
+def innet_command() -> list[str]:
+    """The `innet` CLI of this checkout (not whichever one is installed machine-wide)."""
+    return [sys.executable, "-m", "innet"]
+
+
+def innet_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+@dataclass
+class Topology:
+    """client — switch — server. Names get a per-process tag so parallel runs do not collide."""
+
+    tag: str = field(default_factory=lambda: f"in{os.getpid() % 100000}")
+    subnet: str = "10.77.0"
+    client_netem: str | None = None  # e.g. "loss 1%" or "delay 1ms reorder 10% 50%"
+    server_netem: str | None = None
+    switch: subprocess.Popen | None = None
+    switch_log: Path | None = None
+
+    @property
+    def client(self) -> str:
+        return f"{self.tag}-c"
+
+    @property
+    def sw(self) -> str:
+        return f"{self.tag}-sw"
+
+    @property
+    def server(self) -> str:
+        return f"{self.tag}-s"
+
+    client_if = "c0"
+    server_if = "s0"
+    ports = ("p0", "p1")
+
+    @property
+    def client_ip(self) -> str:
+        return f"{self.subnet}.1"
+
+    @property
+    def server_ip(self) -> str:
+        return f"{self.subnet}.2"
+
+    # ---- building ----
+    @staticmethod
+    def check_available() -> None:
+        if shutil.which("ip") is None:
+            raise NetnsUnavailable("the `ip` command (iproute2) is missing: run scripts/setup.sh")
+        if os.geteuid() != 0:
+            raise NetnsUnavailable(
+                f"network namespaces need root / CAP_NET_ADMIN; running as uid {os.geteuid()}")
+
+    def up(self) -> "Topology":
+        self.check_available()
+        self.down()
+        try:
+            for ns in (self.client, self.sw, self.server):
+                r = _run(["ip", "netns", "add", ns], check=False)
+                if r.returncode != 0:
+                    raise NetnsUnavailable(f"`ip netns add {ns}` failed: {r.stderr.strip()} "
+                                           "(needs CAP_NET_ADMIN and a mountable /run/netns)")
+                _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+                self.exec(ns, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                               "net.ipv6.conf.default.disable_ipv6=1"])
+            _run(["ip", "link", "add", self.client_if, "netns", self.client, "type", "veth",
+                  "peer", "name", self.ports[0], "netns", self.sw])
+            _run(["ip", "link", "add", self.server_if, "netns", self.server, "type", "veth",
+                  "peer", "name", self.ports[1], "netns", self.sw])
+            _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", self.client_if])
+            _run(["ip", "-n", self.server, "addr", "add", f"{self.server_ip}/24", "dev", self.server_if])
+            for ns, dev in ((self.client, self.client_if), (self.server, self.server_if),
+                            (self.sw, self.ports[0]), (self.sw, self.ports[1])):
+                _run(["ip", "-n", ns, "link", "set", dev, "up"])
+            if self.client_netem:
+                self.set_netem(self.client, self.client_if, self.client_netem)
+            if self.server_netem:
+                self.set_netem(self.server, self.server_if, self.server_netem)
+        except Exception:
+            self.down()
+            raise
+        return self
+
+    def set_netem(self, ns: str, dev: str, spec: str) -> None:
+        r = _run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", *spec.split()],
+                 check=False)
+        if r.returncode != 0:
+            raise NetnsUnavailable(f"tc netem '{spec}' on {dev} failed: {r.stderr.strip()} "
+                                   "(needs iproute2's tc and the sch_netem kernel module; without them, "
+                                   "use the switch's own impairment: innet switch run --loss P --reorder P)")
+
+    def down(self) -> None:
+        self.stop_switch()
+        for ns in (self.client, self.sw, self.server):
+            r = _run(["ip", "netns", "pids", ns], check=False)
+            for pid in r.stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            _run(["ip", "netns", "del", ns], check=False)
+
+    def __enter__(self) -> "Topology":
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # ---- using ----
+    def exec(self, ns: str, cmd: list[str], check: bool = True, timeout: float = 60,
+             input: bytes | None = None) -> subprocess.CompletedProcess:
+        r = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, timeout=timeout,
+                           input=input, env=innet_env())
+        if check and r.returncode != 0:
+            raise RuntimeError(f"[{ns}] `{' '.join(cmd)}` failed ({r.returncode}): "
+                               f"{r.stderr.decode(errors='replace').strip()}")
+        return r
+
+    def popen(self, ns: str, cmd: list[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], env=innet_env(), **kw)
+
+    def start_switch(self, program: str = "forward", sets: dict[str, str] | None = None,
+                     extra: list[str] | None = None, log: Path | None = None) -> subprocess.Popen:
+        """Start `innet switch run` on the switch ports; returns once its sockets are open."""
+        cmd = [*innet_command(), "switch", "run", "--program", program,
+               "--port", self.ports[0], "--port", self.ports[1]]
+        for k, v in (sets or {}).items():
+            cmd += ["--set", f"{k}={v}"]
+        cmd += extra or []
+        self.switch_log = log or Path(f"/tmp/{self.tag}-switch.log")
+        f = open(self.switch_log, "wb")
+        self.switch = self.popen(self.sw, cmd, stdout=f, stderr=subprocess.STDOUT)
+        f.close()
+        # Ready when the process holds its packet sockets (two AF_PACKET fds) or has died.
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.switch.poll() is not None:
+                raise RuntimeError(f"switch exited with {self.switch.returncode}:\n{self.switch_log.read_text()}")
+            if self._packet_sockets(self.switch.pid) >= 2:
+                return self.switch
+            time.sleep(0.05)
+        raise RuntimeError(f"switch did not open its ports within 30 s:\n{self.switch_log.read_text()}")
+
+    @staticmethod
+    def _packet_sockets(pid: int) -> int:
+        # `ip netns exec` execs the command, so pid is the Python process itself.
+        try:
+            inodes = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        except OSError:
+            return 0
+        socks = {i[len("socket:["):-1] for i in inodes if i.startswith("socket:[")}
+        # /proc/net/packet is per network namespace: read it through the process's own view.
+        try:
+            lines = Path(f"/proc/{pid}/net/packet").read_text().splitlines()[1:]
+        except OSError:
+            return 0
+        return sum(1 for line in lines if line.split()[-1] in socks)
+
+    def stop_switch(self, sig: int = signal.SIGTERM, timeout: float = 10) -> tuple[int | None, str]:
+        """Signal the switch and wait; returns (exit code, its log)."""
+        if self.switch is None:
+            return None, ""
+        p, self.switch = self.switch, None
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        log = self.switch_log.read_text(errors="replace") if self.switch_log else ""
+        return p.returncode, log
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="netns", description=__doc__.split("\n\n")[0])
+    ap.add_argument("action", choices=["up", "down"])
+    ap.add_argument("--tag", default="innet", help="Namespace name prefix (default innet: innet-c, innet-sw, innet-s).")
+    ap.add_argument("--client-netem", default=None, help="e.g. 'loss 1%%'")
+    ap.add_argument("--server-netem", default=None)
+    a = ap.parse_args(argv)
+    t = Topology(tag=a.tag, client_netem=a.client_netem, server_netem=a.server_netem)
+    try:
+        if a.action == "up":
+            t.up()
+            print(f"namespaces {t.client} ({t.client_if} {t.client_ip}), {t.sw} (ports {t.ports[0]} {t.ports[1]}), "
+                  f"{t.server} ({t.server_if} {t.server_ip}); run the switch with:\n"
+                  f"  ip netns exec {t.sw} innet switch run --program forward --port {t.ports[0]} --port {t.ports[1]}")
+        else:
+            t.down()
+    except NetnsUnavailable as e:
+        print(f"netns: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+"""`innet switch` and `innet bench switch` without namespaces: bad input is one clear line and
+exit 2, the program list, and the in-memory replay benchmark on a capture written here."""
+
+import json
+import struct
+
+
+def test_switch_list_names_forward(innet_cmd):
+    r = innet_cmd("switch", "list")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("forward")
+
+
+def test_bad_input_is_one_line_and_exit_2(innet_cmd):
+    cases = [
+        (["--program", "nosuch", "--port", "a", "--port", "b"], "no switch program 'nosuch'"),
+        (["--program", "forward", "--port", "a", "--port", "b", "--set", "recirculatoins=1"], "recirculations"),
+        (["--program", "forward", "--port", "a", "--port", "b", "--set", "recirculations=x"], "whole number"),
+        (["--program", "forward", "--port", "a", "--port", "b", "--route", "10.0.0.0/8=9"], "port 9 does not exist"),
+        (["--program", "forward", "--port", "a", "--port", "b", "--loss", "1.5"], "--loss"),
+        (["--program", "forward", "--port", "a"], "at least two --port"),
+        (["--program", "forward", "--port", "nosuchif0", "--port", "nosuchif1"], "nosuchif0: no such interface"),
+    ]
+    for args, needle in cases:
+        r = innet_cmd("switch", "run", *args)
+        assert r.returncode == 2, (args, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        assert len(lines) == 1 and lines[0].startswith("innet: error:"), (args, r.stderr)
+        assert needle in lines[0], (args, lines[0])
+
+
+def _frame(i: int, reply: bool) -> bytes:
+    """A UDP/IPv4 frame with correct checksums (client 10.0.0.1 <-> server 10.0.0.2)."""
+    src, dst = (b"\x0a\x00\x00\x02", b"\x0a\x00\x00\x01") if reply else (b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02")
+    payload = b"key:%06d" % i
+    udp_len = 8 + len(payload)
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, i & 0xFFFF, 0x4000, 64, 17, 0, src, dst))
+
+    def csum(b: bytes) -> int:
+        if len(b) % 2:
+            b += b"\0"
+        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        return ~s & 0xFFFF
+
+    ip[10:12] = struct.pack("!H", csum(bytes(ip)))
+    udp = bytearray(struct.pack("!HHHH", 40000, 11211, udp_len, 0) + payload)
+    c = csum(src + dst + struct.pack("!BBH", 0, 17, udp_len) + bytes(udp)) or 0xFFFF
+    udp[6:8] = struct.pack("!H", c)
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + bytes(ip) + bytes(udp)
+
+
+def test_bench_switch_replays_a_capture(innet_cmd, tmp_path):
+    pcap = tmp_path / "cap.pcap"
+    with open(pcap, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
+        for i in range(200):
+            fr = _frame(i, reply=i % 2 == 1)
+            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+        arp = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + bytes(28)
+        f.write(struct.pack("<IIII", 0, 999, len(arp), len(arp)) + arp)
+    r = innet_cmd("bench", "switch", "--pcap", str(pcap), "--program", "forward", "--repeat", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["frames"] == 3 * 201
+    assert rep["tx_frames"] == 3 * 201 and rep["malformed"] == 0 and rep["passed_raw"] == 3
+    assert rep["frames_per_s"] > 0
+    assert rep["program_report"]["forwarded"] == str(3 * 200)
+    bad = innet_cmd("bench", "switch", "--pcap", str(tmp_path / "none.pcap"))
+    assert bad.returncode == 2 and "no such file" in bad.stderr
