@@ -6,6 +6,7 @@
 use crate::fields::{Field, Flow, N_FIELDS};
 use crate::flows::FlowRule;
 use crate::trie::{PrefixSet, TrieLookup};
+use crate::tss::FastMap;
 
 /// Fields with a prefix trie, in OVS's default order (`prefixes=ip_dst,ip_src`).
 pub const TRIE_FIELDS: [Field; 2] = [Field::NwDst, Field::NwSrc];
@@ -30,6 +31,47 @@ struct Subtable {
     /// Length of the mask over (tp_src << 16 | tp_dst) counted from the top, as OVS does.
     ports_mask_len: u32,
     ports_trie: PrefixSet,
+    /// `cum_fields[i]`: indices of the masked fields of stages `0..=i`.
+    cum_fields: Vec<Vec<u8>>,
+    /// `stage_keys[i]`: hashes of the rules' values over `cum_fields[i]` — OVS's per-stage
+    /// indices, which are hash-only too (a collision only makes a stage look matchable, as in
+    /// OVS's ccmap).
+    stage_keys: Vec<FastMap<u64, ()>>,
+    /// Rules by the hash of their full masked values: (values, priority, rule id), verified.
+    exact: FastMap<u64, Vec<(Flow, u16, usize)>>,
+}
+
+/// Where a lookup records the bits it examined: a plain mask, or [`DualWildcards`].
+pub trait Unwildcard {
+    fn or(&mut self, f: Field, mask: u64);
+    fn get(&self, f: Field) -> u64;
+}
+
+impl Unwildcard for Flow {
+    fn or(&mut self, f: Field, mask: u64) {
+        Flow::or(self, f, mask)
+    }
+    fn get(&self, f: Field) -> u64 {
+        Flow::get(self, f)
+    }
+}
+
+/// The traversal-wide wildcards (which steer OVS's lookup shortcuts, so the Megaflow stays
+/// exactly OVS's) plus a fresh per-lookup mask that receives every bit the lookup depends on,
+/// including bits the traversal had already examined (what a Gigaflow sub-traversal needs).
+pub struct DualWildcards<'a> {
+    pub global: &'a mut Flow,
+    pub lookup: &'a mut Flow,
+}
+
+impl Unwildcard for DualWildcards<'_> {
+    fn or(&mut self, f: Field, mask: u64) {
+        self.global.or(f, mask);
+        self.lookup.or(f, mask);
+    }
+    fn get(&self, f: Field) -> u64 {
+        self.global.get(f)
+    }
 }
 
 /// One flow table.
@@ -67,6 +109,9 @@ impl Classifier {
                 cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
             }
         }
+        for st in &mut cls.subtables {
+            st.build_indices();
+        }
         cls
     }
 
@@ -102,7 +147,13 @@ impl Classifier {
 
     /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
     /// classifier would have examined to find it.
-    pub fn lookup(&self, flow: &Flow, wc: &mut Flow) -> Option<usize> {
+    pub fn lookup<W: Unwildcard>(&self, flow: &Flow, wc: &mut W) -> Option<usize> {
+        self.lookup_counted(flow, wc, &mut 0)
+    }
+
+    /// [`Classifier::lookup`], adding the number of subtables searched to `probes` (the
+    /// tuple-space-search cost the NIC model charges per miss).
+    pub fn lookup_counted<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, probes: &mut u64) -> Option<usize> {
         let mut tries: [Option<TrieLookup>; 2] = [None, None];
         let mut best: Option<(u16, usize)> = None;
         for st in &self.subtables {
@@ -111,6 +162,7 @@ impl Classifier {
                     break;
                 }
             }
+            *probes += 1;
             if let Some((p, id)) = st.find_match_wc(flow, wc, &self.tries, &mut tries) {
                 if best.is_none_or(|(bp, _)| p > bp) {
                     best = Some((p, id));
@@ -141,24 +193,53 @@ impl Subtable {
         }
         let pm = ports_word(&mask) as u32;
         let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
-        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32) }
+        let mut cum_fields = Vec::with_capacity(stages.len());
+        let mut cum: Vec<u8> = Vec::new();
+        for stage in &stages {
+            cum.extend(stage.iter().map(|f| f.index() as u8));
+            cum_fields.push(cum.clone());
+        }
+        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32), cum_fields, stage_keys: Vec::new(), exact: FastMap::default() }
     }
 
-    fn fold(&self, fields: &[Field], wc: &mut Flow) {
+    /// Hash of `flow` under the mask, over the fields of stages `0..=stage`.
+    #[inline]
+    fn stage_hash(&self, flow: &Flow, stage: usize) -> u64 {
+        let mut h: u64 = 0x243f_6a88_85a3_08d3;
+        for &i in &self.cum_fields[stage] {
+            h = (h.rotate_left(5) ^ (flow.0[i as usize] & self.mask.0[i as usize])).wrapping_mul(0x51_7cc1_b727_220a);
+        }
+        h
+    }
+
+    /// Builds the hash indices the staged lookup probes (after every rule is in).
+    fn build_indices(&mut self) {
+        let last = self.stages.len() - 1;
+        self.stage_keys = (0..last).map(|i| self.rules.iter().map(|r| (self.stage_hash(&r.values, i), ())).collect()).collect();
+        let mut exact: FastMap<u64, Vec<(Flow, u16, usize)>> = FastMap::default();
+        for r in &self.rules {
+            exact.entry(self.stage_hash(&r.values, last)).or_default().push((r.values, r.priority, r.rule_id));
+        }
+        self.exact = exact;
+    }
+
+    fn fold<W: Unwildcard>(&self, fields: &[Field], wc: &mut W) {
         for &f in fields {
             wc.or(f, self.mask.get(f));
         }
     }
 
-    fn fold_all(&self, wc: &mut Flow) {
+    fn fold_all<W: Unwildcard>(&self, wc: &mut W) {
         for i in 0..N_FIELDS {
-            wc.0[i] |= self.mask.0[i];
+            if self.mask.0[i] != 0 {
+                wc.or(Field::from_index(i), self.mask.0[i]);
+            }
         }
     }
 
     /// OVS `check_tries`: true when a trie proves no rule of this subtable can match, after
     /// un-wildcarding the prefix bits that prove it.
-    fn check_tries(&self, stage: &[Field], flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
+    fn check_tries<W: Unwildcard>(&self, stage: &[Field], flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
         // nw_src and nw_dst share one 64-bit word of struct flow, so either makes both relevant.
         if !stage.iter().any(|f| matches!(f, Field::NwSrc | Field::NwDst)) {
             return false;
@@ -176,6 +257,8 @@ impl Subtable {
                     return true;
                 }
                 if wc.get(*f) & bits_mask == bits_mask {
+                    // Already examined by an earlier table: the proof rests on these bits.
+                    wc.or(*f, bits_mask);
                     return true;
                 }
             }
@@ -183,32 +266,39 @@ impl Subtable {
         false
     }
 
-    fn matches(&self, r: &SubtableRule, flow: &Flow, fields: &[Field]) -> bool {
-        fields.iter().all(|&f| flow.get(f) & self.mask.get(f) == r.values.get(f))
+    /// Whether some rule may match `flow` on the fields of the first `n_stages` stages.
+    fn any_matches(&self, flow: &Flow, n_stages: usize) -> bool {
+        self.stage_keys[n_stages - 1].contains_key(&self.stage_hash(flow, n_stages - 1))
+    }
+
+    fn fold_stages<W: Unwildcard>(&self, n_stages: usize, wc: &mut W) {
+        for stage in &self.stages[..n_stages] {
+            self.fold(stage, wc);
+        }
     }
 
     /// OVS `find_match_wc`.
-    fn find_match_wc(&self, flow: &Flow, wc: &mut Flow, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
-        let mut so_far: Vec<Field> = Vec::new();
+    fn find_match_wc<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
         let last = self.stages.len() - 1;
-        for stage in &self.stages[..last] {
-            if self.check_tries(stage, flow, wc, tries, cache) {
-                self.fold(&so_far, wc);
+        for i in 0..last {
+            if self.check_tries(&self.stages[i], flow, wc, tries, cache) {
+                self.fold_stages(i, wc);
                 return None;
             }
-            so_far.extend_from_slice(stage);
-            if !self.rules.iter().any(|r| self.matches(r, flow, &so_far)) {
-                self.fold(&so_far, wc);
+            if !self.any_matches(flow, i + 1) {
+                self.fold_stages(i + 1, wc);
                 return None;
             }
         }
-        let final_stage = &self.stages[last];
-        if self.check_tries(final_stage, flow, wc, tries, cache) {
-            self.fold(&so_far, wc);
+        if self.check_tries(&self.stages[last], flow, wc, tries, cache) {
+            self.fold_stages(last, wc);
             return None;
         }
-        let all: Vec<Field> = so_far.iter().chain(final_stage.iter()).copied().collect();
-        let hit = self.rules.iter().filter(|r| self.matches(r, flow, &all)).max_by_key(|r| r.priority);
+        // Values and priority are unique within a subtable (an identical rule replaces the old
+        // one), so the highest-priority exact match is well defined.
+        let hit = self.exact.get(&self.stage_hash(flow, last)).and_then(|v| {
+            v.iter().filter(|(vals, _, _)| self.stages.iter().flatten().all(|&f| flow.get(f) & self.mask.get(f) == vals.get(f))).max_by_key(|x| x.1).map(|&(_, p, id)| (p, id))
+        });
         match hit {
             None if self.ports_mask_len > 0 => {
                 let pmask = ports_word(&self.mask);
@@ -217,16 +307,16 @@ impl Subtable {
                 let bits = pmask & self.ports_trie.prefix_mask(look.mask_bits);
                 wc.or(Field::TpSrc, bits >> 16);
                 wc.or(Field::TpDst, bits & 0xffff);
-                self.fold(&so_far, wc);
+                self.fold_stages(last, wc);
                 None
             }
             None => {
                 self.fold_all(wc);
                 None
             }
-            Some(r) => {
+            Some((priority, rule_id)) => {
                 self.fold_all(wc);
-                Some((r.priority, r.rule_id))
+                Some((priority, rule_id))
             }
         }
     }

@@ -182,3 +182,31 @@ pub fn random_pipeline_with(seed: u64, n_tables: u8, rules_per_table: usize, n_p
     }
     out
 }
+
+/// A long linear pipeline for benchmarks: `n_tables` tables in groups of three that match the
+/// same header (dl_dst, nw_dst prefixes, tp_dst, nw_src prefixes, dl_src, tp_src in turn), each
+/// with `rules_per_table` rules and a catch-all, every rule continuing to the next table; the
+/// last table outputs. Every packet takes all `n_tables` lookups (like OLS's long traversals).
+pub fn chain_pipeline(seed: u64, n_tables: u8, rules_per_table: usize) -> String {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = String::new();
+    for table in 0..n_tables {
+        let last = table + 1 == n_tables;
+        let next = if last { format!("output:{}", 1 + table % 4) } else { format!("goto_table:{}", table + 1) };
+        let group = (table / 3) % 6;
+        for r in 0..rules_per_table {
+            let m = match group {
+                0 => format!("dl_dst=00:16:3e:00:{:02x}:{:02x}", rng.gen_range(0..4u8), rng.gen::<u8>()),
+                1 => format!("ip,nw_dst=10.{}.{}.0/{}", rng.gen_range(0..4u8), rng.gen::<u8>(), [16, 24][rng.gen_range(0..2)]),
+                2 => format!("tcp,tp_dst={}", [22, 53, 80, 443, 8080, 1024, 5000][rng.gen_range(0..7)] + r as u32),
+                3 => format!("ip,nw_src=192.168.{}.0/24", rng.gen::<u8>()),
+                4 => format!("dl_src=00:16:3e:01:{:02x}:{:02x}", rng.gen_range(0..4u8), rng.gen::<u8>()),
+                _ => format!("tcp,tp_src={}", 1000 + rng.gen_range(0..64u32)),
+            };
+            let act = if rng.gen_bool(0.1) && group == 1 { format!("mod_dl_dst:00:00:00:00:{:02x}:01,{next}", r % 256) } else { next.clone() };
+            out += &format!("table={table},priority={},{m},actions={act}\n", 10 + r);
+        }
+        out += &format!("table={table},priority=0,actions={next}\n");
+    }
+    out
+}

@@ -3,7 +3,7 @@
 //! examined) and producing the final flow, the Megaflow (the packet under the accumulated
 //! wildcards) and the outputs with the headers each one carries.
 
-use crate::classifier::Classifier;
+use crate::classifier::{Classifier, DualWildcards};
 use crate::fields::{Field, Flow, IPPROTO_ICMP};
 use crate::flows::{parse_flows, Action, FlowRule, ParseError, Prereq};
 use std::collections::BTreeMap;
@@ -18,6 +18,9 @@ pub struct Pipeline {
     tables: BTreeMap<u8, Classifier>,
 }
 
+/// A pending resubmit frame: (rule index, next action index, depth the rule ran at).
+pub type Frame = (u32, u16, u8);
+
 /// One table lookup of a traversal.
 #[derive(Clone, Debug)]
 pub struct TableVisit {
@@ -28,6 +31,19 @@ pub struct TableVisit {
     pub flow: Flow,
     /// Bits this lookup examined (its own contribution to the Megaflow).
     pub wildcards: Flow,
+    /// Every bit the traversal depended on from this lookup until the next one starts (or the
+    /// traversal ends): the lookup's bits even where an earlier table had examined them, plus
+    /// the bits the actions run in that window read or write, plus in_port and dl_type (OVS's
+    /// always-examined fields). Registers and metadata included. A Gigaflow entry's mask is
+    /// the OR of these over its sub-traversal.
+    pub window_wildcards: Flow,
+    /// Actions still pending when this lookup starts (rule index, next action index), innermost
+    /// last: the `resubmit`s this lookup will return to. Tail calls (a resubmit or goto that is
+    /// a rule's last action) leave nothing pending, so for most pipelines this is empty and a
+    /// table id alone says what happens next.
+    pub continuation: Vec<Frame>,
+    /// Resubmit depth of the lookup.
+    pub depth: u8,
 }
 
 /// An output action with the packet's headers at that moment.
@@ -35,6 +51,8 @@ pub struct TableVisit {
 pub struct Output {
     pub port: u32,
     pub headers: Flow,
+    /// Index of the visit in whose window (see [`TableVisit::window_wildcards`]) it was emitted.
+    pub visit: usize,
 }
 
 /// The result of one slow-path traversal.
@@ -46,6 +64,13 @@ pub struct Trace {
     /// Megaflow mask: 1 bits are matched exactly (packet fields only, as OVS installs them).
     pub megaflow_mask: Flow,
     pub outputs: Vec<Output>,
+    /// The traversal hit OVS's resubmit depth limit (a lookup was skipped).
+    pub depth_limited: bool,
+    /// Classifier subtables searched over the whole traversal (its tuple-space-search cost).
+    pub subtables_probed: u64,
+    /// For [`Pipeline::trace_segment`]: the lookup (table, pending frames, depth) that would
+    /// have come next when the segment stopped; `None` when the traversal ended.
+    pub next_lookup: Option<(u8, Vec<Frame>, u8)>,
 }
 
 impl Trace {
@@ -74,7 +99,7 @@ impl Pipeline {
 
     /// Runs `packet` (headers, registers and metadata zero unless set) through the pipeline.
     pub fn trace(&self, packet: &Flow) -> Trace {
-        let mut x = Xlate { pipeline: self, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new() };
+        let mut x = Xlate::new(self, packet, usize::MAX);
         // Fields OVS always considers examined.
         x.wc.set(Field::InPort, u64::MAX);
         x.wc.set(Field::DlType, u64::MAX);
@@ -96,7 +121,26 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None }
+    }
+
+    /// Runs at most `max_lookups` lookups starting in `table` at resubmit depth `depth` with
+    /// `continuation` pending (as recorded in a [`TableVisit`]), stopping just before the next
+    /// lookup would start: what a Gigaflow entry's sub-traversal did. Revalidation re-runs
+    /// cached sub-traversals with it. The Megaflow mask of the result is left empty.
+    pub fn trace_segment(&self, flow: &Flow, table: u8, continuation: &[Frame], depth: u8, max_lookups: usize) -> Trace {
+        let mut x = Xlate::new(self, flow, max_lookups);
+        x.frames = continuation.to_vec();
+        x.table(table, depth as usize);
+        for i in (0..continuation.len()).rev() {
+            if x.halted.is_some() {
+                break;
+            }
+            x.frames.truncate(i);
+            let (rule, next, d) = continuation[i];
+            x.run_actions(rule as usize, next as usize, d as usize);
+        }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted }
     }
 }
 
@@ -106,26 +150,73 @@ struct Xlate<'a> {
     wc: Flow,
     visits: Vec<TableVisit>,
     outputs: Vec<Output>,
+    /// Pending (rule, next action) frames of enclosing resubmits.
+    frames: Vec<Frame>,
+    depth_limited: bool,
+    max_visits: usize,
+    halted: Option<(u8, Vec<Frame>, u8)>,
+    probes: u64,
 }
 
-impl Xlate<'_> {
+impl<'a> Xlate<'a> {
+    fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0 }
+    }
+
     fn table(&mut self, table: u8, depth: usize) {
+        if self.halted.is_some() {
+            return;
+        }
+        if self.visits.len() >= self.max_visits {
+            self.halted = Some((table, self.frames.clone(), depth as u8));
+            return;
+        }
         if depth >= MAX_RESUBMIT_DEPTH {
+            self.depth_limited = true;
             return;
         }
         let before = self.wc;
+        let mut window = Flow::default();
+        window.set(Field::InPort, u64::MAX);
+        window.set(Field::DlType, u64::MAX);
         let rule = match self.pipeline.tables.get(&table) {
-            Some(cls) => cls.lookup(&self.flow, &mut self.wc),
+            Some(cls) => cls.lookup_counted(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window }, &mut self.probes),
             None => None,
         };
         let mut own = self.wc;
         for i in 0..own.0.len() {
             own.0[i] &= !before.0[i];
         }
-        self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own });
+        let continuation = self.frames.clone();
+        self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own, window_wildcards: window, continuation, depth: depth as u8 });
         let Some(rule) = rule else { return };
-        for a in &self.pipeline.rules[rule].actions {
+        self.run_actions(rule, 0, depth);
+    }
+
+    /// Runs `rule`'s actions from index `from` (the rule was hit at `depth`).
+    fn run_actions(&mut self, rule: usize, from: usize, depth: usize) {
+        let actions = &self.pipeline.rules[rule].actions;
+        for (i, a) in actions.iter().enumerate().skip(from) {
+            if self.halted.is_some() {
+                return;
+            }
+            let calls = matches!(a, Action::Resubmit { .. } | Action::GotoTable { .. });
+            let pending = calls && i + 1 < actions.len();
+            if pending {
+                self.frames.push((rule as u32, (i + 1) as u16, depth as u8));
+            }
             self.action(a, depth);
+            if pending {
+                self.frames.pop();
+            }
+        }
+    }
+
+    /// Marks bits as examined, for the Megaflow and for the current lookup's window.
+    fn unwildcard(&mut self, f: Field, mask: u64) {
+        self.wc.or(f, mask);
+        if let Some(v) = self.visits.last_mut() {
+            v.window_wildcards.or(f, mask);
         }
     }
 
@@ -136,7 +227,7 @@ impl Xlate<'_> {
             // Observed with OVS 3.1: writing an IPv4 header field also examines nw_proto.
             Prereq::Ip => {
                 if self.flow.is_ip() {
-                    self.wc.set(Field::NwProto, u64::MAX);
+                    self.unwildcard(Field::NwProto, u64::MAX);
                 }
                 self.flow.is_ip()
             }
@@ -144,7 +235,7 @@ impl Xlate<'_> {
                 if !self.flow.is_ip() {
                     return false;
                 }
-                self.wc.set(Field::NwProto, u64::MAX);
+                self.unwildcard(Field::NwProto, u64::MAX);
                 self.flow.get(Field::NwProto) == proto as u64
             }
         }
@@ -154,16 +245,16 @@ impl Xlate<'_> {
         match *a {
             Action::SetField { field, prereq, value, mask } => {
                 if self.prereqs_ok(prereq) {
-                    self.wc.or(field, mask);
+                    self.unwildcard(field, mask);
                     self.flow.set_masked(field, value, mask);
                 }
             }
             Action::Move { src, dst } => {
-                self.wc.or(src.field, u64::MAX);
-                self.wc.or(dst.field, u64::MAX);
+                self.unwildcard(src.field, u64::MAX);
+                self.unwildcard(dst.field, u64::MAX);
                 for p in [src.prereq, dst.prereq] {
                     if let Prereq::Proto(_) = p {
-                        self.wc.set(Field::NwProto, u64::MAX);
+                        self.unwildcard(Field::NwProto, u64::MAX);
                     }
                 }
                 if self.prereqs_ok(dst.prereq) && self.prereqs_ok(src.prereq) {
@@ -173,9 +264,11 @@ impl Xlate<'_> {
             }
             Action::Resubmit { table } | Action::GotoTable { table } => self.table(table, depth + 1),
             Action::Output { port } => {
+                // The output decision reads in_port (already examined by every lookup).
                 // OVS never sends a packet back out of its input port with output:N.
                 if port as u64 != self.flow.get(Field::InPort) {
-                    self.outputs.push(Output { port, headers: self.flow });
+                    let visit = self.visits.len() - 1;
+                    self.outputs.push(Output { port, headers: self.flow, visit });
                 }
             }
             Action::Drop => {}

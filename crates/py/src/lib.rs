@@ -214,6 +214,24 @@ fn gigaflow_trace(flows_text: &str, packet: &str) -> PyResult<(String, String)> 
     innet_gigaflow::report::trace_command(flows_text, packet).map_err(UserInputError::new_err)
 }
 
+/// Gigaflow benchmark: slow-path cost per miss (traversal, partitioning, rule generation) and
+/// cache lookups per second; returns one JSON object per pipeline, as a JSON list.
+#[pyfunction]
+#[pyo3(signature = (flows = Vec::new(), packets = 20000, seed = 1))]
+fn bench_gigaflow(py: Python<'_>, flows: Vec<(String, String)>, packets: usize, seed: u64) -> PyResult<String> {
+    let opts = innet_gigaflow::bench::BenchOptions { pipelines: flows, packets, traffic: None, seed };
+    let r = py.detach(|| innet_gigaflow::bench::bench_gigaflow(&opts)).map_err(UserInputError::new_err)?;
+    Ok(serde_json::Value::Array(r).to_string())
+}
+
+/// A Pipebench pipeline's flow file (`ovs-ofctl add-flows` text) with `rules` ACL rules.
+#[pyfunction]
+#[pyo3(signature = (name, rules = 10000, seed = 1))]
+fn gigaflow_pipebench_flows(name: &str, rules: usize, seed: u64) -> PyResult<String> {
+    let rs = innet_gigaflow::pipebench::render_pipeline(name, innet_gigaflow::pipebench::Profile::Acl, rules, seed).map_err(UserInputError::new_err)?;
+    Ok(rs.text)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
@@ -228,6 +246,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(switchvm_options, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_stack, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_gigaflow, m)?)?;
+    m.add_function(wrap_pyfunction!(gigaflow_pipebench_flows, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
     m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;

@@ -7,6 +7,7 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
     v.extend(innet_switchv2p::experiments());
     v.extend(innet_orbitcache::experiments());
     v.extend(innet_switchvm::experiments());
+    v.extend(innet_gigaflow::experiments::experiments());
     v.sort_by_key(|e| e.info().name);
     v
 }

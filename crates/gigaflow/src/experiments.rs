@@ -1,0 +1,557 @@
+//! Gigaflow's experiments: `gigaflow.e2e` (Figs. 8–10, 12: hit rate, misses, entries, latency;
+//! Megaflow 32K vs Gigaflow 4×8K on the Pipebench pipelines at high and low locality),
+//! `gigaflow.partitioning` (Fig. 16: RND vs DP vs 1-1) and `gigaflow.tables` (Figs. 14–15:
+//! K = 1..5 LTM tables of 100K entries). Every run replays Pipebench traffic through a NIC cache
+//! in front of our slow path ([`crate::nic::Offload`]).
+
+use crate::ltm::GigaflowConfig;
+use crate::megaflow::Eviction;
+use crate::nic::{NicModel, Offload};
+use crate::partition::Scheme;
+use crate::pipebench::{self, Locality, Profile, Ruleset, Traffic, TrafficConfig};
+use crate::slowpath::Pipeline;
+use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// Which cache a run uses.
+#[derive(Clone, Debug)]
+pub enum CacheSpec {
+    Megaflow { entries: usize, eviction: Eviction, max_masks: usize },
+    Gigaflow(GigaflowConfig),
+}
+
+/// What one (pipeline, locality, cache) run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub packets: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub entries: usize,
+    pub capacity: usize,
+    pub rule_space: f64,
+    pub mean_latency_us: f64,
+    pub slowpath_us_per_miss: f64,
+    pub recycled: u64,
+    pub rejected: u64,
+    /// Wall-clock slow-path split on this machine (µs per miss): traversal, partition, rulegen.
+    pub clock_us: [f64; 3],
+}
+
+impl RunResult {
+    pub fn hit_rate(&self) -> f64 {
+        self.hits as f64 / self.packets.max(1) as f64
+    }
+}
+
+/// Replays `traffic` through `cache` in front of `pipeline`.
+pub fn run_cache(pipeline: &Pipeline, traffic: &Traffic, cache: &CacheSpec, nic: NicModel) -> Result<RunResult, String> {
+    let mut o = match cache {
+        CacheSpec::Megaflow { entries, eviction, max_masks } => Offload::megaflow_with_masks(pipeline, *entries, *eviction, *max_masks, nic),
+        CacheSpec::Gigaflow(cfg) => Offload::gigaflow(pipeline, *cfg, nic)?,
+    };
+    for (t, pkt) in traffic.iter() {
+        o.process(pkt, t);
+    }
+    let s = o.stats;
+    let cs = o.cache_stats();
+    if s.hits + s.misses != s.packets || cs.hits != s.hits || cs.packets != s.packets {
+        return Err(format!("counters not conserved: {} hits + {} misses != {} packets", s.hits, s.misses, s.packets));
+    }
+    if o.entries() > o.capacity() {
+        return Err(format!("cache holds {} entries, capacity {}", o.entries(), o.capacity()));
+    }
+    let (recycled, rejected) = match &o.cache {
+        crate::nic::NicCache::Megaflow(m) => (0, m.stats.rejected_full + m.stats.rejected_masks),
+        crate::nic::NicCache::Gigaflow(g) => (g.stats.entries_recycled, g.stats.rejected_full + g.stats.rejected_masks),
+    };
+    let m = s.misses.max(1) as f64 * 1e3;
+    Ok(RunResult {
+        packets: s.packets,
+        hits: s.hits,
+        misses: s.misses,
+        entries: o.entries(),
+        capacity: o.capacity(),
+        rule_space: o.rule_space(),
+        mean_latency_us: o.mean_latency_us(),
+        slowpath_us_per_miss: o.slowpath_us_per_miss(),
+        recycled,
+        rejected,
+        clock_us: [s.clock.traversal_ns as f64 / m, s.clock.partition_ns as f64 / m, s.clock.rulegen_ns as f64 / m],
+    })
+}
+
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn result_json(r: &RunResult) -> Value {
+    json!({
+        "hit_rate": r6(r.hit_rate()),
+        "misses": r.misses,
+        "entries": r.entries,
+        "capacity": r.capacity,
+        "rule_space_coverage": r6(r.rule_space),
+        "mean_latency_us": r6(r.mean_latency_us),
+        "slowpath_us_per_miss": r6(r.slowpath_us_per_miss),
+        "packets": r.packets,
+        "hits": r.hits,
+        "recycled_entries": r.recycled,
+        "rejected_installs": r.rejected,
+    })
+}
+
+fn split_list(field: &str, s: &str) -> Result<Vec<String>, ExperimentError> {
+    let v: Vec<String> = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+    if v.is_empty() {
+        return Err(ExperimentError::BadParam { field: field.into(), message: "expected a comma-separated, non-empty list".into() });
+    }
+    Ok(v)
+}
+
+fn bad(field: &str) -> impl Fn(String) -> ExperimentError + '_ {
+    move |m| ExperimentError::BadParam { field: field.into(), message: m }
+}
+
+/// Inputs shared by the experiments.
+#[derive(Deserialize)]
+struct Common {
+    rules: usize,
+    flows: usize,
+    profile: String,
+    seed: u64,
+}
+
+fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
+    let profile = Profile::parse(&c.profile)?;
+    let rs = pipebench::render_pipeline(name, profile, c.rules, c.seed)?;
+    let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
+    let cfg = TrafficConfig { n_flows: c.flows, locality: loc, seed: c.seed, ..TrafficConfig::default() };
+    let t = pipebench::generate_traffic(&rs, &cfg)?;
+    Ok((rs, p, t))
+}
+
+fn loc_name(l: Locality) -> &'static str {
+    match l {
+        Locality::High => "high",
+        Locality::Low => "low",
+    }
+}
+
+fn common_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec { name: "rules", default: "10000", doc: "ClassBench rules mapped into each pipeline (paper: 10K)" },
+        ParamSpec { name: "flows", default: "100000", doc: "unique flows of the traffic (paper: 100K)" },
+        ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
+        ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
+    ]
+}
+
+/// A row of the points table.
+struct Row {
+    pipeline: String,
+    locality: &'static str,
+    scheme: String,
+    r: RunResult,
+}
+
+fn points_table(rows: &[Row]) -> Table {
+    let f = |g: &dyn Fn(&RunResult) -> f64| ColumnData::F64(rows.iter().map(|x| r6(g(&x.r))).collect());
+    Table::new("points")
+        .with("pipeline", ColumnData::Str(rows.iter().map(|x| x.pipeline.clone()).collect()))
+        .with("locality", ColumnData::Str(rows.iter().map(|x| x.locality.to_string()).collect()))
+        .with("scheme", ColumnData::Str(rows.iter().map(|x| x.scheme.clone()).collect()))
+        .with("packets", ColumnData::U64(rows.iter().map(|x| x.r.packets).collect()))
+        .with("hit_rate", f(&|r| r.hit_rate()))
+        .with("misses", ColumnData::U64(rows.iter().map(|x| x.r.misses).collect()))
+        .with("entries", ColumnData::U64(rows.iter().map(|x| x.r.entries as u64).collect()))
+        .with("rule_space_coverage", f(&|r| r.rule_space))
+        .with("mean_latency_us", f(&|r| r.mean_latency_us))
+        .with("slowpath_us_per_miss", f(&|r| r.slowpath_us_per_miss))
+        .with("clock_traversal_us_per_miss", f(&|r| r.clock_us[0]))
+        .with("clock_partition_us_per_miss", f(&|r| r.clock_us[1]))
+        .with("clock_rulegen_us_per_miss", f(&|r| r.clock_us[2]))
+}
+
+/// Inserts `value` at summary[pipelines][pipeline][locality][scheme].
+fn put(tree: &mut Map<String, Value>, pipeline: &str, locality: &str, scheme: &str, value: Value) {
+    let p = tree.entry(pipeline.to_string()).or_insert_with(|| json!({}));
+    let l = p.as_object_mut().unwrap().entry(locality.to_string()).or_insert_with(|| json!({}));
+    l.as_object_mut().unwrap().insert(scheme.to_string(), value);
+}
+
+// ---------------------------------------------------------------- gigaflow.e2e
+
+struct E2e;
+
+#[derive(Deserialize)]
+struct E2eParams {
+    #[serde(flatten)]
+    common: Common,
+    pipelines: String,
+    localities: String,
+    mf_entries: usize,
+    gf_tables: usize,
+    gf_entries: usize,
+    max_masks: usize,
+    partitioning: String,
+    eviction: String,
+}
+
+impl Experiment for E2e {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines (Table 1)" },
+            ParamSpec { name: "localities", default: "\"high,low\"", doc: "traffic locality: high, low" },
+            ParamSpec { name: "mf_entries", default: "32000", doc: "Megaflow cache entries (MF 32K)" },
+            ParamSpec { name: "gf_tables", default: "4", doc: "Gigaflow LTM tables (K)" },
+            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
+            ParamSpec { name: "max_masks", default: "0", doc: "distinct-mask limit per table for both caches (artifact: 64); 0 = none" },
+            ParamSpec { name: "partitioning", default: "\"dp\"", doc: "dp, rnd or 1-1" },
+            ParamSpec { name: "eviction", default: "\"none\"", doc: "Megaflow eviction: none, lru or idle:<ms>" },
+        ]);
+        ExperimentInfo { name: "gigaflow.e2e", description: "Gigaflow 4x8K vs Megaflow 32K: hit rate, misses, entries, rule-space coverage and latency on the Pipebench pipelines at high/low locality (Figs. 8-10, 12, Table 2)", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
+        let p: E2eParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
+        let pipes = split_list("pipelines", &p.pipelines)?;
+        let locs = split_list("localities", &p.localities)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))?;
+        let scheme = Scheme::parse(&p.partitioning).map_err(bad("partitioning"))?;
+        let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
+        // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
+        let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
+        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, seed: p.common.seed, ..Default::default() };
+        let schemes = [("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf", CacheSpec::Gigaflow(gf))];
+        let nic = NicModel::default();
+        let mut tree = Map::new();
+        let mut not_built = Map::new();
+        let mut rows = Vec::new();
+        let total = (pipes.len() * locs.len() * schemes.len()) as f64;
+        let mut done = 0.0;
+        for name in &pipes {
+            for &loc in &locs {
+                let (rs, pl, traffic) = match inputs(name, loc, &p.common) {
+                    Ok(x) => x,
+                    Err(e) if e.contains("no tables") || e.contains("not yet built") || e.contains("not built") => {
+                        not_built.insert(name.clone(), json!(e));
+                        done += schemes.len() as f64;
+                        progress(done / total);
+                        continue;
+                    }
+                    Err(e) => return Err(ExperimentError::Input(e)),
+                };
+                let _ = rs;
+                for (sname, spec) in &schemes {
+                    let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
+                    put(&mut tree, name, loc_name(loc), sname, result_json(&r));
+                    rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: sname.to_string(), r });
+                    done += 1.0;
+                    progress(done / total);
+                }
+            }
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.e2e"));
+        summary.insert("seed".into(), json!(p.common.seed));
+        summary.insert("rules".into(), json!(p.common.rules));
+        summary.insert("flows".into(), json!(p.common.flows));
+        summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
+        summary.insert("gf".into(), json!(format!("{}x{} ({})", p.gf_tables, p.gf_entries, scheme.name())));
+        summary.insert("pipelines".into(), Value::Object(tree));
+        if !not_built.is_empty() {
+            summary.insert("not_built".into(), Value::Object(not_built));
+        }
+        Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
+    }
+}
+
+// ---------------------------------------------------------------- gigaflow.partitioning
+
+struct Partitioning;
+
+#[derive(Deserialize)]
+struct PartParams {
+    #[serde(flatten)]
+    common: Common,
+    pipeline: String,
+    locality: String,
+    gf_tables: usize,
+    gf_entries: usize,
+    mf_entries: usize,
+}
+
+impl Experiment for Partitioning {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipeline", default: "\"OLS\"", doc: "Pipebench pipeline (paper: OLS)" },
+            ParamSpec { name: "locality", default: "\"high\"", doc: "high or low" },
+            ParamSpec { name: "gf_tables", default: "4", doc: "LTM tables for RND and DP" },
+            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
+            ParamSpec { name: "mf_entries", default: "32000", doc: "Megaflow baseline entries" },
+        ]);
+        ExperimentInfo { name: "gigaflow.partitioning", description: "Partitioning schemes (Fig. 16): random (RND), disjoint (DP) and the ideal 1-1 mapping (one LTM table per traversal step), misses and entries vs Megaflow", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: PartParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipeline", "\"PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
+        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+        let (rs, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+        // The ideal 1-1 mapping needs as many LTM tables as the longest traversal has lookups.
+        let longest = rs.spec.traversals().map_err(ExperimentError::Input)?.iter().map(|t| t.len()).max().unwrap_or(1);
+        let one_to_one_tables = longest.clamp(1, crate::ltm::MAX_LTM_TABLES);
+        let base = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, seed: p.common.seed, ..Default::default() };
+        let runs: Vec<(&str, CacheSpec)> = vec![
+            ("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }),
+            ("rnd", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::Random, ..base })),
+            ("dp", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::Disjoint, ..base })),
+            ("1-1", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::OneToOne, tables: one_to_one_tables, ..base })),
+        ];
+        let nic = NicModel::default();
+        let mut schemes = Map::new();
+        let mut rows = Vec::new();
+        let mut mf_misses = 0u64;
+        for (i, (name, spec)) in runs.iter().enumerate() {
+            let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
+            if *name == "mf" {
+                mf_misses = r.misses;
+            }
+            let mut v = result_json(&r);
+            v.as_object_mut().unwrap().insert("miss_reduction_vs_mf".into(), json!(r6(1.0 - r.misses as f64 / mf_misses.max(1) as f64)));
+            v.as_object_mut().unwrap().insert("cache_used".into(), json!(r6(r.entries as f64 / r.capacity.max(1) as f64)));
+            schemes.insert(name.to_string(), v);
+            rows.push(Row { pipeline: p.pipeline.clone(), locality: loc_name(loc), scheme: name.to_string(), r });
+            progress((i + 1) as f64 / runs.len() as f64);
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.partitioning"));
+        summary.insert("seed".into(), json!(p.common.seed));
+        summary.insert("pipeline".into(), json!(p.pipeline));
+        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("one_to_one_tables".into(), json!(one_to_one_tables));
+        summary.insert("schemes".into(), Value::Object(schemes));
+        Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
+    }
+}
+
+// ---------------------------------------------------------------- gigaflow.tables
+
+struct Tables;
+
+#[derive(Deserialize)]
+struct TablesParams {
+    #[serde(flatten)]
+    common: Common,
+    pipelines: String,
+    localities: String,
+    ks: String,
+    entries: usize,
+}
+
+impl Experiment for Tables {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines" },
+            ParamSpec { name: "localities", default: "\"high,low\"", doc: "high, low" },
+            ParamSpec { name: "ks", default: "\"1,2,3,4,5\"", doc: "numbers of LTM tables (K=1 is Megaflow-like)" },
+            ParamSpec { name: "entries", default: "100000", doc: "entries per LTM table (paper: 100K)" },
+        ]);
+        ExperimentInfo { name: "gigaflow.tables", description: "Misses and entries as the number of LTM tables grows, K=1..5 at 100K entries per table (Figs. 14-15)", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: TablesParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")], quick, overrides)?;
+        let pipes = split_list("pipelines", &p.pipelines)?;
+        let locs = split_list("localities", &p.localities)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))?;
+        let ks = split_list("ks", &p.ks)?
+            .iter()
+            .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad("ks"))?;
+        let nic = NicModel::default();
+        let mut tree = Map::new();
+        let mut not_built = Map::new();
+        let mut rows = Vec::new();
+        let total = (pipes.len() * locs.len() * ks.len()) as f64;
+        let mut done = 0.0;
+        for name in &pipes {
+            for &loc in &locs {
+                let (_, pl, traffic) = match inputs(name, loc, &p.common) {
+                    Ok(x) => x,
+                    Err(e) if e.contains("no tables") || e.contains("not yet built") || e.contains("not built") => {
+                        not_built.insert(name.clone(), json!(e));
+                        done += ks.len() as f64;
+                        continue;
+                    }
+                    Err(e) => return Err(ExperimentError::Input(e)),
+                };
+                for &k in &ks {
+                    let cfg = GigaflowConfig { tables: k, entries_per_table: p.entries, seed: p.common.seed, ..Default::default() };
+                    let r = run_cache(&pl, &traffic, &CacheSpec::Gigaflow(cfg), nic).map_err(ExperimentError::Invariant)?;
+                    put(&mut tree, name, loc_name(loc), &format!("k{k}"), result_json(&r));
+                    rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: format!("k{k}"), r });
+                    done += 1.0;
+                    progress(done / total);
+                }
+            }
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.tables"));
+        summary.insert("seed".into(), json!(p.common.seed));
+        summary.insert("entries_per_table".into(), json!(p.entries));
+        summary.insert("pipelines".into(), Value::Object(tree));
+        if !not_built.is_empty() {
+            summary.insert("not_built".into(), Value::Object(not_built));
+        }
+        Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
+    }
+}
+
+// ---------------------------------------------------------------- gigaflow.revalidation
+
+struct Revalidation;
+
+#[derive(Deserialize)]
+struct RevalParams {
+    #[serde(flatten)]
+    common: Common,
+    pipeline: String,
+    locality: String,
+    update_every: usize,
+}
+
+/// The flow file with every `every`-th rule line removed (a pipeline update).
+fn drop_rules(text: &str, every: usize) -> String {
+    let mut n = 0;
+    text.lines()
+        .filter(|l| {
+            let rule = !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.contains("priority=0,");
+            if rule {
+                n += 1;
+                n % every != 0
+            } else {
+                true
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+impl Experiment for Revalidation {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipeline", default: "\"OLS\"", doc: "Pipebench pipeline (paper: OLS)" },
+            ParamSpec { name: "locality", default: "\"high\"", doc: "high or low" },
+            ParamSpec { name: "update_every", default: "100", doc: "the update removes every n-th rule of the pipeline" },
+        ]);
+        ExperimentInfo { name: "gigaflow.revalidation", description: "Revalidation after a pipeline update (paper §6.3.6): wall time to re-check every cached entry, MF 32K vs GF 4x8K", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: RevalParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipeline", "\"PSC\"")], quick, overrides)?;
+        if p.update_every < 2 {
+            return Err(ExperimentError::BadParam { field: "update_every".into(), message: "expected at least 2".into() });
+        }
+        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+        let (rs, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+        let updated = Pipeline::parse(&drop_rules(&rs.text, p.update_every)).map_err(|e| ExperimentError::Input(format!("updated pipeline: {e}")))?;
+        let nic = NicModel::default();
+        let mut mf = Offload::megaflow(&pl, crate::megaflow::DEFAULT_MEGAFLOW_ENTRIES, Eviction::None, nic);
+        let mut gf = Offload::gigaflow(&pl, GigaflowConfig { seed: p.common.seed, ..Default::default() }, nic).map_err(ExperimentError::Input)?;
+        for (t, pkt) in traffic.iter() {
+            mf.process(pkt, t);
+            gf.process(pkt, t);
+        }
+        progress(0.5);
+        let mut schemes = Map::new();
+        let mut rows = Vec::new();
+        for (name, o) in [("mf", &mut mf), ("gf", &mut gf)] {
+            let before = o.entries();
+            let r = match &mut o.cache {
+                crate::nic::NicCache::Megaflow(m) => m.revalidate(&updated),
+                crate::nic::NicCache::Gigaflow(g) => g.revalidate(&updated),
+            };
+            schemes.insert(name.to_string(), json!({ "entries": before, "checked": r.checked, "removed": r.removed }));
+            rows.push((name, before, r));
+        }
+        progress(1.0);
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.revalidation"));
+        summary.insert("seed".into(), json!(p.common.seed));
+        summary.insert("pipeline".into(), json!(p.pipeline));
+        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("removed_rules_every".into(), json!(p.update_every));
+        summary.insert("schemes".into(), Value::Object(schemes));
+        // Wall-clock times depend on the machine: in the table, not the summary.
+        let t = Table::new("revalidation")
+            .with("scheme", ColumnData::Str(rows.iter().map(|r| r.0.to_string()).collect()))
+            .with("entries", ColumnData::U64(rows.iter().map(|r| r.1 as u64).collect()))
+            .with("removed", ColumnData::U64(rows.iter().map(|r| r.2.removed as u64).collect()))
+            .with("revalidation_ms", ColumnData::F64(rows.iter().map(|r| r.2.elapsed_ns as f64 / 1e6).collect()));
+        Ok(RunOutput { summary, tables: vec![t] })
+    }
+}
+
+pub fn experiments() -> Vec<Box<dyn Experiment>> {
+    vec![Box::new(E2e), Box::new(Partitioning), Box::new(Tables), Box::new(Revalidation)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(e: &dyn Experiment, sets: &[(&str, &str)]) -> RunOutput {
+        let o: BTreeMap<String, String> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        e.run(&o, true, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn e2e_quick_runs_both_caches_on_pipebench() {
+        let out = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
+        for loc in ["high", "low"] {
+            let s = &out.summary["pipelines"]["PSC"][loc];
+            let (mf, gf) = (&s["mf"], &s["gf"]);
+            // Rule-space coverage: GF's cross product is orders of magnitude larger (Table 2).
+            assert!(gf["rule_space_coverage"].as_f64().unwrap() > 10.0 * mf["rule_space_coverage"].as_f64().unwrap(), "{s}");
+            for x in [mf, gf] {
+                assert!(x["entries"].as_u64().unwrap() <= x["capacity"].as_u64().unwrap());
+                assert_eq!(x["hits"].as_u64().unwrap() + x["misses"].as_u64().unwrap(), x["packets"].as_u64().unwrap());
+                assert!(x["mean_latency_us"].as_f64().unwrap() >= 8.5);
+            }
+        }
+        // Low locality has more misses than high for both caches.
+        let p = &out.summary["pipelines"]["PSC"];
+        for k in ["mf", "gf"] {
+            assert!(p["low"][k]["hit_rate"].as_f64().unwrap() < p["high"][k]["hit_rate"].as_f64().unwrap());
+        }
+        // Deterministic: same seed, same summary.
+        let again = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
+        assert_eq!(out.summary_json(), again.summary_json());
+    }
+
+    #[test]
+    fn revalidation_quick_removes_stale_entries_of_both_caches() {
+        let out = run(&Revalidation, &[("update_every", "5")]);
+        for k in ["mf", "gf"] {
+            let x = &out.summary["schemes"][k];
+            assert_eq!(x["checked"], x["entries"]);
+            assert!(x["removed"].as_u64().unwrap() > 0, "{x}");
+        }
+        assert_eq!(out.tables[0].rows(), 2);
+    }
+
+    #[test]
+    fn bad_parameters_name_the_field() {
+        let o: BTreeMap<String, String> = [("partitioning".to_string(), "zigzag".to_string())].into();
+        let e = E2e.run(&o, true, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("partitioning"), "{e}");
+        let o: BTreeMap<String, String> = [("ks".to_string(), "0".to_string())].into();
+        assert!(Tables.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("ks"));
+    }
+}

@@ -1,0 +1,525 @@
+//! The Gigaflow cache: K Longest-Traversal-Match tables in front of the slow path (paper §4.1,
+//! artifact §2.4–2.7). An entry matches exactly on a table tag and ternary on the fields its
+//! sub-traversal examined; its priority is the sub-traversal's length (the longest match wins
+//! per table); its actions are the sub-traversal's rewrites and outputs plus the next tag. A
+//! packet walks the K tables once, in order, carrying its tag and rewritten headers; it is a hit
+//! when some entry ends its traversal.
+//!
+//! Tags: a tag names where a sub-traversal starts — the vSwitch table and the actions still
+//! pending from enclosing `resubmit`s (see [`TableVisit::continuation`]); for pipelines whose
+//! resubmits are tail calls that is the table id, as in the paper. Packets enter with tag 0
+//! (table 0, nothing pending) and zero registers/metadata, which entries match and set like
+//! headers (the NIC carries them as P4 metadata).
+
+use crate::actions::{apply_ops, window_ops, CachedOp};
+use crate::fields::Flow;
+use crate::megaflow::{CacheStats, Revalidation};
+use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
+use crate::slowpath::{Frame, Pipeline, TableVisit, Trace};
+use crate::tss::{EntryId, FastMap, TssTable};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Default number of LTM tables ("GF 4x8K").
+pub const DEFAULT_LTM_TABLES: usize = 4;
+/// Default entries per LTM table (the artifact's 8000).
+pub const DEFAULT_LTM_ENTRIES: usize = 8_000;
+/// The artifact's per-table mask limit (`gigaflow-max-masks`).
+pub const DEFAULT_MAX_MASKS: usize = 64;
+/// Most LTM tables a lookup can walk.
+pub const MAX_LTM_TABLES: usize = 32;
+/// The tag of a finished traversal (the artifact's 255/254 pseudo tables).
+pub const TAG_DONE: u16 = u16::MAX;
+/// The tag a packet enters the NIC with.
+pub const TAG_START: u16 = 0;
+
+/// Gigaflow cache parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct GigaflowConfig {
+    pub tables: usize,
+    pub entries_per_table: usize,
+    /// A mapping that would give a table more distinct masks than this is rejected whole.
+    pub max_masks: usize,
+    pub scheme: Scheme,
+    /// Remove entries unused this long ([`GigaflowCache::expire`]); `None`: never (artifact).
+    pub idle_timeout_ns: Option<u64>,
+    /// Seed of the random partitioner.
+    pub seed: u64,
+    /// After installing a mapping that the packet still cannot complete (its path through the
+    /// tables is captured by longer entries of other traversals), also install the whole
+    /// traversal as one entry in the first table with room, so the flow is not upcalled forever.
+    pub repair: bool,
+}
+
+impl Default for GigaflowConfig {
+    fn default() -> Self {
+        // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
+        // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true }
+    }
+}
+
+/// One cached sub-traversal.
+pub struct LtmEntry {
+    pub ops: Vec<CachedOp>,
+    pub next_tag: u16,
+    /// Installs that produced this entry (1 + times it was recycled).
+    pub refs: u32,
+    /// Flow at the start of the sub-traversal (revalidation re-runs it).
+    pub start_flow: Flow,
+    pub start_depth: u8,
+    pub lookups: u8,
+}
+
+/// Interned tags: (vSwitch table, pending frames) → tag.
+#[derive(Default)]
+pub struct Tags {
+    map: FastMap<(u8, Vec<Frame>), u16>,
+    keys: Vec<(u8, Vec<Frame>)>,
+}
+
+impl Tags {
+    /// The tag of a lookup in `table` with `frames` pending (`None` when tags run out).
+    pub fn tag(&mut self, table: u8, frames: &[Frame]) -> Option<u16> {
+        if frames.is_empty() {
+            // Fast path without allocating the key.
+            if let Some(&t) = self.map.get(&(table, Vec::new())) {
+                return Some(t);
+            }
+        } else if let Some(&t) = self.map.get(&(table, frames.to_vec())) {
+            return Some(t);
+        }
+        if self.keys.len() >= TAG_DONE as usize {
+            return None;
+        }
+        let t = self.keys.len() as u16;
+        self.map.insert((table, frames.to_vec()), t);
+        self.keys.push((table, frames.to_vec()));
+        Some(t)
+    }
+    pub fn key(&self, tag: u16) -> &(u8, Vec<Frame>) {
+        &self.keys[tag as usize]
+    }
+    fn of_visit(&mut self, v: &TableVisit) -> Option<u16> {
+        self.tag(v.table, &v.continuation)
+    }
+}
+
+/// Counters beyond hits and misses.
+#[derive(Clone, Debug, Default)]
+pub struct GigaflowStats {
+    pub cache: CacheStats,
+    /// Entries added to tables.
+    pub entries_inserted: u64,
+    /// Sub-traversals that found an identical entry already installed.
+    pub entries_recycled: u64,
+    /// Upcalls whose mapping was rejected for the per-table mask limit.
+    pub rejected_masks: u64,
+    /// Upcalls with no table available (all full).
+    pub rejected_full: u64,
+    /// Traversals that cannot be cached (resubmit depth limit, tag space exhausted).
+    pub uncacheable: u64,
+    /// Whole-traversal repair entries installed.
+    pub repairs: u64,
+    pub expired_idle: u64,
+    /// Hits per LTM table (an entry used on a hit's path).
+    pub table_hits: Vec<u64>,
+}
+
+/// The time one upcall spent in each Gigaflow step (Fig. 13), in ns of this machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpcallCost {
+    pub partition_ns: u64,
+    pub rulegen_ns: u64,
+    /// DP cells evaluated.
+    pub dp_cells: usize,
+    pub entries_built: usize,
+}
+
+/// A candidate entry before installation.
+struct NewEntry {
+    table: usize,
+    tag: u16,
+    mask: Flow,
+    priority: u16,
+    entry: LtmEntry,
+}
+
+/// K LTM tables.
+pub struct GigaflowCache {
+    pub cfg: GigaflowConfig,
+    pub tables: Vec<TssTable<LtmEntry>>,
+    pub tags: Tags,
+    pub stats: GigaflowStats,
+    partitioner: Partitioner,
+    rng: ChaCha8Rng,
+    touched: Vec<(usize, EntryId)>,
+    sets: Vec<u8>,
+}
+
+impl GigaflowCache {
+    pub fn new(cfg: GigaflowConfig) -> Result<Self, String> {
+        if cfg.tables == 0 || cfg.tables > MAX_LTM_TABLES {
+            return Err(format!("gigaflow tables = {}: expected 1..={MAX_LTM_TABLES}", cfg.tables));
+        }
+        if cfg.entries_per_table == 0 {
+            return Err("gigaflow entries per table = 0: expected at least 1".into());
+        }
+        let mut tags = Tags::default();
+        let start = tags.tag(0, &[]);
+        debug_assert_eq!(start, Some(TAG_START));
+        Ok(GigaflowCache {
+            tables: (0..cfg.tables).map(|_| TssTable::new(cfg.entries_per_table)).collect(),
+            stats: GigaflowStats { table_hits: vec![0; cfg.tables], ..Default::default() },
+            tags,
+            partitioner: Partitioner::default(),
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            touched: Vec::with_capacity(cfg.tables),
+            sets: Vec::new(),
+            cfg,
+        })
+    }
+
+    /// Entries in all tables.
+    pub fn len(&self) -> usize {
+        self.tables.iter().map(|t| t.len()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Walks the K tables with `packet` (tag 0). On a hit `flow_out` holds the final headers
+    /// and `outputs` the emitted packets (cleared first), and the entries used are refreshed.
+    /// Counts the packet.
+    #[inline]
+    pub fn lookup(&mut self, packet: &Flow, now_ns: u64, flow_out: &mut Flow, outputs: &mut Vec<(u32, Flow)>) -> bool {
+        self.stats.cache.packets += 1;
+        let hit = self.walk(packet, flow_out, outputs);
+        if hit {
+            self.stats.cache.hits += 1;
+            for i in 0..self.touched.len() {
+                let (k, id) = self.touched[i];
+                self.tables[k].touch(id, now_ns);
+                self.stats.table_hits[k] += 1;
+            }
+        } else {
+            self.stats.cache.misses += 1;
+            outputs.clear();
+        }
+        hit
+    }
+
+    /// The lookup without counting or refreshing anything; `touched` lists the entries used.
+    fn walk(&mut self, packet: &Flow, flow_out: &mut Flow, outputs: &mut Vec<(u32, Flow)>) -> bool {
+        outputs.clear();
+        self.touched.clear();
+        *flow_out = *packet;
+        let mut tag = TAG_START;
+        for k in 0..self.tables.len() {
+            if let Some(id) = self.tables[k].lookup(tag, flow_out, None) {
+                let e = &self.tables[k].get(id).payload;
+                apply_ops(&e.ops, flow_out, outputs);
+                tag = e.next_tag;
+                self.touched.push((k, id));
+                if tag == TAG_DONE {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether `packet` would hit now (no counters touched).
+    pub fn would_hit(&mut self, packet: &Flow) -> bool {
+        let (mut f, mut o) = (Flow::default(), Vec::new());
+        self.walk(packet, &mut f, &mut o)
+    }
+
+    /// Tables that can take an entry.
+    fn available(&self) -> Vec<usize> {
+        (0..self.tables.len()).filter(|&k| !self.tables[k].is_full()).collect()
+    }
+
+    /// Splits `trace` per the configured scheme onto the available tables.
+    pub fn partition(&mut self, trace: &Trace, available: &[usize]) -> Vec<Segment> {
+        let n = trace.visits.len();
+        match self.cfg.scheme {
+            Scheme::Disjoint => {
+                self.sets.clear();
+                self.sets.extend(trace.visits.iter().map(|v| field_set(&v.window_wildcards)));
+                let sets = std::mem::take(&mut self.sets);
+                let segs = self.partitioner.disjoint(&sets, available);
+                self.sets = sets;
+                segs
+            }
+            Scheme::Random => partition::random(n, available, &mut self.rng),
+            Scheme::OneToOne => partition::one_to_one(n, available),
+        }
+    }
+
+    /// Builds the LTM entry of lookups `seg.start..=seg.end` of `trace` for table `seg.table`.
+    fn build(&mut self, trace: &Trace, seg: &Segment) -> Option<NewEntry> {
+        let v = &trace.visits;
+        let mut mask = Flow::default();
+        for w in &v[seg.start..=seg.end] {
+            for i in 0..mask.0.len() {
+                mask.0[i] |= w.window_wildcards.0[i];
+            }
+        }
+        let tag = self.tags.of_visit(&v[seg.start])?;
+        let next_tag = if seg.end + 1 < v.len() { self.tags.of_visit(&v[seg.end + 1])? } else { TAG_DONE };
+        let lookups = seg.len().min(u8::MAX as usize) as u8;
+        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: v[seg.start].flow.masked(&mask), start_depth: v[seg.start].depth, lookups };
+        Some(NewEntry { table: seg.table, tag, mask, priority: seg.len() as u16, entry })
+    }
+
+    /// Handles an upcall's traversal: partition, build the entries, check the mask limits and
+    /// install (recycling identical entries). Returns the time spent in partitioning and rule
+    /// generation.
+    pub fn install(&mut self, trace: &Trace, now_ns: u64) -> UpcallCost {
+        let mut cost = UpcallCost::default();
+        if trace.depth_limited || trace.visits.is_empty() {
+            self.stats.uncacheable += 1;
+            return cost;
+        }
+        let t0 = Instant::now();
+        let available = self.available();
+        if available.is_empty() {
+            self.stats.rejected_full += 1;
+            return cost;
+        }
+        let segs = self.partition(trace, &available);
+        cost.dp_cells = self.partitioner.last_cells;
+        let t1 = Instant::now();
+        cost.partition_ns = (t1 - t0).as_nanos() as u64;
+        let mut built = Vec::with_capacity(segs.len());
+        for s in &segs {
+            match self.build(trace, s) {
+                Some(e) => built.push(e),
+                None => {
+                    self.stats.uncacheable += 1;
+                    return cost;
+                }
+            }
+        }
+        cost.entries_built = built.len();
+        if !self.masks_fit(&built) {
+            self.stats.rejected_masks += 1;
+            cost.rulegen_ns = t1.elapsed().as_nanos() as u64;
+            return cost;
+        }
+        for e in built {
+            self.put(e, now_ns);
+        }
+        if self.cfg.repair && !self.would_hit(&trace.initial_flow) {
+            let n = trace.visits.len();
+            if let Some(&k) = self.available().first() {
+                if let Some(e) = self.build(trace, &Segment { start: 0, end: n - 1, table: k }) {
+                    if self.masks_fit(std::slice::from_ref(&e)) {
+                        self.put(e, now_ns);
+                        self.stats.repairs += 1;
+                    }
+                }
+            }
+        }
+        cost.rulegen_ns = t1.elapsed().as_nanos() as u64;
+        cost
+    }
+
+    /// Whether adding `built` keeps every table within its mask limit (the artifact rejects
+    /// the mapping when `masks + 1 >= max`).
+    fn masks_fit(&self, built: &[NewEntry]) -> bool {
+        let mut new_masks: Vec<(usize, Flow)> = Vec::new();
+        for e in built {
+            if !self.tables[e.table].has_mask(&e.mask) && !new_masks.contains(&(e.table, e.mask)) {
+                new_masks.push((e.table, e.mask));
+            }
+        }
+        (0..self.tables.len()).all(|k| {
+            let add = new_masks.iter().filter(|(t, _)| *t == k).count();
+            add == 0 || self.tables[k].n_masks() + add < self.cfg.max_masks
+        })
+    }
+
+    fn put(&mut self, e: NewEntry, now_ns: u64) {
+        let t = &mut self.tables[e.table];
+        let key = e.entry.start_flow;
+        if let Some(id) = t.find_exact(e.tag, &e.mask, e.priority, &key) {
+            t.get_mut(id).payload.refs += 1;
+            self.stats.entries_recycled += 1;
+        } else if !t.is_full() {
+            t.insert(e.tag, &e.mask, e.priority, &key, e.entry, now_ns);
+            self.stats.entries_inserted += 1;
+        }
+    }
+
+    /// Removes entries idle longer than the idle timeout; returns how many.
+    pub fn expire(&mut self, now_ns: u64) -> usize {
+        let Some(idle) = self.cfg.idle_timeout_ns else { return 0 };
+        let n: usize = self.tables.iter_mut().map(|t| t.expire_idle(now_ns, idle)).sum();
+        self.stats.expired_idle += n as u64;
+        n
+    }
+
+    /// Revalidation after a pipeline change (paper §4.3.1): every entry's sub-traversal is
+    /// re-run from its tag's table for its length; entries whose match, actions or next tag
+    /// changed are removed.
+    pub fn revalidate(&mut self, pipeline: &Pipeline) -> Revalidation {
+        let t0 = Instant::now();
+        let mut r = Revalidation::default();
+        for k in 0..self.tables.len() {
+            for id in self.tables[k].ids() {
+                r.checked += 1;
+                let slot = self.tables[k].get(id);
+                let (table, frames) = self.tags.key(slot.tag).clone();
+                let e = &slot.payload;
+                let t = pipeline.trace_segment(&e.start_flow, table, &frames, e.start_depth, e.lookups as usize);
+                let still = t.visits.len() == e.lookups as usize && !t.depth_limited && {
+                    let mut mask = Flow::default();
+                    for w in &t.visits {
+                        for i in 0..mask.0.len() {
+                            mask.0[i] |= w.window_wildcards.0[i];
+                        }
+                    }
+                    let (ops, next) = (window_ops(&t, 0, t.visits.len() - 1), t.next_lookup.clone());
+                    let next_tag = match next {
+                        None => Some(TAG_DONE),
+                        Some((tb, fr, _)) => self.tags.tag(tb, &fr),
+                    };
+                    let slot = self.tables[k].get(id);
+                    mask == *self.tables[k].mask_of(id) && ops == slot.payload.ops && next_tag == Some(slot.payload.next_tag)
+                };
+                if !still {
+                    self.tables[k].remove(id);
+                    r.removed += 1;
+                }
+            }
+        }
+        r.elapsed_ns = t0.elapsed().as_nanos() as u64;
+        r
+    }
+
+    /// Rule-space coverage in Megaflow-equivalents: the number of distinct entry chains a
+    /// packet can complete (tag 0 in some table, each next entry in a later table with the
+    /// previous entry's next tag, the last one ending the traversal) — the cross product the
+    /// LTM tables encode.
+    pub fn rule_space(&self) -> f64 {
+        // ways[tag] for tables k.. ; computed from the last table backwards.
+        let mut ways: HashMap<u16, f64> = HashMap::new();
+        for k in (0..self.tables.len()).rev() {
+            let mut here: Vec<(u16, f64)> = Vec::new();
+            for id in self.tables[k].ids() {
+                let s = self.tables[k].get(id);
+                let w = if s.payload.next_tag == TAG_DONE { 1.0 } else { ways.get(&s.payload.next_tag).copied().unwrap_or(0.0) };
+                if w > 0.0 {
+                    here.push((s.tag, w));
+                }
+            }
+            for (tag, w) in here {
+                *ways.entry(tag).or_insert(0.0) += w;
+            }
+        }
+        ways.get(&TAG_START).copied().unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
+
+    const ROUTER: &str = include_str!("../pipelines/l3_router.flows");
+
+    fn pkt(src_port: u64, dst: u32, port: u64) -> Flow {
+        let mut f = Flow::default();
+        f.set(Field::InPort, src_port);
+        f.set(Field::DlType, ETH_TYPE_IP);
+        f.set(Field::NwProto, IPPROTO_TCP);
+        f.set(Field::NwDst, dst as u64);
+        f.set(Field::TpDst, port);
+        f
+    }
+
+    fn run(c: &mut GigaflowCache, p: &Pipeline, f: &Flow) -> bool {
+        let (mut out, mut outs) = (Flow::default(), Vec::new());
+        if c.lookup(f, 0, &mut out, &mut outs) {
+            let t = p.trace(f);
+            assert_eq!(out, t.final_flow);
+            assert_eq!(outs, t.outputs.iter().map(|o| (o.port, o.headers)).collect::<Vec<_>>());
+            true
+        } else {
+            c.install(&p.trace(f), 0);
+            false
+        }
+    }
+
+    #[test]
+    fn sub_traversals_combine_into_new_flows() {
+        // Router: in_port admission | nw_dst routing (rewrites dl_dst) | tp_dst policy. Learn
+        // two routes with port 80 and one route with port 443: the third route with port 80 is
+        // then a hit without an upcall (a cross-product Megaflow never saw).
+        let p = Pipeline::parse(ROUTER).unwrap();
+        let mut c = GigaflowCache::new(GigaflowConfig::default()).unwrap();
+        assert!(!run(&mut c, &p, &pkt(1, 0x0a01_0203, 80)));
+        assert!(!run(&mut c, &p, &pkt(1, 0xac10_0001, 443)));
+        assert!(run(&mut c, &p, &pkt(1, 0x0a01_0203, 80)));
+        assert!(run(&mut c, &p, &pkt(1, 0xac10_0001, 80)), "cross product of cached sub-traversals");
+        assert!(run(&mut c, &p, &pkt(1, 0x0a01_0203, 443)));
+        assert!(c.rule_space() >= 4.0, "{}", c.rule_space());
+        let s = &c.stats.cache;
+        assert_eq!(s.hits + s.misses, s.packets);
+    }
+
+    #[test]
+    fn ltm_prefers_the_longest_sub_traversal_and_tags_order_tables() {
+        let p = Pipeline::parse(ROUTER).unwrap();
+        let mut c = GigaflowCache::new(GigaflowConfig::default()).unwrap();
+        run(&mut c, &p, &pkt(1, 0x0a01_0203, 80));
+        let t = p.trace(&pkt(1, 0x0a01_0203, 80));
+        let segs = c.partition(&t, &[0, 1, 2, 3]);
+        assert!(segs.len() >= 2, "{segs:?}");
+        // Priorities equal segment lengths; the first entry's tag is the start tag.
+        let firsts: Vec<u16> = c.tables.iter().flat_map(|tb| tb.ids().into_iter().map(move |id| tb.get(id).tag)).collect();
+        assert!(firsts.contains(&TAG_START));
+        for tb in &c.tables {
+            for id in tb.ids() {
+                assert_eq!(tb.get(id).priority as u8, tb.get(id).payload.lookups);
+            }
+        }
+    }
+
+    #[test]
+    fn capacity_and_mask_limits_hold() {
+        let p = Pipeline::parse(ROUTER).unwrap();
+        let cfg = GigaflowConfig { entries_per_table: 2, max_masks: 3, ..Default::default() };
+        let mut c = GigaflowCache::new(cfg).unwrap();
+        for i in 0..200u32 {
+            run(&mut c, &p, &pkt(1 + (i as u64 % 3), 0x0a00_0000 | (i * 7919), 1 + (i as u64 * 31) % 600));
+            for tb in &c.tables {
+                assert!(tb.len() <= 2);
+                assert!(tb.n_masks() < 3);
+            }
+        }
+        assert!(c.stats.rejected_full + c.stats.rejected_masks > 0);
+        assert!(GigaflowCache::new(GigaflowConfig { tables: 0, ..Default::default() }).is_err());
+    }
+
+    #[test]
+    fn revalidation_removes_only_stale_sub_traversals() {
+        let p = Pipeline::parse(ROUTER).unwrap();
+        let mut c = GigaflowCache::new(GigaflowConfig::default()).unwrap();
+        for (d, port) in [(0x0a01_0203, 80), (0xac10_0001, 443), (0x0a01_0210, 80)] {
+            run(&mut c, &p, &pkt(1, d, port));
+        }
+        let before = c.len();
+        assert_eq!(c.revalidate(&p).removed, 0);
+        let changed = Pipeline::parse(&ROUTER.replace("tp_dst=80,actions=output:2", "tp_dst=80,actions=output:4")).unwrap();
+        let r = c.revalidate(&changed);
+        assert!(r.removed >= 1 && r.removed < before, "{r:?} of {before}");
+        // After revalidation the cache agrees with the new pipeline.
+        assert!(!run(&mut c, &changed, &pkt(1, 0x0a01_0203, 80)));
+        assert!(run(&mut c, &changed, &pkt(1, 0x0a01_0203, 80)));
+    }
+}

@@ -1,0 +1,261 @@
+//! The SmartNIC in front of the vSwitch: a cache (Megaflow or Gigaflow LTM tables) whose hit
+//! costs a fixed pipeline latency plus one lookup per table, and whose miss is upcalled to our
+//! slow path, which traverses the pipeline, partitions the traversal and generates the entries
+//! (the three parts of the paper's Fig. 13). [`Offload`] runs a packet stream through it and
+//! keeps both the modelled latency (deterministic) and the wall-clock time the slow path took
+//! on this machine, per part.
+
+use crate::fields::Flow;
+use crate::ltm::{GigaflowCache, GigaflowConfig};
+use crate::megaflow::{CacheStats, Eviction, MegaflowCache};
+use crate::slowpath::Pipeline;
+use std::time::Instant;
+
+/// Latency parameters of the NIC and the upcall path. Defaults: the paper's measured hit
+/// latency of both offloads (8.62 µs, §6.3.6) split into a fixed part and 4 table lookups; the
+/// upcall round trip is OVS/DPDK's host latency minus the NIC's (12.61 − 8.62 ≈ 4 µs); the slow
+/// path's own cost per part is calibrated from `innet bench gigaflow` on this machine.
+#[derive(Clone, Copy, Debug)]
+pub struct NicModel {
+    pub base_latency_ns: u64,
+    pub per_table_lookup_ns: u64,
+    pub upcall_ns: u64,
+    pub slowpath: SlowPathCost,
+}
+
+/// Modelled slow-path cost of one miss, by part (ns of this machine; see docs/RESULTS.md).
+#[derive(Clone, Copy, Debug)]
+pub struct SlowPathCost {
+    /// Per vSwitch table lookup of the traversal (actions, recording, one classifier call).
+    pub per_lookup_ns: u64,
+    /// Per classifier subtable searched (tuple-space search dominates on ClassBench tables).
+    pub per_subtable_ns: u64,
+    /// Per cell of the partitioning dynamic program.
+    pub per_dp_cell_ns: u64,
+    /// Per LTM/Megaflow entry generated (composition of masks and actions, install).
+    pub per_entry_ns: u64,
+}
+
+impl Default for NicModel {
+    fn default() -> Self {
+        NicModel { base_latency_ns: 8_500, per_table_lookup_ns: 30, upcall_ns: 4_000, slowpath: SlowPathCost::default() }
+    }
+}
+
+impl Default for SlowPathCost {
+    fn default() -> Self {
+        // Calibrated with `innet bench gigaflow` (docs/RESULTS.md, "Gigaflow caches").
+        SlowPathCost { per_lookup_ns: 150, per_subtable_ns: 50, per_dp_cell_ns: 10, per_entry_ns: 5000 }
+    }
+}
+
+impl NicModel {
+    /// Latency of a packet that hits a cache of `tables` tables.
+    pub fn hit_ns(&self, tables: usize) -> u64 {
+        self.base_latency_ns + self.per_table_lookup_ns * tables as u64
+    }
+    /// Modelled slow-path time of one miss.
+    pub fn slowpath_ns(&self, lookups: usize, subtables: u64, dp_cells: usize, entries: usize) -> u64 {
+        let c = &self.slowpath;
+        c.per_lookup_ns * lookups as u64 + c.per_subtable_ns * subtables + c.per_dp_cell_ns * dp_cells as u64 + c.per_entry_ns * entries as u64
+    }
+}
+
+/// Which cache sits in the NIC (one per run, so the size difference does not matter).
+#[allow(clippy::large_enum_variant)]
+pub enum NicCache {
+    Megaflow(MegaflowCache),
+    Gigaflow(GigaflowCache),
+}
+
+/// Wall-clock slow-path time on this machine, by part (Fig. 13).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SlowPathClock {
+    pub traversal_ns: u64,
+    pub partition_ns: u64,
+    pub rulegen_ns: u64,
+}
+
+/// Totals of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OffloadStats {
+    pub packets: u64,
+    pub hits: u64,
+    pub misses: u64,
+    /// Modelled latency summed over packets.
+    pub latency_ns_sum: u64,
+    /// Modelled slow-path time summed over misses.
+    pub slowpath_model_ns_sum: u64,
+    pub clock: SlowPathClock,
+    /// Lookups of the traversals upcalled.
+    pub upcall_lookups: u64,
+    /// Classifier subtables those lookups searched.
+    pub upcall_subtables: u64,
+}
+
+/// The NIC cache plus the vSwitch behind it.
+pub struct Offload<'a> {
+    pub pipeline: &'a Pipeline,
+    pub cache: NicCache,
+    pub nic: NicModel,
+    pub stats: OffloadStats,
+    /// Idle-timeout sweep period (the revalidator's); `None`: never sweep.
+    pub sweep_every_ns: Option<u64>,
+    last_sweep_ns: u64,
+    flow_out: Flow,
+    outputs: Vec<(u32, Flow)>,
+}
+
+impl<'a> Offload<'a> {
+    pub fn megaflow(pipeline: &'a Pipeline, entries: usize, eviction: Eviction, nic: NicModel) -> Self {
+        Self::megaflow_with_masks(pipeline, entries, eviction, usize::MAX, nic)
+    }
+
+    /// A Megaflow cache that also refuses entries beyond `max_masks` distinct masks.
+    pub fn megaflow_with_masks(pipeline: &'a Pipeline, entries: usize, eviction: Eviction, max_masks: usize, nic: NicModel) -> Self {
+        let sweep = match eviction {
+            Eviction::IdleTimeout { .. } => Some(500_000_000),
+            _ => None,
+        };
+        let mut c = MegaflowCache::new(entries, eviction);
+        c.max_masks = max_masks;
+        Self::with(pipeline, NicCache::Megaflow(c), nic, sweep)
+    }
+
+    pub fn gigaflow(pipeline: &'a Pipeline, cfg: GigaflowConfig, nic: NicModel) -> Result<Self, String> {
+        let sweep = cfg.idle_timeout_ns.map(|_| 500_000_000);
+        Ok(Self::with(pipeline, NicCache::Gigaflow(GigaflowCache::new(cfg)?), nic, sweep))
+    }
+
+    fn with(pipeline: &'a Pipeline, cache: NicCache, nic: NicModel, sweep_every_ns: Option<u64>) -> Self {
+        Offload { pipeline, cache, nic, stats: OffloadStats::default(), sweep_every_ns, last_sweep_ns: 0, flow_out: Flow::default(), outputs: Vec::with_capacity(8) }
+    }
+
+    /// Number of NIC tables a packet walks.
+    pub fn tables(&self) -> usize {
+        match &self.cache {
+            NicCache::Megaflow(_) => 1,
+            NicCache::Gigaflow(g) => g.tables.len(),
+        }
+    }
+
+    pub fn entries(&self) -> usize {
+        match &self.cache {
+            NicCache::Megaflow(m) => m.len(),
+            NicCache::Gigaflow(g) => g.len(),
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        match &self.cache {
+            NicCache::Megaflow(m) => m.table.capacity,
+            NicCache::Gigaflow(g) => g.tables.iter().map(|t| t.capacity).sum(),
+        }
+    }
+
+    /// Megaflow-equivalents the cache covers (a Megaflow entry covers one).
+    pub fn rule_space(&self) -> f64 {
+        match &self.cache {
+            NicCache::Megaflow(m) => m.len() as f64,
+            NicCache::Gigaflow(g) => g.rule_space(),
+        }
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        match &self.cache {
+            NicCache::Megaflow(m) => m.stats,
+            NicCache::Gigaflow(g) => g.stats.cache,
+        }
+    }
+
+    /// Processes one packet arriving at `now_ns`; returns whether the NIC handled it.
+    pub fn process(&mut self, packet: &Flow, now_ns: u64) -> bool {
+        if let Some(every) = self.sweep_every_ns {
+            if now_ns >= self.last_sweep_ns + every {
+                self.last_sweep_ns = now_ns;
+                match &mut self.cache {
+                    NicCache::Megaflow(m) => m.expire(now_ns),
+                    NicCache::Gigaflow(g) => g.expire(now_ns),
+                };
+            }
+        }
+        let k = self.tables();
+        self.stats.packets += 1;
+        let hit = match &mut self.cache {
+            NicCache::Megaflow(m) => m.lookup(packet, now_ns, &mut self.flow_out, &mut self.outputs),
+            NicCache::Gigaflow(g) => g.lookup(packet, now_ns, &mut self.flow_out, &mut self.outputs),
+        };
+        let nic_ns = self.nic.hit_ns(k);
+        if hit {
+            self.stats.hits += 1;
+            self.stats.latency_ns_sum += nic_ns;
+            return true;
+        }
+        self.stats.misses += 1;
+        let t0 = Instant::now();
+        let trace = self.pipeline.trace(packet);
+        let traversal_ns = t0.elapsed().as_nanos() as u64;
+        let lookups = trace.visits.len();
+        let (partition_ns, rulegen_ns, cells, entries) = match &mut self.cache {
+            NicCache::Megaflow(m) => {
+                let t1 = Instant::now();
+                let added = m.install(&trace, now_ns);
+                (0, t1.elapsed().as_nanos() as u64, 0, added as usize)
+            }
+            NicCache::Gigaflow(g) => {
+                let c = g.install(&trace, now_ns);
+                (c.partition_ns, c.rulegen_ns, c.dp_cells, c.entries_built)
+            }
+        };
+        self.stats.clock.traversal_ns += traversal_ns;
+        self.stats.clock.partition_ns += partition_ns;
+        self.stats.clock.rulegen_ns += rulegen_ns;
+        self.stats.upcall_lookups += lookups as u64;
+        self.stats.upcall_subtables += trace.subtables_probed;
+        let sp = self.nic.slowpath_ns(lookups, trace.subtables_probed, cells, entries);
+        self.stats.slowpath_model_ns_sum += sp;
+        self.stats.latency_ns_sum += nic_ns + self.nic.upcall_ns + sp;
+        false
+    }
+
+    /// Mean modelled per-packet latency (µs).
+    pub fn mean_latency_us(&self) -> f64 {
+        self.stats.latency_ns_sum as f64 / self.stats.packets.max(1) as f64 / 1e3
+    }
+
+    /// Mean modelled slow-path time per miss (µs).
+    pub fn slowpath_us_per_miss(&self) -> f64 {
+        self.stats.slowpath_model_ns_sum as f64 / self.stats.misses.max(1) as f64 / 1e3
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
+
+    #[test]
+    fn hits_cost_the_nic_and_misses_add_the_upcall() {
+        let p = Pipeline::parse(include_str!("../pipelines/l3_router.flows")).unwrap();
+        let mut f = Flow::default();
+        f.set(Field::InPort, 1);
+        f.set(Field::DlType, ETH_TYPE_IP);
+        f.set(Field::NwProto, IPPROTO_TCP);
+        f.set(Field::NwDst, 0x0a01_0203);
+        f.set(Field::TpDst, 80);
+        let nic = NicModel::default();
+        let mut o = Offload::gigaflow(&p, GigaflowConfig::default(), nic).unwrap();
+        assert!(!o.process(&f, 0));
+        let miss_ns = o.stats.latency_ns_sum;
+        assert!(o.process(&f, 1));
+        let hit_ns = o.stats.latency_ns_sum - miss_ns;
+        assert_eq!(hit_ns, nic.hit_ns(4));
+        assert!(miss_ns > hit_ns + nic.upcall_ns);
+        assert_eq!(o.stats.hits + o.stats.misses, o.stats.packets);
+        assert_eq!(o.cache_stats().packets, 2);
+        let mut m = Offload::megaflow(&p, 32_000, Eviction::None, nic);
+        m.process(&f, 0);
+        assert!(m.process(&f, 1));
+        assert_eq!(m.rule_space(), 1.0);
+    }
+}

@@ -1,0 +1,425 @@
+//! A wildcard cache table searched the way OVS's datapath classifier (dpcls) does: tuple-space
+//! search, one hash table per distinct (mask, priority), probed from the highest priority down,
+//! the first hit winning. Entries carry an exact-match tag (Gigaflow's table tag; 0 for a
+//! Megaflow), live in a slab with a free list, and are kept on an LRU list for eviction.
+
+use crate::fields::{Flow, N_FIELDS};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Entry handle inside one table.
+pub type EntryId = u32;
+const NIL: u32 = u32::MAX;
+
+/// Keys are already well-mixed 64-bit hashes: no second hashing.
+#[derive(Default)]
+pub struct IdentityHasher(u64);
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
+
+/// A fast non-cryptographic hasher (FxHash-style, 8 bytes at a time) for keys that contain a
+/// whole [`Flow`] (masks, subtable shapes, tags): SipHash over 224 bytes dominated rule
+/// generation.
+#[derive(Default)]
+pub struct FastHasher(u64);
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.write_u64(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64)
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64)
+    }
+}
+/// A `HashMap` with [`FastHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+#[inline]
+fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
+struct Subtable {
+    tag: u16,
+    mask: Flow,
+    /// Field indices with a non-zero mask (the only ones hashed and compared).
+    fields: Vec<u8>,
+    priority: u16,
+    buckets: IdMap<Vec<EntryId>>,
+    n_entries: usize,
+    /// Hits since creation (equal-priority subtables are searched most-hit first, as OVS's
+    /// dpcls re-sorts its subtable vector).
+    hits: u64,
+}
+
+impl Subtable {
+    #[inline]
+    fn hash(&self, tag: u16, flow: &Flow) -> u64 {
+        let mut h = mix(0x51_7cc1_b727_220a, tag as u64);
+        for &i in &self.fields {
+            h = mix(h, flow.0[i as usize] & self.mask.0[i as usize]);
+        }
+        h
+    }
+}
+
+/// One live entry.
+pub struct Slot<P> {
+    pub tag: u16,
+    /// Key already masked.
+    pub key: Flow,
+    pub priority: u16,
+    subtable: u32,
+    pub last_used_ns: u64,
+    pub hits: u64,
+    prev: u32,
+    next: u32,
+    live: bool,
+    pub payload: P,
+}
+
+/// A tuple-space-search table of at most `capacity` entries.
+pub struct TssTable<P> {
+    /// Subtables by creation (ids are stable), one per (tag, mask, priority): a lookup only
+    /// searches its tag's subtables, listed in `order` by priority (highest first).
+    subtables: Vec<Subtable>,
+    order: FastMap<u16, Vec<u32>>,
+    by_shape: FastMap<(u16, Flow, u16), u32>,
+    lookups_since_sort: u32,
+    /// Ids of emptied subtables, for reuse.
+    free_subtables: Vec<u32>,
+    slots: Vec<Slot<P>>,
+    free: Vec<u32>,
+    /// Most recently used first.
+    lru_head: u32,
+    lru_tail: u32,
+    len: usize,
+    pub capacity: usize,
+    masks: FastMap<Flow, u32>,
+    /// Subtables probed by lookups so far (tuple-space search cost).
+    pub probes: u64,
+}
+
+impl<P> TssTable<P> {
+    pub fn new(capacity: usize) -> Self {
+        TssTable { subtables: Vec::new(), order: FastMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn is_full(&self) -> bool {
+        self.len >= self.capacity
+    }
+    /// Distinct masks among live entries.
+    pub fn n_masks(&self) -> usize {
+        self.masks.len()
+    }
+    /// Whether `mask` is already used by a live entry.
+    pub fn has_mask(&self, mask: &Flow) -> bool {
+        self.masks.contains_key(mask)
+    }
+    /// Number of (mask, priority) hash tables a miss probes.
+    pub fn n_subtables(&self) -> usize {
+        self.subtables.iter().filter(|s| s.n_entries > 0).count()
+    }
+
+    /// Re-sorts each tag's subtables by priority, then by hits (within equal priority any
+    /// matching entry is a correct answer, so searching the busiest first only saves probes).
+    pub fn resort(&mut self) {
+        let subtables = &self.subtables;
+        for v in self.order.values_mut() {
+            v.sort_by_key(|&i| (std::cmp::Reverse(subtables[i as usize].priority), std::cmp::Reverse(subtables[i as usize].hits)));
+        }
+    }
+
+    pub fn get(&self, id: EntryId) -> &Slot<P> {
+        &self.slots[id as usize]
+    }
+    pub fn get_mut(&mut self, id: EntryId) -> &mut Slot<P> {
+        &mut self.slots[id as usize]
+    }
+    /// The mask of a live entry.
+    pub fn mask_of(&self, id: EntryId) -> &Flow {
+        &self.subtables[self.slots[id as usize].subtable as usize].mask
+    }
+
+    /// Highest-priority entry whose tag equals `tag` and whose key equals `flow` under its mask.
+    /// With `now_ns`, the entry is marked used (LRU order, idle timer, hit counter).
+    #[inline]
+    pub fn lookup(&mut self, tag: u16, flow: &Flow, now_ns: Option<u64>) -> Option<EntryId> {
+        let mut found = None;
+        self.lookups_since_sort += 1;
+        if self.lookups_since_sort >= 1 << 16 {
+            self.lookups_since_sort = 0;
+            self.resort();
+        }
+        let order = self.order.get(&tag)?;
+        'outer: for &si in order {
+            let st = &self.subtables[si as usize];
+            if st.n_entries == 0 {
+                continue;
+            }
+            self.probes += 1;
+            let h = st.hash(tag, flow);
+            if let Some(ids) = st.buckets.get(&h) {
+                for &id in ids {
+                    let s = &self.slots[id as usize];
+                    if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
+                        found = Some((si, id));
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        let found = found.map(|(si, id)| {
+            self.subtables[si as usize].hits += 1;
+            id
+        });
+        if let (Some(id), Some(now)) = (found, now_ns) {
+            self.touch(id, now);
+        }
+        found
+    }
+
+    /// An entry with exactly this tag, mask, priority and (masked) key.
+    pub fn find_exact(&self, tag: u16, mask: &Flow, priority: u16, key: &Flow) -> Option<EntryId> {
+        let st = &self.subtables[*self.by_shape.get(&(tag, *mask, priority))? as usize];
+        let ids = st.buckets.get(&st.hash(tag, key))?;
+        ids.iter().copied().find(|&id| {
+            let s = &self.slots[id as usize];
+            s.tag == tag && s.key == *key
+        })
+    }
+
+    pub fn touch(&mut self, id: EntryId, now_ns: u64) {
+        let s = &mut self.slots[id as usize];
+        s.last_used_ns = now_ns;
+        s.hits += 1;
+        self.unlink(id);
+        self.push_front(id);
+    }
+
+    /// Inserts an entry (the caller checks capacity). `key` is masked here.
+    pub fn insert(&mut self, tag: u16, mask: &Flow, priority: u16, key: &Flow, payload: P, now_ns: u64) -> EntryId {
+        let key = key.masked(mask);
+        let sti = match self.by_shape.get(&(tag, *mask, priority)) {
+            Some(&i) => i as usize,
+            None => {
+                let fields = (0..N_FIELDS).filter(|&i| mask.0[i] != 0).map(|i| i as u8).collect();
+                let st = Subtable { tag, mask: *mask, fields, priority, buckets: IdMap::default(), n_entries: 0, hits: 0 };
+                let id = match self.free_subtables.pop() {
+                    Some(id) => {
+                        self.subtables[id as usize] = st;
+                        id
+                    }
+                    None => {
+                        self.subtables.push(st);
+                        (self.subtables.len() - 1) as u32
+                    }
+                };
+                self.by_shape.insert((tag, *mask, priority), id);
+                // Keep the search order by priority, highest first (stable among equals).
+                let subtables = &self.subtables;
+                let order = self.order.entry(tag).or_default();
+                let at = order.iter().position(|&o| subtables[o as usize].priority < priority).unwrap_or(order.len());
+                order.insert(at, id);
+                id as usize
+            }
+        };
+        let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, live: true, payload };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let st = &mut self.subtables[sti];
+        let h = st.hash(tag, &key);
+        st.buckets.entry(h).or_default().push(id);
+        st.n_entries += 1;
+        *self.masks.entry(*mask).or_insert(0) += 1;
+        self.len += 1;
+        self.push_front(id);
+        id
+    }
+
+    /// Removes a live entry and returns its payload's slot for inspection before reuse.
+    pub fn remove(&mut self, id: EntryId) {
+        let (tag, key, sti) = {
+            let s = &self.slots[id as usize];
+            assert!(s.live, "removing a dead cache entry");
+            (s.tag, s.key, s.subtable as usize)
+        };
+        self.unlink(id);
+        let st = &mut self.subtables[sti];
+        let h = st.hash(tag, &key);
+        if let Some(ids) = st.buckets.get_mut(&h) {
+            ids.retain(|&x| x != id);
+            if ids.is_empty() {
+                st.buckets.remove(&h);
+            }
+        }
+        st.n_entries -= 1;
+        let mask = st.mask;
+        if st.n_entries == 0 {
+            // Retire the empty subtable so lookups stop probing it.
+            let (tag, prio) = (st.tag, st.priority);
+            self.by_shape.remove(&(tag, mask, prio));
+            if let Some(o) = self.order.get_mut(&tag) {
+                o.retain(|&x| x as usize != sti);
+                if o.is_empty() {
+                    self.order.remove(&tag);
+                }
+            }
+            self.free_subtables.push(sti as u32);
+        }
+        if let Some(c) = self.masks.get_mut(&mask) {
+            *c -= 1;
+            if *c == 0 {
+                self.masks.remove(&mask);
+            }
+        }
+        self.slots[id as usize].live = false;
+        self.free.push(id);
+        self.len -= 1;
+    }
+
+    /// The least recently used live entry.
+    pub fn lru_victim(&self) -> Option<EntryId> {
+        (self.lru_tail != NIL).then_some(self.lru_tail)
+    }
+
+    /// Live entry ids.
+    pub fn ids(&self) -> Vec<EntryId> {
+        (0..self.slots.len() as u32).filter(|&i| self.slots[i as usize].live).collect()
+    }
+
+    /// Removes every entry unused since `now_ns - idle_ns`; returns how many.
+    pub fn expire_idle(&mut self, now_ns: u64, idle_ns: u64) -> usize {
+        let mut n = 0;
+        // The LRU tail is the oldest: walk from it while entries are idle.
+        while self.lru_tail != NIL {
+            let id = self.lru_tail;
+            if now_ns.saturating_sub(self.slots[id as usize].last_used_ns) < idle_ns {
+                break;
+            }
+            self.remove(id);
+            n += 1;
+        }
+        n
+    }
+
+    fn unlink(&mut self, id: EntryId) {
+        let (p, n) = (self.slots[id as usize].prev, self.slots[id as usize].next);
+        if p != NIL {
+            self.slots[p as usize].next = n;
+        } else if self.lru_head == id {
+            self.lru_head = n;
+        }
+        if n != NIL {
+            self.slots[n as usize].prev = p;
+        } else if self.lru_tail == id {
+            self.lru_tail = p;
+        }
+        self.slots[id as usize].prev = NIL;
+        self.slots[id as usize].next = NIL;
+    }
+
+    fn push_front(&mut self, id: EntryId) {
+        self.slots[id as usize].next = self.lru_head;
+        self.slots[id as usize].prev = NIL;
+        if self.lru_head != NIL {
+            self.slots[self.lru_head as usize].prev = id;
+        }
+        self.lru_head = id;
+        if self.lru_tail == NIL {
+            self.lru_tail = id;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::Field;
+
+    fn flow(dst: u64, port: u64) -> Flow {
+        let mut f = Flow::default();
+        f.set(Field::NwDst, dst);
+        f.set(Field::TpDst, port);
+        f
+    }
+
+    #[test]
+    fn highest_priority_wins_and_tags_are_exact() {
+        let mut t: TssTable<u32> = TssTable::new(10);
+        let mut m24 = Flow::default();
+        m24.set(Field::NwDst, 0xffff_ff00);
+        let mut m32 = Flow::default();
+        m32.set(Field::NwDst, 0xffff_ffff);
+        let a = t.insert(1, &m24, 1, &flow(0x0a00_0100, 0), 24, 0);
+        let b = t.insert(1, &m32, 3, &flow(0x0a00_0105, 0), 32, 0);
+        assert_eq!(t.lookup(1, &flow(0x0a00_0105, 9), None), Some(b));
+        assert_eq!(t.lookup(1, &flow(0x0a00_0106, 9), None), Some(a));
+        assert_eq!(t.lookup(2, &flow(0x0a00_0105, 9), None), None);
+        assert_eq!(t.n_masks(), 2);
+        t.remove(b);
+        assert_eq!(t.lookup(1, &flow(0x0a00_0105, 9), None), Some(a));
+        assert_eq!(t.n_masks(), 1);
+        assert_eq!(t.find_exact(1, &m24, 1, &flow(0x0a00_0100, 0)), Some(a));
+    }
+
+    #[test]
+    fn lru_and_idle_order() {
+        let mut t: TssTable<()> = TssTable::new(10);
+        let mut m = Flow::default();
+        m.set(Field::TpDst, 0xffff);
+        let ids: Vec<_> = (0..3).map(|i| t.insert(0, &m, 0, &flow(0, i), (), i * 10)).collect();
+        assert_eq!(t.lru_victim(), Some(ids[0]));
+        t.lookup(0, &flow(0, 0), Some(100));
+        assert_eq!(t.lru_victim(), Some(ids[1]));
+        assert_eq!(t.expire_idle(105, 50), 2);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.lookup(0, &flow(0, 0), None), Some(ids[0]));
+    }
+}

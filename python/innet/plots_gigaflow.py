@@ -1,0 +1,76 @@
+"""Plots of the Gigaflow experiments: Figs. 8-10 and 12 (e2e), 14-15 (tables), 16 (partitioning)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from innet.plots import _save, register
+
+
+def _bars(df: pd.DataFrame, metric: str, ylabel: str, out: Path, name: str, schemes: list[str]) -> Path:
+    locs = list(dict.fromkeys(df["locality"]))
+    fig, axes = plt.subplots(1, len(locs), figsize=(5.5 * len(locs), 3.6), squeeze=False)
+    for ax, loc in zip(axes[0], locs):
+        g = df[df["locality"] == loc]
+        pipes = list(dict.fromkeys(g["pipeline"]))
+        x = np.arange(len(pipes))
+        w = 0.8 / max(1, len(schemes))
+        for i, s in enumerate(schemes):
+            vals = [g[(g["pipeline"] == p) & (g["scheme"] == s)][metric].sum() for p in pipes]
+            ax.bar(x + i * w, vals, w, label=s)
+        ax.set_xticks(x + w * (len(schemes) - 1) / 2, pipes)
+        ax.set_title(f"{loc} locality")
+        ax.set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, out / name)
+
+
+@register("gigaflow.e2e")
+def plot_e2e(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Figs. 8 (hit rate), 9 (misses), 10 (entries), 12 (latency): MF 32K vs GF 4x8K."""
+    df = tables["points"]
+    if df.empty:
+        return []
+    s = ["mf", "gf"]
+    return [
+        _bars(df, "hit_rate", "NIC hit rate", out, "hit_rate.png", s),
+        _bars(df, "misses", "misses (upcalls)", out, "misses.png", s),
+        _bars(df, "entries", "cache entries", out, "entries.png", s),
+        _bars(df, "mean_latency_us", "mean latency (us)", out, "latency.png", s),
+    ]
+
+
+@register("gigaflow.tables")
+def plot_tables(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Figs. 14-15: misses and entries vs number of LTM tables."""
+    df = tables["points"]
+    if df.empty:
+        return []
+    df = df.assign(k=df["scheme"].str.slice(1).astype(int))
+    paths = []
+    for metric, label in (("misses", "misses"), ("entries", "cache entries")):
+        fig, ax = plt.subplots()
+        for (pipe, loc), g in df.groupby(["pipeline", "locality"], sort=False):
+            g = g.sort_values("k")
+            ax.plot(g["k"], g[metric], marker="o", label=f"{pipe} {loc}")
+        ax.set_xlabel("LTM tables (K)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+        paths.append(_save(fig, out / f"{metric}_vs_k.png"))
+    return paths
+
+
+@register("gigaflow.partitioning")
+def plot_partitioning(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 16: misses and entries of RND, DP and 1-1 against Megaflow."""
+    df = tables["points"]
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    axes[0].bar(df["scheme"], df["misses"])
+    axes[0].set_ylabel("misses")
+    axes[1].bar(df["scheme"], df["entries"])
+    axes[1].set_ylabel("cache entries")
+    return [_save(fig, out / "partitioning.png")]

@@ -1,0 +1,52 @@
+"""Gigaflow caches from the CLI: the quick e2e experiment, the partitioning experiment and the
+`innet bench gigaflow` command."""
+
+import json
+from pathlib import Path
+
+PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipelines"
+
+
+def test_listed(innet_cmd):
+    r = innet_cmd("list")
+    assert r.returncode == 0, r.stderr
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation"):
+        assert name in r.stdout
+
+
+def test_e2e_quick_summary(innet_cmd, tmp_path):
+    r = innet_cmd("run", "gigaflow.e2e", "--quick", "--set", "pipelines=PSC", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for loc in ("high", "low"):
+        mf, gf = s["pipelines"]["PSC"][loc]["mf"], s["pipelines"]["PSC"][loc]["gf"]
+        for x in (mf, gf):
+            for k in ("hit_rate", "misses", "entries", "rule_space_coverage", "mean_latency_us", "slowpath_us_per_miss"):
+                assert k in x
+            assert x["entries"] <= x["capacity"]
+        assert gf["rule_space_coverage"] > 10 * mf["rule_space_coverage"]
+    assert (tmp_path / "summary.json").is_file()
+    assert (tmp_path / "hit_rate.png").is_file()
+
+
+def test_partitioning_quick(innet_cmd, tmp_path):
+    r = innet_cmd("run", "gigaflow.partitioning", "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert set(s["schemes"]) == {"mf", "rnd", "dp", "1-1"}
+
+
+def test_bad_parameter(innet_cmd, tmp_path):
+    r = innet_cmd("run", "gigaflow.e2e", "--quick", "--set", "partitioning=zigzag", "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert "partitioning" in r.stderr
+
+
+def test_bench_gigaflow(innet_cmd):
+    r = innet_cmd("bench", "gigaflow", "--flows", str(PIPELINES / "l3_router.flows"), "--packets", "300", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.splitlines()[0])
+    assert rep["pipeline"] == "l3_router.flows"
+    assert rep["gf_slowpath_us_per_miss"] > 0 and rep["mf_lookups_per_s"] > 0
+    r = innet_cmd("bench", "gigaflow", "--flows", "/nonexistent.flows")
+    assert r.returncode == 2 and "no such file" in r.stderr
