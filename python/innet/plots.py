@@ -113,3 +113,4 @@ def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: P
 from innet import plots_switchv2p  # noqa: E402,F401
 from innet import plots_orbitcache  # noqa: E402,F401
 from innet import plots_switchvm  # noqa: E402,F401
+from innet import plots_appswitch  # noqa: E402,F401
