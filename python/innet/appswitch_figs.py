@@ -46,7 +46,7 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
             ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
             ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
         ],
-        "quick": {"conns": "1,8", "clients": "1,2", "queries": "200", "tables": "8", "keys_per_table": "64"},
+        "quick": {"conns": "1,8", "clients": "1,2", "queries": "150", "tables": "4", "keys_per_table": "64"},
     },
     "appswitch.lexical": {
         "description": "Fig. 19 on real packets: mean turnaround with lexical analysis vs a fixed-offset key "
