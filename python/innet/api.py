@@ -43,9 +43,10 @@ class Result:
 
 def list_experiments() -> list[dict[str, Any]]:
     """Every experiment with its description and parameters (name, default, doc)."""
-    from innet import appswitch_experiments
+    from innet import appswitch_experiments, appswitch_figs
 
-    return list(_native.list_experiments()) + appswitch_experiments.list_experiments()
+    return (list(_native.list_experiments()) + appswitch_experiments.list_experiments()
+            + appswitch_figs.list_experiments())
 
 
 def _as_override(value: Any) -> str:
@@ -72,6 +73,12 @@ def run(
     if experiment in appswitch_experiments.EXPERIMENTS:
         # Real-packet experiments orchestrate processes (namespaces, servers): Python, not Rust.
         summary_json, cols = appswitch_experiments.run(experiment, ov, quick, progress)
+        return Result(experiment=experiment, summary=json.loads(summary_json), summary_json=summary_json,
+                      tables={name: pd.DataFrame(c) for name, c in cols.items()})
+    from innet import appswitch_figs
+
+    if experiment in appswitch_figs.EXPERIMENTS:
+        summary_json, cols = appswitch_figs.run(experiment, ov, quick, progress)
         return Result(experiment=experiment, summary=json.loads(summary_json), summary_json=summary_json,
                       tables={name: pd.DataFrame(c) for name, c in cols.items()})
     summary_json, tables = _native.run_experiment(experiment, ov, quick, progress)

@@ -6,6 +6,7 @@ sequential, so the model is exact at every moment) and reports counts and latenc
     python3 -m innet.appswitch_workload redis --host 10.77.0.2 --ops 10000
     python3 -m innet.appswitch_workload cql --host 10.77.0.2 --ops 10000 [--protocol 4|5]
     python3 -m innet.appswitch_workload turnaround --host 10.77.0.2 ...   (Fig. 12 workload)
+    python3 -m innet.appswitch_workload connections --host 10.77.0.2 --conns 8 ...   (Fig. 17)
 
 Exit status 1 and a "wrong" list when any answer differed from the model.
 """
@@ -178,12 +179,29 @@ def fig12_table(n: int) -> str:
     return "t" * n
 
 
+def lexical_query(n: int, i: int) -> str:
+    """The literal (unprepared) SELECT of Fig. 19: every statement of one table has the same
+    layout, so the table and the key sit at fixed byte offsets (lexical_layout)."""
+    return f"SELECT v FROM fig12.{fig12_table(n)} WHERE k = '{fig12_key(n, i)}'"
+
+
+def lexical_layout(n: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(offset, length) in bytes of the table (`fig12.t…`) and of the key in lexical_query(n, ·)."""
+    q = lexical_query(n, 0).encode()
+    t0 = q.index(b"fig12.")
+    k0 = q.index(b"'") + 1
+    return (t0, len("fig12.") + n), (k0, len(fig12_key(n, 0).encode()))
+
+
 def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int | None, setup: bool,
-               tables: int = 16, keys_per_table: int = 256, read_ratio: float = 1.0) -> dict:
+               tables: int = 16, keys_per_table: int = 256, read_ratio: float = 1.0,
+               literal: bool = False, only_len: int = 0) -> dict:
     """The paper's §5.1 workload: tables whose names are 1..16 characters long (t, tt, ...), 256
     keys each, a key as long as its table's name, random alphabetic values of 1..4N characters;
     `queries` operations on keys drawn by Zipf(s) over all keys (a fixed random ranking), reads
-    (prepared SELECT by key) or, with read_ratio < 1, writes (prepared UPDATE). Per operation:
+    (prepared SELECT by key) or, with read_ratio < 1, writes (prepared UPDATE). `literal`: reads
+    are unprepared QUERY frames with the key in the text (lexical_query); `only_len` = N > 0:
+    only table N is queried (fixed-length keys, Fig. 19). Per operation:
     (kind, table length N, key index, turnaround µs)."""
     rng = random.Random(seed)
     cluster, s = cql_session(host, protocol)
@@ -198,7 +216,8 @@ def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int 
                 s.execute(ins, (fig12_key(n, i), "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))))
     sels = {n: s.prepare(f"SELECT v FROM {ks}.{fig12_table(n)} WHERE k = ?") for n in range(1, tables + 1)}
     upds = {n: s.prepare(f"UPDATE {ks}.{fig12_table(n)} SET v = ? WHERE k = ?") for n in range(1, tables + 1)}
-    population = [(n, i) for n in range(1, tables + 1) for i in range(keys_per_table)]
+    lens = [only_len] if only_len else list(range(1, tables + 1))
+    population = [(n, i) for n in lens for i in range(keys_per_table)]
     rank = random.Random(seed + 1)
     rank.shuffle(population)
     draw = zipf_sampler(len(population), s_zipf, rng)
@@ -206,8 +225,9 @@ def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int 
     for _ in range(queries):
         n, i = population[draw()]
         if rng.random() < read_ratio:
+            stmt, args = (lexical_query(n, i), None) if literal else (sels[n], (fig12_key(n, i),))
             t0 = time.perf_counter_ns()
-            s.execute(sels[n], (fig12_key(n, i),)).one()
+            s.execute(stmt, args).one()
             samples.append(("read", n, i, (time.perf_counter_ns() - t0) / 1000.0))
         else:
             v = "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))
@@ -218,9 +238,62 @@ def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int 
     return {"samples": samples}
 
 
+def connections(host: str, queries: int, s_zipf: float, seed: int, protocol: int | None, conns: int,
+                tables: int, keys_per_table: int, ready_file: str, go_file: str) -> dict:
+    """Fig. 17: `conns` connections from this client (one driver Session, hence one TCP
+    connection, each; one thread each), sharing `queries` prepared Zipf reads of the §5.1 data
+    (pre-drawn, dealt round-robin). Once connected it creates `ready_file` and waits for
+    `go_file`, so the orchestrator starts two client processes' loads together. Per read: (connection, table length, key index,
+    send time ns (CLOCK_MONOTONIC, comparable across processes), turnaround µs, value)."""
+    import threading
+
+    rng = random.Random(seed)
+    cluster, _ = cql_session(host, protocol)
+    sessions = [cluster.connect() for _ in range(conns)]
+    for s in sessions:
+        s.default_timeout = 60
+    sels = {n: sessions[0].prepare(f"SELECT v FROM fig12.{fig12_table(n)} WHERE k = ?") for n in range(1, tables + 1)}
+    population = [(n, i) for n in range(1, tables + 1) for i in range(keys_per_table)]
+    random.Random(seed + 1).shuffle(population)  # the same ranking as turnaround()
+    draw = zipf_sampler(len(population), s_zipf, rng)
+    keys = [population[draw()] for _ in range(queries)]
+    samples: list[list] = [[] for _ in range(conns)]
+    errors: list[str] = []
+    barrier = threading.Barrier(conns)
+
+    def worker(j: int) -> None:
+        s = sessions[j]
+        barrier.wait()
+        try:
+            for n, i in keys[j::conns]:
+                t0 = time.perf_counter_ns()
+                row = s.execute(sels[n], (fig12_key(n, i),)).one()
+                t1 = time.perf_counter_ns()
+                samples[j].append((j, n, i, t0, (t1 - t0) / 1000.0, row.v if row is not None else None))
+        except Exception as e:  # a reset or timeout is a failure of the switch
+            errors.append(repr(e))
+
+    import os
+
+    if ready_file:
+        open(ready_file, "w").close()
+        deadline = time.time() + 300
+        while go_file and not os.path.exists(go_file):
+            if time.time() > deadline:
+                raise TimeoutError(f"no {go_file} within 300 s")
+            time.sleep(0.001)
+    threads = [threading.Thread(target=worker, args=(j,)) for j in range(conns)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    cluster.shutdown()
+    return {"samples": [x for per in samples for x in per], "errors": errors, "conns": conns}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="appswitch_workload")
-    ap.add_argument("kind", choices=["redis", "cql", "cql-read-model", "turnaround"])
+    ap.add_argument("kind", choices=["redis", "cql", "cql-read-model", "turnaround", "connections"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, default=6379)
     ap.add_argument("--ops", type=int, default=1000)
@@ -233,6 +306,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--setup", action="store_true")
     ap.add_argument("--tables", type=int, default=16)
     ap.add_argument("--keys-per-table", type=int, default=256)
+    ap.add_argument("--literal", action="store_true", help="unprepared SELECTs with the key in the text")
+    ap.add_argument("--only-len", type=int, default=0, help="query only the table of this name/key length")
+    ap.add_argument("--ready-file", default="", help="connections: create this file once connected")
+    ap.add_argument("--go-file", default="", help="connections: then start when this file exists")
     a = ap.parse_args(argv)
     if a.kind == "redis":
         out = redis_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
@@ -240,8 +317,11 @@ def main(argv: list[str]) -> int:
         out = cql_mixed(a.host, a.ops, a.keys, a.seed, a.protocol)
     elif a.kind == "cql-read-model":
         out = cql_read_model(a.host, a.protocol, a.keys)
+    elif a.kind == "connections":
+        out = connections(a.host, a.ops, a.zipf, a.seed, a.protocol, a.conns, a.tables, a.keys_per_table, a.ready_file, a.go_file)
     else:
-        out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.tables, a.keys_per_table, a.read_ratio)
+        out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.tables, a.keys_per_table, a.read_ratio,
+                         a.literal, a.only_len)
     json.dump(out, sys.stdout)
     return 1 if out.get("wrong_count") else 0
 

@@ -5,6 +5,13 @@ switch (``innet switch run`` on the switch's two ports).
     client ns            switch ns                 server ns
     c0 10.77.0.1/24 <-veth-> p0 [innet switch] p1 <-veth-> s0 10.77.0.2/24
 
+With ``clients=2`` a second client namespace (``client2``, 10.77.0.3) joins the first one's
+link through a Linux bridge in the client namespace, so both clients' frames reach the switch
+on its client port with their own source addresses (the paper's two client machines, Fig. 11):
+
+    client2 ns           client ns
+    c1 10.77.0.3 <-veth-> cb [br0 10.77.0.1, c0] <-veth-> p0 ...
+
 The switch ports have no IP and IPv6 is off everywhere (no stray router solicitations). Host
 ends keep their default offloads (checksum offload, TSO): the runtime handles them through
 PACKET_VNET_HDR. Optional ``tc netem`` (loss, reordering, delay) on the host ends' egress.
@@ -57,12 +64,31 @@ class Topology:
     subnet: str = "10.77.0"
     client_netem: str | None = None  # e.g. "loss 1%" or "delay 1ms reorder 10% 50%"
     server_netem: str | None = None
+    clients: int = 1  # 1, or 2: a second client namespace bridged onto the client link
     switch: subprocess.Popen | None = None
     switch_log: Path | None = None
 
     @property
     def client(self) -> str:
         return f"{self.tag}-c"
+
+    @property
+    def client2(self) -> str:
+        return f"{self.tag}-c2"
+
+    @property
+    def client2_ip(self) -> str:
+        return f"{self.subnet}.3"
+
+    def client_namespaces(self) -> list[tuple[str, str]]:
+        """(namespace, address) of every client."""
+        out = [(self.client, self.client_ip)]
+        if self.clients >= 2:
+            out.append((self.client2, self.client2_ip))
+        return out
+
+    def _namespaces(self) -> list[str]:
+        return [self.client, self.sw, self.server] + ([self.client2] if self.clients >= 2 else [])
 
     @property
     def sw(self) -> str:
@@ -95,9 +121,11 @@ class Topology:
 
     def up(self) -> "Topology":
         self.check_available()
+        if self.clients not in (1, 2):
+            raise ValueError(f"Topology.clients={self.clients}: expected 1 or 2")
         self.down()
         try:
-            for ns in (self.client, self.sw, self.server):
+            for ns in self._namespaces():
                 r = _run(["ip", "netns", "add", ns], check=False)
                 if r.returncode != 0:
                     raise NetnsUnavailable(f"`ip netns add {ns}` failed: {r.stderr.strip()} "
@@ -109,7 +137,20 @@ class Topology:
                   "peer", "name", self.ports[0], "netns", self.sw])
             _run(["ip", "link", "add", self.server_if, "netns", self.server, "type", "veth",
                   "peer", "name", self.ports[1], "netns", self.sw])
-            _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", self.client_if])
+            if self.clients >= 2:
+                # Client 1's address moves to a bridge holding c0 and the veth to client 2.
+                _run(["ip", "-n", self.client, "link", "add", "br0", "type", "bridge"])
+                _run(["ip", "link", "add", "c1", "netns", self.client2, "type", "veth",
+                      "peer", "name", "cb", "netns", self.client])
+                for dev in (self.client_if, "cb"):
+                    _run(["ip", "-n", self.client, "link", "set", dev, "master", "br0"])
+                    _run(["ip", "-n", self.client, "link", "set", dev, "up"])
+                _run(["ip", "-n", self.client, "link", "set", "br0", "up"])
+                _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", "br0"])
+                _run(["ip", "-n", self.client2, "addr", "add", f"{self.client2_ip}/24", "dev", "c1"])
+                _run(["ip", "-n", self.client2, "link", "set", "c1", "up"])
+            else:
+                _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", self.client_if])
             _run(["ip", "-n", self.server, "addr", "add", f"{self.server_ip}/24", "dev", self.server_if])
             for ns, dev in ((self.client, self.client_if), (self.server, self.server_if),
                             (self.sw, self.ports[0]), (self.sw, self.ports[1])):
@@ -133,7 +174,7 @@ class Topology:
 
     def down(self) -> None:
         self.stop_switch()
-        for ns in (self.client, self.sw, self.server):
+        for ns in self._namespaces():
             r = _run(["ip", "netns", "pids", ns], check=False)
             for pid in r.stdout.split():
                 try:

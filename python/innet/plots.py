@@ -114,3 +114,4 @@ from innet import plots_switchv2p  # noqa: E402,F401
 from innet import plots_orbitcache  # noqa: E402,F401
 from innet import plots_switchvm  # noqa: E402,F401
 from innet import plots_gigaflow  # noqa: E402,F401
+from innet import plots_appswitch  # noqa: E402,F401

@@ -15,7 +15,8 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 def test_experiments_and_program_are_listed():
     out = run("list").stdout
-    for e in ("appswitch.turnaround", "appswitch.cachesize", "appswitch.skew", "appswitch.readwrite"):
+    for e in ("appswitch.turnaround", "appswitch.cachesize", "appswitch.skew", "appswitch.readwrite",
+              "appswitch.connections", "appswitch.lexical"):
         assert e in out
     assert "appswitch" in run("switch", "list").stdout
 
@@ -26,3 +27,7 @@ def test_bad_parameters_are_one_clear_line():
     assert "unknown parameter 'bogus'" in r.stderr and "Traceback" not in r.stderr
     r = run("run", "appswitch.skew", "--set", "zipfs=a,b")
     assert r.returncode == 2 and "not a number" in r.stderr, r.stderr
+    r = run("run", "appswitch.connections", "--set", "clients=3")
+    assert r.returncode == 2 and "expected 1 or 2" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run("run", "appswitch.lexical", "--set", "key_lens=1")
+    assert r.returncode == 2 and "key length 1" in r.stderr, r.stderr

@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod cql;
 pub mod cql_statement;
+pub mod fixed_fields;
 pub mod migration;
 pub mod program;
 pub mod resp;
@@ -32,11 +33,25 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
     let server_port =
         u16::try_from(port).map_err(|_| format!("--set server_port={port}: expected 1..=65535"))?;
     let cache_entries = s.u64("cache_entries", 64)? as usize;
-    let program = AppSwitch::new(Config {
+    let mut program = AppSwitch::new(Config {
         protocol,
         server_port,
         cache_entries,
     });
+    match s.str("parser", "lexical").as_str() {
+        "lexical" => {}
+        "fixed" => {
+            let span = |s: &mut Settings, k: &str| match s.str(k, "").as_str() {
+                "" => Err(format!("--set parser=fixed needs --set {k}=OFFSET:LENGTH")),
+                v => fixed_fields::Span::parse(v, k),
+            };
+            program.fixed_layout = Some(fixed_fields::FixedLayout {
+                table: span(s, "fixed_table")?,
+                key: span(s, "fixed_key")?,
+            });
+        }
+        other => return Err(format!("--set parser={other}: expected lexical or fixed")),
+    }
     let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(
         |p: &AppSwitch, _| {
             let c = &p.counters;
@@ -75,7 +90,7 @@ pub fn switch_programs() -> Vec<ProgramSpec> {
     vec![ProgramSpec {
         name: "appswitch",
         description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5) or Redis with TCP migration. \
-                      Settings: protocol=cql|redis, server_port=N (9042 / 6379), cache_entries=N (64).",
+                      Settings: protocol=cql|redis, server_port=N (9042 / 6379), cache_entries=N (64), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
         build: build_appswitch,
     }]
 }

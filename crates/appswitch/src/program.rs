@@ -144,6 +144,8 @@ pub struct AppSwitch {
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
     partition_keys: HashMap<(String, String), Option<String>>,
+    /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
+    pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
 }
 
 impl AppSwitch {
@@ -155,6 +157,7 @@ impl AppSwitch {
             conns: HashMap::new(),
             prepared: HashMap::new(),
             partition_keys: HashMap::new(),
+            fixed_layout: None,
         }
     }
     pub fn open_connections(&self) -> usize {
@@ -274,7 +277,23 @@ impl AppSwitch {
         match req {
             Request::Query { text, params } => {
                 let ks = params.keyspace.as_deref().or(keyspace);
-                let st = parse_statement(&text);
+                let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
+                let st = match fixed {
+                    Some(r) => {
+                        // No lexing: the column is taken to be the partition key (the assumption).
+                        let column = self
+                            .qualify(&r.table, ks)
+                            .and_then(|t| self.pk_of(&t).map(str::to_string))
+                            .unwrap_or_default();
+                        Statement::Select {
+                            table: r.table,
+                            column,
+                            key: Term::Literal(r.key),
+                            shape: r.shape,
+                        }
+                    }
+                    None => parse_statement(&text),
+                };
                 self.classify_statement(
                     &st,
                     ks,

@@ -1,0 +1,395 @@
+"""The application switch's Figs. 17 and 19 on real packets (need root: network namespaces, a
+real Cassandra from Maven Central jars, `innet switch run`), registered next to
+appswitch_experiments in innet.api.
+
+appswitch.connections (Fig. 17, §5.4): 1..64 connections per client, 1 or 2 client machines
+(two client namespaces bridged onto the switch's client port, each its own source address),
+the §5.1 workload (prepared Zipf reads, cache 64); per point a pass through a plain forwarding
+switch ("normal") and one through the application switch (cold cache). Concurrent queries make
+the order the switch saw them unknown to the clients, so hit/miss per query comes from replaying
+the switch's LRU on an event timeline (a request at its send time; a miss's answer learned at its
+receive time), and the replay's hit count is reported next to the switch's own counter. Every
+answer of the cached pass is checked against the normal pass's answer for that key.
+
+appswitch.lexical (Fig. 19, §5.6): the paper compares its switch *with* lexical analysis against
+one that reads the key at a fixed address of the query (the client sending only queries that
+meet the fixed-layout assumption). Here: unprepared QUERY SELECTs whose key sits in the text, all
+on the one table whose name and keys are N characters long (fixed layout), through `forward`
+("normal"), `appswitch parser=lexical` (the statement lexer) and `appswitch parser=fixed`
+(crates/appswitch/src/fixed_fields.rs: table and key read at fixed byte offsets), for each key
+length N in `key_lens`, modes rotated per round so no mode always runs first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable
+
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "appswitch.connections": {
+        "description": "Fig. 17 on real packets: mean turnaround normal vs with cache for 1..64 connections "
+                       "per client and 1..2 client namespaces, Cassandra 5.0 (needs root)",
+        "params": [
+            ("conns", "1,2,4,8,16,32,64", "connections per client"),
+            ("clients", "1,2", "client machines (namespaces), 1 or 2"),
+            ("queries", "1024", "read queries per client per point"),
+            ("cache_entries", "64", "switch cache capacity (keys)"),
+            ("zipf", "1.0", "Zipf exponent"),
+            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
+        ],
+        "quick": {"conns": "1,8", "clients": "1,2", "queries": "150", "tables": "4", "keys_per_table": "64"},
+    },
+    "appswitch.lexical": {
+        "description": "Fig. 19 on real packets: mean turnaround with lexical analysis vs a fixed-offset key "
+                       "parser vs normal, literal SELECTs of fixed-length keys, Cassandra 5.0 (needs root)",
+        "params": [
+            ("key_lens", "4,8,16", "table-name and key lengths N (one table per point)"),
+            ("queries", "1024", "read queries per pass"),
+            ("rounds", "2", "passes per mode and point (mode order rotated per round)"),
+            ("cache_entries", "64", "switch cache capacity (keys)"),
+            ("zipf", "1.0", "Zipf exponent"),
+            ("tables", "16", "tables loaded (name lengths 1..tables)"), ("keys_per_table", "256", "keys per table"),
+            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
+        ],
+        "quick": {"key_lens": "8", "queries": "300", "rounds": "1", "tables": "8", "keys_per_table": "64"},
+    },
+}
+
+# The paper's words: Fig. 17 "no significant increase in the average response time as the number of
+# connections ... increases"; Fig. 19 lexical analysis "about a 3% increase" over the fixed parser.
+PAPER = {
+    "appswitch.connections": {"claim": "no significant increase of mean turnaround with connections (1..64) and clients (1..2)"},
+    "appswitch.lexical": {"lexical_vs_fixed": 0.03},
+}
+
+
+def list_experiments() -> list[dict[str, Any]]:
+    return [{"name": name, "description": e["description"],
+             "params": [{"name": n, "default": d, "doc": doc} for n, d, doc in e["params"]]}
+            for name, e in EXPERIMENTS.items()]
+
+
+def run(name: str, overrides: dict[str, str], quick: bool,
+        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
+    from innet import appswitch_experiments
+
+    saved = dict(appswitch_experiments.EXPERIMENTS)
+    appswitch_experiments.EXPERIMENTS.update(EXPERIMENTS)  # reuse its parameter checking
+    try:
+        p = appswitch_experiments._params(name, overrides, quick)
+    finally:
+        appswitch_experiments.EXPERIMENTS.clear()
+        appswitch_experiments.EXPERIMENTS.update(saved)
+    progress = progress or (lambda f: None)
+    if name == "appswitch.connections":
+        return connections(p, progress)
+    if name == "appswitch.lexical":
+        return lexical(p, progress)
+    raise ValueError(f"unknown experiment '{name}'")
+
+
+def _ints(v: str) -> list[int]:
+    return [int(float(x)) for x in v.split(",") if x.strip()]
+
+
+def _mean(xs: list[float]) -> float | None:
+    return statistics.fmean(xs) if xs else None
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _bring_up(name: str, clients: int, tag: str):
+    from innet.netns import NetnsUnavailable, Topology
+
+    t = Topology(tag=tag, clients=clients)
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        from innet import _native
+
+        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
+    return t
+
+
+def _start_cassandra(t, cdir: Path) -> None:
+    from innet.netns import REPO
+
+    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+
+
+def _tear_down(t, cdir: Path) -> None:
+    from innet.netns import REPO
+
+    t.down()
+    subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
+    subprocess.run(["rm", "-rf", str(cdir)])
+
+
+def _stop_switch_hits(t, stats_path: Path | None) -> int:
+    code, log = t.stop_switch()
+    if code != 0:
+        raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
+    if stats_path is None:
+        return 0
+    return int(json.loads(stats_path.read_text())["program_report"]["hits"])
+
+
+def replay_hits_timeline(samples: list[tuple], capacity: int) -> list[bool]:
+    """Hit/miss per request of a concurrent run, by replaying an LRU of `capacity` keys on a
+    timeline: request i (key, send_ns, recv_ns) looks the key up at send_ns (a hit refreshes
+    it); a miss's answer is learned at its recv_ns (inserted or refreshed, evicting the least
+    recently used). Returns a list parallel to `samples`."""
+    events = []
+    for idx, (key, t_send, t_recv) in enumerate(samples):
+        events.append((t_send, 1, idx))
+    lru: OrderedDict = OrderedDict()
+    hit = [False] * len(samples)
+    learns: list[tuple[int, int, int]] = []
+    import heapq
+
+    events.sort()
+    ei = 0
+    while ei < len(events) or learns:
+        if learns and (ei >= len(events) or learns[0][0] <= events[ei][0]):
+            _, _, idx = heapq.heappop(learns)
+            key = samples[idx][0]
+            if capacity > 0:
+                lru[key] = True
+                lru.move_to_end(key)
+                if len(lru) > capacity:
+                    lru.popitem(last=False)
+            continue
+        _, _, idx = events[ei]
+        ei += 1
+        key = samples[idx][0]
+        if key in lru:
+            lru.move_to_end(key)
+            hit[idx] = True
+        else:
+            heapq.heappush(learns, (samples[idx][2], 0, idx))
+    return hit
+
+
+def connections(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    conns_list, clients_list = _ints(p["conns"]), _ints(p["clients"])
+    from innet import _native
+
+    for c in clients_list:
+        if c not in (1, 2):
+            raise _native.UserInputError(f"appswitch.connections: clients={c}: expected 1 or 2 (client namespaces)")
+    for c in conns_list:
+        if not 1 <= c <= 1024:
+            raise _native.UserInputError(f"appswitch.connections: conns={c}: expected 1..1024")
+    queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
+    tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
+    t = _bring_up("appswitch.connections", max(clients_list), f"axc{os.getpid() % 10000}")
+    cdir = Path(tempfile.mkdtemp(prefix="innet-fig17-"))
+    points = [(nc, c) for nc in clients_list for c in conns_list]
+    results, rows = [], {k: [] for k in ("clients", "conns", "mode", "client", "conn", "table_len", "key", "hit",
+                                         "turnaround_us")}
+
+    def base_cmd(extra: list[str]) -> list[str]:
+        return [sys.executable, "-m", "innet.appswitch_workload", "--host", t.server_ip, "--protocol", str(protocol),
+                "--zipf", str(zipf), "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
+
+    def load(nclients: int, conns: int, tag: str) -> tuple[list[list], list[str]]:
+        """One pass: every client process connects, then all start together. Per client, its samples."""
+        procs = []
+        ready = [cdir / f"ready-{tag}-{j}" for j in range(nclients)]
+        go = cdir / f"go-{tag}"
+        for j, (ns, _ip) in enumerate(t.client_namespaces()[:nclients]):
+            cmd = base_cmd(["--seed", str(seed + 1000 * j), "--ops", str(queries), "--conns", str(conns),
+                            "--ready-file", str(ready[j]), "--go-file", str(go)])
+            cmd.insert(3, "connections")
+            procs.append(t.popen(ns, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        deadline = time.time() + 300
+        while not all(r.exists() for r in ready):
+            if any(pr.poll() is not None for pr in procs) or time.time() > deadline:
+                break
+            time.sleep(0.01)
+        go.touch()
+        per_client, errors = [], []
+        for j, pr in enumerate(procs):
+            out, err = pr.communicate(timeout=1800)
+            if pr.returncode != 0:
+                raise RuntimeError(f"client {j} failed ({pr.returncode}): {err.decode(errors='replace')[-2000:]}")
+            res = json.loads(out)
+            per_client.append(res["samples"])
+            errors += res["errors"]
+        return per_client, errors
+
+    try:
+        _start_cassandra(t, cdir)
+        progress(0.1)
+        t.start_switch("forward")
+        setup = base_cmd(["--seed", str(seed), "--setup", "--ops", "0"])
+        setup.insert(3, "turnaround")
+        t.exec(t.client, setup, timeout=1800)
+        load(1, 1, "warm")  # warm-up pass, discarded (Cassandra's JIT, flushes after loading)
+        t.stop_switch()
+        for k, (nclients, conns) in enumerate(points):
+            t.start_switch("forward")
+            normal, nerr = load(nclients, conns, f"n{k}")
+            _stop_switch_hits(t, None)
+            stats_path = cdir / f"stats-{k}.json"
+            t.start_switch("appswitch", {"protocol": "cql", "cache_entries": str(cache)},
+                           extra=["--stats-json", str(stats_path)])
+            cached, cerr = load(nclients, conns, f"a{k}")
+            switch_hits = _stop_switch_hits(t, stats_path)
+            truth = {(s[1], s[2]): s[5] for per in normal for s in per}
+            flat = [(j, s) for j, per in enumerate(cached) for s in per]
+            wrong = sum(1 for _, s in flat if (s[1], s[2]) in truth and truth[(s[1], s[2])] != s[5])
+            hits = replay_hits_timeline([((s[1], s[2]), s[3], s[3] + int(s[4] * 1000)) for _, s in flat], cache)
+            n_us = [s[4] for per in normal for s in per]
+            a_us = [s[4] for _, s in flat]
+            h_us = [s[4] for (_, s), h in zip(flat, hits) if h]
+            m_us = [s[4] for (_, s), h in zip(flat, hits) if not h]
+            sent = nclients * queries
+            normal_mean = _mean(n_us)
+            rel = lambda x: (x / normal_mean - 1.0) if x is not None and normal_mean else None  # noqa: E731
+            results.append({
+                "clients": nclients, "conns": conns, "queries_sent": sent,
+                "answered": len(a_us), "answered_normal": len(n_us),
+                "errors": nerr + cerr, "wrong_answers": wrong,
+                "hit_ratio": switch_hits / sent if sent else 0.0,
+                "hits_switch": switch_hits, "hits_replay": sum(hits),
+                "turnaround_mean_us": {"all": _mean(a_us), "hit": _mean(h_us), "miss": _mean(m_us),
+                                       "normal": normal_mean},
+                "turnaround_median_us": {"all": _median(a_us), "hit": _median(h_us), "miss": _median(m_us),
+                                         "normal": _median(n_us)},
+                "vs_normal": {"all": rel(_mean(a_us)), "hit": rel(_mean(h_us)), "miss": rel(_mean(m_us))},
+            })
+            for mode, per_client, hitlist in (("normal", normal, None), ("appswitch", cached, hits)):
+                i = 0
+                for j, per in enumerate(per_client):
+                    for s in per:
+                        for key, val in (("clients", nclients), ("conns", conns), ("mode", mode), ("client", j),
+                                         ("conn", s[0]), ("table_len", s[1]), ("key", s[2]),
+                                         ("hit", bool(hitlist[i]) if hitlist else False), ("turnaround_us", s[4])):
+                            rows[key].append(val)
+                        i += 1
+            progress(0.1 + 0.9 * (k + 1) / len(points))
+    finally:
+        _tear_down(t, cdir)
+    derived = {}
+    for nc in clients_list:
+        g = sorted((x for x in results if x["clients"] == nc), key=lambda x: x["conns"])
+        if len(g) >= 2 and g[0]["turnaround_mean_us"]["all"]:
+            derived[f"cached_mean_growth_pct_{nc}_clients"] = 100.0 * (
+                g[-1]["turnaround_mean_us"]["all"] / g[0]["turnaround_mean_us"]["all"] - 1.0)
+    if results:
+        derived["worst_all_vs_normal_pct"] = 100.0 * max(x["vs_normal"]["all"] for x in results
+                                                         if x["vs_normal"]["all"] is not None)
+    summary = {"experiment": "appswitch.connections", "seed": seed, "params": p, "derived": derived,
+               "hit_classification": "LRU replay on the send/receive timeline (hits_replay) vs the switch's counter "
+                                     "(hits_switch, which hit_ratio uses)",
+               "points": results, "paper": PAPER["appswitch.connections"]}
+    return json.dumps(summary, indent=2) + "\n", {"samples": rows}
+
+
+def lexical(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    from innet import _native
+    from innet.appswitch_experiments import _lru_hits
+    from innet.appswitch_workload import lexical_layout
+
+    key_lens, rounds = _ints(p["key_lens"]), int(p["rounds"])
+    queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
+    tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
+    for n in key_lens:
+        if not 2 <= n <= tables:
+            raise _native.UserInputError(
+                f"appswitch.lexical: key length {n}: expected 2..tables={tables} (a table of that name length "
+                "must be loaded; length 1 keys are non-ASCII, so not fixed-width in bytes)")
+    if kpt > 16 ** 2 and min(key_lens) == 2:
+        raise _native.UserInputError("appswitch.lexical: keys_per_table > 256 needs key lengths >= 3")
+    if rounds < 1:
+        raise _native.UserInputError("appswitch.lexical: rounds must be at least 1")
+    t = _bring_up("appswitch.lexical", 1, f"axl{os.getpid() % 10000}")
+    cdir = Path(tempfile.mkdtemp(prefix="innet-fig19-"))
+    modes = ["normal", "lexical", "fixed"]
+    results, rows = [], {k: [] for k in ("key_len", "round", "mode", "query", "key", "hit", "turnaround_us")}
+
+    def workload(extra: list[str]) -> list:
+        cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+               "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
+               "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
+        return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
+
+    try:
+        _start_cassandra(t, cdir)
+        progress(0.1)
+        t.start_switch("forward")
+        workload(["--setup", "--ops", "0"])
+        workload(["--ops", str(queries), "--literal", "--only-len", str(key_lens[0])])  # warm-up, discarded
+        t.stop_switch()
+        steps, done = len(key_lens) * rounds * len(modes), 0
+        for n in key_lens:
+            (t0, tl), (k0, kl) = lexical_layout(n)
+            per_mode: dict[str, list] = {m: [] for m in modes}
+            hits_per_mode: dict[str, list[bool]] = {m: [] for m in modes}
+            switch_hits: dict[str, int] = {m: 0 for m in modes}
+            for r in range(rounds):
+                for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
+                    stats_path = cdir / f"stats-{n}-{r}-{mode}.json"
+                    if mode == "normal":
+                        t.start_switch("forward")
+                    else:
+                        sets = {"protocol": "cql", "cache_entries": str(cache), "parser": mode}
+                        if mode == "fixed":
+                            sets |= {"fixed_table": f"{t0}:{tl}", "fixed_key": f"{k0}:{kl}"}
+                        t.start_switch("appswitch", sets, extra=["--stats-json", str(stats_path)])
+                    samples = workload(["--ops", str(queries), "--literal", "--only-len", str(n)])
+                    h = _stop_switch_hits(t, None if mode == "normal" else stats_path)
+                    replay = _lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
+                    if mode != "normal" and h != sum(replay):
+                        raise RuntimeError(f"{mode} N={n}: the switch counted {h} hits, the LRU replay {sum(replay)}: "
+                                           "hit classification would be wrong")
+                    switch_hits[mode] += h
+                    per_mode[mode] += samples
+                    hits_per_mode[mode] += replay
+                    for q, (s, hit) in enumerate(zip(samples, replay)):
+                        for key, val in (("key_len", n), ("round", r), ("mode", mode), ("query", q), ("key", s[2]),
+                                         ("hit", hit), ("turnaround_us", s[3])):
+                            rows[key].append(val)
+                    done += 1
+                    progress(0.1 + 0.9 * done / steps)
+            normal_mean = _mean([s[3] for s in per_mode["normal"]])
+            for mode in modes:
+                us = [s[3] for s in per_mode[mode]]
+                hu = [s[3] for s, h in zip(per_mode[mode], hits_per_mode[mode]) if h]
+                mu = [s[3] for s, h in zip(per_mode[mode], hits_per_mode[mode]) if not h]
+                results.append({
+                    "key_len": n, "mode": mode, "parser": None if mode == "normal" else mode,
+                    "queries_sent": rounds * queries, "answered": len(us),
+                    "hit_ratio": switch_hits[mode] / len(us) if us else 0.0,
+                    "turnaround_mean_us": {"all": _mean(us), "hit": _mean(hu), "miss": _mean(mu), "normal": normal_mean},
+                    "turnaround_median_us": {"all": _median(us), "hit": _median(hu), "miss": _median(mu),
+                                             "normal": _median([s[3] for s in per_mode["normal"]])},
+                    "vs_normal": (_mean(us) / normal_mean - 1.0) if us and normal_mean else None,
+                    "fixed_layout": {"table": [t0, tl], "key": [k0, kl]} if mode == "fixed" else None,
+                })
+            lex = next(x for x in results if x["key_len"] == n and x["mode"] == "lexical")
+            fix = next(x for x in results if x["key_len"] == n and x["mode"] == "fixed")
+            a, b = lex["turnaround_mean_us"]["all"], fix["turnaround_mean_us"]["all"]
+            lex["lexical_vs_fixed"] = (a / b - 1.0) if a and b else None
+    finally:
+        _tear_down(t, cdir)
+    lv = [x["lexical_vs_fixed"] for x in results if x.get("lexical_vs_fixed") is not None]
+    derived = {"lexical_vs_fixed_pct": 100.0 * statistics.fmean(lv) if lv else None}
+    summary = {"experiment": "appswitch.lexical", "seed": seed, "params": p, "derived": derived, "points": results,
+               "paper": PAPER["appswitch.lexical"]}
+    return json.dumps(summary, indent=2) + "\n", {"samples": rows}
