@@ -5,7 +5,8 @@
 //! only if no other write to that key overlapped it. So no read that starts after a write's
 //! reply can see the value from before the write.
 
-use std::collections::HashMap;
+/// Looked up on every request: a fast seeded hasher instead of SipHash.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A read's place in the order of write events, taken when the request passes the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,13 +70,13 @@ impl Cache {
     pub fn new(capacity: usize) -> Self {
         Cache {
             capacity,
-            index: HashMap::new(),
+            index: HashMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,
             tail: NIL,
             clock: 1,
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             floor: 0,
             pending_all: 0,
             stats: CacheStats::default(),
