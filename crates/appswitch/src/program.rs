@@ -148,6 +148,8 @@ pub struct AppSwitch {
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
     partition_keys: HashMap<(String, String), Option<String>>,
+    /// Reused buffer for per-packet encoding.
+    scratch: Vec<u8>,
 }
 
 impl AppSwitch {
@@ -159,6 +161,7 @@ impl AppSwitch {
             conns: HashMap::default(),
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
+            scratch: Vec::new(),
         }
     }
     pub fn open_connections(&self) -> usize {
@@ -1187,13 +1190,17 @@ impl AppSwitch {
                             self.learn_prepared(&pr, statement, keyspace);
                         }
                         (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
-                            let mut enc = Vec::new();
+                            // Only canonical encodings are stored (re-encode and compare,
+                            // into a reused buffer).
+                            let mut enc = std::mem::take(&mut self.scratch);
+                            enc.clear();
                             cql::encode_rows(&rows, &mut enc);
                             let cacheable = f.header.flags == 0
                                 && rows.rows.len() <= 1
                                 && rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES == 0
                                 && rows.metadata.flags & cql::rows_flags::METADATA_CHANGED == 0
                                 && enc == f.body;
+                            self.scratch = enc;
                             self.complete(p, true, cacheable.then_some(f.body.as_slice()));
                         }
                         (p, _) => self.complete(p, success, None),
