@@ -150,6 +150,9 @@ pub struct AppSwitch {
     partition_keys: HashMap<(String, String), Option<String>>,
     /// Reused buffer for per-packet encoding.
     scratch: Vec<u8>,
+    /// Reused per-packet lists of parsed requests and CQL frames.
+    items_scratch: Vec<(Option<i16>, Classified)>,
+    frames_scratch: Vec<cql::Frame>,
 }
 
 impl AppSwitch {
@@ -162,6 +165,8 @@ impl AppSwitch {
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
             scratch: Vec::new(),
+            items_scratch: Vec::new(),
+            frames_scratch: Vec::new(),
         }
     }
     pub fn open_connections(&self) -> usize {
@@ -926,21 +931,55 @@ impl AppSwitch {
         if conn.broken {
             return false;
         }
-        let mut items: Vec<(Option<i16>, Classified)> = Vec::new();
+        // The per-packet lists live in `self` between packets (no allocation per packet).
+        let mut items = std::mem::take(&mut self.items_scratch);
+        let mut frames = std::mem::take(&mut self.frames_scratch);
+        let answered = self.parse_client_bytes_into(
+            conn,
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+            &mut items,
+            &mut frames,
+        );
+        items.clear();
+        frames.clear();
+        self.items_scratch = items;
+        self.frames_scratch = frames;
+        answered
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn parse_client_bytes_into(
+        &mut self,
+        conn: &mut Conn,
+        bytes: &[u8],
+        may_answer: bool,
+        from: u64,
+        end: u64,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+        items: &mut Vec<(Option<i16>, Classified)>,
+        frames: &mut Vec<cql::Frame>,
+    ) -> bool {
         let (boundary_before, s2c_boundary, framing_ok, version);
         match &mut conn.proto {
             Proto::Cql(c) => {
                 boundary_before = c.c2s.at_boundary();
                 s2c_boundary = c.s2c.at_boundary();
                 framing_ok = c.c2s.framing() == c.s2c.framing();
-                let mut frames = Vec::new();
-                if c.c2s.push(bytes, &mut frames).is_err() {
+                if c.c2s.push(bytes, frames).is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
                 }
                 version = frames.first().map(|f| f.header.version).unwrap_or(4);
                 let ks = c.keyspace.clone();
-                for f in frames {
+                for f in frames.drain(..) {
                     let cl = self.classify_cql(&f.header, &f.body, ks.as_deref());
                     items.push((Some(f.header.stream), cl));
                 }
@@ -962,7 +1001,7 @@ impl AppSwitch {
                     && !conn.mig.server_fin
                 {
                     let mut frames_bytes = conn.mig.take_reply_buffer();
-                    for (stream, cl) in &items {
+                    for (stream, cl) in items.iter() {
                         if let Classified::Read {
                             hit: Some(body), ..
                         } = cl
@@ -990,7 +1029,7 @@ impl AppSwitch {
                     self.send_reply(conn, i, pkt, meta, ctx);
                     return true;
                 }
-                for (stream, cl) in items {
+                for (stream, cl) in items.drain(..) {
                     let p = self.to_pending(cl);
                     let p = self.begin(p);
                     let Proto::Cql(c) = &mut conn.proto else {
@@ -1030,7 +1069,7 @@ impl AppSwitch {
                     && r.pending.is_empty()
                     && !conn.mig.server_fin;
                 if !answer {
-                    for (_, cl) in items {
+                    for (_, cl) in items.drain(..) {
                         let p = self.to_pending(cl);
                         let p = self.begin(p);
                         r.pending.push_back(p);
@@ -1038,7 +1077,7 @@ impl AppSwitch {
                     return false;
                 }
                 let mut reply = conn.mig.take_reply_buffer();
-                for (_, cl) in &items {
+                for (_, cl) in items.iter() {
                     if let Classified::Read { hit: Some(b), .. } = cl {
                         reply.extend_from_slice(b);
                     }
@@ -1265,9 +1304,9 @@ impl AppSwitch {
         if conn.uses_timestamps {
             let tsval = conn.mig.server_tsval.unwrap_or(0);
             let tsecr = conn.mig.client_tsval.unwrap_or(0);
-            let mut o = vec![1, 1, 8, 10];
-            o.extend_from_slice(&tsval.to_be_bytes());
-            o.extend_from_slice(&tsecr.to_be_bytes());
+            let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+            o[4..8].copy_from_slice(&tsval.to_be_bytes());
+            o[8..12].copy_from_slice(&tsecr.to_be_bytes());
             set_tcp_options(&mut r, &o);
         }
         if let L4::Tcp(t) = &mut r.l4 {
