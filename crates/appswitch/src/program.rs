@@ -228,7 +228,7 @@ fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
                         ))
                     }
                     (2, _) | (8, _) | (3, 0 | 2..) | (4, 1..) => return (None, None),
-                    (5, n) if n == 0 || n % 8 != 0 => return (None, None),
+                    (5, n) if n == 0 || !n.is_multiple_of(8) => return (None, None),
                     _ => {}
                 }
                 i += len;
