@@ -306,3 +306,152 @@ def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
         }
     }
     return json.dumps(summary, indent=2) + "\n", tables_out
+
+
+def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+    """appswitch.throughput (Fig. 23): packets per second through the application switch program,
+    measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
+    through the program in memory on one core (`innet bench switch`, crates/dataplane/src/real/
+    bench.rs), no sockets. Four captures, written here (the same shape as
+    crates/appswitch/examples/bench_captures.rs): one client connection, CQL v4 (PREPARE, then
+    request/answer/ACK exchanges of EXECUTE by int key) or Redis (GET), whose reads all hit the
+    warm cache (one key) or all miss (a new key each, more keys than the cache holds). The
+    `forward` program on the CQL miss capture is the runtime's own ceiling."""
+    import struct
+
+    from innet import _native
+
+    exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
+    if exchanges < 1 or repeat < 1:
+        raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
+
+    def csum(b: bytes) -> int:
+        if len(b) % 2:
+            b += b"\0"
+        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+        while s >> 16:
+            s = (s & 0xFFFF) + (s >> 16)
+        return ~s & 0xFFFF
+
+    def tcp_frame(to_server: bool, port: int, seq: int, ack: int, flags: int, payload: bytes) -> bytes:
+        cip, sip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
+        src, dst, sp, dp = (cip, sip, 40000, port) if to_server else (sip, cip, port, 40000)
+        opts = b"\x01\x01\x08\x0a" + struct.pack("!II", seq & 0xFFFFFFFF, ack & 0xFFFFFFFF)
+        tcp = struct.pack("!HHIIBBHHH", sp, dp, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (32 // 4) << 4, flags, 500, 0, 0) + opts
+        pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp) + len(payload))
+        c = csum(pseudo + tcp + payload)
+        tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0x4000, 64, 6, 0, src, dst)
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        return bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip + tcp + payload
+
+    def capture(path: Path, port: int, exchanges_iter) -> int:
+        ack_f, psh_f, syn_f = 0x10, 0x08, 0x02
+        c, s = 1001, 5001
+        frames = [tcp_frame(True, port, 1000, 0, syn_f, b""), tcp_frame(False, port, 5000, 1001, syn_f | ack_f, b""),
+                  tcp_frame(True, port, 1001, 5001, ack_f, b"")]
+        for req, ans in exchanges_iter:
+            frames.append(tcp_frame(True, port, c, s, ack_f | psh_f, req))
+            c += len(req)
+            frames.append(tcp_frame(False, port, s, c, ack_f | psh_f, ans))
+            s += len(ans)
+            frames.append(tcp_frame(True, port, c, s, ack_f, b""))
+        out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+        for i, f in enumerate(frames):
+            out.append(struct.pack("<IIII", i // 1000, (i % 1000) * 1000, len(f), len(f)) + f)
+        path.write_bytes(b"".join(out))
+        return len(frames)
+
+    def cql_exchanges(hit: bool):
+        def frame(resp: bool, stream: int, op: int, body: bytes) -> bytes:
+            return struct.pack("!BBhBi", 0x84 if resp else 0x04, 0, stream, op, len(body)) + body
+
+        def string(x: bytes) -> bytes:
+            return struct.pack("!H", len(x)) + x
+
+        q = b"SELECT v FROM ks.kv WHERE k = ?"
+        pid = b"0123456789abcdef"
+        # RESULT Prepared (v4): id; bind metadata (GLOBAL_TABLES_SPEC, 1 column, pk index 0, ks.kv,
+        # k int); result metadata NO_METADATA with 1 column.
+        prepared = (struct.pack("!i", 4) + string(pid) + struct.pack("!iiiH", 1, 1, 1, 0) + string(b"ks") + string(b"kv")
+                    + string(b"k") + struct.pack("!H", 0x0009) + struct.pack("!ii", 4, 1))
+        yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared)
+        for i in range(exchanges):
+            key = 7 if hit else i
+            stream = i % 1000 + 2
+            execute = string(pid) + struct.pack("!HBHi", 1, 0x01 | 0x02, 1, 4) + struct.pack("!i", key)
+            value = f"value-of-{key}-abcdefghij".encode()
+            rows = struct.pack("!iiii", 2, 4, 1, 1) + struct.pack("!i", len(value)) + value
+            yield frame(False, stream, 0x0A, execute), frame(True, stream, 0x08, rows)
+
+    def redis_exchanges(hit: bool):
+        for i in range(exchanges):
+            key = b"key:7" if hit else f"key:{i}".encode()
+            value = b"value-of-" + key + b"-abcdefghij"
+            req = b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key)
+            yield req, b"$%d\r\n%s\r\n" % (len(value), value)
+
+    case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
+    cases: dict[str, dict] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="innet-fig23-"))
+    try:
+        for n, case in enumerate(case_list):
+            proto, kind = case.split("-")
+            port = 9042 if proto == "cql" else 6379
+            path = tmp / f"{case}.pcap"
+            gen = cql_exchanges if proto == "cql" else redis_exchanges
+            capture(path, port, gen(kind == "hit"))
+            rep = json.loads(_native.bench_switch(str(path), "appswitch", {"protocol": proto, "server_port": str(port)},
+                                                  repeat=repeat))
+            prog = {k: int(v) for k, v in rep["program_report"].items()}
+            cases[case] = {
+                "switch_pps": rep["frames_per_s"], "ns_per_frame": rep["ns_per_frame"],
+                "frames_in_capture": rep["frames_in_capture"], "repeat": rep["repeat"], "frames": rep["frames"],
+                "forwarded": rep["tx_frames"] - rep["generated"], "generated": rep["generated"],
+                "dropped": rep["dropped"], "malformed": rep["malformed"],
+                "requests": exchanges * repeat, "hits": prog["hits"], "misses": prog["misses"],
+                "protocol_errors": prog["protocol_errors"],
+            }
+            if case == "cql-miss":
+                fwd = json.loads(_native.bench_switch(str(path), "forward", {}, repeat=repeat))
+                cases["forward-on-cql-miss"] = {"switch_pps": fwd["frames_per_s"], "ns_per_frame": fwd["ns_per_frame"],
+                                                "frames": fwd["frames"]}
+            progress((n + 1) / len(case_list))
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)])
+    app = {k: v for k, v in cases.items() if not k.startswith("forward")}
+    summary = {
+        "experiment": "appswitch.throughput",
+        "params": p,
+        "switch_pps": min(v["switch_pps"] for v in app.values()),
+        "switch_pps_by_case": {k: v["switch_pps"] for k, v in cases.items()},
+        "target_pps": 2_000_000,
+        "paper_pps": 190_000,
+        "cases": cases,
+    }
+    tables_out = {"cases": {"case": list(cases), **{f: [v.get(f) for v in cases.values()]
+                                                    for f in ("switch_pps", "ns_per_frame", "frames", "hits", "misses")}}}
+    return json.dumps(summary, indent=2) + "\n", tables_out
+
+
+# Registration of appswitch.throughput (kept at the end of the file, next to its function). It runs
+# without root or servers: the captures are replayed in memory.
+EXPERIMENTS["appswitch.throughput"] = {
+    "description": "Fig. 23: packets per second through the application switch program from a pcap replay "
+                   "(in memory, one core), CQL and Redis, all-hit and all-miss captures",
+    "params": [
+        ("exchanges", "10000", "request/answer/ACK exchanges per capture"),
+        ("repeat", "20", "replays of each capture"),
+    ],
+    "quick": {"exchanges": "1000", "repeat": "3"},
+    "run": throughput,
+}
+_run_without_own_runners = run
+
+
+def run(name: str, overrides: dict[str, str], quick: bool,  # noqa: F811 (adds the "run" hook)
+        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
+    own = EXPERIMENTS.get(name, {}).get("run")
+    if own is not None:
+        return own(_params(name, overrides, quick), progress or (lambda f: None))
+    return _run_without_own_runners(name, overrides, quick, progress)

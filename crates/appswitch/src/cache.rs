@@ -5,7 +5,8 @@
 //! only if no other write to that key overlapped it. So no read that starts after a write's
 //! reply can see the value from before the write.
 
-use std::collections::HashMap;
+/// Looked up on every request: a fast seeded hasher instead of SipHash.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A read's place in the order of write events, taken when the request passes the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,12 @@ pub struct ReadToken(u64);
 pub struct WriteToken(u64);
 
 const NIL: usize = usize::MAX;
+
+/// Overwrite `buf` with `src`, keeping its allocation.
+fn refill(buf: &mut Vec<u8>, src: &[u8]) {
+    buf.clear();
+    buf.extend_from_slice(src);
+}
 
 struct Node {
     key: Vec<u8>,
@@ -69,13 +76,13 @@ impl Cache {
     pub fn new(capacity: usize) -> Self {
         Cache {
             capacity,
-            index: HashMap::new(),
+            index: HashMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,
             tail: NIL,
             clock: 1,
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             floor: 0,
             pending_all: 0,
             stats: CacheStats::default(),
@@ -198,37 +205,48 @@ impl Cache {
             self.push_front(i);
             return;
         }
+        // Evict the least recently used key, keeping its buffers for the new entry (no
+        // allocation per fill once the cache is full).
+        let mut spare_index_key = None;
+        let mut spare_answer = None;
         if self.index.len() >= self.capacity {
             let victim = self.tail;
             let k = std::mem::take(&mut self.nodes[victim].key);
-            self.remove_key_by_index(victim, &k);
+            spare_index_key = self.index.remove_entry(k.as_slice()).map(|(ik, _)| ik);
+            self.nodes[victim].key = k;
+            self.unlink(victim);
+            spare_answer = self.nodes[victim].answers.pop();
+            self.nodes[victim].answers.clear();
+            self.free.push(victim);
             self.stats.evictions += 1;
         }
-        let node = Node {
-            key: key.to_vec(),
-            answers: vec![(shape.to_vec(), reply.to_vec())],
-            prev: NIL,
-            next: NIL,
-        };
+        let (mut s, mut r) = spare_answer.unwrap_or_default();
+        refill(&mut s, shape);
+        refill(&mut r, reply);
         let i = match self.free.pop() {
             Some(i) => {
-                self.nodes[i] = node;
+                let n = &mut self.nodes[i];
+                refill(&mut n.key, key);
+                n.answers.clear();
+                n.answers.push((s, r));
+                n.prev = NIL;
+                n.next = NIL;
                 i
             }
             None => {
-                self.nodes.push(node);
+                self.nodes.push(Node {
+                    key: key.to_vec(),
+                    answers: vec![(s, r)],
+                    prev: NIL,
+                    next: NIL,
+                });
                 self.nodes.len() - 1
             }
         };
-        self.index.insert(key.to_vec(), i);
+        let mut ik = spare_index_key.unwrap_or_default();
+        refill(&mut ik, key);
+        self.index.insert(ik, i);
         self.push_front(i);
-    }
-
-    fn remove_key_by_index(&mut self, i: usize, key: &[u8]) {
-        self.index.remove(key);
-        self.unlink(i);
-        self.nodes[i].answers.clear();
-        self.free.push(i);
     }
 
     /// A write to `key` passed on to the server: invalidate now, block fills until it ends.

@@ -1106,6 +1106,12 @@ pub fn encode_prepared(version: u8, p: &Prepared, out: &mut Vec<u8>) {
 /// Build a complete response frame (plain framing) for `stream`.
 pub fn response_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_BYTES + body.len());
+    append_response_frame(version, stream, op, body, &mut out);
+    out
+}
+
+/// Append a complete response frame (plain framing) to `out` (a reused buffer).
+pub fn append_response_frame(version: u8, stream: i16, op: u8, body: &[u8], out: &mut Vec<u8>) {
     FrameHeader {
         version,
         is_response: true,
@@ -1114,9 +1120,8 @@ pub fn response_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> 
         opcode: op,
         body_len: body.len() as u32,
     }
-    .emit(&mut out);
+    .emit(out);
     out.extend_from_slice(body);
-    out
 }
 
 /// Build a complete request frame (plain framing).

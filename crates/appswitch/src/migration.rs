@@ -11,7 +11,11 @@
 //! the 32-bit sequence numbers around the current position).
 
 /// Hits kept per connection before the oldest are folded regardless of acknowledgements.
+use std::collections::VecDeque;
+
 pub const MAX_OPEN_HITS: usize = 64;
+/// Reply buffers of folded hits kept for reuse, per connection.
+const SPARE_REPLY_BUFFERS: usize = 8;
 
 /// One request answered by the switch and its reply.
 #[derive(Debug, Clone)]
@@ -29,6 +33,10 @@ pub struct Hit {
     /// The reply, kept until the client acknowledges all of it.
     pub reply: Vec<u8>,
     pub reply_acked: bool,
+    /// α and β of this hit and every hit before it, folded ones included (running sums, so a
+    /// position maps by a binary search instead of a walk over the open hits).
+    pub alpha_through: u64,
+    pub beta_through: u64,
 }
 
 /// Per-connection migration state.
@@ -42,7 +50,7 @@ pub struct Migration {
     /// Next server position the parser expects.
     pub s_next: u64,
     /// Hits in order (both streams' positions grow with the list).
-    pub hits: Vec<Hit>,
+    pub hits: VecDeque<Hit>,
     /// α and β of hits already folded (acknowledged on both sides).
     base_alpha: u64,
     base_beta: u64,
@@ -75,6 +83,8 @@ pub struct Migration {
     pub alpha_bytes: u64,
     pub beta_bytes: u64,
     pub acks_suppressed: u64,
+    /// Reply buffers of folded hits, reused for the next hits' replies (no allocation per hit).
+    spare_replies: Vec<Vec<u8>>,
 }
 
 /// Unwrap a 32-bit offset to the u64 position nearest `reference` (may be negative: before start).
@@ -103,7 +113,7 @@ impl Migration {
             s_isn: 0,
             c_next: 0,
             s_next: 0,
-            hits: Vec::new(),
+            hits: VecDeque::new(),
             base_alpha: 0,
             base_beta: 0,
             folded_c: 0,
@@ -123,6 +133,7 @@ impl Migration {
             alpha_bytes: 0,
             beta_bytes: 0,
             acks_suppressed: 0,
+            spare_replies: Vec::new(),
         }
     }
 
@@ -156,23 +167,25 @@ impl Migration {
 
     /// α before client position `c` (c not inside a hit's request).
     fn alpha_before(&self, c: u64) -> u64 {
-        self.base_alpha
-            + self
-                .hits
-                .iter()
-                .take_while(|h| h.req_c + h.req_len <= c)
-                .map(|h| h.req_len)
-                .sum::<u64>()
+        let k = self.hits.partition_point(|h| h.req_c + h.req_len <= c);
+        self.alpha_through(k)
+    }
+    /// α of the folded hits and of open hits `..k`.
+    fn alpha_through(&self, k: usize) -> u64 {
+        if k == 0 {
+            self.base_alpha
+        } else {
+            self.hits[k - 1].alpha_through
+        }
     }
     /// β applying to server position `s` of the server→client stream.
     fn beta_at(&self, s: u64) -> u64 {
-        self.base_beta
-            + self
-                .hits
-                .iter()
-                .take_while(|h| h.rep_s <= s)
-                .map(|h| h.rep_len)
-                .sum::<u64>()
+        let k = self.hits.partition_point(|h| h.rep_s <= s);
+        if k == 0 {
+            self.base_beta
+        } else {
+            self.hits[k - 1].beta_through
+        }
     }
 
     /// Client→server: sequence number the server sees for client position `c`.
@@ -198,7 +211,11 @@ impl Migration {
                 beta += h.rep_len;
                 if !h.reply_acked {
                     h.reply_acked = true;
-                    h.reply = Vec::new();
+                    let mut buf = std::mem::take(&mut h.reply);
+                    if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
+                        buf.clear();
+                        self.spare_replies.push(buf);
+                    }
                 }
             } else if c > h.rep_c {
                 s = Some(h.rep_s);
@@ -220,23 +237,19 @@ impl Migration {
         if s > self.server_acked_s {
             self.server_acked_s = s;
         }
-        let alpha = self.base_alpha
-            + self
-                .hits
-                .iter()
-                .take_while(|h| h.req_s <= s)
-                .map(|h| h.req_len)
-                .sum::<u64>();
+        let k = self.hits.partition_point(|h| h.req_s <= s);
+        let alpha = self.alpha_through(k);
         self.c2s_seq_client(s + alpha)
     }
 
     /// A reply the client is still missing part of, given its ACK at client position `c` of the
     /// server→client stream: (hit index, offset in the reply to resend from).
     pub fn reply_to_resend(&self, c: u64) -> Option<(usize, usize)> {
-        self.hits
-            .iter()
-            .position(|h| !h.reply_acked && c >= h.rep_c && c < h.rep_c + h.rep_len)
-            .map(|i| (i, (c - self.hits[i].rep_c) as usize))
+        // Replies occupy disjoint, increasing client ranges: only the last one starting at or
+        // before `c` can hold it.
+        let i = self.hits.partition_point(|h| h.rep_c <= c).checked_sub(1)?;
+        let h = &self.hits[i];
+        (!h.reply_acked && c < h.rep_c + h.rep_len).then(|| (i, (c - h.rep_c) as usize))
     }
     fn c2s_seq_client(&self, c: u64) -> u32 {
         self.c_isn.wrapping_add(1).wrapping_add(c as u32)
@@ -322,6 +335,12 @@ impl Migration {
         self.s2c_seq(self.client_acked_c.saturating_sub(len))
     }
 
+    /// An empty buffer for the next reply (a folded hit's, when there is one), to be passed to
+    /// [`Migration::answer`].
+    pub fn take_reply_buffer(&mut self) -> Vec<u8> {
+        self.spare_replies.pop().unwrap_or_default()
+    }
+
     /// Register a request at client positions [c0, c1) answered with `reply`, inserted in the
     /// server→client stream at the current `s_next`. Returns the hit's index.
     pub fn answer(&mut self, c0: u64, c1: u64, reply: Vec<u8>) -> usize {
@@ -331,7 +350,11 @@ impl Migration {
         let rep_len = reply.len() as u64;
         self.alpha_bytes += c1 - c0;
         self.beta_bytes += rep_len;
-        self.hits.push(Hit {
+        let alpha_through = self.alpha_through(self.hits.len()) + (c1 - c0);
+        let beta_through = self.hits.back().map_or(self.base_beta, |h| h.beta_through) + rep_len;
+        self.hits.push_back(Hit {
+            alpha_through,
+            beta_through,
             req_c: c0,
             req_len: c1 - c0,
             req_s,
@@ -412,11 +435,15 @@ impl Migration {
         let n = n
             .saturating_sub(4)
             .max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
-        for h in self.hits.drain(..n) {
+        for mut h in self.hits.drain(..n) {
             self.base_alpha += h.req_len;
             self.base_beta += h.rep_len;
             self.folded_c = h.req_c + h.req_len;
             self.folded_s = h.rep_s;
+            if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
+                h.reply.clear();
+                self.spare_replies.push(h.reply);
+            }
         }
     }
 

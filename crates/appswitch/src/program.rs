@@ -3,8 +3,12 @@
 //! RESP), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
+
+/// The program's maps are looked up on every packet: a fast (non-DoS-resistant but seeded)
+/// hasher instead of SipHash.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use innet_dataplane::real::frame::{make_reply, set_payload, set_tcp_options};
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
@@ -146,6 +150,11 @@ pub struct AppSwitch {
     partition_keys: HashMap<(String, String), Option<String>>,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
+    /// Reused buffer for per-packet encoding.
+    scratch: Vec<u8>,
+    /// Reused per-packet lists of parsed requests and CQL frames.
+    items_scratch: Vec<(Option<i16>, Classified)>,
+    frames_scratch: Vec<cql::Frame>,
 }
 
 impl AppSwitch {
@@ -154,10 +163,13 @@ impl AppSwitch {
             cache: Cache::new(config.cache_entries),
             config,
             counters: Counters::default(),
-            conns: HashMap::new(),
-            prepared: HashMap::new(),
-            partition_keys: HashMap::new(),
+            conns: HashMap::default(),
+            prepared: HashMap::default(),
+            partition_keys: HashMap::default(),
             fixed_layout: None,
+            scratch: Vec::new(),
+            items_scratch: Vec::new(),
+            frames_scratch: Vec::new(),
         }
     }
     pub fn open_connections(&self) -> usize {
@@ -190,24 +202,43 @@ pub fn strip_sack_permitted(opts: &[u8]) -> Vec<u8> {
     o
 }
 
-/// (MSS, (TSval, TSecr)) from raw options, ignoring what does not parse.
+/// (MSS, (TSval, TSecr)) from raw options, ignoring what does not parse. Scans the bytes in
+/// place (no option list is built: this runs on every packet). Like `innet_wire`'s parser, a
+/// malformed option list yields nothing at all.
 fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
     let mut mss = None;
     let mut ts = None;
-    if let Ok(list) = innet_wire_options(opts) {
-        for o in list {
-            match o {
-                innet_wire::tcp::TcpOption::Mss(m) => mss = Some(m),
-                innet_wire::tcp::TcpOption::Timestamps { value, echo } => ts = Some((value, echo)),
-                _ => {}
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => break,
+            1 => i += 1,
+            kind => {
+                let Some(&len) = opts.get(i + 1) else {
+                    return (None, None);
+                };
+                let len = len as usize;
+                if len < 2 || i + len > opts.len() {
+                    return (None, None);
+                }
+                let body = &opts[i + 2..i + len];
+                match (kind, body.len()) {
+                    (2, 2) => mss = Some(u16::from_be_bytes([body[0], body[1]])),
+                    (8, 8) => {
+                        ts = Some((
+                            u32::from_be_bytes([body[0], body[1], body[2], body[3]]),
+                            u32::from_be_bytes([body[4], body[5], body[6], body[7]]),
+                        ))
+                    }
+                    (2, _) | (8, _) | (3, 0 | 2..) | (4, 1..) => return (None, None),
+                    (5, n) if n == 0 || !n.is_multiple_of(8) => return (None, None),
+                    _ => {}
+                }
+                i += len;
             }
         }
     }
     (mss, ts)
-}
-
-fn innet_wire_options(opts: &[u8]) -> innet_wire::Result<Vec<innet_wire::tcp::TcpOption>> {
-    innet_wire::tcp::parse_options(opts)
 }
 
 fn tcp_opts(pkt: &Packet) -> &[u8] {
@@ -218,7 +249,8 @@ fn tcp_opts(pkt: &Packet) -> &[u8] {
 }
 
 fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
-    let mut v = b"cql:".to_vec();
+    let mut v = Vec::with_capacity(4 + ks.len() + 1 + table.len() + 1 + 24);
+    v.extend_from_slice(b"cql:");
     v.extend_from_slice(ks.as_bytes());
     v.push(b'.');
     v.extend_from_slice(table.as_bytes());
@@ -347,14 +379,16 @@ impl AppSwitch {
                     },
                     cacheable_flags && params.paging_state.is_none() && params.names.is_none(),
                     || {
-                        let mut s = vec![
+                        let rmid = result_metadata_id.as_deref().unwrap_or(&[]);
+                        let mut s = Vec::with_capacity(3 + id.len() + 1 + rmid.len());
+                        s.extend_from_slice(&[
                             b'E',
                             h.version,
                             (params.flags & cql::query_flags::SKIP_METADATA) as u8,
-                        ];
+                        ]);
                         s.extend_from_slice(&id);
                         s.push(0);
-                        s.extend_from_slice(result_metadata_id.as_deref().unwrap_or(&[]));
+                        s.extend_from_slice(rmid);
                         s
                     },
                 )
@@ -682,7 +716,7 @@ impl Program for AppSwitch {
                         Protocol::Cql => Proto::Cql(CqlConn {
                             c2s: FrameReader::new(false),
                             s2c: FrameReader::new(true),
-                            pending: HashMap::new(),
+                            pending: HashMap::default(),
                             keyspace: None,
                         }),
                         Protocol::Redis => Proto::Redis(RedisConn {
@@ -721,19 +755,27 @@ impl Program for AppSwitch {
             }
             return Verdict::Route;
         }
-        let Some(mut conn) = self.conns.remove(&key) else {
+        // The connection map is taken out of `self` while the connection is worked on (the
+        // handlers need `&mut self` and `&mut Conn`; they never touch `self.conns`): one hash
+        // lookup and no move of the connection state per packet.
+        let mut conns = std::mem::take(&mut self.conns);
+        let Some(conn) = conns.get_mut(&key) else {
+            self.conns = conns;
             self.counters.bypassed += 1;
             return Verdict::Route;
         };
         let verdict = match dir {
-            Dir::ToServer => self.from_client(&mut conn, pkt, meta, ctx),
-            Dir::ToClient => self.from_server(&mut conn, pkt),
+            Dir::ToServer => self.from_client(conn, pkt, meta, ctx),
+            Dir::ToClient => self.from_server(conn, pkt),
         };
-        if conn.mig.reset || conn.closing_acks >= 2 {
-            self.close(conn);
-        } else {
+        let done = conn.mig.reset || conn.closing_acks >= 2;
+        if !done {
             conn.mig.fold();
-            self.conns.insert(key, conn);
+        }
+        let closed = if done { conns.remove(&key) } else { None };
+        self.conns = conns;
+        if let Some(conn) = closed {
+            self.close(conn);
         }
         verdict
     }
@@ -908,21 +950,55 @@ impl AppSwitch {
         if conn.broken {
             return false;
         }
-        let mut items: Vec<(Option<i16>, Classified)> = Vec::new();
+        // The per-packet lists live in `self` between packets (no allocation per packet).
+        let mut items = std::mem::take(&mut self.items_scratch);
+        let mut frames = std::mem::take(&mut self.frames_scratch);
+        let answered = self.parse_client_bytes_into(
+            conn,
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+            &mut items,
+            &mut frames,
+        );
+        items.clear();
+        frames.clear();
+        self.items_scratch = items;
+        self.frames_scratch = frames;
+        answered
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn parse_client_bytes_into(
+        &mut self,
+        conn: &mut Conn,
+        bytes: &[u8],
+        may_answer: bool,
+        from: u64,
+        end: u64,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+        items: &mut Vec<(Option<i16>, Classified)>,
+        frames: &mut Vec<cql::Frame>,
+    ) -> bool {
         let (boundary_before, s2c_boundary, framing_ok, version);
         match &mut conn.proto {
             Proto::Cql(c) => {
                 boundary_before = c.c2s.at_boundary();
                 s2c_boundary = c.s2c.at_boundary();
                 framing_ok = c.c2s.framing() == c.s2c.framing();
-                let mut frames = Vec::new();
-                if c.c2s.push(bytes, &mut frames).is_err() {
+                if c.c2s.push(bytes, frames).is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
                 }
                 version = frames.first().map(|f| f.header.version).unwrap_or(4);
                 let ks = c.keyspace.clone();
-                for f in frames {
+                for f in frames.drain(..) {
                     let cl = self.classify_cql(&f.header, &f.body, ks.as_deref());
                     items.push((Some(f.header.stream), cl));
                 }
@@ -943,18 +1019,19 @@ impl AppSwitch {
                     && all_hits
                     && !conn.mig.server_fin
                 {
-                    let mut frames_bytes = Vec::new();
-                    for (stream, cl) in &items {
+                    let mut frames_bytes = conn.mig.take_reply_buffer();
+                    for (stream, cl) in items.iter() {
                         if let Classified::Read {
                             hit: Some(body), ..
                         } = cl
                         {
-                            frames_bytes.extend(cql::response_frame(
+                            cql::append_response_frame(
                                 version,
                                 stream.unwrap_or(0),
                                 opcode::RESULT,
                                 body,
-                            ));
+                                &mut frames_bytes,
+                            );
                         }
                     }
                     let reply = if c.s2c.framing() == Framing::Segmented {
@@ -971,7 +1048,7 @@ impl AppSwitch {
                     self.send_reply(conn, i, pkt, meta, ctx);
                     return true;
                 }
-                for (stream, cl) in items {
+                for (stream, cl) in items.drain(..) {
                     let p = self.to_pending(cl);
                     let p = self.begin(p);
                     let Proto::Cql(c) = &mut conn.proto else {
@@ -1011,15 +1088,15 @@ impl AppSwitch {
                     && r.pending.is_empty()
                     && !conn.mig.server_fin;
                 if !answer {
-                    for (_, cl) in items {
+                    for (_, cl) in items.drain(..) {
                         let p = self.to_pending(cl);
                         let p = self.begin(p);
                         r.pending.push_back(p);
                     }
                     return false;
                 }
-                let mut reply = Vec::new();
-                for (_, cl) in &items {
+                let mut reply = conn.mig.take_reply_buffer();
+                for (_, cl) in items.iter() {
                     if let Classified::Read { hit: Some(b), .. } = cl {
                         reply.extend_from_slice(b);
                     }
@@ -1143,7 +1220,12 @@ impl AppSwitch {
                         }
                         continue;
                     }
-                    let result = if f.header.opcode == opcode::RESULT {
+                    // Decode a RESULT only if a request waits for it or it may be a
+                    // SetKeyspace (kind 3): answers to requests the switch answered itself
+                    // (the capture replays them) cost no decoding.
+                    let wanted = c.pending.contains_key(&f.header.stream)
+                        || f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
+                    let result = if f.header.opcode == opcode::RESULT && wanted {
                         cql::parse_result(f.header.version, &f.body).ok()
                     } else {
                         None
@@ -1166,13 +1248,17 @@ impl AppSwitch {
                             self.learn_prepared(&pr, statement, keyspace);
                         }
                         (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
-                            let mut enc = Vec::new();
+                            // Only canonical encodings are stored (re-encode and compare,
+                            // into a reused buffer).
+                            let mut enc = std::mem::take(&mut self.scratch);
+                            enc.clear();
                             cql::encode_rows(&rows, &mut enc);
                             let cacheable = f.header.flags == 0
                                 && rows.rows.len() <= 1
                                 && rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES == 0
                                 && rows.metadata.flags & cql::rows_flags::METADATA_CHANGED == 0
                                 && enc == f.body;
+                            self.scratch = enc;
                             self.complete(p, true, cacheable.then_some(f.body.as_slice()));
                         }
                         (p, _) => self.complete(p, success, None),
@@ -1237,9 +1323,9 @@ impl AppSwitch {
         if conn.uses_timestamps {
             let tsval = conn.mig.server_tsval.unwrap_or(0);
             let tsecr = conn.mig.client_tsval.unwrap_or(0);
-            let mut o = vec![1, 1, 8, 10];
-            o.extend_from_slice(&tsval.to_be_bytes());
-            o.extend_from_slice(&tsecr.to_be_bytes());
+            let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+            o[4..8].copy_from_slice(&tsval.to_be_bytes());
+            o[8..12].copy_from_slice(&tsecr.to_be_bytes());
             set_tcp_options(&mut r, &o);
         }
         if let L4::Tcp(t) = &mut r.l4 {
@@ -1287,8 +1373,8 @@ impl AppSwitch {
         }
         let n = segs.len();
         for (k, (seq, range)) in segs.into_iter().enumerate() {
-            let data = conn.mig.hits[i].reply[range].to_vec();
-            let r = self.reply_packet(conn, pkt, seq, ack, &data, k + 1 == n);
+            let data = &conn.mig.hits[i].reply[range];
+            let r = self.reply_packet(conn, pkt, seq, ack, data, k + 1 == n);
             ctx.generate(r, Verdict::Forward(meta.ingress_port));
         }
     }
@@ -1309,5 +1395,46 @@ impl AppSwitch {
             let r = self.reply_packet(conn, pkt, seq, a, &[], false);
             ctx.generate(r, Verdict::Forward(meta.ingress_port));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_options;
+    use innet_wire::tcp::{parse_options, TcpOption};
+    use proptest::prelude::*;
+
+    /// The in-place option scanner against the wire crate's parser (the oracle).
+    fn oracle(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
+        let (mut mss, mut ts) = (None, None);
+        if let Ok(list) = parse_options(opts) {
+            for o in list {
+                match o {
+                    TcpOption::Mss(m) => mss = Some(m),
+                    TcpOption::Timestamps { value, echo } => ts = Some((value, echo)),
+                    _ => {}
+                }
+            }
+        }
+        (mss, ts)
+    }
+
+    proptest! {
+        #[test]
+        fn read_options_matches_wire_parser(
+            opts in prop::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(2), Just(3), Just(4), Just(5), Just(8), Just(10), any::<u8>()],
+                0..40,
+            )
+        ) {
+            prop_assert_eq!(read_options(&opts), oracle(&opts));
+        }
+    }
+
+    #[test]
+    fn read_options_reads_mss_and_timestamps() {
+        let opts = [2, 4, 5, 180, 1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9, 4, 2];
+        assert_eq!(read_options(&opts), (Some(1460), Some((7, 9))));
+        assert_eq!(read_options(&[8, 9, 0, 0, 0, 7, 0, 0, 0]), (None, None));
     }
 }

@@ -1,0 +1,55 @@
+//! Replays the captures of `bench_captures` through the application switch in memory (the
+//! function behind `innet bench switch`, without Python) and prints one JSON report per
+//! capture: frames per second on one core, ns per frame, and the program's counters.
+//!
+//!   cargo run --release -p innet-appswitch --example bench_captures -- DIR
+//!   cargo run --release -p innet-appswitch --example bench_replay -- DIR [REPEAT] [CASE ...]
+//!
+//! CASE is one of cql-hit, cql-miss, redis-hit, redis-miss (all four by default).
+
+use std::path::PathBuf;
+
+use innet_appswitch::build_appswitch;
+use innet_dataplane::real::bench::replay;
+use innet_dataplane::real::Settings;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = PathBuf::from(args.next().unwrap_or_else(|| "/tmp".into()));
+    let repeat: u32 = args
+        .next()
+        .map(|r| r.parse().expect("REPEAT: expected a positive integer"))
+        .unwrap_or(20);
+    let mut cases: Vec<String> = args.collect();
+    if cases.is_empty() {
+        cases = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
+            .map(String::from)
+            .to_vec();
+    }
+    for case in cases {
+        let path = dir.join(format!("{case}.pcap"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let (_, records) =
+            innet_wire::pcap::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let frames: Vec<Vec<u8>> = records.into_iter().map(|r| r.data).collect();
+        let (protocol, port) = if case.starts_with("cql") {
+            ("cql", "9042")
+        } else {
+            ("redis", "6379")
+        };
+        let mut s = Settings::new(
+            [("protocol", protocol), ("server_port", port)]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into_iter()
+                .collect(),
+        );
+        let mut sw = build_appswitch(&mut s, 2).expect("appswitch builds");
+        let rep = replay(sw.as_mut(), &frames, repeat);
+        println!(
+            "{{\"case\":\"{case}\",\"frames_per_s\":{:.0},\"ns_per_frame\":{:.1},\"report\":{}}}",
+            rep.frames_per_s,
+            rep.ns_per_frame,
+            rep.json()
+        );
+    }
+}
