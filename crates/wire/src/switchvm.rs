@@ -95,8 +95,9 @@ fn put32v(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_be_bytes());
 }
 
-fn nibbles(ops: &[u8]) -> Vec<u8> {
-    ops.chunks(2).map(|c| (c[0] << 4) | c.get(1).map(|x| x & 0x0F).unwrap_or(0)).collect()
+/// Two 4-bit opcodes per byte, high nibble first.
+fn push_nibbles(v: &mut Vec<u8>, ops: &[u8]) {
+    v.extend(ops.chunks(2).map(|c| (c[0] << 4) | c.get(1).map(|x| x & 0x0F).unwrap_or(0)));
 }
 
 impl DpfHeader {
@@ -110,31 +111,39 @@ impl DpfHeader {
         if self.stack.len() > MAX_STACK {
             return Err(Error::new(H, format!("a stack of {} entries exceeds {MAX_STACK}", self.stack.len())));
         }
-        let mut area = Vec::new();
-        let tlv = |kind: u8, body: Vec<u8>, area: &mut Vec<u8>| -> Result<()> {
-            if body.len() > MAX_OPTION_DATA {
-                return Err(Error::new(H, format!("part type {kind:#04x} has {} bytes, a Geneve option holds {MAX_OPTION_DATA}", body.len())));
-            }
+        // Each part is written straight into the area: its TLV header first (length patched when
+        // the part is done), so emitting allocates once.
+        let mut area = Vec::with_capacity(256);
+        let begin = |area: &mut Vec<u8>, kind: u8| -> usize {
             area.extend_from_slice(&OPTION_CLASS.to_be_bytes());
             area.push(kind);
-            area.push((body.len() / 4) as u8);
-            area.extend_from_slice(&body);
+            area.push(0);
+            area.len()
+        };
+        let finish = |area: &mut Vec<u8>, start: usize, kind: u8| -> Result<()> {
+            pad4(area);
+            let n = area.len() - start;
+            if n > MAX_OPTION_DATA {
+                return Err(Error::new(H, format!("part type {kind:#04x} has {n} bytes, a Geneve option holds {MAX_OPTION_DATA}")));
+            }
+            area[start - 1] = (n / 4) as u8;
             Ok(())
         };
-        let mut b = vec![1, self.lanes, self.gas, self.init_pc.is_some() as u8];
-        put16v(&mut b, self.init_pc.unwrap_or(0));
-        put16v(&mut b, 0);
-        put32v(&mut b, self.app_id);
-        tlv(T_HEADER, b, &mut area)?;
+        let at = begin(&mut area, T_HEADER);
+        area.extend_from_slice(&[1, self.lanes, self.gas, self.init_pc.is_some() as u8]);
+        put16v(&mut area, self.init_pc.unwrap_or(0));
+        put16v(&mut area, 0);
+        put32v(&mut area, self.app_id);
+        finish(&mut area, at, T_HEADER)?;
         for p in &self.prologs {
             if p.sel.len() != 2 * l {
                 return Err(Error::new(H, format!("prolog {} has {} selectors, expected {}", p.index, p.sel.len(), 2 * l)));
             }
-            let mut b = vec![p.index, 0];
-            put16v(&mut b, p.next);
-            b.extend_from_slice(&p.sel);
-            pad4(&mut b);
-            tlv(T_PROLOG, b, &mut area)?;
+            let at = begin(&mut area, T_PROLOG);
+            area.extend_from_slice(&[p.index, 0]);
+            put16v(&mut area, p.next);
+            area.extend_from_slice(&p.sel);
+            finish(&mut area, at, T_PROLOG)?;
         }
         for e in &self.eus {
             if e.sel.len() != 2 * l || e.alu.len() != l || e.mem.len() != l || e.imm.len() != l {
@@ -155,39 +164,40 @@ impl DpfHeader {
             if e.imm2.is_some() {
                 mask |= 1 << 15;
             }
-            let mut b = vec![e.stage, e.index, e.ctrl, 0];
-            put16v(&mut b, mask);
-            b.push(e.op1);
-            b.push(e.op2);
-            b.extend_from_slice(&e.sel);
-            b.extend(nibbles(&e.alu));
-            b.extend(nibbles(&e.mem));
-            put16v(&mut b, e.taken);
-            put16v(&mut b, e.not_taken);
+            let at = begin(&mut area, T_EU);
+            area.extend_from_slice(&[e.stage, e.index, e.ctrl, 0]);
+            put16v(&mut area, mask);
+            area.push(e.op1);
+            area.push(e.op2);
+            area.extend_from_slice(&e.sel);
+            push_nibbles(&mut area, &e.alu);
+            push_nibbles(&mut area, &e.mem);
+            put16v(&mut area, e.taken);
+            put16v(&mut area, e.not_taken);
             for x in e.imm.iter().flatten().chain(e.imm1.iter()).chain(e.imm2.iter()) {
-                put32v(&mut b, *x);
+                put32v(&mut area, *x);
             }
-            pad4(&mut b);
-            tlv(T_EU, b, &mut area)?;
+            finish(&mut area, at, T_EU)?;
         }
         for e in &self.epilogs {
-            let mut b = vec![e.index, e.push.len() as u8, e.steer, e.next, e.drop_code as u8, 0, 0, 0];
-            b.extend_from_slice(&e.push);
-            pad4(&mut b);
+            let at = begin(&mut area, T_EPILOG);
+            area.extend_from_slice(&[e.index, e.push.len() as u8, e.steer, e.next, e.drop_code as u8, 0, 0, 0]);
+            area.extend_from_slice(&e.push);
+            pad4(&mut area);
             if e.steer == SEL_IMM {
-                put32v(&mut b, e.steer_imm);
+                put32v(&mut area, e.steer_imm);
             }
             if e.next == SEL_IMM {
-                put32v(&mut b, e.next_imm);
+                put32v(&mut area, e.next_imm);
             }
-            tlv(T_EPILOG, b, &mut area)?;
+            finish(&mut area, at, T_EPILOG)?;
         }
         if !self.stack.is_empty() {
-            let mut b = Vec::new();
+            let at = begin(&mut area, T_STACK);
             for x in &self.stack {
-                put32v(&mut b, *x);
+                put32v(&mut area, *x);
             }
-            tlv(T_STACK, b, &mut area)?;
+            finish(&mut area, at, T_STACK)?;
         }
         if area.len() > MAX_OPTION_AREA {
             return Err(Error::new(

@@ -1,0 +1,53 @@
+"""Captures of SwitchVM tenant traffic for the replay benchmark:
+`python3 bench/switch/switchvm_captures.py OUT_DIR` writes in_packet.pcap (tenant 7 carrying the
+private counter's code), in_switch.pcap (tenant 8, its default in-switch DPF) and plain.pcap
+(Geneve without SwitchVM options), 1,000 frames each with 64-byte inner payloads; then
+`innet bench switch --pcap OUT_DIR/in_packet.pcap --program switchvm --set tenants=7,8
+--set default_dpf=counter --repeat 200`."""
+import struct
+import sys
+from pathlib import Path
+
+from innet import _native
+
+COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
+
+
+def ipv4(src: str, dst: str, proto: int, body: bytes) -> bytes:
+    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 1, 0, 64, proto, 0,
+                              bytes(map(int, src.split("."))), bytes(map(int, dst.split(".")))))
+    s = sum(struct.unpack("!10H", bytes(h)))
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    h[10:12] = struct.pack("!H", ~s & 0xFFFF)
+    return bytes(h) + body
+
+
+def udp(sport: int, dport: int, body: bytes) -> bytes:
+    return struct.pack("!HHHH", sport, dport, 8 + len(body), 0) + body
+
+
+def frame(vni: int, options: bytes, payload: bytes) -> bytes:
+    inner = bytes.fromhex("020000000002" "020000000001" "0800") + ipv4("192.168.0.1", "192.168.0.2", 17, udp(4000, 4001, payload))
+    gen = bytes([len(options) // 4, 0]) + struct.pack("!HI", 0x6558, vni << 8) + options + inner
+    return bytes.fromhex("020000000002" "020000000001" "0800") + ipv4("10.78.0.1", "10.78.0.2", 17, udp(40000, 6081, gen))
+
+
+def write(path: Path, frames: list[bytes]) -> None:
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    cases = {
+        "in_packet": (7, _native.switchvm_options(COUNTER, stack=[3])),
+        "in_switch": (8, _native.switchvm_options(None, stack=[3])),
+        "plain": (9, b""),
+    }
+    for name, (vni, opts) in cases.items():
+        write(out / f"{name}.pcap", [frame(vni, opts, b"x" * 64) for _ in range(1000)])
+        print(out / f"{name}.pcap")
