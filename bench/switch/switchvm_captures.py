@@ -9,28 +9,13 @@ import sys
 from pathlib import Path
 
 from innet import _native
+from innet.switchvm_frames import geneve, outer_frame
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 
 
-def ipv4(src: str, dst: str, proto: int, body: bytes) -> bytes:
-    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 1, 0, 64, proto, 0,
-                              bytes(map(int, src.split("."))), bytes(map(int, dst.split(".")))))
-    s = sum(struct.unpack("!10H", bytes(h)))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    h[10:12] = struct.pack("!H", ~s & 0xFFFF)
-    return bytes(h) + body
-
-
-def udp(sport: int, dport: int, body: bytes) -> bytes:
-    return struct.pack("!HHHH", sport, dport, 8 + len(body), 0) + body
-
-
 def frame(vni: int, options: bytes, payload: bytes) -> bytes:
-    inner = bytes.fromhex("020000000002" "020000000001" "0800") + ipv4("192.168.0.1", "192.168.0.2", 17, udp(4000, 4001, payload))
-    gen = bytes([len(options) // 4, 0]) + struct.pack("!HI", 0x6558, vni << 8) + options + inner
-    return bytes.fromhex("020000000002" "020000000001" "0800") + ipv4("10.78.0.1", "10.78.0.2", 17, udp(40000, 6081, gen))
+    return outer_frame("10.78.0.1", "10.78.0.2", geneve(vni, options, payload))
 
 
 def write(path: Path, frames: list[bytes]) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import signal
-import struct
 import subprocess
 import textwrap
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 
 from innet import _native
 from innet.netns import NetnsUnavailable, Topology
+from innet.switchvm_frames import geneve, parse_geneve
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 
@@ -44,30 +44,6 @@ SENDER = textwrap.dedent("""
         s.sendto(bytes.fromhex(line), (sys.argv[1], 6081))
         time.sleep(0.002)
 """)
-
-
-def ipv4(src: str, dst: str, proto: int, body: bytes) -> bytes:
-    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 1, 0, 64, proto, 0,
-                              bytes(map(int, src.split("."))), bytes(map(int, dst.split(".")))))
-    s = sum(struct.unpack("!10H", bytes(h)))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    h[10:12] = struct.pack("!H", ~s & 0xFFFF)
-    return bytes(h) + body
-
-
-def geneve(vni: int, options: bytes, marker: bytes) -> bytes:
-    """Geneve header + options + an inner Ethernet/IPv4/UDP frame carrying `marker`."""
-    assert len(options) % 4 == 0 and len(options) <= 252
-    inner_udp = struct.pack("!HHHH", 4000, 4001, 8 + len(marker), 0) + marker
-    inner = bytes.fromhex("020000000002" "020000000001" "0800") + ipv4("192.168.0.1", "192.168.0.2", 17, inner_udp)
-    return bytes([len(options) // 4, 0]) + struct.pack("!H", 0x6558) + struct.pack("!I", vni << 8) + options + inner
-
-
-def parse_geneve(b: bytes) -> tuple[int, bytes, bytes]:
-    optlen = (b[0] & 0x3F) * 4
-    vni = int.from_bytes(b[4:7], "big")
-    return vni, b[8:8 + optlen], b[8 + optlen:]
 
 
 @pytest.fixture
