@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 
 /// OVS's resubmit depth limit.
 pub const MAX_RESUBMIT_DEPTH: usize = 64;
+/// OVS's limit on resubmits per translation (`MAX_RESUBMITS` = depth limit squared): without
+/// it, a rule resubmitting twice into a loop makes 2^64 lookups (found by the gigaflow_flows
+/// fuzzer as an out-of-memory).
+pub const MAX_RESUBMITS: usize = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
 
 /// A parsed pipeline: its rules and one classifier per table.
 #[derive(Clone, Debug)]
@@ -64,7 +68,7 @@ pub struct Trace {
     /// Megaflow mask: 1 bits are matched exactly (packet fields only, as OVS installs them).
     pub megaflow_mask: Flow,
     pub outputs: Vec<Output>,
-    /// The traversal hit OVS's resubmit depth limit (a lookup was skipped).
+    /// The traversal hit OVS's resubmit depth or resubmit count limit (a lookup was skipped).
     pub depth_limited: bool,
     /// Classifier subtables searched over the whole traversal (its tuple-space-search cost).
     pub subtables_probed: u64,
@@ -171,7 +175,8 @@ impl<'a> Xlate<'a> {
             self.halted = Some((table, self.frames.clone(), depth as u8));
             return;
         }
-        if depth >= MAX_RESUBMIT_DEPTH {
+        // The first lookup plus at most MAX_RESUBMITS resubmits.
+        if depth >= MAX_RESUBMIT_DEPTH || self.visits.len() > MAX_RESUBMITS {
             self.depth_limited = true;
             return;
         }
@@ -273,5 +278,24 @@ impl<'a> Xlate<'a> {
             }
             Action::Drop => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_doubling_resubmit_loop_stops_at_ovs_resubmit_limit() {
+        // Found by the gigaflow_flows fuzzer: every lookup resubmits twice into the other table,
+        // 2^64 lookups without OVS's resubmit count limit.
+        let p = Pipeline::parse(
+            "table=0,priority=10,actions=resubmit(,1),resubmit(,1)\n\
+             table=1,priority=10,actions=resubmit(,0),resubmit(,0)\n",
+        )
+        .unwrap();
+        let t = p.trace(&Flow::default());
+        assert!(t.depth_limited);
+        assert_eq!(t.visits.len(), MAX_RESUBMITS + 1);
     }
 }
