@@ -1,9 +1,12 @@
 //! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains, with
 //! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and timing (Poisson flow
-//! arrivals, log-normal inter-packet gaps). High locality draws flows by how often their header
-//! tuple recurs in the ruleset (Zipf over that ranking) and lets flows of a chain share every
-//! header but the source port; low locality draws chains uniformly and headers uniformly inside
-//! each rule. Deterministic from the seed.
+//! arrivals, log-normal inter-packet gaps). A flow's L3/L4 part and its L2 part (in_port,
+//! dl_src, dl_dst) come from two independently drawn chains, so header parts examined by
+//! different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
+//! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
+//! that ranking) and lets flows of a chain share its anchor's headers but the source port; low
+//! locality draws chains uniformly and headers uniformly inside each rule. Deterministic from
+//! the seed.
 
 use super::classbench::CbRule;
 use super::model::{Key, Step};
