@@ -4,7 +4,7 @@
 //! dl_src, dl_dst) come from two independently drawn chains, so header parts examined by
 //! different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
 //! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
-//! that ranking) and lets flows of a chain share its anchor's headers but the source port; low
+//! that ranking) and builds each flow from two chains' anchor packets (a flow is new by its pair); low
 //! locality draws chains uniformly and headers uniformly inside each rule. Deterministic from
 //! the seed.
 
@@ -246,17 +246,11 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         let l2 = draw_chain(&mut rng);
         let mut headers = match cfg.locality {
             Locality::Low => chain_packet(rs, ci, &mut rng),
-            Locality::High => {
-                let rule = &rs.cb_rules[rs.chains[ci].rule as usize];
-                let mut h = *anchors.entry(ci).or_insert_with(|| chain_packet(rs, ci, &mut anchor_rng(cfg.seed, ci)));
-                let proto = h.get(Field::NwProto);
-                if proto == IPPROTO_TCP || proto == IPPROTO_UDP {
-                    h.set(Field::TpSrc, pick_port(&mut rng, rule.sport.lo, rule.sport.hi));
-                } else {
-                    h.set(Field::NwSrc, rule.src.sample(&mut rng) as u64);
-                }
-                h
-            }
+            // High locality: the L3 chain's anchor as it is; a flow is new by its (L2 chain, L3
+            // chain) pair, so every header part it carries recurs in other flows (a fresh
+            // source port per flow made the ACL part, whose megaflow bits include tp_src, new for
+            // every flow).
+            Locality::High => *anchors.entry(ci).or_insert_with(|| chain_packet(rs, ci, &mut anchor_rng(cfg.seed, ci))),
         };
         let l2_part = match cfg.locality {
             Locality::Low => chain_packet(rs, l2, &mut rng),
