@@ -1,9 +1,12 @@
 //! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains, with
 //! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and timing (Poisson flow
-//! arrivals, log-normal inter-packet gaps). High locality draws flows by how often their header
-//! tuple recurs in the ruleset (Zipf over that ranking) and lets flows of a chain share every
-//! header but the source port; low locality draws chains uniformly and headers uniformly inside
-//! each rule. Deterministic from the seed.
+//! arrivals, log-normal inter-packet gaps). A flow's L3/L4 part and its L2 part (in_port,
+//! dl_src, dl_dst) come from two independently drawn chains, so header parts examined by
+//! different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
+//! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
+//! that ranking) and builds each flow from two chains' anchor packets (a flow is new by its pair); low
+//! locality draws chains uniformly and headers uniformly inside each rule. Deterministic from
+//! the seed.
 
 use super::classbench::CbRule;
 use super::model::{Key, Step};
@@ -141,6 +144,22 @@ pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng)
     p
 }
 
+/// The packet of chain `ci` (see `packet_for`).
+fn chain_packet(rs: &Ruleset, ci: usize, rng: &mut ChaCha8Rng) -> Flow {
+    let chain = rs.chains[ci];
+    packet_for(rs, &rs.paths[chain.path as usize], &rs.cb_rules[chain.rule as usize], rng)
+}
+
+/// The generator of chain `ci`'s high-locality anchor packet.
+fn anchor_rng(seed: u64, ci: usize) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(ci as u64))
+}
+
+/// Whether chain `ci`'s traversal needs a particular destination MAC (gateway or multicast).
+fn sets_dl_dst(rs: &Ruleset, ci: usize) -> bool {
+    rs.paths[rs.chains[ci].path as usize].iter().any(|s| matches!(s, Step::Hit(..)) && rs.spec.edge(*s).keys.iter().any(|k| matches!(k, Key::RouterMac | Key::EthMcast)))
+}
+
 /// How often the chain's header tuples recur among the ruleset's rules (the paper's Fig. 4
 /// measure): the products of the counts of rules sharing its destination prefix, its
 /// (destination prefix, destination port range) pair and its source prefix.
@@ -207,35 +226,42 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
     let mut t_ns = 0f64;
     let mean_arrival_ns = 1e9 / cfg.flow_arrivals_per_s;
     let mut attempts = 0usize;
+    let draw_chain = |rng: &mut ChaCha8Rng| match cfg.locality {
+        Locality::High => {
+            let u = rng.gen::<f64>() * cdf[n_chains - 1];
+            order[cdf.partition_point(|&c| c < u).min(n_chains - 1)]
+        }
+        Locality::Low => rng.gen_range(0..n_chains),
+    };
     while flows.len() < cfg.n_flows {
         attempts += 1;
         if attempts > cfg.n_flows * 50 {
             return Err(format!("could not draw {} unique flows from {} chains", cfg.n_flows, n_chains));
         }
-        let ci = match cfg.locality {
-            Locality::High => {
-                let u = rng.gen::<f64>() * cdf[n_chains - 1];
-                order[cdf.partition_point(|&c| c < u).min(n_chains - 1)]
-            }
-            Locality::Low => rng.gen_range(0..n_chains),
+        // The L3/L4 part (addresses, protocol, ports) comes from chain `ci`, the L2 part (input
+        // port, source MAC, destination MAC) from an independently drawn chain `l2`: many hosts
+        // sit behind one port/MAC gateway, and ClassBench's trace generator draws each header
+        // field from the rules' ranges, so L2 and L3 parts recombine.
+        let ci = draw_chain(&mut rng);
+        let l2 = draw_chain(&mut rng);
+        let mut headers = match cfg.locality {
+            Locality::Low => chain_packet(rs, ci, &mut rng),
+            // High locality: the L3 chain's anchor as it is; a flow is new by its (L2 chain, L3
+            // chain) pair, so every header part it carries recurs in other flows (a fresh
+            // source port per flow made the ACL part, whose megaflow bits include tp_src, new for
+            // every flow).
+            Locality::High => *anchors.entry(ci).or_insert_with(|| chain_packet(rs, ci, &mut anchor_rng(cfg.seed, ci))),
         };
-        let chain = rs.chains[ci];
-        let path = &rs.paths[chain.path as usize];
-        let rule = &rs.cb_rules[chain.rule as usize];
-        let headers = match cfg.locality {
-            Locality::Low => packet_for(rs, path, rule, &mut rng),
-            Locality::High => {
-                let mut anchor_rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_mul(31).wrapping_add(ci as u64));
-                let mut h = *anchors.entry(ci).or_insert_with(|| packet_for(rs, path, rule, &mut anchor_rng));
-                let proto = h.get(Field::NwProto);
-                if proto == IPPROTO_TCP || proto == IPPROTO_UDP {
-                    h.set(Field::TpSrc, pick_port(&mut rng, rule.sport.lo, rule.sport.hi));
-                } else {
-                    h.set(Field::NwSrc, rule.src.sample(&mut rng) as u64);
-                }
-                h
-            }
+        let l2_part = match cfg.locality {
+            Locality::Low => chain_packet(rs, l2, &mut rng),
+            Locality::High => *anchors.entry(l2).or_insert_with(|| chain_packet(rs, l2, &mut anchor_rng(cfg.seed, l2))),
         };
+        headers.set(Field::InPort, l2_part.get(Field::InPort));
+        headers.set(Field::DlSrc, l2_part.get(Field::DlSrc));
+        // A traversal that needs a gateway or multicast destination MAC keeps its own.
+        if !sets_dl_dst(rs, ci) {
+            headers.set(Field::DlDst, l2_part.get(Field::DlDst));
+        }
         if !seen.insert(headers) {
             continue;
         }
