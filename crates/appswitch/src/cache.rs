@@ -282,6 +282,9 @@ impl Cache {
                 self.insert(key, shape, reply);
             }
         }
+        // Reads that begin from now on are after this write: their tokens must be greater than
+        // its clock, or none of them could ever fill (`may_fill` wants last_write < token).
+        self.clock += 1;
         self.prune_keys();
     }
 
@@ -305,6 +308,8 @@ impl Cache {
         self.tail = NIL;
         self.clock += 1;
         self.floor = self.clock;
+        // Reads from now on may fill (their tokens are above the floor).
+        self.clock += 1;
     }
 
     /// Forget idle key states when they pile up; reads in flight then may not fill.
@@ -313,6 +318,7 @@ impl Cache {
             self.keys.retain(|_, s| s.pending > 0);
             self.clock += 1;
             self.floor = self.clock;
+            self.clock += 1;
         }
     }
 }
@@ -336,6 +342,22 @@ mod tests {
         assert_eq!(c.lookup(b"c", b"s"), Some(&b"3"[..]));
         assert_eq!(c.lookup(b"a", b"other shape"), None);
         assert_eq!(c.stats.evictions, 1);
+    }
+
+    #[test]
+    fn read_after_a_write_or_flush_fills() {
+        // A read that begins after a write (or a flush) ended is not across it: it may fill.
+        let mut c = Cache::new(8);
+        let w = c.begin_write(b"k");
+        c.end_write(b"k", w, None);
+        let r = c.begin_read();
+        assert!(c.fill(b"k", b"s", b"v", r));
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"v"[..]));
+        c.begin_write_all();
+        c.end_write_all();
+        let r = c.begin_read();
+        assert!(c.fill(b"k", b"s", b"w", r));
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"w"[..]));
     }
 
     #[test]

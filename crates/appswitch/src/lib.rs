@@ -4,6 +4,7 @@
 //! Protocol parsers, the cache, the per-connection TCP migration state and the data-plane
 //! program are separate modules; docs/appswitch.md records every choice.
 
+pub mod bench_capture;
 pub mod cache;
 pub mod cql;
 pub mod cql_statement;

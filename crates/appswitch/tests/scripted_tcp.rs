@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 
 use innet_appswitch::switch_programs;
+use innet_dataplane::real::frame::TcpFrame;
 use innet_dataplane::real::{FrameSwitch, TxBatch};
-use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
-use innet_wire::frame::{parse_frame, FrameRepr, L4Repr};
-use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
+use innet_wire::frame::{parse_frame, L4Repr};
 use innet_wire::tcp::{flags, TcpOption, TcpRepr};
 use innet_wire::Ipv4Addr;
 
@@ -35,41 +34,16 @@ fn frame(
     } else {
         (SERVER, CLIENT, dport, CPORT)
     };
-    FrameRepr {
-        eth: EthernetRepr {
-            dst: [2, 0, 0, 0, 0, 2],
-            src: [2, 0, 0, 0, 0, 1],
-            vlan_tci: None,
-            ethertype: ETHERTYPE_IPV4,
-        },
-        tunnel: None,
-        ip: Ipv4Repr {
-            src: Ipv4Addr::from(src),
-            dst: Ipv4Addr::from(dst),
-            protocol: PROTO_TCP,
-            ttl: 64,
-            dscp: 0,
-            ecn: 0,
-            ident: 1,
-            dont_fragment: true,
-            options: vec![],
-            payload_len: 0,
-        },
-        l4: L4Repr::Tcp(TcpRepr {
-            src_port: sp,
-            dst_port: dp,
-            seq,
-            ack,
-            flags: fl,
-            window: 500,
-            urgent: 0,
-            options: opts,
-            payload_len: payload.len(),
-        }),
-        payload: payload.to_vec(),
-    }
+    TcpFrame::new(
+        (Ipv4Addr::from(src), sp),
+        (Ipv4Addr::from(dst), dp),
+        seq,
+        ack,
+        fl,
+    )
+    .options(opts)
+    .payload(payload)
     .emit()
-    .expect("test frame emits")
 }
 
 struct Rig {

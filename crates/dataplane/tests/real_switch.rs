@@ -4,56 +4,30 @@
 
 use std::collections::BTreeMap;
 
-use innet_dataplane::real::frame::{make_reply, set_payload};
+use innet_dataplane::real::frame::{make_reply, set_payload, TcpFrame};
 use innet_dataplane::real::{builtin_programs, FrameSwitch, RealConfig, RealSwitch, TxBatch};
 use innet_dataplane::{Ctx, Metadata, NoControl, Program, Verdict};
 use innet_sim::packet::{Ipv4, Packet, L4};
-use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
-use innet_wire::frame::{parse_frame, FrameRepr, L4Repr};
-use innet_wire::ipv4::{Ipv4Repr, PROTO_TCP};
-use innet_wire::tcp::{TcpOption, TcpRepr};
+use innet_wire::frame::parse_frame;
+use innet_wire::tcp::TcpOption;
 use innet_wire::Ipv4Addr;
 
 fn tcp_frame(payload: &[u8]) -> Vec<u8> {
-    FrameRepr {
-        eth: EthernetRepr {
-            dst: [2, 0, 0, 0, 0, 2],
-            src: [2, 0, 0, 0, 0, 1],
-            vlan_tci: None,
-            ethertype: ETHERTYPE_IPV4,
-        },
-        tunnel: None,
-        ip: Ipv4Repr {
-            src: Ipv4Addr::new(10, 0, 0, 1),
-            dst: Ipv4Addr::new(10, 0, 0, 2),
-            protocol: PROTO_TCP,
-            ttl: 64,
-            dscp: 0,
-            ecn: 0,
-            ident: 1,
-            dont_fragment: true,
-            options: vec![],
-            payload_len: 0,
-        },
-        l4: L4Repr::Tcp(TcpRepr {
-            src_port: 40000,
-            dst_port: 6379,
-            seq: 1,
-            ack: 2,
-            flags: 0x18,
-            window: 100,
-            urgent: 0,
-            options: vec![
-                TcpOption::Nop,
-                TcpOption::Nop,
-                TcpOption::Timestamps { value: 1, echo: 2 },
-            ],
-            payload_len: 0,
-        }),
-        payload: payload.to_vec(),
-    }
+    TcpFrame::new(
+        (Ipv4Addr::new(10, 0, 0, 1), 40000),
+        (Ipv4Addr::new(10, 0, 0, 2), 6379),
+        1,
+        2,
+        0x18,
+    )
+    .window(100)
+    .options(vec![
+        TcpOption::Nop,
+        TcpOption::Nop,
+        TcpOption::Timestamps { value: 1, echo: 2 },
+    ])
+    .payload(payload)
     .emit()
-    .unwrap()
 }
 
 fn forward(settings: &[(&str, &str)]) -> Box<dyn FrameSwitch> {

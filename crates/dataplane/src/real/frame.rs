@@ -654,50 +654,115 @@ pub fn new_wire_packet(ip: Ipv4, l4: L4, wire: WireExtras) -> Packet {
     p
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use innet_wire::ethernet::EthernetRepr;
-    use innet_wire::frame::{FrameRepr, L4Repr};
-    use innet_wire::ipv4::Ipv4Repr;
-    use innet_wire::tcp::{TcpOption, TcpRepr};
+/// One TCP segment as an Ethernet/IPv4 frame with correct lengths and checksums, for test rigs
+/// and benchmark captures (the one builder they share). MACs default to 02:00:00:00:00:01 →
+/// 02:00:00:00:00:02, TTL 64, DF set, IP ident 1, window 500, no options.
+#[derive(Debug, Clone)]
+pub struct TcpFrame<'a> {
+    pub eth_src: [u8; 6],
+    pub eth_dst: [u8; 6],
+    pub src: (Ipv4Addr, u16),
+    pub dst: (Ipv4Addr, u16),
+    pub seq: u32,
+    pub ack: u32,
+    /// TCP flags (`innet_wire::tcp::flags`).
+    pub flags: u8,
+    pub window: u16,
+    pub ident: u16,
+    pub options: Vec<innet_wire::tcp::TcpOption>,
+    pub payload: &'a [u8],
+}
 
-    fn tcp_frame(payload: &[u8], options: Vec<TcpOption>) -> Vec<u8> {
+impl<'a> TcpFrame<'a> {
+    /// A segment from `src` to `dst` with the defaults above and no payload.
+    pub fn new(src: (Ipv4Addr, u16), dst: (Ipv4Addr, u16), seq: u32, ack: u32, flags: u8) -> Self {
+        TcpFrame {
+            eth_src: [2, 0, 0, 0, 0, 1],
+            eth_dst: [2, 0, 0, 0, 0, 2],
+            src,
+            dst,
+            seq,
+            ack,
+            flags,
+            window: 500,
+            ident: 1,
+            options: Vec::new(),
+            payload: &[],
+        }
+    }
+    pub fn payload(mut self, payload: &'a [u8]) -> Self {
+        self.payload = payload;
+        self
+    }
+    pub fn options(mut self, options: Vec<innet_wire::tcp::TcpOption>) -> Self {
+        self.options = options;
+        self
+    }
+    pub fn window(mut self, window: u16) -> Self {
+        self.window = window;
+        self
+    }
+    /// The frame's bytes. Panics only if the options do not fit in 40 bytes (a caller's bug).
+    pub fn emit(&self) -> Vec<u8> {
+        use innet_wire::ethernet::EthernetRepr;
+        use innet_wire::frame::{FrameRepr, L4Repr};
+        use innet_wire::ipv4::Ipv4Repr;
+        use innet_wire::tcp::TcpRepr;
         FrameRepr {
             eth: EthernetRepr {
-                dst: [2, 0, 0, 0, 0, 2],
-                src: [2, 0, 0, 0, 0, 1],
+                dst: self.eth_dst,
+                src: self.eth_src,
                 vlan_tci: None,
                 ethertype: ETHERTYPE_IPV4,
             },
             tunnel: None,
             ip: Ipv4Repr {
-                src: Ipv4Addr::new(10, 0, 0, 1),
-                dst: Ipv4Addr::new(10, 0, 0, 2),
+                src: self.src.0,
+                dst: self.dst.0,
                 protocol: PROTO_TCP,
                 ttl: 64,
                 dscp: 0,
                 ecn: 0,
-                ident: 9,
+                ident: self.ident,
                 dont_fragment: true,
                 options: vec![],
                 payload_len: 0,
             },
             l4: L4Repr::Tcp(TcpRepr {
-                src_port: 40000,
-                dst_port: 9042,
-                seq: 100,
-                ack: 200,
-                flags: 0x18,
-                window: 500,
+                src_port: self.src.1,
+                dst_port: self.dst.1,
+                seq: self.seq,
+                ack: self.ack,
+                flags: self.flags,
+                window: self.window,
                 urgent: 0,
-                options,
-                payload_len: 0,
+                options: self.options.clone(),
+                payload_len: self.payload.len(),
             }),
-            payload: payload.to_vec(),
+            payload: self.payload.to_vec(),
         }
         .emit()
-        .unwrap()
+        .expect("TcpFrame: options longer than 40 bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_wire::frame::L4Repr;
+    use innet_wire::tcp::TcpOption;
+
+    fn tcp_frame(payload: &[u8], options: Vec<TcpOption>) -> Vec<u8> {
+        TcpFrame::new(
+            (Ipv4Addr::new(10, 0, 0, 1), 40000),
+            (Ipv4Addr::new(10, 0, 0, 2), 9042),
+            100,
+            200,
+            0x18,
+        )
+        .options(options)
+        .payload(payload)
+        .emit()
     }
 
     #[test]
