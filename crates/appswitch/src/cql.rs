@@ -435,11 +435,22 @@ impl FrameReader {
 
     /// Feed the next bytes of the stream; complete frames are appended to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Frame>) -> Result<()> {
+        self.push_reusing(bytes, out, &mut Vec::new())
+    }
+
+    /// [`FrameReader::push`], taking the frames' body buffers from `spare` when it has some
+    /// (the caller gives the bodies back when done: no allocation per frame).
+    pub fn push_reusing(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<Frame>,
+        spare: &mut Vec<Vec<u8>>,
+    ) -> Result<()> {
         self.raw.extend_from_slice(bytes);
         let mut used = 0;
         let result = loop {
             match self.framing {
-                Framing::Plain => match take_frame(&self.raw[used..]) {
+                Framing::Plain => match take_frame(&self.raw[used..], spare) {
                     Ok(Some((frame, n))) => {
                         used += n;
                         let switch = self.is_server_side
@@ -482,7 +493,7 @@ impl FrameReader {
                         used += total;
                         let mut at = 0;
                         let inner = loop {
-                            match take_frame(&self.unsegmented[at..]) {
+                            match take_frame(&self.unsegmented[at..], spare) {
                                 Ok(Some((frame, n))) => {
                                     at += n;
                                     out.push(frame);
@@ -510,7 +521,7 @@ impl FrameReader {
 }
 
 /// One complete frame from the front of `b`, and its length.
-fn take_frame(b: &[u8]) -> Result<Option<(Frame, usize)>> {
+fn take_frame(b: &[u8], spare: &mut Vec<Vec<u8>>) -> Result<Option<(Frame, usize)>> {
     let Some(header) = FrameHeader::parse(b)? else {
         return Ok(None);
     };
@@ -518,13 +529,10 @@ fn take_frame(b: &[u8]) -> Result<Option<(Frame, usize)>> {
     if b.len() < total {
         return Ok(None);
     }
-    Ok(Some((
-        Frame {
-            header,
-            body: b[HEADER_BYTES..total].to_vec(),
-        },
-        total,
-    )))
+    let mut body = spare.pop().unwrap_or_default();
+    body.clear();
+    body.extend_from_slice(&b[HEADER_BYTES..total]);
+    Ok(Some((Frame { header, body }, total)))
 }
 
 // ---- requests ----------------------------------------------------------------------------

@@ -161,6 +161,10 @@ impl Migration {
     fn c2s_seq(&self, s: u64) -> u32 {
         self.c_isn.wrapping_add(1).wrapping_add(s as u32)
     }
+    /// The client-view sequence number of server→client client position `c`.
+    pub fn s2c_seq_at(&self, c: u64) -> u32 {
+        self.s2c_seq(c)
+    }
     fn s2c_seq(&self, c: u64) -> u32 {
         self.s_isn.wrapping_add(1).wrapping_add(c as u32)
     }

@@ -133,7 +133,8 @@ enum Classified {
     Read {
         item: Vec<u8>,
         shape: Vec<u8>,
-        hit: Option<Vec<u8>>,
+        /// The cached reply: a range of `AppSwitch::hit_bytes` (this packet's hits).
+        hit: Option<std::ops::Range<usize>>,
     },
     Pending(Pending),
 }
@@ -147,7 +148,7 @@ pub struct AppSwitch {
     prepared: HashMap<Vec<u8>, Rc<PreparedInfo>>,
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
-    partition_keys: HashMap<(String, String), Option<String>>,
+    partition_keys: HashMap<String, HashMap<String, Option<String>>>,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
     /// Reused buffer for per-packet encoding.
@@ -155,6 +156,11 @@ pub struct AppSwitch {
     /// Reused per-packet lists of parsed requests and CQL frames.
     items_scratch: Vec<(Option<i16>, Classified)>,
     frames_scratch: Vec<cql::Frame>,
+    /// This packet's cached replies, back to back (`Classified::Read::hit` ranges).
+    hit_bytes: Vec<u8>,
+    /// Emptied cache-key and shape buffers (and CQL frame bodies) for reuse: no allocation per
+    /// request once warm.
+    spare_bufs: Vec<Vec<u8>>,
 }
 
 impl AppSwitch {
@@ -170,6 +176,8 @@ impl AppSwitch {
             scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
+            hit_bytes: Vec::new(),
+            spare_bufs: Vec::new(),
         }
     }
     pub fn open_connections(&self) -> usize {
@@ -248,8 +256,8 @@ fn tcp_opts(pkt: &Packet) -> &[u8] {
         .unwrap_or(&[])
 }
 
-fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
-    let mut v = Vec::with_capacity(4 + ks.len() + 1 + table.len() + 1 + 24);
+fn cql_item(mut v: Vec<u8>, ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
+    v.clear();
     v.extend_from_slice(b"cql:");
     v.extend_from_slice(ks.as_bytes());
     v.push(b'.');
@@ -281,13 +289,42 @@ fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
 }
 
 impl AppSwitch {
-    fn qualify(&self, t: &TableRef, conn_ks: Option<&str>) -> Option<(String, String)> {
-        let ks = t.keyspace.clone().or_else(|| conn_ks.map(str::to_string))?;
-        Some((ks, t.table.clone()))
+    fn qualify<'t>(t: &'t TableRef, conn_ks: Option<&'t str>) -> Option<(&'t str, &'t str)> {
+        let ks = t.keyspace.as_deref().or(conn_ks)?;
+        Some((ks, t.table.as_str()))
     }
 
-    fn pk_of(&self, table: &(String, String)) -> Option<&str> {
-        self.partition_keys.get(table).and_then(|c| c.as_deref())
+    fn pk_of(&self, (ks, table): (&str, &str)) -> Option<&str> {
+        self.partition_keys
+            .get(ks)
+            .and_then(|t| t.get(table))
+            .and_then(|c| c.as_deref())
+    }
+
+    /// An empty buffer (a reused one when there is one).
+    fn buf(&mut self) -> Vec<u8> {
+        self.spare_bufs.pop().unwrap_or_default()
+    }
+    /// Keep `v`'s allocation for a later request.
+    fn give(&mut self, mut v: Vec<u8>) {
+        if self.spare_bufs.len() < 64 && v.capacity() > 0 {
+            v.clear();
+            self.spare_bufs.push(v);
+        }
+    }
+    /// Keep the buffers of a classified request that is done with.
+    fn give_classified(&mut self, cl: Classified) {
+        if let Classified::Read { item, shape, .. } = cl {
+            self.give(item);
+            self.give(shape);
+        }
+    }
+    /// Look `item` up for `shape`; a hit's reply is copied into `hit_bytes`.
+    fn lookup_hit(&mut self, item: &[u8], shape: &[u8]) -> Option<std::ops::Range<usize>> {
+        let body = self.cache.lookup(item, shape)?;
+        let at = self.hit_bytes.len();
+        self.hit_bytes.extend_from_slice(body);
+        Some(at..self.hit_bytes.len())
     }
 
     /// Classify a CQL request frame.
@@ -313,9 +350,8 @@ impl AppSwitch {
                 let st = match fixed {
                     Some(r) => {
                         // No lexing: the column is taken to be the partition key (the assumption).
-                        let column = self
-                            .qualify(&r.table, ks)
-                            .and_then(|t| self.pk_of(&t).map(str::to_string))
+                        let column = Self::qualify(&r.table, ks)
+                            .and_then(|t| self.pk_of(t).map(str::to_string))
                             .unwrap_or_default();
                         Statement::Select {
                             table: r.table,
@@ -334,16 +370,15 @@ impl AppSwitch {
                         _ => None,
                     },
                     cacheable_flags && params.paging_state.is_none(),
-                    || {
-                        let mut s = vec![
+                    |s: &mut Vec<u8>| {
+                        s.extend_from_slice(&[
                             b'Q',
                             h.version,
                             (params.flags & cql::query_flags::SKIP_METADATA) as u8,
-                        ];
+                        ]);
                         if let Statement::Select { shape, .. } = &st {
                             s.extend_from_slice(shape.as_bytes());
                         }
-                        s
                     },
                 )
             }
@@ -378,9 +413,8 @@ impl AppSwitch {
                         }
                     },
                     cacheable_flags && params.paging_state.is_none() && params.names.is_none(),
-                    || {
+                    |s: &mut Vec<u8>| {
                         let rmid = result_metadata_id.as_deref().unwrap_or(&[]);
-                        let mut s = Vec::with_capacity(3 + id.len() + 1 + rmid.len());
                         s.extend_from_slice(&[
                             b'E',
                             h.version,
@@ -389,7 +423,6 @@ impl AppSwitch {
                         s.extend_from_slice(&id);
                         s.push(0);
                         s.extend_from_slice(rmid);
-                        s
                     },
                 )
             }
@@ -413,28 +446,31 @@ impl AppSwitch {
         ks: Option<&str>,
         key_of: impl Fn(&Term) -> Option<KeyValue>,
         cacheable: bool,
-        shape: impl FnOnce() -> Vec<u8>,
+        shape: impl FnOnce(&mut Vec<u8>),
     ) -> Classified {
         match st {
             Statement::Select {
                 table, column, key, ..
             } => {
-                let Some(t) = self.qualify(table, ks) else {
+                let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::Other);
                 };
-                if t.0.starts_with("system")
-                    || self.pk_of(&t) != Some(column.as_str())
-                    || !cacheable
+                if t.0.starts_with("system") || self.pk_of(t) != Some(column.as_str()) || !cacheable
                 {
                     return Classified::Pending(Pending::Other);
                 }
                 let Some(k) = key_of(key) else {
                     return Classified::Pending(Pending::Other);
                 };
-                let item = cql_item(&t.0, &t.1, &k);
-                let shape = shape();
-                let hit = self.cache.lookup(&item, &shape).map(<[u8]>::to_vec);
-                Classified::Read { item, shape, hit }
+                let item = cql_item(self.buf(), t.0, t.1, &k);
+                let mut sh = self.buf();
+                shape(&mut sh);
+                let hit = self.lookup_hit(&item, &sh);
+                Classified::Read {
+                    item,
+                    shape: sh,
+                    hit,
+                }
             }
             Statement::Insert {
                 table,
@@ -442,37 +478,37 @@ impl AppSwitch {
                 values,
                 ..
             } => {
-                let Some(t) = self.qualify(table, ks) else {
+                let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::WriteAll);
                 };
-                let key = self.pk_of(&t).and_then(|pk| {
+                let key = self.pk_of(t).and_then(|pk| {
                     let i = columns.iter().position(|c| c == pk)?;
                     key_of(values[i].as_ref()?)
                 });
-                self.write_key(&t, key)
+                self.write_key(t, key)
             }
             Statement::WriteByKey {
                 table, column, key, ..
             } => {
-                let Some(t) = self.qualify(table, ks) else {
+                let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::WriteAll);
                 };
-                let key = if self.pk_of(&t) == Some(column.as_str()) {
+                let key = if self.pk_of(t) == Some(column.as_str()) {
                     key_of(key)
                 } else {
                     None
                 };
-                self.write_key(&t, key)
+                self.write_key(t, key)
             }
             Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
             Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
         }
     }
 
-    fn write_key(&mut self, t: &(String, String), key: Option<KeyValue>) -> Classified {
+    fn write_key(&mut self, t: (&str, &str), key: Option<KeyValue>) -> Classified {
         match key {
             Some(k) => {
-                let item = cql_item(&t.0, &t.1, &k);
+                let item = cql_item(self.buf(), t.0, t.1, &k);
                 Classified::Pending(Pending::Write {
                     items: vec![(item, WriteToken::placeholder())],
                     update: None,
@@ -486,13 +522,22 @@ impl AppSwitch {
         let Some(cmd) = args.first() else {
             return Classified::Pending(Pending::Other);
         };
-        let cmd = cmd.to_ascii_uppercase();
+        // Upper-cased on the stack (every command this matches is shorter than 16 bytes).
+        let mut upper = [0u8; 16];
+        let cmd: &[u8] = match upper.get_mut(..cmd.len()) {
+            Some(u) => {
+                u.copy_from_slice(cmd);
+                u.make_ascii_uppercase();
+                u
+            }
+            None => cmd,
+        };
         let item = |k: &[u8]| {
             let mut v = b"redis:0:".to_vec();
             v.extend_from_slice(k);
             v
         };
-        match (cmd.as_slice(), args.len()) {
+        match (cmd, args.len()) {
             (b"MULTI", _) => {
                 conn.in_multi = true;
                 Classified::Pending(Pending::WriteAll)
@@ -514,14 +559,17 @@ impl AppSwitch {
                 conn.uncacheable = true;
                 Classified::Pending(Pending::Other)
             }
-            _ if conn.in_multi && cmd.as_slice() == b"GET" => Classified::Pending(Pending::Other),
+            _ if conn.in_multi && cmd == b"GET" => Classified::Pending(Pending::Other),
             (b"GET", 2) if !conn.uncacheable => {
-                let it = item(&args[1]);
-                let shape: &[u8] = if conn.resp3 { b"GET/3" } else { b"GET/2" };
-                let hit = self.cache.lookup(&it, shape).map(<[u8]>::to_vec);
+                let mut it = self.buf();
+                it.extend_from_slice(b"redis:0:");
+                it.extend_from_slice(&args[1]);
+                let mut shape = self.buf();
+                shape.extend_from_slice(if conn.resp3 { b"GET/3" } else { b"GET/2" });
+                let hit = self.lookup_hit(&it, &shape);
                 Classified::Read {
                     item: it,
-                    shape: shape.to_vec(),
+                    shape,
                     hit,
                 }
             }
@@ -594,6 +642,8 @@ impl AppSwitch {
                         self.counters.learned += 1;
                     }
                 }
+                self.give(item);
+                self.give(shape);
             }
             Pending::Write { items, update } => {
                 let single = items.len() == 1;
@@ -628,7 +678,7 @@ impl AppSwitch {
                     | Statement::Insert { table, .. } => table,
                     _ => return None,
                 };
-                self.qualify(t, keyspace.as_deref())
+                Self::qualify(t, keyspace.as_deref()).map(|(k, t)| (k.to_string(), t.to_string()))
             });
         let mut pk = None;
         if let Some(t) = &table {
@@ -636,13 +686,18 @@ impl AppSwitch {
                 [i] => {
                     if let Some(col) = p.bind_columns.get(*i as usize) {
                         self.partition_keys
-                            .insert(t.clone(), Some(col.name.clone()));
+                            .entry(t.0.clone())
+                            .or_default()
+                            .insert(t.1.clone(), Some(col.name.clone()));
                         pk = Some((*i as usize, col.typ.clone(), col.name.clone()));
                     }
                 }
                 [] => {}
                 _ => {
-                    self.partition_keys.insert(t.clone(), None);
+                    self.partition_keys
+                        .entry(t.0.clone())
+                        .or_default()
+                        .insert(t.1.clone(), None);
                 }
             }
         }
@@ -965,8 +1020,13 @@ impl AppSwitch {
             &mut items,
             &mut frames,
         );
-        items.clear();
-        frames.clear();
+        for (_, cl) in items.drain(..) {
+            self.give_classified(cl);
+        }
+        for f in frames.drain(..) {
+            self.give(f.body);
+        }
+        self.hit_bytes.clear();
         self.items_scratch = items;
         self.frames_scratch = frames;
         answered
@@ -992,15 +1052,19 @@ impl AppSwitch {
                 boundary_before = c.c2s.at_boundary();
                 s2c_boundary = c.s2c.at_boundary();
                 framing_ok = c.c2s.framing() == c.s2c.framing();
-                if c.c2s.push(bytes, frames).is_err() {
+                if c.c2s
+                    .push_reusing(bytes, frames, &mut self.spare_bufs)
+                    .is_err()
+                {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
                 }
                 version = frames.first().map(|f| f.header.version).unwrap_or(4);
-                let ks = c.keyspace.clone();
+                let ks = c.keyspace.as_deref();
                 for f in frames.drain(..) {
-                    let cl = self.classify_cql(&f.header, &f.body, ks.as_deref());
+                    let cl = self.classify_cql(&f.header, &f.body, ks);
                     items.push((Some(f.header.stream), cl));
+                    self.give(f.body);
                 }
                 let Proto::Cql(c) = &mut conn.proto else {
                     unreachable!()
@@ -1029,7 +1093,7 @@ impl AppSwitch {
                                 version,
                                 stream.unwrap_or(0),
                                 opcode::RESULT,
-                                body,
+                                &self.hit_bytes[body.clone()],
                                 &mut frames_bytes,
                             );
                         }
@@ -1098,7 +1162,7 @@ impl AppSwitch {
                 let mut reply = conn.mig.take_reply_buffer();
                 for (_, cl) in items.iter() {
                     if let Classified::Read { hit: Some(b), .. } = cl {
-                        reply.extend_from_slice(b);
+                        reply.extend_from_slice(&self.hit_bytes[b.clone()]);
                     }
                 }
                 self.counters.hits += items.len() as u64;
@@ -1211,9 +1275,9 @@ impl AppSwitch {
         }
         match &mut conn.proto {
             Proto::Cql(c) => {
-                let mut frames = Vec::new();
-                let r = c.s2c.push(bytes, &mut frames);
-                for f in frames {
+                let mut frames = std::mem::take(&mut self.frames_scratch);
+                let r = c.s2c.push_reusing(bytes, &mut frames, &mut self.spare_bufs);
+                for f in frames.iter() {
                     if f.header.opcode == opcode::READY || f.header.opcode == opcode::AUTHENTICATE {
                         if c.s2c.framing() == Framing::Segmented {
                             c.c2s.set_segmented();
@@ -1264,6 +1328,10 @@ impl AppSwitch {
                         (p, _) => self.complete(p, success, None),
                     }
                 }
+                for f in frames.drain(..) {
+                    self.give(f.body);
+                }
+                self.frames_scratch = frames;
                 if r.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
@@ -1309,6 +1377,7 @@ impl AppSwitch {
     }
 
     /// A template reply to the client built from one of its packets.
+    #[allow(clippy::too_many_arguments)]
     fn reply_packet(
         &self,
         conn: &Conn,
@@ -1317,8 +1386,10 @@ impl AppSwitch {
         ack: u32,
         data: &[u8],
         psh: bool,
+        ctx: &mut Ctx<'_>,
     ) -> Packet {
-        let mut r = from_client.clone();
+        // In a packet the runtime recycled (no clone of the client's packet per reply).
+        let mut r = ctx.copy_headers(from_client);
         make_reply(&mut r, false);
         if conn.uses_timestamps {
             let tsval = conn.mig.server_tsval.unwrap_or(0);
@@ -1363,19 +1434,27 @@ impl AppSwitch {
         let max = (conn.mig.client_mss as usize)
             .saturating_sub(if conn.uses_timestamps { 12 } else { 0 })
             .max(64);
-        let segs = conn.mig.reply_segments_from(i, from, max);
-        if segs.is_empty() {
+        let (rep_c, len) = {
+            let h = &conn.mig.hits[i];
+            (h.rep_c, if h.reply_acked { 0 } else { h.reply.len() })
+        };
+        let mut a = from.min(len);
+        if a == len {
             // The client holds the reply already: just acknowledge its retransmission.
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, ack, &[], false);
+            let r = self.reply_packet(conn, pkt, seq, ack, &[], false, ctx);
             ctx.generate(r, Verdict::Forward(meta.ingress_port));
             return;
         }
-        let n = segs.len();
-        for (k, (seq, range)) in segs.into_iter().enumerate() {
-            let data = &conn.mig.hits[i].reply[range];
-            let r = self.reply_packet(conn, pkt, seq, ack, data, k + 1 == n);
+        // Segments of at most `max` bytes (the same cut as `Migration::reply_segments_from`,
+        // without building the list).
+        while a < len {
+            let b = (a + max).min(len);
+            let seq = conn.mig.s2c_seq_at(rep_c + a as u64);
+            let data = &conn.mig.hits[i].reply[a..b];
+            let r = self.reply_packet(conn, pkt, seq, ack, data, b == len, ctx);
             ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            a = b;
         }
     }
 
@@ -1392,7 +1471,7 @@ impl AppSwitch {
         if (a.wrapping_sub(conn.mig.last_ack_to_client) as i32) > 0 {
             conn.mig.last_ack_to_client = a;
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, a, &[], false);
+            let r = self.reply_packet(conn, pkt, seq, a, &[], false, ctx);
             ctx.generate(r, Verdict::Forward(meta.ingress_port));
         }
     }

@@ -5,7 +5,7 @@
 //! The same program type runs in the simulated switch and in the real-packet switch; the context
 //! hides which runtime is underneath.
 
-use innet_sim::packet::Packet;
+use innet_sim::packet::{Packet, WireExtras};
 use innet_sim::routing::NextHop;
 use rand_chacha::ChaCha8Rng;
 
@@ -73,6 +73,9 @@ pub struct Actions {
     pub digests: Vec<Digest>,
     pub timers: Vec<(u64, u64)>,
     pub control_timers: Vec<(u64, u64)>,
+    /// Packets the runtime recycled, handed out by [`Ctx::copy_headers`] (no allocation per
+    /// generated packet). Not an action: `clear` and `is_empty` ignore it.
+    pub spare: Vec<Packet>,
 }
 
 impl Actions {
@@ -114,6 +117,43 @@ impl<'a> Ctx<'a> {
     /// Copy `pkt` (as it is now) to another destination (I2E/E2E clone via the PRE).
     pub fn clone_to(&mut self, pkt: &Packet, dest: Verdict) {
         self.actions.clones.push((pkt.clone(), dest));
+    }
+    /// A copy of `pkt`'s headers, tunnel and wire extras with no payload, for a packet the
+    /// program builds from a received one (a reply). Made in a packet the runtime recycled when
+    /// it has one, so it costs no allocation; otherwise a clone.
+    pub fn copy_headers(&mut self, pkt: &Packet) -> Packet {
+        let Some(mut p) = self.actions.spare.pop() else {
+            let mut p = pkt.clone();
+            p.payload_bytes.get_or_insert_with(Box::default).clear();
+            p.payload_len = 0;
+            return p;
+        };
+        p.uid = pkt.uid;
+        p.tunnel.clone_from(&pkt.tunnel);
+        p.ip = pkt.ip;
+        p.l4 = pkt.l4;
+        p.payload_len = 0;
+        match (&mut p.wire, &pkt.wire) {
+            (Some(d), Some(s)) => {
+                // Field by field: the trailer keeps its buffer.
+                let mut trailer = std::mem::take(&mut d.trailer);
+                trailer.clear();
+                trailer.extend_from_slice(&s.trailer);
+                **d = WireExtras {
+                    trailer: Vec::new(),
+                    ..(**s).clone()
+                };
+                d.trailer = trailer;
+            }
+            (d, s) => d.clone_from(s),
+        }
+        p.payload_bytes.get_or_insert_with(Box::default).clear();
+        p.flow_id = pkt.flow_id;
+        p.created_ps = pkt.created_ps;
+        p.hops = pkt.hops;
+        p.is_data = pkt.is_data;
+        p.recirculations = pkt.recirculations;
+        p
     }
     /// Inject a brand-new packet (packet generation, learning packets, replies).
     pub fn generate(&mut self, pkt: Packet, dest: Verdict) {

@@ -246,15 +246,18 @@ pub struct RealSwitch<P: Program, C: ControlPlane<P>> {
     cfg: RealConfig,
     stats: SwitchStats,
     rng: ChaCha8Rng,
+    /// What the program asked for in a pass; its `spare` list holds the parsed packets to reuse
+    /// (their payload and wire-extras boxes keep their capacity), shared with the program's
+    /// `Ctx::copy_headers`.
     actions: Actions,
-    /// Parsed packets to reuse (their payload and wire-extras boxes keep their capacity).
-    spare: Vec<Packet>,
     timers: BinaryHeap<Reverse<(u64, u64, u64, bool)>>,
     timer_seq: u64,
     macs: HashMap<[u8; 6], u16>,
     pcap: Option<PcapLog>,
     now_ps: u64,
     report: Option<ReportFn<P, C>>,
+    /// Reused list of the ports a flood or multicast copies go to.
+    ports_buf: Vec<u16>,
 }
 
 /// Lines a program adds to the runtime's summary (its own counters), from its state.
@@ -269,13 +272,13 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
             actions: Actions::default(),
-            spare: Vec::new(),
             timers: BinaryHeap::new(),
             timer_seq: 0,
             macs: HashMap::new(),
             pcap: None,
             now_ps: 0,
             report: None,
+            ports_buf: Vec::new(),
         }
     }
 
@@ -320,12 +323,12 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
     }
 
     fn take_spare(&mut self) -> Packet {
-        self.spare.pop().unwrap_or_else(blank_packet)
+        self.actions.spare.pop().unwrap_or_else(blank_packet)
     }
 
     fn recycle(&mut self, pkt: Packet) {
-        if self.spare.len() < 256 && pkt.wire.is_some() {
-            self.spare.push(pkt);
+        if self.actions.spare.len() < 256 && pkt.wire.is_some() && pkt.payload_bytes.is_some() {
+            self.actions.spare.push(pkt);
         }
     }
 
@@ -394,38 +397,22 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                     }
                     _ => {
                         // Unknown destination on a multi-port switch: flood like a bridge.
-                        let n = self.cfg.num_ports;
-                        let others: Vec<u16> = (0..n).filter(|&p| p != in_port).collect();
-                        if others.is_empty() {
-                            self.stats.no_route += 1;
-                            self.count_drop(in_port);
-                            self.recycle(pkt);
-                            return;
-                        }
-                        for (i, &p) in others.iter().enumerate() {
-                            self.egress(pkt.clone(), p, i as u16, meta, tx);
-                        }
-                        self.recycle(pkt);
+                        let mut ports = std::mem::take(&mut self.ports_buf);
+                        ports.clear();
+                        ports.extend((0..self.cfg.num_ports).filter(|&p| p != in_port));
+                        self.replicate(pkt, &ports, meta, tx);
+                        self.ports_buf = ports;
                     }
                 }
             }
             Verdict::Multicast(g) => {
-                let members = self
-                    .cfg
-                    .multicast_groups
-                    .get(g as usize)
-                    .cloned()
-                    .unwrap_or_default();
-                if members.is_empty() {
-                    self.stats.no_route += 1;
-                    self.count_drop(in_port);
-                    self.recycle(pkt);
-                    return;
+                let mut ports = std::mem::take(&mut self.ports_buf);
+                ports.clear();
+                if let Some(members) = self.cfg.multicast_groups.get(g as usize) {
+                    ports.extend_from_slice(members);
                 }
-                for (rid, &p) in members.iter().enumerate() {
-                    self.egress(pkt.clone(), p, rid as u16, meta, tx);
-                }
-                self.recycle(pkt);
+                self.replicate(pkt, &ports, meta, tx);
+                self.ports_buf = ports;
             }
             Verdict::Recirculate => {
                 // Only clones and generated packets get here (ingress loops itself).
@@ -453,6 +440,21 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                 self.recycle(pkt);
             }
         }
+    }
+
+    /// A copy of `pkt` to each of `ports` (replication id = the position in the list), or a
+    /// drop counted as no route when the list is empty.
+    fn replicate(&mut self, pkt: Packet, ports: &[u16], meta: &Metadata, tx: &mut TxBatch) {
+        if ports.is_empty() {
+            self.stats.no_route += 1;
+            self.count_drop(meta.ingress_port);
+            self.recycle(pkt);
+            return;
+        }
+        for (rid, &p) in ports.iter().enumerate() {
+            self.egress(pkt.clone(), p, rid as u16, meta, tx);
+        }
+        self.recycle(pkt);
     }
 
     fn egress(&mut self, mut pkt: Packet, port: u16, rid: u16, meta: &Metadata, tx: &mut TxBatch) {
@@ -497,21 +499,21 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         if self.actions.is_empty() {
             return;
         }
-        let mut actions = std::mem::take(&mut self.actions);
-        for (at, token) in actions.timers.drain(..) {
+        for (at, token) in self.actions.timers.drain(..) {
             self.timer_seq += 1;
             self.timers
                 .push(Reverse((at, self.timer_seq, token, false)));
         }
-        for (at, token) in actions.control_timers.drain(..) {
+        for (at, token) in self.actions.control_timers.drain(..) {
             self.timer_seq += 1;
             self.timers.push(Reverse((at, self.timer_seq, token, true)));
         }
-        let digests: Vec<_> = actions.digests.drain(..).collect();
-        let clones: Vec<_> = actions.clones.drain(..).collect();
-        let generated: Vec<_> = actions.generated.drain(..).collect();
-        self.actions = actions;
-        for d in digests {
+        // Take this pass's lists out (what they cause is carried out by the recursion below)
+        // and give their buffers back afterwards: no allocation per pass.
+        let mut digests = std::mem::take(&mut self.actions.digests);
+        let mut clones = std::mem::take(&mut self.actions.clones);
+        let mut generated = std::mem::take(&mut self.actions.generated);
+        for d in digests.drain(..) {
             self.stats.digests += 1;
             self.with_ctx(in_port, |p, c, ctx| c.digest(p, d, ctx));
         }
@@ -522,17 +524,26 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             enq_queue_bytes: 0,
             replication_id: 0,
         };
-        for (pkt, dest) in clones {
+        for (pkt, dest) in clones.drain(..) {
             self.stats.clones += 1;
             self.dispatch(pkt, dest, &meta, tx, true);
         }
-        for (pkt, dest) in generated {
+        for (pkt, dest) in generated.drain(..) {
             self.stats.generated += 1;
             let meta = Metadata {
                 instance: Instance::Generated,
                 ..meta
             };
             self.dispatch(pkt, dest, &meta, tx, true);
+        }
+        if self.actions.digests.is_empty() {
+            self.actions.digests = digests;
+        }
+        if self.actions.clones.is_empty() {
+            self.actions.clones = clones;
+        }
+        if self.actions.generated.is_empty() {
+            self.actions.generated = generated;
         }
         if !self.actions.is_empty() {
             self.apply_actions(in_port, tx);
