@@ -116,7 +116,8 @@ fn parse_ipv4(l3: &[u8]) -> Result<IpParts<'_>, Refusal> {
     let hl = ipp.header_len();
     let total = ipp.total_len() as usize;
     let stored = ipp.header_checksum();
-    let computed = checksum::finish(checksum::sum(&l3[..10]) + checksum::sum(&l3[12..hl]));
+    // The header summed whole (32-bit words) with the stored field taken out again.
+    let computed = checksum::finish(sum_folded(&l3[..hl]) + (0xFFFF - stored as u32));
     if stored != computed {
         if stored == !computed {
             return Err(Refusal::Unsupported(
@@ -390,7 +391,7 @@ fn push_ipv4_header(
     out.extend_from_slice(&ip.src.to_be_bytes());
     out.extend_from_slice(&ip.dst.to_be_bytes());
     out.extend_from_slice(options);
-    let c = checksum::checksum(&out[at..at + ihl]);
+    let c = checksum::finish(sum_folded(&out[at..at + ihl]));
     out[at + 10..at + 12].copy_from_slice(&c.to_be_bytes());
     Ok(())
 }
