@@ -312,10 +312,12 @@ def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
     """appswitch.throughput (Fig. 23): packets per second through the application switch program,
     measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
     through the program in memory on one core (`innet bench switch`, crates/dataplane/src/real/
-    bench.rs), no sockets. Four captures, written here (the same shape as
-    crates/appswitch/examples/bench_captures.rs): one client connection, CQL v4 (PREPARE, then
-    request/answer/ACK exchanges of EXECUTE by int key) or Redis (GET), whose reads all hit the
-    warm cache (one key) or all miss (a new key each, more keys than the cache holds). The
+    bench.rs), no sockets. Four captures, written here (the same shapes as
+    crates/appswitch/src/bench_capture.rs, docs/appswitch.md "Throughput captures"): one client
+    connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or
+    Redis (GET), whose reads all miss (a new key each, more keys than the cache holds: request,
+    answer, client ACK) or all hit (one key, put in the cache by a write first: request and the
+    client's ACK of the switch's reply; the server sees and sends nothing for them). The
     `forward` program on the CQL miss capture is the runtime's own ceiling."""
     import struct
 
@@ -347,15 +349,20 @@ def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
 
     def capture(path: Path, port: int, exchanges_iter) -> int:
         ack_f, psh_f, syn_f = 0x10, 0x08, 0x02
-        c, s = 1001, 5001
+        # Client→server stream in the client's / server's view, and server→client likewise.
+        c_cli = c_srv = 1001
+        s_cli = s_srv = 5001
         frames = [tcp_frame(True, port, 1000, 0, syn_f, b""), tcp_frame(False, port, 5000, 1001, syn_f | ack_f, b""),
                   tcp_frame(True, port, 1001, 5001, ack_f, b"")]
-        for req, ans in exchanges_iter:
-            frames.append(tcp_frame(True, port, c, s, ack_f | psh_f, req))
-            c += len(req)
-            frames.append(tcp_frame(False, port, s, c, ack_f | psh_f, ans))
-            s += len(ans)
-            frames.append(tcp_frame(True, port, c, s, ack_f, b""))
+        for req, ans, by_switch in exchanges_iter:
+            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f | psh_f, req))
+            c_cli += len(req)
+            if not by_switch:
+                c_srv += len(req)
+                frames.append(tcp_frame(False, port, s_srv, c_srv, ack_f | psh_f, ans))
+                s_srv += len(ans)
+            s_cli += len(ans)
+            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f, b""))
         out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
         for i, f in enumerate(frames):
             out.append(struct.pack("<IIII", i // 1000, (i % 1000) * 1000, len(f), len(f)) + f)
@@ -375,21 +382,30 @@ def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
         # k int); result metadata NO_METADATA with 1 column.
         prepared = (struct.pack("!i", 4) + string(pid) + struct.pack("!iiiH", 1, 1, 1, 0) + string(b"ks") + string(b"kv")
                     + string(b"k") + struct.pack("!H", 0x0009) + struct.pack("!ii", 4, 1))
-        yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared)
+        yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared), False
+        if hit:
+            # A write to key 7 first (invalidates it: every replay starts with one learning miss).
+            upd = b"UPDATE ks.kv SET v = 'value-of-7-abcdefghij' WHERE k = 7"
+            yield (frame(False, 1, 0x07, struct.pack("!i", len(upd)) + upd + struct.pack("!HB", 1, 0)),
+                   frame(True, 1, 0x08, struct.pack("!i", 1)), False)
         for i in range(exchanges):
             key = 7 if hit else i
             stream = i % 1000 + 2
             execute = string(pid) + struct.pack("!HBHi", 1, 0x01 | 0x02, 1, 4) + struct.pack("!i", key)
             value = f"value-of-{key}-abcdefghij".encode()
             rows = struct.pack("!iiii", 2, 4, 1, 1) + struct.pack("!i", len(value)) + value
-            yield frame(False, stream, 0x0A, execute), frame(True, stream, 0x08, rows)
+            yield frame(False, stream, 0x0A, execute), frame(True, stream, 0x08, rows), hit and i > 0
 
     def redis_exchanges(hit: bool):
+        if hit:
+            # SET first: write-through puts the value in the cache.
+            v = b"value-of-key:7-abcdefghij"
+            yield b"*3\r\n$3\r\nSET\r\n$5\r\nkey:7\r\n$%d\r\n%s\r\n" % (len(v), v), b"+OK\r\n", False
         for i in range(exchanges):
             key = b"key:7" if hit else f"key:{i}".encode()
             value = b"value-of-" + key + b"-abcdefghij"
             req = b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key)
-            yield req, b"$%d\r\n%s\r\n" % (len(value), value)
+            yield req, b"$%d\r\n%s\r\n" % (len(value), value), hit
 
     case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
     cases: dict[str, dict] = {}

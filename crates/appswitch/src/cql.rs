@@ -664,6 +664,99 @@ pub fn parse_request(h: &FrameHeader, body: &[u8]) -> Result<Request> {
     }
 }
 
+/// A bound value read in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    Null,
+    Unset,
+    Bytes(&'a [u8]),
+}
+
+/// An EXECUTE request read in place, without copies: what the switch needs to classify it.
+/// Accepts and rejects exactly the bodies [`parse_request`] does (a proptest checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecuteRef<'a> {
+    pub id: &'a [u8],
+    pub result_metadata_id: Option<&'a [u8]>,
+    /// `<query_parameters>` flags.
+    pub flags: u32,
+    /// The bound value at the index asked for (None: there is no such value).
+    pub value: Option<ValueRef<'a>>,
+    /// Values are named (`WITH_NAMES_FOR_VALUES` with `VALUES`).
+    pub has_names: bool,
+    pub has_paging_state: bool,
+}
+
+/// The prepared id of an EXECUTE body (to find which bound value matters before
+/// [`parse_execute_ref`]).
+pub fn execute_id(body: &[u8]) -> Result<&[u8]> {
+    Reader::new(body, "EXECUTE body").short_bytes()
+}
+
+/// Read an EXECUTE body in place, keeping the bound value at index `want`.
+pub fn parse_execute_ref(version: u8, body: &[u8], want: Option<usize>) -> Result<ExecuteRef<'_>> {
+    use query_flags::*;
+    let mut r = Reader::new(body, "EXECUTE body");
+    let id = r.short_bytes()?;
+    let result_metadata_id = if version >= 5 {
+        Some(r.short_bytes()?)
+    } else {
+        None
+    };
+    r.short()?; // consistency
+    let flags = if version >= 5 {
+        r.int()? as u32
+    } else {
+        r.u8()? as u32
+    };
+    let mut value = None;
+    let mut has_names = false;
+    if flags & VALUES != 0 {
+        let n = r.short()? as usize;
+        has_names = flags & WITH_NAMES_FOR_VALUES != 0;
+        for i in 0..n {
+            if has_names {
+                r.string()?;
+            }
+            let v = match r.int()? {
+                -1 => ValueRef::Null,
+                -2 => ValueRef::Unset,
+                n if n < 0 => return err(r.at, format!("value length {n} is below -2")),
+                n => ValueRef::Bytes(r.take(n as usize)?),
+            };
+            if Some(i) == want {
+                value = Some(v);
+            }
+        }
+    }
+    if flags & PAGE_SIZE != 0 {
+        r.int()?;
+    }
+    if flags & WITH_PAGING_STATE != 0 {
+        r.bytes()?;
+    }
+    if flags & WITH_SERIAL_CONSISTENCY != 0 {
+        r.short()?;
+    }
+    if flags & WITH_DEFAULT_TIMESTAMP != 0 {
+        r.long()?;
+    }
+    if version >= 5 && flags & WITH_KEYSPACE != 0 {
+        r.string()?;
+    }
+    if version >= 5 && flags & WITH_NOW_IN_SECONDS != 0 {
+        r.int()?;
+    }
+    Ok(ExecuteRef {
+        id,
+        result_metadata_id,
+        flags,
+        value,
+        has_names,
+        has_paging_state: flags & WITH_PAGING_STATE != 0,
+    })
+}
+
 /// Encode a QUERY body (used by tests, seeds and the benchmark capture builder).
 pub fn encode_query(version: u8, text: &str, params: &QueryParams) -> Vec<u8> {
     let mut b = Vec::new();
@@ -1364,5 +1457,106 @@ mod tests {
             deep.extend_from_slice(&[0, 0x20]);
         }
         assert!(parse_result(4, &deep).is_err());
+    }
+}
+
+#[cfg(test)]
+mod execute_ref_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The in-place EXECUTE reader against the owning parser (the oracle): same accept/reject,
+    /// same id, metadata id, flags, value at the index, names and paging state.
+    fn check(version: u8, body: &[u8], want: usize) -> std::result::Result<(), TestCaseError> {
+        let h = FrameHeader {
+            version,
+            is_response: false,
+            flags: 0,
+            stream: 1,
+            opcode: opcode::EXECUTE,
+            body_len: body.len() as u32,
+        };
+        let owned = parse_request(&h, body);
+        let borrowed = parse_execute_ref(version, body, Some(want));
+        match (owned, borrowed) {
+            (Err(_), Err(_)) => {}
+            (
+                Ok(Request::Execute {
+                    id,
+                    result_metadata_id,
+                    params,
+                }),
+                Ok(r),
+            ) => {
+                prop_assert_eq!(r.id, id.as_slice());
+                prop_assert_eq!(r.result_metadata_id, result_metadata_id.as_deref());
+                prop_assert_eq!(execute_id(body).ok(), Some(id.as_slice()));
+                prop_assert_eq!(r.flags, params.flags);
+                let v = params.values.get(want).map(|v| match v {
+                    Value::Null => ValueRef::Null,
+                    Value::Unset => ValueRef::Unset,
+                    Value::Bytes(b) => ValueRef::Bytes(b),
+                });
+                prop_assert_eq!(r.value, v);
+                prop_assert_eq!(r.has_names, params.names.is_some());
+                prop_assert_eq!(r.has_paging_state, params.paging_state.is_some());
+            }
+            (o, b) => prop_assert!(false, "owned {:?} vs borrowed {:?}", o, b),
+        }
+        Ok(())
+    }
+
+    fn params() -> impl Strategy<Value = QueryParams> {
+        (
+            any::<u16>(),
+            0u32..0x200,
+            prop::collection::vec(
+                prop_oneof![
+                    Just(Value::Null),
+                    Just(Value::Unset),
+                    prop::collection::vec(any::<u8>(), 0..9).prop_map(Value::Bytes)
+                ],
+                0..4,
+            ),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(consistency, flags, values, names, paging)| QueryParams {
+                consistency,
+                flags,
+                names: names.then(|| (0..values.len()).map(|i| format!("n{i}")).collect()),
+                values,
+                page_size: (flags & query_flags::PAGE_SIZE != 0).then_some(100),
+                paging_state: paging.then(|| vec![1, 2, 3]),
+                serial_consistency: Some(9),
+                timestamp: Some(7),
+                keyspace: Some("ks".into()),
+                now_in_seconds: Some(5),
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn execute_ref_matches_parse_request(
+            version in prop_oneof![Just(4u8), Just(5u8)],
+            id in prop::collection::vec(any::<u8>(), 0..17),
+            p in params(),
+            want in 0usize..5,
+            cut in any::<prop::sample::Index>(),
+            flip in any::<Option<(prop::sample::Index, u8)>>(),
+        ) {
+            let mut body = encode_execute(version, &id, b"md", &p);
+            check(version, &body, want)?;
+            // Truncations and corruptions must be judged alike too.
+            if let Some((at, x)) = flip {
+                if !body.is_empty() {
+                    let i = at.index(body.len());
+                    body[i] ^= x;
+                }
+            }
+            let n = cut.index(body.len() + 1);
+            check(version, &body[..n], want)?;
+            check(version, &body, want)?;
+        }
     }
 }

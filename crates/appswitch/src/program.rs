@@ -335,14 +335,18 @@ impl AppSwitch {
         keyspace: Option<&str>,
     ) -> Classified {
         let other = Classified::Pending(Pending::Other);
-        let Ok(req) = cql::parse_request(h, body) else {
-            return Classified::Pending(Pending::WriteAll);
-        };
         let cacheable_flags = h.flags
             & (cql::frame_flags::TRACING
                 | cql::frame_flags::CUSTOM_PAYLOAD
                 | cql::frame_flags::COMPRESSION)
             == 0;
+        if h.opcode == opcode::EXECUTE {
+            // The hot path: read in place (no copy of the id or the bound values).
+            return self.classify_execute(h, body, cacheable_flags);
+        }
+        let Ok(req) = cql::parse_request(h, body) else {
+            return Classified::Pending(Pending::WriteAll);
+        };
         match req {
             Request::Query { text, params } => {
                 let ks = params.keyspace.as_deref().or(keyspace);
@@ -382,50 +386,8 @@ impl AppSwitch {
                     },
                 )
             }
-            Request::Execute {
-                id,
-                result_metadata_id,
-                params,
-            } => {
-                let Some(info) = self.prepared.get(&id).cloned() else {
-                    // Unknown prepared id (prepared before we saw the connection): may write.
-                    return Classified::Pending(Pending::WriteAll);
-                };
-                let values = &params.values;
-                let pk = &info.pk;
-                let st = &info.statement;
-                let ks = info.table.as_ref().map(|t| t.0.as_str());
-                self.classify_statement(
-                    st,
-                    ks,
-                    |term| {
-                        let idx = match term {
-                            Term::Marker(i) => *i,
-                            _ => return None,
-                        };
-                        let (pk_idx, typ, _) = pk.as_ref()?;
-                        if *pk_idx != idx {
-                            return None;
-                        }
-                        match values.get(idx)? {
-                            cql::Value::Bytes(b) => key_from_bound(typ, b),
-                            _ => None,
-                        }
-                    },
-                    cacheable_flags && params.paging_state.is_none() && params.names.is_none(),
-                    |s: &mut Vec<u8>| {
-                        let rmid = result_metadata_id.as_deref().unwrap_or(&[]);
-                        s.extend_from_slice(&[
-                            b'E',
-                            h.version,
-                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
-                        ]);
-                        s.extend_from_slice(&id);
-                        s.push(0);
-                        s.extend_from_slice(rmid);
-                    },
-                )
-            }
+            // Handled above, in place.
+            Request::Execute { .. } => self.classify_execute(h, body, cacheable_flags),
             Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
                 statement: parse_statement(&text),
                 keyspace: ks.or_else(|| keyspace.map(str::to_string)),
@@ -438,6 +400,59 @@ impl AppSwitch {
                 _ => Classified::Pending(Pending::WriteAll),
             },
         }
+    }
+
+    /// Classify an EXECUTE read in place (`cql::parse_execute_ref`).
+    fn classify_execute(
+        &mut self,
+        h: &cql::FrameHeader,
+        body: &[u8],
+        cacheable_flags: bool,
+    ) -> Classified {
+        let Ok(id) = cql::execute_id(body) else {
+            return Classified::Pending(Pending::WriteAll);
+        };
+        let Some(info) = self.prepared.get(id).cloned() else {
+            // Unknown prepared id (prepared before we saw the connection): may write.
+            return Classified::Pending(Pending::WriteAll);
+        };
+        let pk = &info.pk;
+        let want = pk.as_ref().map(|p| p.0);
+        let Ok(ex) = cql::parse_execute_ref(h.version, body, want) else {
+            return Classified::Pending(Pending::WriteAll);
+        };
+        let st = &info.statement;
+        let ks = info.table.as_ref().map(|t| t.0.as_str());
+        self.classify_statement(
+            st,
+            ks,
+            |term| {
+                let idx = match term {
+                    Term::Marker(i) => *i,
+                    _ => return None,
+                };
+                let (pk_idx, typ, _) = pk.as_ref()?;
+                if *pk_idx != idx {
+                    return None;
+                }
+                match ex.value? {
+                    cql::ValueRef::Bytes(b) => key_from_bound(typ, b),
+                    _ => None,
+                }
+            },
+            cacheable_flags && !ex.has_paging_state && !ex.has_names,
+            |s: &mut Vec<u8>| {
+                let rmid = ex.result_metadata_id.unwrap_or(&[]);
+                s.extend_from_slice(&[
+                    b'E',
+                    h.version,
+                    (ex.flags & cql::query_flags::SKIP_METADATA) as u8,
+                ]);
+                s.extend_from_slice(ex.id);
+                s.push(0);
+                s.extend_from_slice(rmid);
+            },
+        )
     }
 
     fn classify_statement(
