@@ -108,6 +108,12 @@ struct RedisConn {
     c2s: RespReader,
     s2c: RespReader,
     pending: VecDeque<Pending>,
+    st: RedisState,
+}
+
+/// What earlier commands on a Redis connection changed about the next ones.
+#[derive(Default)]
+struct RedisState {
     in_multi: bool,
     uncacheable: bool,
     /// RESP3 after `HELLO 3` (null replies differ: `_` instead of `$-1`).
@@ -533,7 +539,7 @@ impl AppSwitch {
         }
     }
 
-    fn classify_redis(&mut self, args: &[Vec<u8>], conn: &mut RedisConn) -> Classified {
+    fn classify_redis(&mut self, args: &[&[u8]], conn: &mut RedisState) -> Classified {
         let Some(cmd) = args.first() else {
             return Classified::Pending(Pending::Other);
         };
@@ -562,7 +568,7 @@ impl AppSwitch {
                 Classified::Pending(Pending::WriteAll)
             }
             (b"HELLO", _) => {
-                match args.get(1).map(|v| v.as_slice()) {
+                match args.get(1).copied() {
                     Some(b"3") => conn.resp3 = true,
                     Some(b"2") => conn.resp3 = false,
                     None => {}
@@ -793,9 +799,7 @@ impl Program for AppSwitch {
                             c2s: RespReader::default(),
                             s2c: RespReader::default(),
                             pending: VecDeque::new(),
-                            in_multi: false,
-                            uncacheable: false,
-                            resp3: false,
+                            st: RedisState::default(),
                         }),
                     };
                     let mut mig = Migration::new(h.seq, mss);
@@ -1142,18 +1146,19 @@ impl AppSwitch {
             Proto::Redis(r) => {
                 boundary_before = r.c2s.at_boundary();
                 s2c_boundary = r.s2c.at_boundary();
-                let mut cmds = Vec::new();
-                if r.c2s.push_commands(bytes, &mut cmds).is_err() {
+                // Commands classified in place, as they are framed (no argument copies).
+                let st = &mut r.st;
+                let parsed = r.c2s.for_each_command(bytes, |args| {
+                    let cl = self.classify_redis(args, st);
+                    items.push((None, cl));
+                });
+                if parsed.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
                 }
                 let Proto::Redis(r) = &mut conn.proto else {
                     unreachable!()
                 };
-                for args in &cmds {
-                    let cl = self.classify_redis(args, r);
-                    items.push((None, cl));
-                }
                 let all_hits = !items.is_empty()
                     && items
                         .iter()

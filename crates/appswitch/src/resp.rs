@@ -160,6 +160,20 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
 
 /// Parse one command (`*N` array of bulk strings, or an inline command) from the front of `b`.
 pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespError> {
+    let mut ranges = Vec::new();
+    Ok(parse_command_ranges(b, &mut ranges)?.map(|len| Message {
+        len,
+        value: ranges.iter().map(|r| b[r.clone()].to_vec()).collect(),
+    }))
+}
+
+/// [`parse_command`] in place: the arguments' byte ranges in `b` go into `args` (cleared
+/// first); `Ok(Some(len))` when a whole command of `len` bytes is there.
+pub fn parse_command_ranges(
+    b: &[u8],
+    args: &mut Vec<std::ops::Range<usize>>,
+) -> Result<Option<usize>, RespError> {
+    args.clear();
     let Some(&t) = b.first() else { return Ok(None) };
     if t != b'*' {
         // Inline command: words separated by spaces, up to CRLF (or a bare LF, as Redis allows).
@@ -172,20 +186,19 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
             }
             return Ok(None);
         };
-        let l = if i > 0 && b[i - 1] == b'\r' {
-            &b[..i - 1]
-        } else {
-            &b[..i]
-        };
-        let args = l
-            .split(|&c| c == b' ')
-            .filter(|w| !w.is_empty())
-            .map(<[u8]>::to_vec)
-            .collect();
-        return Ok(Some(Message {
-            len: i + 1,
-            value: args,
-        }));
+        let end = if i > 0 && b[i - 1] == b'\r' { i - 1 } else { i };
+        let mut w = 0;
+        while w < end {
+            let e = b[w..end]
+                .iter()
+                .position(|&c| c == b' ')
+                .map_or(end, |k| w + k);
+            if e > w {
+                args.push(w..e);
+            }
+            w = e + 1;
+        }
+        return Ok(Some(i + 1));
     }
     let Some((l, mut pos)) = line(b, 1)? else {
         return Ok(None);
@@ -197,7 +210,6 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
             msg: format!("command array length {n} outside 0..={MAX_ELEMENTS}"),
         });
     }
-    let mut args = Vec::with_capacity(n.min(16) as usize);
     for _ in 0..n {
         if pos >= b.len() {
             return Ok(None);
@@ -208,24 +220,37 @@ pub fn parse_command(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespErro
                 msg: "command argument is not a bulk string".into(),
             });
         }
-        match reply_at(b, pos, 1)? {
-            None => return Ok(None),
-            Some((Reply::Bulk(Some(v)), e)) => {
-                args.push(v);
-                pos = e;
-            }
-            Some(_) => {
-                return Err(RespError {
-                    at: pos,
-                    msg: "null command argument".into(),
-                })
-            }
+        // A bulk string, read as `reply_at` reads one.
+        let Some((l, next)) = line(b, pos + 1)? else {
+            return Ok(None);
+        };
+        let n = int(l, pos)?;
+        if n == -1 {
+            return Err(RespError {
+                at: pos,
+                msg: "null command argument".into(),
+            });
         }
+        if !(0..=MAX_BULK_BYTES).contains(&n) {
+            return Err(RespError {
+                at: pos,
+                msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
+            });
+        }
+        let end = next + n as usize;
+        if b.len() < end + 2 {
+            return Ok(None);
+        }
+        if &b[end..end + 2] != b"\r\n" {
+            return Err(RespError {
+                at: end,
+                msg: "bulk string not followed by CRLF".into(),
+            });
+        }
+        args.push(next..end);
+        pos = end + 2;
     }
-    Ok(Some(Message {
-        len: pos,
-        value: args,
-    }))
+    Ok(Some(pos))
 }
 
 /// Encode a command as an array of bulk strings.
@@ -254,6 +279,8 @@ pub fn encode_bulk(v: Option<&[u8]>, out: &mut Vec<u8>) {
 #[derive(Debug, Default, Clone)]
 pub struct RespReader {
     buf: Vec<u8>,
+    /// Reused argument ranges of the command being handed out.
+    ranges: Vec<std::ops::Range<usize>>,
 }
 
 impl RespReader {
@@ -262,6 +289,38 @@ impl RespReader {
     }
     pub fn pending_bytes(&self) -> usize {
         self.buf.len()
+    }
+    /// Append bytes and hand every complete command's arguments to `f`, in place (no copy, no
+    /// allocation once warm). Same commands and errors as [`RespReader::push_commands`].
+    pub fn for_each_command(
+        &mut self,
+        bytes: &[u8],
+        mut f: impl FnMut(&[&[u8]]),
+    ) -> Result<(), RespError> {
+        self.buf.extend_from_slice(bytes);
+        let mut used = 0;
+        let r = loop {
+            match parse_command_ranges(&self.buf[used..], &mut self.ranges) {
+                Ok(Some(len)) => {
+                    let b = &self.buf[used..used + len];
+                    let mut few: [&[u8]; 8] = [&[]; 8];
+                    if self.ranges.len() <= few.len() {
+                        for (slot, r) in few.iter_mut().zip(&self.ranges) {
+                            *slot = &b[r.clone()];
+                        }
+                        f(&few[..self.ranges.len()]);
+                    } else {
+                        let many: Vec<&[u8]> = self.ranges.iter().map(|r| &b[r.clone()]).collect();
+                        f(&many);
+                    }
+                    used += len;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.drain(..used);
+        r
     }
     /// Append bytes and take out every complete command.
     pub fn push_commands(
@@ -368,5 +427,123 @@ mod tests {
         assert!(parse_command(b"*-5\r\n").is_err());
         let deep = b"*1\r\n".repeat(100);
         assert!(parse_reply(&deep).is_err());
+    }
+}
+
+#[cfg(test)]
+mod in_place_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The owning command parser as it was before the in-place one (the oracle): arguments
+    /// read with `reply_at` as bulk replies.
+    fn oracle(b: &[u8]) -> Result<Option<Message<Vec<Vec<u8>>>>, RespError> {
+        let Some(&t) = b.first() else { return Ok(None) };
+        if t != b'*' {
+            let Some(i) = b.iter().position(|&c| c == b'\n') else {
+                if b.len() > MAX_LINE_BYTES {
+                    return Err(RespError {
+                        at: 0,
+                        msg: String::new(),
+                    });
+                }
+                return Ok(None);
+            };
+            let l = if i > 0 && b[i - 1] == b'\r' {
+                &b[..i - 1]
+            } else {
+                &b[..i]
+            };
+            let args = l
+                .split(|&c| c == b' ')
+                .filter(|w| !w.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect();
+            return Ok(Some(Message {
+                len: i + 1,
+                value: args,
+            }));
+        }
+        let Some((l, mut pos)) = line(b, 1)? else {
+            return Ok(None);
+        };
+        let n = int(l, 0)?;
+        if !(0..=MAX_ELEMENTS).contains(&n) {
+            return Err(RespError {
+                at: 0,
+                msg: String::new(),
+            });
+        }
+        let mut args = Vec::new();
+        for _ in 0..n {
+            if pos >= b.len() {
+                return Ok(None);
+            }
+            if b[pos] != b'$' {
+                return Err(RespError {
+                    at: pos,
+                    msg: String::new(),
+                });
+            }
+            match reply_at(b, pos, 1)? {
+                None => return Ok(None),
+                Some((Reply::Bulk(Some(v)), e)) => {
+                    args.push(v);
+                    pos = e;
+                }
+                Some(_) => {
+                    return Err(RespError {
+                        at: pos,
+                        msg: String::new(),
+                    })
+                }
+            }
+        }
+        Ok(Some(Message {
+            len: pos,
+            value: args,
+        }))
+    }
+
+    fn same(b: &[u8]) -> Result<(), TestCaseError> {
+        match (parse_command(b), oracle(b)) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(x, y),
+            (Err(x), Err(y)) => prop_assert_eq!(x.at, y.at),
+            (x, y) => prop_assert!(false, "in place {:?} vs oracle {:?}", x, y),
+        }
+        // The reader hands out the same commands as the owning reader.
+        let (mut a, mut c) = (RespReader::default(), RespReader::default());
+        let mut owned = Vec::new();
+        let ra = a.push_commands(b, &mut owned);
+        let mut seen = Vec::new();
+        let rc = c.for_each_command(b, |args| {
+            seen.push(args.iter().map(|x| x.to_vec()).collect::<Vec<_>>())
+        });
+        prop_assert_eq!(ra.is_ok(), rc.is_ok());
+        prop_assert_eq!(owned, seen);
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn in_place_command_parser_matches_the_owning_one(
+            args in prop::collection::vec(prop::collection::vec(prop_oneof![any::<u8>(), Just(b' '), Just(b'\r'), Just(b'\n')], 0..6), 0..11),
+            junk in prop::collection::vec(prop_oneof![Just(b'*'), Just(b'$'), Just(b'\r'), Just(b'\n'), Just(b'-'), Just(b'1'), Just(b'3'), Just(b' '), Just(b'a')], 0..30),
+            flip in any::<Option<(prop::sample::Index, u8)>>(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+            let mut b = Vec::new();
+            encode_command(&refs, &mut b);
+            b.extend_from_slice(b"GET k\r\n");
+            same(&b)?;
+            if let Some((i, x)) = flip {
+                let i = i.index(b.len());
+                b[i] ^= x;
+            }
+            same(&b)?;
+            same(&b[..cut.index(b.len() + 1)])?;
+            same(&junk)?;
+        }
     }
 }
