@@ -62,6 +62,10 @@ fn line(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, RespError> {
 }
 
 fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
+    // Fast path for the usual short unsigned decimal (lengths, counts): same value as `parse`.
+    if !s.is_empty() && s.len() <= 18 && s.iter().all(u8::is_ascii_digit) {
+        return Ok(s.iter().fold(0i64, |n, &d| n * 10 + (d - b'0') as i64));
+    }
     std::str::from_utf8(s)
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
@@ -434,6 +438,14 @@ mod tests {
 mod in_place_tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn int_fast_path_equals_str_parse(s in "[+-]?[0-9]{0,21}|[0-9 a+-]{0,5}") {
+            let want = std::str::from_utf8(s.as_bytes()).ok().and_then(|t| t.parse::<i64>().ok());
+            prop_assert_eq!(int(s.as_bytes(), 0).ok(), want);
+        }
+    }
 
     /// The owning command parser as it was before the in-place one (the oracle): arguments
     /// read with `reply_at` as bulk replies.

@@ -379,20 +379,21 @@ fn push_ipv4_header(
         )));
     }
     let ihl = 20 + options.len();
-    let at = out.len();
-    out.push(0x40 | (ihl / 4) as u8);
-    out.push((ip.dscp << 2) | ip.ecn);
-    out.extend_from_slice(&(total as u16).to_be_bytes());
-    out.extend_from_slice(&ip.ident.to_be_bytes());
-    out.extend_from_slice(&flags_fragment.to_be_bytes());
-    out.push(ip.ttl);
-    out.push(proto);
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&ip.src.to_be_bytes());
-    out.extend_from_slice(&ip.dst.to_be_bytes());
+    // The fixed 20 bytes built on the stack, then appended at once.
+    let mut h = [0u8; 20];
+    h[0] = 0x40 | (ihl / 4) as u8;
+    h[1] = (ip.dscp << 2) | ip.ecn;
+    h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    h[4..6].copy_from_slice(&ip.ident.to_be_bytes());
+    h[6..8].copy_from_slice(&flags_fragment.to_be_bytes());
+    h[8] = ip.ttl;
+    h[9] = proto;
+    h[12..16].copy_from_slice(&ip.src.to_be_bytes());
+    h[16..20].copy_from_slice(&ip.dst.to_be_bytes());
+    let c = checksum::finish(sum_folded(&h) + sum_folded(options));
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    out.extend_from_slice(&h);
     out.extend_from_slice(options);
-    let c = checksum::finish(sum_folded(&out[at..at + ihl]));
-    out[at + 10..at + 12].copy_from_slice(&c.to_be_bytes());
     Ok(())
 }
 
@@ -524,15 +525,16 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
             out.extend_from_slice(&[0, 0]);
         }
         L4::Tcp(h) => {
-            out.extend_from_slice(&h.src_port.to_be_bytes());
-            out.extend_from_slice(&h.dst_port.to_be_bytes());
-            out.extend_from_slice(&h.seq.to_be_bytes());
-            out.extend_from_slice(&h.ack.to_be_bytes());
-            out.push(((l4_len / 4) as u8) << 4 | (wire.tcp_reserved_bits & 0x0F));
-            out.push(h.flags.0);
-            out.extend_from_slice(&(h.window as u16).to_be_bytes());
-            out.extend_from_slice(&[0, 0]);
-            out.extend_from_slice(&wire.tcp_urgent.to_be_bytes());
+            let mut t = [0u8; 20];
+            t[0..2].copy_from_slice(&h.src_port.to_be_bytes());
+            t[2..4].copy_from_slice(&h.dst_port.to_be_bytes());
+            t[4..8].copy_from_slice(&h.seq.to_be_bytes());
+            t[8..12].copy_from_slice(&h.ack.to_be_bytes());
+            t[12] = ((l4_len / 4) as u8) << 4 | (wire.tcp_reserved_bits & 0x0F);
+            t[13] = h.flags.0;
+            t[14..16].copy_from_slice(&(h.window as u16).to_be_bytes());
+            t[18..20].copy_from_slice(&wire.tcp_urgent.to_be_bytes());
+            out.extend_from_slice(&t);
             out.extend_from_slice(wire.tcp_options.as_slice());
         }
         L4::Other => {}
