@@ -332,8 +332,9 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         }
     }
 
-    /// Run ingress (again while it says Recirculate) and carry out the verdict.
-    fn run_ingress(&mut self, mut pkt: Packet, in_port: u16, instance: Instance, tx: &mut TxBatch) {
+    /// Run ingress (again while it says Recirculate) and carry out the verdict. The packet is
+    /// worked on in place (no moves of it through the calls below); the caller recycles it.
+    fn run_ingress(&mut self, pkt: &mut Packet, in_port: u16, instance: Instance, tx: &mut TxBatch) {
         let mut meta = Metadata {
             ingress_port: in_port,
             instance,
@@ -343,7 +344,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         };
         loop {
             self.stats.ingress_passes += 1;
-            let verdict = self.with_ctx(in_port, |p, _, ctx| p.ingress(&mut pkt, &mut meta, ctx));
+            let verdict = self.with_ctx(in_port, |p, _, ctx| p.ingress(pkt, &mut meta, ctx));
             if verdict == Verdict::Recirculate {
                 self.stats.recirculations += 1;
                 pkt.recirculations = pkt.recirculations.saturating_add(1);
@@ -360,7 +361,6 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             return;
         }
         self.apply_actions(in_port, tx);
-        self.recycle(pkt);
     }
 
     fn count_drop(&mut self, in_port: u16) {
@@ -369,9 +369,10 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         }
     }
 
+    /// Carry out `verdict` for `pkt` (in place; the caller recycles it).
     fn dispatch(
         &mut self,
-        pkt: Packet,
+        pkt: &mut Packet,
         verdict: Verdict,
         meta: &Metadata,
         tx: &mut TxBatch,
@@ -387,13 +388,12 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                     macs: &self.macs,
                     routes: &self.cfg.routes,
                 }
-                .next_hop(&pkt);
+                .next_hop(pkt);
                 match hop {
                     NextHop::Port(p) if p < self.cfg.num_ports => self.egress(pkt, p, 0, meta, tx),
                     _ if !self.cfg.routes.is_empty() || self.cfg.num_ports <= 2 => {
                         self.stats.no_route += 1;
                         self.count_drop(in_port);
-                        self.recycle(pkt);
                     }
                     _ => {
                         // Unknown destination on a multi-port switch: flood like a bridge.
@@ -420,12 +420,10 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             }
             Verdict::Consume => {
                 self.stats.consumed += 1;
-                self.recycle(pkt);
             }
             Verdict::ToCpu if from_cpu_ok => {
                 self.stats.to_cpu += 1;
-                let mut pkt = pkt;
-                let v = self.with_ctx(in_port, |p, c, ctx| c.packet_in(p, &mut pkt, ctx));
+                let v = self.with_ctx(in_port, |p, c, ctx| c.packet_in(p, pkt, ctx));
                 let meta = Metadata {
                     instance: Instance::Generated,
                     ..*meta
@@ -437,32 +435,31 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                     self.stats.no_route += 1;
                 }
                 self.count_drop(in_port);
-                self.recycle(pkt);
             }
         }
     }
 
     /// A copy of `pkt` to each of `ports` (replication id = the position in the list), or a
     /// drop counted as no route when the list is empty.
-    fn replicate(&mut self, pkt: Packet, ports: &[u16], meta: &Metadata, tx: &mut TxBatch) {
+    fn replicate(&mut self, pkt: &Packet, ports: &[u16], meta: &Metadata, tx: &mut TxBatch) {
         if ports.is_empty() {
             self.stats.no_route += 1;
             self.count_drop(meta.ingress_port);
-            self.recycle(pkt);
             return;
         }
         for (rid, &p) in ports.iter().enumerate() {
-            self.egress(pkt.clone(), p, rid as u16, meta, tx);
+            let mut copy = pkt.clone();
+            self.egress(&mut copy, p, rid as u16, meta, tx);
+            self.recycle(copy);
         }
-        self.recycle(pkt);
     }
 
-    fn egress(&mut self, mut pkt: Packet, port: u16, rid: u16, meta: &Metadata, tx: &mut TxBatch) {
+    /// Run egress on `pkt` (in place) and queue it as a frame on `port`.
+    fn egress(&mut self, pkt: &mut Packet, port: u16, rid: u16, meta: &Metadata, tx: &mut TxBatch) {
         if port >= self.cfg.num_ports {
             // A multicast group naming a port this switch does not have.
             self.stats.no_route += 1;
             self.count_drop(meta.ingress_port);
-            self.recycle(pkt);
             return;
         }
         let emeta = Metadata {
@@ -471,15 +468,14 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             ..*meta
         };
         let v = self.with_ctx(meta.ingress_port, |p, _, ctx| {
-            p.egress(&mut pkt, &emeta, ctx)
+            p.egress(pkt, &emeta, ctx)
         });
         if v == EgressVerdict::Drop {
             self.count_drop(meta.ingress_port);
-            self.recycle(pkt);
             return;
         }
         let slot = tx.port_mut(port).next();
-        match emit_into(&pkt, &mut slot.1) {
+        match emit_into(pkt, &mut slot.1) {
             Ok(()) => {
                 let c = &mut self.stats.ports[port as usize];
                 c.tx_frames += 1;
@@ -492,7 +488,6 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                 self.count_drop(meta.ingress_port);
             }
         }
-        self.recycle(pkt);
     }
 
     fn apply_actions(&mut self, in_port: u16, tx: &mut TxBatch) {
@@ -524,17 +519,19 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             enq_queue_bytes: 0,
             replication_id: 0,
         };
-        for (pkt, dest) in clones.drain(..) {
+        for (mut pkt, dest) in clones.drain(..) {
             self.stats.clones += 1;
-            self.dispatch(pkt, dest, &meta, tx, true);
+            self.dispatch(&mut pkt, dest, &meta, tx, true);
+            self.recycle(pkt);
         }
-        for (pkt, dest) in generated.drain(..) {
+        for (mut pkt, dest) in generated.drain(..) {
             self.stats.generated += 1;
             let meta = Metadata {
                 instance: Instance::Generated,
                 ..meta
             };
-            self.dispatch(pkt, dest, &meta, tx, true);
+            self.dispatch(&mut pkt, dest, &meta, tx, true);
+            self.recycle(pkt);
         }
         if self.actions.digests.is_empty() {
             self.actions.digests = digests;
@@ -595,7 +592,8 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                     log.write(now_ps, frame);
                 }
                 pkt.created_ps = now_ps;
-                self.run_ingress(pkt, in_port, Instance::Normal, tx);
+                self.run_ingress(&mut pkt, in_port, Instance::Normal, tx);
+                self.recycle(pkt);
             }
             Err(r) => {
                 let c = &mut self.stats.ports[in_port as usize];
