@@ -5,7 +5,8 @@
 //!   cargo run --release -p innet-appswitch --example bench_captures -- DIR
 //!   cargo run --release -p innet-appswitch --example bench_replay -- DIR [REPEAT] [CASE ...]
 //!
-//! CASE is one of cql-hit, cql-miss, redis-hit, redis-miss (all four by default).
+//! CASE is one of cql-hit, cql-miss, redis-hit, redis-miss (all four by default), or
+//! `forward:CASE` to replay that capture through the `forward` program (the runtime alone).
 
 use std::path::PathBuf;
 
@@ -27,12 +28,16 @@ fn main() {
             .to_vec();
     }
     for case in cases {
-        let path = dir.join(format!("{case}.pcap"));
+        let (forward, file) = match case.strip_prefix("forward:") {
+            Some(f) => (true, f.to_string()),
+            None => (false, case.clone()),
+        };
+        let path = dir.join(format!("{file}.pcap"));
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let (_, records) =
             innet_wire::pcap::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let frames: Vec<Vec<u8>> = records.into_iter().map(|r| r.data).collect();
-        let (protocol, port) = if case.starts_with("cql") {
+        let (protocol, port) = if file.starts_with("cql") {
             ("cql", "9042")
         } else {
             ("redis", "6379")
@@ -43,7 +48,16 @@ fn main() {
                 .into_iter()
                 .collect(),
         );
-        let mut sw = build_appswitch(&mut s, 2).expect("appswitch builds");
+        let mut sw = if forward {
+            innet_dataplane::real::builtin_programs()
+                .into_iter()
+                .find(|p| p.name == "forward")
+                .expect("the forward program is built in")
+                .instantiate(Default::default(), 2)
+                .expect("forward builds")
+        } else {
+            build_appswitch(&mut s, 2).expect("appswitch builds")
+        };
         let rep = replay(sw.as_mut(), &frames, repeat);
         println!(
             "{{\"case\":\"{case}\",\"frames_per_s\":{:.0},\"ns_per_frame\":{:.1},\"report\":{}}}",
