@@ -1,10 +1,13 @@
 //! CQL: the first byte picks the direction and framing (bit 0: server side, bit 1: v5 segments),
 //! the second where to split the rest into two pushes. Reassembly, request/RESULT decoding and
 //! the statement lexer never panic; a decoded Rows result re-encodes to bytes that decode to
-//! the same value.
+//! the same value; the in-place EXECUTE reader judges every request body as the owning parser.
 #![no_main]
 
-use innet_appswitch::cql::{encode_rows, opcode, parse_request, parse_result, FrameReader, ResultMsg};
+use innet_appswitch::cql::{
+    encode_rows, opcode, parse_execute_ref, parse_request, parse_result, FrameReader, Request, ResultMsg,
+    Value, ValueRef,
+};
 use innet_appswitch::cql_statement::parse_statement;
 use libfuzzer_sys::fuzz_target;
 
@@ -33,8 +36,29 @@ fuzz_target!(|data: &[u8]| {
                 let again = parse_result(f.header.version, &b).expect("encoded rows decode");
                 assert_eq!(again, ResultMsg::Rows(rows));
             }
-        } else if let Ok(req) = parse_request(&f.header, &f.body) {
-            if let innet_appswitch::cql::Request::Query { text, .. } = req {
+        } else {
+            let req = parse_request(&f.header, &f.body);
+            if f.header.opcode == opcode::EXECUTE {
+                let want = (mode >> 2) as usize % 4;
+                match (&req, parse_execute_ref(f.header.version, &f.body, Some(want))) {
+                    (Ok(Request::Execute { id, result_metadata_id, params }), Ok(e)) => {
+                        assert_eq!(e.id, id.as_slice());
+                        assert_eq!(e.result_metadata_id, result_metadata_id.as_deref());
+                        assert_eq!(e.flags, params.flags);
+                        let v = params.values.get(want).map(|v| match v {
+                            Value::Null => ValueRef::Null,
+                            Value::Unset => ValueRef::Unset,
+                            Value::Bytes(b) => ValueRef::Bytes(b),
+                        });
+                        assert_eq!(e.value, v);
+                        assert_eq!(e.has_names, params.names.is_some());
+                        assert_eq!(e.has_paging_state, params.paging_state.is_some());
+                    }
+                    (Err(_), Err(_)) => {}
+                    (a, b) => panic!("parse_request {a:?} but parse_execute_ref {b:?}"),
+                }
+            }
+            if let Ok(Request::Query { text, .. }) = req {
                 let _ = parse_statement(&text);
             }
         }

@@ -1,6 +1,7 @@
 //! RESP: the first byte picks commands (even) or replies (odd), the second where to split the
 //! rest into two pushes. Never panics; a reassembled reply stream is a prefix of the input
-//! whose messages' lengths add up to the bytes consumed.
+//! whose messages' lengths add up to the bytes consumed; the in-place command reader hands out
+//! the same commands as the owning one.
 #![no_main]
 
 use innet_appswitch::resp::RespReader;
@@ -18,6 +19,13 @@ fuzz_target!(|data: &[u8]| {
         if r.push_commands(&rest[..cut], &mut out).is_ok() {
             let _ = r.push_commands(&rest[cut..], &mut out);
         }
+        let mut r2 = RespReader::default();
+        let mut seen: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut take = |args: &[&[u8]]| seen.push(args.iter().map(|a| a.to_vec()).collect());
+        if r2.for_each_command(&rest[..cut], &mut take).is_ok() {
+            let _ = r2.for_each_command(&rest[cut..], &mut take);
+        }
+        assert_eq!(out, seen);
     } else {
         let mut out = Vec::new();
         let ok = r.push_replies(&rest[..cut], &mut out).is_ok() && r.push_replies(&rest[cut..], &mut out).is_ok();
