@@ -1,6 +1,6 @@
 //! The application switch as a data-plane [`Program`] on real packets: tracks each TCP
-//! connection to the server port, parses the key-value protocol in both directions (CQL or
-//! RESP), answers reads the cache holds (migration), forwards the rest with rewritten sequence
+//! connection to the server port, parses the key-value protocol in both directions (CQL, RESP
+//! or memcached's text protocol), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
 
 use std::collections::VecDeque;
@@ -17,6 +17,7 @@ use innet_sim::packet::{Packet, TcpFlags, L4};
 use crate::cache::{Cache, ReadToken, WriteToken};
 use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
 use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
+use crate::memcache::{self, McReader, ReplyShape};
 use crate::migration::Migration;
 use crate::resp::{self, Reply, RespReader};
 
@@ -25,9 +26,10 @@ use crate::resp::{self, Reply, RespReader};
 pub enum Protocol {
     Cql,
     Redis,
+    Memcached,
 }
 
-/// Knobs (`--set protocol=cql|redis server_port=N cache_entries=N`).
+/// Knobs (`--set protocol=cql|redis|memcached server_port=N cache_entries=N`).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub protocol: Protocol,
@@ -114,9 +116,26 @@ struct RedisConn {
     resp3: bool,
 }
 
+/// A memcached request waiting for its reply, and the `noreply` writes sent before it (the
+/// server handles a connection's requests in order, so this reply shows they were applied).
+struct McPending {
+    shape: ReplyShape,
+    pending: Pending,
+    noreply_before: Vec<Pending>,
+}
+
+struct McConn {
+    c2s: McReader,
+    s2c: McReader,
+    pending: VecDeque<McPending>,
+    /// `noreply` writes not yet followed by a request that has a reply.
+    noreply: Vec<Pending>,
+}
+
 enum Proto {
     Cql(CqlConn),
     Redis(RedisConn),
+    Mc(McConn),
 }
 
 struct Conn {
@@ -150,6 +169,10 @@ pub struct AppSwitch {
     partition_keys: HashMap<(String, String), Option<String>>,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
+    /// Keys (cache items) given an expiry time through the switch: never cached, since the
+    /// server drops them on its own. `volatile_all`: a delayed `flush_all` was seen.
+    volatile: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    volatile_all: bool,
     /// Reused buffer for per-packet encoding.
     scratch: Vec<u8>,
     /// Reused per-packet lists of parsed requests and CQL frames.
@@ -167,6 +190,8 @@ impl AppSwitch {
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
             fixed_layout: None,
+            volatile: Default::default(),
+            volatile_all: false,
             scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
@@ -515,6 +540,9 @@ impl AppSwitch {
                 Classified::Pending(Pending::Other)
             }
             _ if conn.in_multi && cmd.as_slice() == b"GET" => Classified::Pending(Pending::Other),
+            (b"GET", 2) if self.volatile.contains(&item(&args[1])) => {
+                Classified::Pending(Pending::Other)
+            }
             (b"GET", 2) if !conn.uncacheable => {
                 let it = item(&args[1]);
                 let shape: &[u8] = if conn.resp3 { b"GET/3" } else { b"GET/2" };
@@ -526,7 +554,30 @@ impl AppSwitch {
                 }
             }
             (b"GET", _) => Classified::Pending(Pending::Other),
+            // Commands that give a key an expiry time: the server will drop it on its own, so
+            // the key is never cached again (see `volatile`).
+            (
+                b"SETEX" | b"PSETEX" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
+                | b"GETEX",
+                n,
+            ) if n >= 2 => {
+                let it = item(&args[1]);
+                self.volatile.insert(it.clone());
+                Classified::Pending(Pending::Write {
+                    items: vec![(it, WriteToken::placeholder())],
+                    update: None,
+                })
+            }
             (b"SET", n) if n >= 3 => {
+                let ttl = args[3..].iter().any(|o| {
+                    matches!(
+                        o.to_ascii_uppercase().as_slice(),
+                        b"EX" | b"PX" | b"EXAT" | b"PXAT" | b"KEEPTTL"
+                    )
+                });
+                if ttl {
+                    self.volatile.insert(item(&args[1]));
+                }
                 let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
                     let mut r = Vec::new();
                     resp::encode_bulk(Some(&args[2]), &mut r);
@@ -557,6 +608,96 @@ impl AppSwitch {
                 | b"GETRANGE",
                 _,
             ) => Classified::Pending(Pending::Other),
+            _ => Classified::Pending(Pending::WriteAll),
+        }
+    }
+
+    fn classify_mc(&mut self, r: &memcache::Request<'_>) -> Classified {
+        use memcache::Cmd;
+        let item = |k: &[u8]| {
+            let mut v = b"mc:".to_vec();
+            v.extend_from_slice(k);
+            v
+        };
+        let write = |items: Vec<Vec<u8>>, update| {
+            Classified::Pending(Pending::Write {
+                items: items
+                    .into_iter()
+                    .map(|k| (k, WriteToken::placeholder()))
+                    .collect(),
+                update,
+            })
+        };
+        match (r.cmd, r.key) {
+            (Cmd::Get, Some(k)) if r.keys == 1 => {
+                let it = item(k);
+                if self.volatile_all || self.volatile.contains(&it) {
+                    return Classified::Pending(Pending::Other);
+                }
+                let hit = self.cache.lookup(&it, b"get").map(<[u8]>::to_vec);
+                Classified::Read {
+                    item: it,
+                    shape: b"get".to_vec(),
+                    hit,
+                }
+            }
+            (
+                Cmd::Get
+                | Cmd::Gets
+                | Cmd::MetaGet
+                | Cmd::MetaNoop
+                | Cmd::MetaDebug
+                | Cmd::Stats
+                | Cmd::Version
+                | Cmd::Verbosity
+                | Cmd::Quit,
+                _,
+            ) => Classified::Pending(Pending::Other),
+            (Cmd::FlushAll, _) => {
+                if r.exptime != 0 {
+                    // Items vanish later, at a time the switch cannot see: stop caching.
+                    self.volatile_all = true;
+                }
+                Classified::Pending(Pending::WriteAll)
+            }
+            (
+                Cmd::Gat
+                | Cmd::Gats
+                | Cmd::Set
+                | Cmd::Add
+                | Cmd::Replace
+                | Cmd::Append
+                | Cmd::Prepend
+                | Cmd::Cas
+                | Cmd::Delete
+                | Cmd::Incr
+                | Cmd::Decr
+                | Cmd::Touch
+                | Cmd::MetaSet
+                | Cmd::MetaDelete
+                | Cmd::MetaArith,
+                Some(k),
+            ) => {
+                let it = item(k);
+                let touches_ttl = matches!(
+                    r.cmd,
+                    Cmd::Gat | Cmd::Gats | Cmd::Touch | Cmd::Set | Cmd::Add | Cmd::Replace
+                        | Cmd::Cas | Cmd::MetaSet | Cmd::MetaArith
+                );
+                if touches_ttl && r.exptime != 0 {
+                    self.volatile.insert(it.clone());
+                }
+                if matches!(r.cmd, Cmd::Gat | Cmd::Gats) && r.keys > 1 {
+                    return Classified::Pending(Pending::WriteAll);
+                }
+                // A plain `set` that succeeds makes `get k` answer exactly this.
+                let update = (r.cmd == Cmd::Set && r.exptime == 0 && !r.noreply).then(|| {
+                    let mut v = Vec::new();
+                    memcache::encode_value(k, r.flags, r.data, &mut v);
+                    (b"get".to_vec(), v)
+                });
+                write(vec![it], update)
+            }
             _ => Classified::Pending(Pending::WriteAll),
         }
     }
@@ -727,6 +868,12 @@ impl Program for AppSwitch {
                             uncacheable: false,
                             resp3: false,
                         }),
+                        Protocol::Memcached => Proto::Mc(McConn {
+                            c2s: McReader::default(),
+                            s2c: McReader::default(),
+                            pending: VecDeque::new(),
+                            noreply: Vec::new(),
+                        }),
                     };
                     let mut mig = Migration::new(h.seq, mss);
                     mig.client_tsval = ts.map(|t| t.0);
@@ -787,6 +934,12 @@ impl AppSwitch {
         let pend: Vec<Pending> = match conn.proto {
             Proto::Cql(c) => c.pending.into_values().collect(),
             Proto::Redis(r) => r.pending.into_iter().collect(),
+            Proto::Mc(m) => m
+                .pending
+                .into_iter()
+                .flat_map(|e| std::iter::once(e.pending).chain(e.noreply_before))
+                .chain(m.noreply)
+                .collect(),
         };
         for p in pend {
             self.complete(p, false, None);
@@ -1060,6 +1213,69 @@ impl AppSwitch {
                 }
                 false
             }
+            Proto::Mc(m) => {
+                boundary_before = m.c2s.at_boundary();
+                s2c_boundary = m.s2c.at_boundary();
+                // Requests are classified as they are framed (borrowed from the segment); the
+                // reply shape rides along in the stream-id slot's place.
+                let mut shapes: Vec<(ReplyShape, bool)> = Vec::new();
+                let mut quiet = false;
+                let res = m.c2s.push_requests(bytes, |r| {
+                    quiet |= r.quiet;
+                    shapes.push((r.reply, r.noreply));
+                    items.push((None, self.classify_mc(r)));
+                });
+                if res.is_err() || quiet {
+                    // Quiet meta commands suppress some replies: replies can no longer be
+                    // matched to requests, so the connection passes through from here.
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+                let Proto::Mc(m) = &mut conn.proto else {
+                    unreachable!()
+                };
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let answer = may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && m.c2s.at_boundary()
+                    && s2c_boundary
+                    && all_hits
+                    && m.pending.is_empty()
+                    && !conn.mig.server_fin;
+                if !answer {
+                    for ((_, cl), (shape, noreply)) in items.drain(..).zip(shapes) {
+                        let p = self.to_pending(cl);
+                        let p = self.begin(p);
+                        if noreply || shape == ReplyShape::None {
+                            m.noreply.push(p);
+                        } else {
+                            let noreply_before = std::mem::take(&mut m.noreply);
+                            m.pending.push_back(McPending {
+                                shape,
+                                pending: p,
+                                noreply_before,
+                            });
+                        }
+                    }
+                    return false;
+                }
+                let mut reply = conn.mig.take_reply_buffer();
+                for (_, cl) in items.iter() {
+                    if let Classified::Read { hit: Some(b), .. } = cl {
+                        reply.extend_from_slice(b);
+                    }
+                }
+                self.counters.hits += items.len() as u64;
+                self.counters.migrated_request_bytes += end - from;
+                self.counters.migrated_reply_bytes += reply.len() as u64;
+                let i = conn.mig.answer(from, end, reply);
+                self.send_reply(conn, i, pkt, meta, ctx);
+                true
+            }
             Proto::Redis(r) => {
                 boundary_before = r.c2s.at_boundary();
                 s2c_boundary = r.s2c.at_boundary();
@@ -1264,6 +1480,49 @@ impl AppSwitch {
                         (p, _) => self.complete(p, success, None),
                     }
                 }
+                if r.is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+            }
+            Proto::Mc(m) => {
+                let mut st = (&mut *self, &mut m.pending);
+                let r = m.s2c.push_replies(
+                    bytes,
+                    &mut st,
+                    |(_, pend)| pend.front().map(|e| e.shape),
+                    |(sw, pend), reply, raw| {
+                        let Some(e) = pend.pop_front() else {
+                            return;
+                        };
+                        match e.pending {
+                            p @ Pending::Read { .. } => {
+                                // `get k` answers nothing (END) or k's one item.
+                                let key_ok = match (&p, reply) {
+                                    (
+                                        Pending::Read { item, .. },
+                                        memcache::Reply::Values {
+                                            items: 1,
+                                            first_key: Some(k),
+                                            ..
+                                        },
+                                    ) => item.get(3..) == Some(k),
+                                    (_, memcache::Reply::Values { items: 0, .. }) => true,
+                                    _ => false,
+                                };
+                                sw.complete(p, key_ok, key_ok.then_some(raw));
+                            }
+                            p @ Pending::Write { .. } => {
+                                let ok = reply == memcache::Reply::Stored;
+                                sw.complete(p, ok, None);
+                            }
+                            p => sw.complete(p, false, None),
+                        }
+                        for w in e.noreply_before {
+                            sw.complete(w, false, None);
+                        }
+                    },
+                );
                 if r.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;

@@ -484,3 +484,126 @@ mod cql_v5 {
         );
     }
 }
+
+mod memcached {
+    use super::*;
+
+    /// One connection's positions in both sequence spaces: what the client sent and saw, what
+    /// the server received and sent.
+    struct Talk {
+        r: Rig,
+        c_cli: u32,
+        s_cli: u32,
+        c_srv: u32,
+        s_srv: u32,
+    }
+
+    impl Talk {
+        fn new() -> Talk {
+            let mut r = Rig::with("memcached");
+            handshake(&mut r);
+            let (c, s) = (C_ISN + 1, S_ISN + 1);
+            Talk { r, c_cli: c, s_cli: s, c_srv: c, s_srv: s }
+        }
+        /// The client sends `req`; returns what the switch sent back to the client (a hit) or
+        /// `None` when it forwarded the request.
+        fn request(&mut self, req: &[u8]) -> Option<Vec<u8>> {
+            let out = self.r.client(self.c_cli, self.s_cli, PA, req);
+            self.c_cli += req.len() as u32;
+            if let [(1, t, p)] = &out[..] {
+                assert_eq!((t.seq, &p[..]), (self.c_srv, req), "forwarded at the server's seq");
+                self.c_srv += req.len() as u32;
+                return None;
+            }
+            assert_eq!(out.len(), 1, "{out:?}");
+            assert_eq!(out[0].0, 0, "answered towards the client");
+            let reply = out[0].2.clone();
+            self.s_cli += reply.len() as u32;
+            self.r.client(self.c_cli, self.s_cli, A, &[]);
+            Some(reply)
+        }
+        fn reply(&mut self, rep: &[u8]) {
+            let out = self.r.server(self.s_srv, self.c_srv, PA, rep);
+            assert_eq!(out.len(), 1);
+            assert_eq!((out[0].0, out[0].1.seq, &out[0].2[..]), (0, self.s_cli, rep));
+            self.s_srv += rep.len() as u32;
+            self.s_cli += rep.len() as u32;
+        }
+    }
+
+    #[test]
+    fn get_miss_learn_hit_set_updates_and_ttl_keys_are_never_cached() {
+        let mut t = Talk::new();
+        let v1 = b"VALUE k 3 5\r\nhello\r\nEND\r\n";
+        assert_eq!(t.request(b"get k\r\n"), None);
+        t.reply(v1);
+        assert_eq!(t.request(b"get k\r\n").as_deref(), Some(&v1[..]), "hit");
+        // A multi-key get and gets are passed to the server.
+        assert_eq!(t.request(b"get k j\r\n"), None);
+        t.reply(b"VALUE k 3 5\r\nhello\r\nEND\r\n");
+        assert_eq!(t.request(b"gets k\r\n"), None);
+        t.reply(b"VALUE k 3 5 9\r\nhello\r\nEND\r\n");
+        // A plain set updates the entry from its STORED reply.
+        assert_eq!(t.request(b"set k 4 0 3\r\nnew\r\n"), None);
+        t.reply(b"STORED\r\n");
+        assert_eq!(
+            t.request(b"get k\r\n").as_deref(),
+            Some(&b"VALUE k 4 3\r\nnew\r\nEND\r\n"[..])
+        );
+        // A set that is NOT_STORED (add of an existing key) leaves no entry to answer from.
+        assert_eq!(t.request(b"add k 0 0 1\r\nz\r\n"), None);
+        t.reply(b"NOT_STORED\r\n");
+        assert_eq!(t.request(b"get k\r\n"), None);
+        t.reply(b"VALUE k 4 3\r\nnew\r\nEND\r\n");
+        assert!(t.request(b"get k\r\n").is_some(), "learned again");
+        // An absent key's answer (END) is cached too.
+        assert_eq!(t.request(b"get nope\r\n"), None);
+        t.reply(b"END\r\n");
+        assert_eq!(t.request(b"get nope\r\n").as_deref(), Some(&b"END\r\n"[..]));
+        // A key given an expiry time is never answered by the switch again.
+        assert_eq!(t.request(b"set k 0 100 1\r\nx\r\n"), None);
+        t.reply(b"STORED\r\n");
+        for _ in 0..2 {
+            assert_eq!(t.request(b"get k\r\n"), None, "volatile keys are forwarded");
+            t.reply(b"VALUE k 0 1\r\nx\r\nEND\r\n");
+        }
+    }
+
+    #[test]
+    fn noreply_writes_invalidate_until_a_later_reply_shows_them_applied() {
+        let mut t = Talk::new();
+        assert_eq!(t.request(b"get j\r\n"), None);
+        t.reply(b"VALUE j 0 3\r\nold\r\nEND\r\n");
+        assert!(t.request(b"get j\r\n").is_some());
+        // A noreply write: no reply will come; the old value must never be answered again.
+        assert_eq!(t.request(b"set j 0 0 3 noreply\r\nnew\r\n"), None);
+        assert_eq!(t.request(b"get j\r\n"), None, "no stale hit after a noreply write");
+        // This answer follows the noreply write on the connection, but the read was in flight
+        // while the write was open: not learned.
+        t.reply(b"VALUE j 0 3\r\nnew\r\nEND\r\n");
+        assert_eq!(t.request(b"get j\r\n"), None);
+        t.reply(b"VALUE j 0 3\r\nnew\r\nEND\r\n");
+        assert_eq!(
+            t.request(b"get j\r\n").as_deref(),
+            Some(&b"VALUE j 0 3\r\nnew\r\nEND\r\n"[..])
+        );
+        // delete, incr and a pipelined pair.
+        assert_eq!(t.request(b"delete j\r\n"), None);
+        t.reply(b"DELETED\r\n");
+        assert_eq!(t.request(b"get j\r\nget j\r\n"), None);
+        t.reply(b"END\r\nEND\r\n");
+        assert_eq!(t.request(b"get j\r\nget j\r\n").as_deref(), Some(&b"END\r\nEND\r\n"[..]));
+    }
+
+    #[test]
+    fn quiet_meta_binary_and_garbage_make_the_connection_pass_through() {
+        for bad in [&b"mg k v q\r\n"[..], b"\x80\x00\x00\x05garbage", b"set k x 0 1\r\nz\r\n"] {
+            let mut t = Talk::new();
+            assert_eq!(t.request(b"get k\r\n"), None);
+            t.reply(b"VALUE k 0 1\r\nv\r\nEND\r\n");
+            assert!(t.request(b"get k\r\n").is_some());
+            assert_eq!(t.request(bad), None);
+            assert_eq!(t.request(b"get k\r\n"), None, "never answered after {bad:?}");
+        }
+    }
+}
