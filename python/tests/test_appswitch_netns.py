@@ -1,7 +1,7 @@
 """The application switch against the real things: client, switch and server network namespaces
-(python/innet/netns.py), a real Redis (scripts/redis.sh) and a real Cassandra 5.0 from Maven
+(python/innet/netns.py), a real Redis (scripts/redis.sh), a real memcached (scripts/memcached.sh) and a real Cassandra 5.0 from Maven
 Central jars (scripts/cassandra.sh) in the server namespace, `innet switch run --program
-appswitch` on the switch's ports, and the real drivers (redis-py, cassandra-driver) in the
+appswitch` on the switch's ports, and the real drivers (redis-py, pymemcache, cassandra-driver) in the
 client namespace (python/innet/appswitch_workload.py). Every answer must equal what the server
 holds for that key at that moment, including across writes and under 1% loss and 1% reordering
 (the switch's --loss/--reorder: this kernel has no tc netem);
@@ -87,6 +87,31 @@ def test_redis_through_appswitch(impair, tmp_path):
     finally:
         t.down()
         subprocess.run([str(REPO / "scripts/redis.sh"), "stop", str(tmp_path / "redis")], capture_output=True)
+
+
+@pytest.mark.parametrize("impair", [[], IMPAIR], ids=["clean", "loss1pct"])
+def test_memcached_through_appswitch(impair, tmp_path):
+    t = topology(f"memcached-{impair}")
+    mdir = tmp_path / "memcached"
+    try:
+        subprocess.run([str(REPO / "scripts/memcached.sh"), "start", str(mdir), t.server_ip, "11211", t.server],
+                       check=True, capture_output=True, timeout=60)
+        stats = tmp_path / "stats.json"
+        t.start_switch("appswitch", {"protocol": "memcached", "cache_entries": "32"},
+                       extra=["--stats-json", str(stats), *impair])
+        ops = OPS if impair else max(OPS // 2, 1000)
+        out = workload(t, ["memcached", "--host", t.server_ip, "--port", "11211", "--ops", str(ops), "--keys", "50",
+                           "--conns", "3"])
+        assert out["errors"] == 0, out["wrong"]
+        assert out["wrong_count"] == 0, out["wrong"]
+        assert all(n > 0 for n in out["counts"].values()), out["counts"]
+        s = stop_switch_stats(t, stats)
+        assert program_counter(s, "hits") > ops // 10, s
+        assert program_counter(s, "misses") > 0, s
+        assert program_counter(s, "protocol_errors") == 0, s
+    finally:
+        t.down()
+        subprocess.run([str(REPO / "scripts/memcached.sh"), "stop", str(mdir)], capture_output=True)
 
 
 @pytest.fixture(scope="module")
