@@ -285,6 +285,11 @@ fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
 }
 
 /// A bound value of a known CQL type as a cache key.
+/// The `volatile` entry that stands for a whole CQL table (a TTL write whose key is unknown).
+fn cql_table_marker(t: &(String, String)) -> Vec<u8> {
+    format!("cql-table:{}.{}", t.0, t.1).into_bytes()
+}
+
 fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
     use cql::type_id::*;
     let cql::CqlType::Native(id) = typ else {
@@ -457,6 +462,12 @@ impl AppSwitch {
                     return Classified::Pending(Pending::Other);
                 };
                 let item = cql_item(&t.0, &t.1, &k);
+                if !self.volatile.is_empty()
+                    && (self.volatile.contains(&item)
+                        || self.volatile.contains(&cql_table_marker(&t)))
+                {
+                    return Classified::Pending(Pending::Other);
+                }
                 let shape = shape();
                 let hit = self.cache.lookup(&item, &shape).map(<[u8]>::to_vec);
                 Classified::Read { item, shape, hit }
@@ -465,6 +476,7 @@ impl AppSwitch {
                 table,
                 columns,
                 values,
+                with_ttl,
                 ..
             } => {
                 let Some(t) = self.qualify(table, ks) else {
@@ -474,10 +486,14 @@ impl AppSwitch {
                     let i = columns.iter().position(|c| c == pk)?;
                     key_of(values[i].as_ref()?)
                 });
-                self.write_key(&t, key)
+                self.write_key(&t, key, *with_ttl)
             }
             Statement::WriteByKey {
-                table, column, key, ..
+                table,
+                column,
+                key,
+                with_ttl,
+                ..
             } => {
                 let Some(t) = self.qualify(table, ks) else {
                     return Classified::Pending(Pending::WriteAll);
@@ -487,23 +503,38 @@ impl AppSwitch {
                 } else {
                     None
                 };
-                self.write_key(&t, key)
+                self.write_key(&t, key, *with_ttl)
             }
             Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
             Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
         }
     }
 
-    fn write_key(&mut self, t: &(String, String), key: Option<KeyValue>) -> Classified {
+    /// A write to a key (or, `None`, to keys unknown). `with_ttl`: the written cells expire,
+    /// so the key (or, key unknown, the whole table) is never cached again.
+    fn write_key(
+        &mut self,
+        t: &(String, String),
+        key: Option<KeyValue>,
+        with_ttl: bool,
+    ) -> Classified {
         match key {
             Some(k) => {
                 let item = cql_item(&t.0, &t.1, &k);
+                if with_ttl {
+                    self.volatile.insert(item.clone());
+                }
                 Classified::Pending(Pending::Write {
                     items: vec![(item, WriteToken::placeholder())],
                     update: None,
                 })
             }
-            None => Classified::Pending(Pending::WriteAll),
+            None => {
+                if with_ttl {
+                    self.volatile.insert(cql_table_marker(t));
+                }
+                Classified::Pending(Pending::WriteAll)
+            }
         }
     }
 

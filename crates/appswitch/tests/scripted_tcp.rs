@@ -500,7 +500,10 @@ mod memcached {
 
     impl Talk {
         fn new() -> Talk {
-            let mut r = Rig::with("memcached");
+            Talk::with("memcached")
+        }
+        fn with(protocol: &str) -> Talk {
+            let mut r = Rig::with(protocol);
             handshake(&mut r);
             let (c, s) = (C_ISN + 1, S_ISN + 1);
             Talk { r, c_cli: c, s_cli: s, c_srv: c, s_srv: s }
@@ -605,5 +608,27 @@ mod memcached {
             assert_eq!(t.request(bad), None);
             assert_eq!(t.request(b"get k\r\n"), None, "never answered after {bad:?}");
         }
+    }
+
+    #[test]
+    fn redis_keys_given_an_expiry_are_never_answered_again() {
+        let mut t = Talk::with("redis");
+        let get = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(t.request(get), None);
+        t.reply(b"$1\r\nv\r\n");
+        assert!(t.request(get).is_some());
+        assert_eq!(t.request(b"*3\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$3\r\n100\r\n"), None);
+        t.reply(b":1\r\n");
+        for _ in 0..2 {
+            assert_eq!(t.request(get), None, "a key with a TTL is forwarded");
+            t.reply(b"$1\r\nv\r\n");
+        }
+        // SET with EX on another key: same.
+        let get_j = b"*2\r\n$3\r\nGET\r\n$1\r\nj\r\n";
+        assert_eq!(t.request(b"*5\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\nx\r\n$2\r\nEX\r\n$2\r\n10\r\n"), None);
+        t.reply(b"+OK\r\n");
+        assert_eq!(t.request(get_j), None);
+        t.reply(b"$1\r\nx\r\n");
+        assert_eq!(t.request(get_j), None);
     }
 }
