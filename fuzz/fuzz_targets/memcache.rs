@@ -23,15 +23,12 @@ fn run(mode: u8, parts: &[&[u8]]) -> (Vec<(String, usize)>, bool, usize) {
         let res = if mode & 1 == 0 {
             r.push_requests(p, |q| out.push((format!("{:?}", q.cmd), q.len)))
         } else {
-            let mut st = (0usize, &mut out);
+            // The n-th reply of the stream is read with shape n (counted across pushes).
             r.push_replies(
                 p,
-                &mut st,
-                |st| Some(SHAPES[((mode as usize >> 1) + st.0) % SHAPES.len()]),
-                |st, rep, raw| {
-                    st.1.push((format!("{rep:?}"), raw.len()));
-                    st.0 += 1;
-                },
+                &mut out,
+                |out| Some(SHAPES[((mode as usize >> 1) + out.len()) % SHAPES.len()]),
+                |out, rep, raw| out.push((format!("{rep:?}"), raw.len())),
             )
         };
         if res.is_err() {
