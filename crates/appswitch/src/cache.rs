@@ -334,9 +334,15 @@ mod tests {
             c.end_write(b"k", w, None);
             t
         };
-        assert!(!c.fill(b"k", b"s", b"old", during), "in flight across the write");
+        assert!(
+            !c.fill(b"k", b"s", b"old", during),
+            "in flight across the write"
+        );
         let after = c.begin_read();
-        assert!(c.fill(b"k", b"s", b"new", after), "begun after the write ended");
+        assert!(
+            c.fill(b"k", b"s", b"new", after),
+            "begun after the write ended"
+        );
         assert_eq!(c.lookup(b"k", b"s"), Some(&b"new"[..]));
         c.flush();
         let t = c.begin_read();

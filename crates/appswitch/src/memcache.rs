@@ -145,9 +145,10 @@ pub struct Message<T> {
 /// line is incomplete. A bare LF also ends a line (memcached accepts it on requests).
 fn line(b: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, McError> {
     match b[at..].iter().position(|&c| c == b'\n') {
-        None if b.len() - at > MAX_LINE_BYTES => {
-            Err(err(at, format!("no line end within {MAX_LINE_BYTES} bytes")))
-        }
+        None if b.len() - at > MAX_LINE_BYTES => Err(err(
+            at,
+            format!("no line end within {MAX_LINE_BYTES} bytes"),
+        )),
         None => Ok(None),
         Some(i) => {
             let end = if i > 0 && b[at + i - 1] == b'\r' {
@@ -194,7 +195,10 @@ fn key_word(w: Option<&[u8]>, at: usize) -> Result<&[u8], McError> {
 /// The data block of `size` bytes at `at`, which must end in CRLF; `None` if incomplete.
 fn data_block(b: &[u8], at: usize, size: u64) -> Result<Option<(&[u8], usize)>, McError> {
     if size > MAX_DATA_BYTES {
-        return Err(err(at, format!("data block of {size} bytes exceeds {MAX_DATA_BYTES}")));
+        return Err(err(
+            at,
+            format!("data block of {size} bytes exceeds {MAX_DATA_BYTES}"),
+        ));
     }
     let end = at + size as usize;
     if b.len() < end + 2 {
@@ -209,7 +213,10 @@ fn data_block(b: &[u8], at: usize, size: u64) -> Result<Option<(&[u8], usize)>, 
 /// Parse one request from the front of `b`: `Ok(None)` if incomplete.
 pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
     if b.first() == Some(&0x80) {
-        return Err(err(0, "binary protocol request (magic 0x80), not the text protocol"));
+        return Err(err(
+            0,
+            "binary protocol request (magic 0x80), not the text protocol",
+        ));
     }
     let Some((l, after)) = line(b, 0)? else {
         return Ok(None);
@@ -404,15 +411,18 @@ pub fn parse_reply(b: &[u8], shape: ReplyShape) -> Result<Option<Message<Reply<'
                     value: Reply::Other,
                 }));
             }
-            one(pos, match l {
-                b"STORED" => Reply::Stored,
-                b"NOT_STORED" => Reply::NotStored,
-                b"EXISTS" => Reply::Exists,
-                b"NOT_FOUND" => Reply::NotFound,
-                b"DELETED" => Reply::Deleted,
-                b"TOUCHED" => Reply::Touched,
-                _ => Reply::Other,
-            })
+            one(
+                pos,
+                match l {
+                    b"STORED" => Reply::Stored,
+                    b"NOT_STORED" => Reply::NotStored,
+                    b"EXISTS" => Reply::Exists,
+                    b"NOT_FOUND" => Reply::NotFound,
+                    b"DELETED" => Reply::Deleted,
+                    b"TOUCHED" => Reply::Touched,
+                    _ => Reply::Other,
+                },
+            )
         }
         ReplyShape::UntilEnd => {
             let mut l = l;
@@ -574,11 +584,24 @@ mod tests {
     #[test]
     fn parses_requests_of_every_kind() {
         let r = parse_request(b"get k1 k2\r\n").unwrap().unwrap();
-        assert_eq!((r.cmd, r.key, r.keys, r.len, r.reply), (Cmd::Get, Some(&b"k1"[..]), 2, 11, ReplyShape::Values));
-        let r = parse_request(b"set k 5 0 3\r\nabc\r\nget k\r\n").unwrap().unwrap();
-        assert_eq!((r.cmd, r.flags, r.exptime, r.data, r.len), (Cmd::Set, 5, 0, &b"abc"[..], 18));
-        let r = parse_request(b"set k 0 60 1 noreply\r\nx\r\n").unwrap().unwrap();
-        assert_eq!((r.noreply, r.reply, r.exptime), (true, ReplyShape::None, 60));
+        assert_eq!(
+            (r.cmd, r.key, r.keys, r.len, r.reply),
+            (Cmd::Get, Some(&b"k1"[..]), 2, 11, ReplyShape::Values)
+        );
+        let r = parse_request(b"set k 5 0 3\r\nabc\r\nget k\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (r.cmd, r.flags, r.exptime, r.data, r.len),
+            (Cmd::Set, 5, 0, &b"abc"[..], 18)
+        );
+        let r = parse_request(b"set k 0 60 1 noreply\r\nx\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (r.noreply, r.reply, r.exptime),
+            (true, ReplyShape::None, 60)
+        );
         let r = parse_request(b"cas k 0 0 1 77\r\nx\r\n").unwrap().unwrap();
         assert_eq!(r.cmd, Cmd::Cas);
         let r = parse_request(b"delete k noreply\r\n").unwrap().unwrap();
@@ -588,7 +611,10 @@ mod tests {
         let r = parse_request(b"gat 100 a\r\n").unwrap().unwrap();
         assert_eq!((r.cmd, r.exptime, r.key), (Cmd::Gat, 100, Some(&b"a"[..])));
         let r = parse_request(b"ms k 2 T30\r\nhi\r\n").unwrap().unwrap();
-        assert_eq!((r.cmd, r.exptime, r.data, r.reply), (Cmd::MetaSet, 30, &b"hi"[..], ReplyShape::Meta));
+        assert_eq!(
+            (r.cmd, r.exptime, r.data, r.reply),
+            (Cmd::MetaSet, 30, &b"hi"[..], ReplyShape::Meta)
+        );
         let r = parse_request(b"mg k v q\r\n").unwrap().unwrap();
         assert!(r.quiet);
         let r = parse_request(b"stats items\r\n").unwrap().unwrap();
@@ -601,8 +627,18 @@ mod tests {
 
     #[test]
     fn incomplete_requests_wait_for_more() {
-        for b in [&b"get k"[..], b"set k 0 0 3\r\nab", b"set k 0 0 3\r\nabc\r", b"ms k 2\r\nh"] {
-            assert_eq!(parse_request(b).unwrap(), None, "{:?}", String::from_utf8_lossy(b));
+        for b in [
+            &b"get k"[..],
+            b"set k 0 0 3\r\nab",
+            b"set k 0 0 3\r\nabc\r",
+            b"ms k 2\r\nh",
+        ] {
+            assert_eq!(
+                parse_request(b).unwrap(),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
         }
     }
 
@@ -612,8 +648,14 @@ mod tests {
         assert!(e.msg.contains("flags"), "{e}");
         let e = parse_request(b"set k 0 0 3\r\nabcd\r\n").unwrap_err();
         assert_eq!(e.at, 16);
-        assert!(parse_request(b"get\r\n").unwrap_err().msg.contains("without a key"));
-        assert!(parse_request(&[0x80, 0, 0, 0]).unwrap_err().msg.contains("binary"));
+        assert!(parse_request(b"get\r\n")
+            .unwrap_err()
+            .msg
+            .contains("without a key"));
+        assert!(parse_request(&[0x80, 0, 0, 0])
+            .unwrap_err()
+            .msg
+            .contains("binary"));
         let long = [b"get ".to_vec(), vec![b'a'; 300], b"\r\n".to_vec()].concat();
         assert!(parse_request(&long).unwrap_err().msg.contains("250"));
     }
@@ -625,7 +667,11 @@ mod tests {
         assert_eq!(m.len, 22);
         assert_eq!(
             m.value,
-            Reply::Values { items: 1, first_key: Some(&b"k"[..]), first_data: Some(&b"hi"[..]) }
+            Reply::Values {
+                items: 1,
+                first_key: Some(&b"k"[..]),
+                first_data: Some(&b"hi"[..])
+            }
         );
         let m = parse_reply(&b[22..], ReplyShape::Line).unwrap().unwrap();
         assert_eq!(m.value, Reply::Stored);
@@ -633,14 +679,35 @@ mod tests {
         let b = b"VALUE k 0 5\r\nEND\r\n\r\nEND\r\n";
         let m = parse_reply(b, ReplyShape::Values).unwrap().unwrap();
         assert_eq!(m.len, b.len());
-        assert_eq!(parse_reply(b"END\r\n", ReplyShape::Values).unwrap().unwrap().value,
-            Reply::Values { items: 0, first_key: None, first_data: None });
-        assert_eq!(parse_reply(b"SERVER_ERROR out of memory\r\n", ReplyShape::Values).unwrap().unwrap().value, Reply::Error);
+        assert_eq!(
+            parse_reply(b"END\r\n", ReplyShape::Values)
+                .unwrap()
+                .unwrap()
+                .value,
+            Reply::Values {
+                items: 0,
+                first_key: None,
+                first_data: None
+            }
+        );
+        assert_eq!(
+            parse_reply(b"SERVER_ERROR out of memory\r\n", ReplyShape::Values)
+                .unwrap()
+                .unwrap()
+                .value,
+            Reply::Error
+        );
         let s = b"STAT pid 1\r\nSTAT uptime 2\r\nEND\r\n";
-        assert_eq!(parse_reply(s, ReplyShape::UntilEnd).unwrap().unwrap().len, s.len());
+        assert_eq!(
+            parse_reply(s, ReplyShape::UntilEnd).unwrap().unwrap().len,
+            s.len()
+        );
         assert_eq!(parse_reply(&s[..20], ReplyShape::UntilEnd).unwrap(), None);
         let v = b"VA 2 f5\r\nhi\r\n";
-        assert_eq!(parse_reply(v, ReplyShape::Meta).unwrap().unwrap().len, v.len());
+        assert_eq!(
+            parse_reply(v, ReplyShape::Meta).unwrap().unwrap().len,
+            v.len()
+        );
         assert!(parse_reply(b"NOPE\r\n", ReplyShape::Values).is_err());
     }
 
@@ -664,8 +731,10 @@ mod tests {
         for cut in 0..stream.len() {
             let mut rd = McReader::default();
             let mut got = Vec::new();
-            rd.push_requests(&stream[..cut], |r| got.push((r.cmd, r.line.to_vec()))).unwrap();
-            rd.push_requests(&stream[cut..], |r| got.push((r.cmd, r.line.to_vec()))).unwrap();
+            rd.push_requests(&stream[..cut], |r| got.push((r.cmd, r.line.to_vec())))
+                .unwrap();
+            rd.push_requests(&stream[cut..], |r| got.push((r.cmd, r.line.to_vec())))
+                .unwrap();
             assert_eq!(got, whole, "cut at {cut}");
             assert!(rd.at_boundary());
         }

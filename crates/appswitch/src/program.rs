@@ -712,8 +712,15 @@ impl AppSwitch {
                 let it = item(k);
                 let touches_ttl = matches!(
                     r.cmd,
-                    Cmd::Gat | Cmd::Gats | Cmd::Touch | Cmd::Set | Cmd::Add | Cmd::Replace
-                        | Cmd::Cas | Cmd::MetaSet | Cmd::MetaArith
+                    Cmd::Gat
+                        | Cmd::Gats
+                        | Cmd::Touch
+                        | Cmd::Set
+                        | Cmd::Add
+                        | Cmd::Replace
+                        | Cmd::Cas
+                        | Cmd::MetaSet
+                        | Cmd::MetaArith
                 );
                 if touches_ttl && r.exptime != 0 {
                     self.volatile.insert(it.clone());

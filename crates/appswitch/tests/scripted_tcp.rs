@@ -506,7 +506,13 @@ mod memcached {
             let mut r = Rig::with(protocol);
             handshake(&mut r);
             let (c, s) = (C_ISN + 1, S_ISN + 1);
-            Talk { r, c_cli: c, s_cli: s, c_srv: c, s_srv: s }
+            Talk {
+                r,
+                c_cli: c,
+                s_cli: s,
+                c_srv: c,
+                s_srv: s,
+            }
         }
         /// The client sends `req`; returns what the switch sent back to the client (a hit) or
         /// `None` when it forwarded the request.
@@ -514,7 +520,11 @@ mod memcached {
             let out = self.r.client(self.c_cli, self.s_cli, PA, req);
             self.c_cli += req.len() as u32;
             if let [(1, t, p)] = &out[..] {
-                assert_eq!((t.seq, &p[..]), (self.c_srv, req), "forwarded at the server's seq");
+                assert_eq!(
+                    (t.seq, &p[..]),
+                    (self.c_srv, req),
+                    "forwarded at the server's seq"
+                );
                 self.c_srv += req.len() as u32;
                 return None;
             }
@@ -528,7 +538,10 @@ mod memcached {
         fn reply(&mut self, rep: &[u8]) {
             let out = self.r.server(self.s_srv, self.c_srv, PA, rep);
             assert_eq!(out.len(), 1);
-            assert_eq!((out[0].0, out[0].1.seq, &out[0].2[..]), (0, self.s_cli, rep));
+            assert_eq!(
+                (out[0].0, out[0].1.seq, &out[0].2[..]),
+                (0, self.s_cli, rep)
+            );
             self.s_srv += rep.len() as u32;
             self.s_cli += rep.len() as u32;
         }
@@ -580,7 +593,11 @@ mod memcached {
         assert!(t.request(b"get j\r\n").is_some());
         // A noreply write: no reply will come; the old value must never be answered again.
         assert_eq!(t.request(b"set j 0 0 3 noreply\r\nnew\r\n"), None);
-        assert_eq!(t.request(b"get j\r\n"), None, "no stale hit after a noreply write");
+        assert_eq!(
+            t.request(b"get j\r\n"),
+            None,
+            "no stale hit after a noreply write"
+        );
         // This answer follows the noreply write on the connection, but the read was in flight
         // while the write was open: not learned.
         t.reply(b"VALUE j 0 3\r\nnew\r\nEND\r\n");
@@ -595,18 +612,29 @@ mod memcached {
         t.reply(b"DELETED\r\n");
         assert_eq!(t.request(b"get j\r\nget j\r\n"), None);
         t.reply(b"END\r\nEND\r\n");
-        assert_eq!(t.request(b"get j\r\nget j\r\n").as_deref(), Some(&b"END\r\nEND\r\n"[..]));
+        assert_eq!(
+            t.request(b"get j\r\nget j\r\n").as_deref(),
+            Some(&b"END\r\nEND\r\n"[..])
+        );
     }
 
     #[test]
     fn quiet_meta_binary_and_garbage_make_the_connection_pass_through() {
-        for bad in [&b"mg k v q\r\n"[..], b"\x80\x00\x00\x05garbage", b"set k x 0 1\r\nz\r\n"] {
+        for bad in [
+            &b"mg k v q\r\n"[..],
+            b"\x80\x00\x00\x05garbage",
+            b"set k x 0 1\r\nz\r\n",
+        ] {
             let mut t = Talk::new();
             assert_eq!(t.request(b"get k\r\n"), None);
             t.reply(b"VALUE k 0 1\r\nv\r\nEND\r\n");
             assert!(t.request(b"get k\r\n").is_some());
             assert_eq!(t.request(bad), None);
-            assert_eq!(t.request(b"get k\r\n"), None, "never answered after {bad:?}");
+            assert_eq!(
+                t.request(b"get k\r\n"),
+                None,
+                "never answered after {bad:?}"
+            );
         }
     }
 
@@ -617,7 +645,10 @@ mod memcached {
         assert_eq!(t.request(get), None);
         t.reply(b"$1\r\nv\r\n");
         assert!(t.request(get).is_some());
-        assert_eq!(t.request(b"*3\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$3\r\n100\r\n"), None);
+        assert_eq!(
+            t.request(b"*3\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$3\r\n100\r\n"),
+            None
+        );
         t.reply(b":1\r\n");
         for _ in 0..2 {
             assert_eq!(t.request(get), None, "a key with a TTL is forwarded");
@@ -625,7 +656,10 @@ mod memcached {
         }
         // SET with EX on another key: same.
         let get_j = b"*2\r\n$3\r\nGET\r\n$1\r\nj\r\n";
-        assert_eq!(t.request(b"*5\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\nx\r\n$2\r\nEX\r\n$2\r\n10\r\n"), None);
+        assert_eq!(
+            t.request(b"*5\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\nx\r\n$2\r\nEX\r\n$2\r\n10\r\n"),
+            None
+        );
         t.reply(b"+OK\r\n");
         assert_eq!(t.request(get_j), None);
         t.reply(b"$1\r\nx\r\n");
