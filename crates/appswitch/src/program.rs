@@ -87,6 +87,12 @@ enum Pending {
         statement: Statement,
         keyspace: Option<String>,
     },
+    /// A read of `system_schema.columns` (drivers read it at connect): its rows teach the
+    /// partition keys of tables. `continued`: a later page (its first table may have started on
+    /// the page before).
+    SchemaColumns {
+        continued: bool,
+    },
     Other,
 }
 
@@ -285,6 +291,19 @@ fn cql_item(ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
 }
 
 /// A bound value of a known CQL type as a cache key.
+/// A QUERY that reads `system_schema.columns` (any case; with or without a WHERE clause). Only
+/// a SELECT: a write that merely mentions the name (in a string) stays a write.
+fn is_schema_columns_query(text: &str) -> bool {
+    const NEEDLE: &[u8] = b"system_schema.columns";
+    let t = text.trim_start().as_bytes();
+    t.len() >= NEEDLE.len()
+        && t[..6].eq_ignore_ascii_case(b"select")
+        && text
+            .as_bytes()
+            .windows(NEEDLE.len())
+            .any(|w| w.eq_ignore_ascii_case(NEEDLE))
+}
+
 /// The `volatile` entry that stands for a whole CQL table (a TTL write whose key is unknown).
 fn cql_table_marker(t: &(String, String)) -> Vec<u8> {
     format!("cql-table:{}.{}", t.0, t.1).into_bytes()
@@ -337,6 +356,11 @@ impl AppSwitch {
                 | cql::frame_flags::COMPRESSION)
             == 0;
         match req {
+            Request::Query { text, params } if is_schema_columns_query(&text) => {
+                Classified::Pending(Pending::SchemaColumns {
+                    continued: params.paging_state.is_some(),
+                })
+            }
             Request::Query { text, params } => {
                 let ks = params.keyspace.as_deref().or(keyspace);
                 let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
@@ -786,7 +810,73 @@ impl AppSwitch {
                 }
             }
             Pending::WriteAll => self.cache.end_write_all(),
-            Pending::Prepare { .. } | Pending::Other => {}
+            Pending::Prepare { .. } | Pending::SchemaColumns { .. } | Pending::Other => {}
+        }
+    }
+
+    /// Learn tables' partition keys from rows of `system_schema.columns` (keyspace_name,
+    /// table_name, column_name, kind, position). A table is learned only when all its rows are
+    /// in this page: not the first table of a continued page, not the last of a page with more
+    /// pages to come.
+    fn learn_schema_columns(&mut self, rows: &cql::Rows, continued: bool) {
+        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
+        let (Some(ks_i), Some(tb_i), Some(col_i), Some(kind_i), Some(pos_i)) = (
+            col("keyspace_name"),
+            col("table_name"),
+            col("column_name"),
+            col("kind"),
+            col("position"),
+        ) else {
+            return;
+        };
+        let text = |row: &[Option<Vec<u8>>], i: usize| {
+            row.get(i)
+                .and_then(|v| v.as_deref())
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_string)
+        };
+        // (table, partition-key columns with their positions), in row order.
+        let mut tables: Vec<((String, String), Vec<(i32, String)>)> = Vec::new();
+        for row in &rows.rows {
+            let (Some(ks), Some(tb), Some(name), Some(kind)) = (
+                text(row, ks_i),
+                text(row, tb_i),
+                text(row, col_i),
+                text(row, kind_i),
+            ) else {
+                return;
+            };
+            let t = (ks, tb);
+            if tables.last().map(|(last, _)| last) != Some(&t) {
+                tables.push((t, Vec::new()));
+            }
+            if kind == "partition_key" {
+                let pos = row
+                    .get(pos_i)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(i32::from_be_bytes)
+                    .unwrap_or(-1);
+                if let Some((_, pks)) = tables.last_mut() {
+                    pks.push((pos, name));
+                }
+            }
+        }
+        let more = rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES != 0;
+        let n = tables.len();
+        for (i, (t, pks)) in tables.into_iter().enumerate() {
+            if (continued && i == 0) || (more && i + 1 == n) {
+                continue;
+            }
+            match pks.as_slice() {
+                [] => {}
+                [(_, only)] => {
+                    self.partition_keys.insert(t, Some(only.clone()));
+                }
+                _ => {
+                    self.partition_keys.insert(t, None);
+                }
+            }
         }
     }
 
@@ -1500,6 +1590,9 @@ impl AppSwitch {
                             Some(ResultMsg::Prepared(pr)),
                         ) => {
                             self.learn_prepared(&pr, statement, keyspace);
+                        }
+                        (Pending::SchemaColumns { continued }, Some(ResultMsg::Rows(rows))) => {
+                            self.learn_schema_columns(&rows, continued);
                         }
                         (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
                             // Only canonical encodings are stored (re-encode and compare,

@@ -485,12 +485,12 @@ mod cql_v5 {
     }
 }
 
-mod memcached {
+pub(crate) mod memcached {
     use super::*;
 
     /// One connection's positions in both sequence spaces: what the client sent and saw, what
     /// the server received and sent.
-    struct Talk {
+    pub(crate) struct Talk {
         r: Rig,
         c_cli: u32,
         s_cli: u32,
@@ -502,7 +502,7 @@ mod memcached {
         fn new() -> Talk {
             Talk::with("memcached")
         }
-        fn with(protocol: &str) -> Talk {
+        pub(crate) fn with(protocol: &str) -> Talk {
             let mut r = Rig::with(protocol);
             handshake(&mut r);
             let (c, s) = (C_ISN + 1, S_ISN + 1);
@@ -516,7 +516,7 @@ mod memcached {
         }
         /// The client sends `req`; returns what the switch sent back to the client (a hit) or
         /// `None` when it forwarded the request.
-        fn request(&mut self, req: &[u8]) -> Option<Vec<u8>> {
+        pub(crate) fn request(&mut self, req: &[u8]) -> Option<Vec<u8>> {
             let out = self.r.client(self.c_cli, self.s_cli, PA, req);
             self.c_cli += req.len() as u32;
             if let [(1, t, p)] = &out[..] {
@@ -535,7 +535,7 @@ mod memcached {
             self.r.client(self.c_cli, self.s_cli, A, &[]);
             Some(reply)
         }
-        fn reply(&mut self, rep: &[u8]) {
+        pub(crate) fn reply(&mut self, rep: &[u8]) {
             let out = self.r.server(self.s_srv, self.c_srv, PA, rep);
             assert_eq!(out.len(), 1);
             assert_eq!(
@@ -664,5 +664,154 @@ mod memcached {
         assert_eq!(t.request(get_j), None);
         t.reply(b"$1\r\nx\r\n");
         assert_eq!(t.request(get_j), None);
+    }
+}
+
+mod cql_schema {
+    use super::memcached::Talk;
+    use innet_appswitch::cql::{
+        self, opcode, ColumnSpec, CqlType, QueryParams, Rows, RowsMetadata,
+    };
+
+    fn query(stream: i16, text: &str) -> Vec<u8> {
+        let p = QueryParams {
+            consistency: 1,
+            ..Default::default()
+        };
+        cql::request_frame(4, stream, opcode::QUERY, &cql::encode_query(4, text, &p))
+    }
+    fn result(stream: i16, rows: &Rows) -> Vec<u8> {
+        let mut b = Vec::new();
+        cql::encode_rows(rows, &mut b);
+        cql::response_frame(4, stream, opcode::RESULT, &b)
+    }
+    fn text_col(name: &str) -> ColumnSpec {
+        ColumnSpec {
+            table: None,
+            name: name.into(),
+            typ: CqlType::Native(cql::type_id::VARCHAR),
+        }
+    }
+    /// `system_schema.columns` rows: (keyspace, table, column, kind, position).
+    fn schema(rows: &[(&str, &str, &str, &str, i32)], flags: u32) -> Rows {
+        let mut columns: Vec<ColumnSpec> = ["keyspace_name", "table_name", "column_name", "kind"]
+            .iter()
+            .map(|n| text_col(n))
+            .collect();
+        columns.push(ColumnSpec {
+            table: None,
+            name: "position".into(),
+            typ: CqlType::Native(cql::type_id::INT),
+        });
+        Rows {
+            metadata: RowsMetadata {
+                flags: flags | cql::rows_flags::GLOBAL_TABLES_SPEC,
+                columns_count: 5,
+                global_table: Some(("system_schema".into(), "columns".into())),
+                columns,
+                ..Default::default()
+            },
+            rows: rows
+                .iter()
+                .map(|(k, t, c, kind, p)| {
+                    vec![
+                        Some(k.as_bytes().to_vec()),
+                        Some(t.as_bytes().to_vec()),
+                        Some(c.as_bytes().to_vec()),
+                        Some(kind.as_bytes().to_vec()),
+                        Some(p.to_be_bytes().to_vec()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+    fn value_rows(v: &str) -> Rows {
+        Rows {
+            metadata: RowsMetadata {
+                flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+                columns_count: 1,
+                global_table: Some(("ks".into(), "kv".into())),
+                columns: vec![text_col("v")],
+                ..Default::default()
+            },
+            rows: vec![vec![Some(v.as_bytes().to_vec())]],
+        }
+    }
+
+    fn ready(t: &mut Talk) {
+        let startup = cql::request_frame(
+            4,
+            0,
+            opcode::STARTUP,
+            &[
+                0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0,
+                5, b'3', b'.', b'0', b'.', b'0',
+            ],
+        );
+        assert_eq!(t.request(&startup), None);
+        t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
+    }
+
+    /// Literal SELECTs become cacheable once the driver's read of system_schema.columns taught
+    /// the table's single-column partition key; compound keys and partial pages teach nothing.
+    #[test]
+    fn partition_keys_learned_from_system_schema_columns() {
+        let mut t = Talk::with("cql");
+        ready(&mut t);
+        let sel = |stream| query(stream, "SELECT v FROM ks.kv WHERE k = 'a'");
+        let sel_cp = |stream| query(stream, "SELECT v FROM ks.cp WHERE a = 'a'");
+        // Unknown partition key: never answered by the switch.
+        for s in [1, 2] {
+            assert_eq!(t.request(&sel(s)), None);
+            t.reply(&result(s, &value_rows("x")));
+        }
+        // A write that only mentions the name is still a write (not a schema read).
+        let w = query(3, "INSERT INTO ks.kv (k, v) VALUES ('b', 'system_schema.columns')");
+        assert_eq!(t.request(&w), None);
+        t.reply(&cql::response_frame(4, 3, opcode::RESULT, &[0, 0, 0, 1]));
+        // Page 1 of the schema: ks.cp has two partition-key columns; ks.kv is the page's last
+        // table with more pages to come, so not learned yet.
+        let q = query(4, "SELECT * FROM system_schema.columns");
+        assert_eq!(t.request(&q), None);
+        let page1 = schema(
+            &[
+                ("ks", "cp", "a", "partition_key", 0),
+                ("ks", "cp", "b", "partition_key", 1),
+                ("ks", "cp", "v", "regular", -1),
+                ("ks", "kv", "k", "partition_key", 0),
+            ],
+            cql::rows_flags::HAS_MORE_PAGES,
+        );
+        let mut page1 = page1;
+        page1.metadata.paging_state = Some(b"p2".to_vec());
+        t.reply(&result(4, &page1));
+        assert_eq!(t.request(&sel(5)), None, "ks.kv's rows continue on the next page");
+        t.reply(&result(5, &value_rows("x")));
+        assert_eq!(t.request(&sel(5)), None);
+        t.reply(&result(5, &value_rows("x")));
+        // A complete read of the schema: ks.kv has the single key k.
+        let q = query(6, "select * from SYSTEM_SCHEMA.COLUMNS where keyspace_name = 'ks'");
+        assert_eq!(t.request(&q), None);
+        t.reply(&result(
+            6,
+            &schema(
+                &[
+                    ("ks", "cp", "a", "partition_key", 0),
+                    ("ks", "cp", "b", "partition_key", 1),
+                    ("ks", "kv", "k", "partition_key", 0),
+                    ("ks", "kv", "v", "regular", -1),
+                ],
+                0,
+            ),
+        ));
+        assert_eq!(t.request(&sel(7)), None, "miss, then learned");
+        t.reply(&result(7, &value_rows("x")));
+        let hit = t.request(&sel(8)).expect("answered by the switch");
+        assert_eq!(hit, result(8, &value_rows("x")));
+        // The compound-key table is never cached by one column.
+        for s in [9, 10] {
+            assert_eq!(t.request(&sel_cp(s)), None);
+            t.reply(&result(s, &value_rows("y")));
+        }
     }
 }
