@@ -138,6 +138,29 @@ GARBAGE = textwrap.dedent("""
 """)
 
 
+# Unprepared SELECTs only, on a table no statement was ever prepared for: the switch can cache
+# them only if it learned the table's partition key from the driver's system_schema.columns reads.
+LITERAL = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[3])
+    from innet.appswitch_workload import cql_session
+    cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
+    s.execute("CREATE KEYSPACE IF NOT EXISTS lit WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE IF NOT EXISTS lit.kv (k text PRIMARY KEY, v text)")
+    cluster.shutdown()
+    # A new session reads the schema (now with lit.kv) at connect, through the switch.
+    cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
+    s.execute("INSERT INTO lit.kv (k, v) VALUES ('a', 'one')")
+    got = [s.execute("SELECT v FROM lit.kv WHERE k = 'a'").one().v for _ in range(6)]
+    assert got == ["one"] * 6, got
+    s.execute("UPDATE lit.kv SET v = 'two' WHERE k = 'a'")
+    got = [s.execute("SELECT v FROM lit.kv WHERE k = 'a'").one().v for _ in range(3)]
+    assert got == ["two"] * 3, got
+    cluster.shutdown()
+    print("ok")
+""")
+
+
 @pytest.mark.parametrize("impair,protocol", [([], 5), ([], 4), (IMPAIR, 5)], ids=["v5", "v4", "v5-loss1pct"])
 def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path):
     t = topology(f"cql-{impair}-{protocol}")
@@ -150,6 +173,14 @@ def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats), *impair])
         g = t.exec(t.client, [sys.executable, "-c", GARBAGE, t.server_ip], check=False, timeout=60)
         assert g.returncode == 0, g.stderr
+        if not impair and protocol == 4:
+            lit = t.exec(t.client, [sys.executable, "-c", LITERAL, t.server_ip, str(protocol), str(REPO / "python")],
+                         check=False, timeout=180)
+            assert lit.returncode == 0, lit.stderr.decode(errors="replace")[-3000:]
+            s = stop_switch_stats(t, stats)
+            # 6 + 3 literal reads, each value answered by the server once: at least 7 hits.
+            assert program_counter(s, "hits") >= 7, s.get("program_report")
+            t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats)])
         ops = OPS if impair else max(OPS // 3, 1000)
         out = workload(t, ["cql", "--host", t.server_ip, "--ops", str(ops), "--keys", "40", "--protocol", str(protocol)])
         assert out["protocol_version"] == protocol
