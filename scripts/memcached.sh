@@ -4,6 +4,11 @@
 #   scripts/memcached.sh stop DIR
 set -euo pipefail
 die() { echo "memcached.sh: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
+
+answers() {  # ADDRESS PORT: does memcached answer `version`?
+    python3 -c "import socket,sys; s=socket.create_connection(('$1',$2),1); s.sendall(b'version\r\n'); sys.exit(0 if s.recv(64).startswith(b'VERSION') else 1)"
+}
 
 case "${1:-}" in
     start)
@@ -14,20 +19,14 @@ case "${1:-}" in
         # TCP only (-U 0), 64 MB, run as root inside the test's namespace, daemonized with a pid file.
         "${run[@]}" memcached -l "$addr" -p "$port" -U 0 -m 64 -u root -d -P "$dir/memcached.pid" \
             >"$dir/memcached.log" 2>&1
-        for _ in $(seq 100); do
-            if "${run[@]}" python3 -c "import socket,sys; s=socket.create_connection(('$addr',$port),1); s.sendall(b'version\r\n'); sys.exit(0 if s.recv(64).startswith(b'VERSION') else 1)" 2>/dev/null; then
-                cat "$dir/memcached.pid"; exit 0
-            fi
-            sleep 0.1
-        done
-        die "memcached on $addr:$port did not answer (log: $dir/memcached.log)"
+        export -f answers
+        wait_ready "memcached on $addr:$port" "$dir/memcached.log" "${run[@]}" bash -c "answers $addr $port" \
+            || die "memcached did not start"
+        cat "$dir/memcached.pid"
         ;;
     stop)
         [ $# -ge 2 ] || die "usage: stop DIR"
-        [ -f "$2/memcached.pid" ] || exit 0
-        pid=$(cat "$2/memcached.pid"); kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        rm -f "$2/memcached.pid"
+        stop_pidfile "$2/memcached.pid"
         ;;
     *) die "usage: $0 start DIR ADDRESS PORT [NETNS] | stop DIR" ;;
 esac
