@@ -110,6 +110,8 @@ def test_kv_server_through_appswitch(server, impair, tmp_path):
         assert all(n > 0 for n in out["counts"].values()), out["counts"]
         server_holds(t, out["model"])
         s = stop_switch_stats(t, stats)
+        print(json.dumps({"server": server, "impair": impair, "counts": out["counts"], "elapsed_s": out["elapsed_s"],
+                          "switch": s.get("program_report")}))
         assert program_counter(s, "hits") > OPS // 10, s
         assert program_counter(s, "misses") > 0, s
         assert program_counter(s, "protocol_errors") == 0, s
