@@ -4,6 +4,7 @@
 #   scripts/redis.sh stop DIR
 set -euo pipefail
 die() { echo "redis.sh: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib/daemon.sh"
 
 case "${1:-}" in
     start)
@@ -13,20 +14,14 @@ case "${1:-}" in
         run=(); [ -n "$netns" ] && run=(ip netns exec "$netns")
         "${run[@]}" redis-server --bind "$addr" --port "$port" --save '' --appendonly no --protected-mode no \
             --daemonize yes --dir "$dir" --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
-        for _ in $(seq 100); do
-            if "${run[@]}" redis-cli -h "$addr" -p "$port" ping 2>/dev/null | grep -q PONG; then
-                cat "$dir/redis.pid"; exit 0
-            fi
-            sleep 0.1
-        done
-        die "redis on $addr:$port did not answer PING (log: $dir/redis.log)"
+        wait_ready "redis on $addr:$port" "$dir/redis.log" \
+            bash -c "${run[*]} redis-cli -h $addr -p $port ping | grep -q PONG" || die "redis did not start"
+        # The pid file appears once the daemon is up.
+        cat "$dir/redis.pid"
         ;;
     stop)
         [ $# -ge 2 ] || die "usage: stop DIR"
-        [ -f "$2/redis.pid" ] || exit 0
-        pid=$(cat "$2/redis.pid"); kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        rm -f "$2/redis.pid"
+        stop_pidfile "$2/redis.pid"
         ;;
     *) die "usage: $0 start DIR ADDRESS PORT [NETNS] | stop DIR" ;;
 esac

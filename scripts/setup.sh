@@ -11,8 +11,8 @@ log() { printf '\n== %s\n' "$*" >&2; }
 apt_packages=(tshark pkg-config chromium openvswitch-switch)
 # The real-packet switch's netns tests: ip/tc (netem), ping, ethtool (offload inspection).
 apt_packages+=(iproute2 iputils-ping ethtool)
-# redis-server, maven, openjdk-17: the application switch's real Redis and Cassandra (Maven Central jars).
-apt_packages+=(redis-server redis-tools maven openjdk-17-jre-headless)
+# redis-server, memcached, maven, openjdk-17: the application switch's real Redis, memcached and Cassandra (Maven Central jars).
+apt_packages+=(redis-server redis-tools memcached maven openjdk-17-jre-headless)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,7 +33,7 @@ fi
 
 log "python dependencies"
 python3 -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]" cassandra-driver redis
+    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]" cassandra-driver redis pymemcache
 
 log "build and install innet (release)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .

@@ -440,4 +440,9 @@ fn appswitch_seeds(dir: &Path) {
     c.extend_from_slice(b"DEL k\r\n");
     write(dir, "resp", "commands", &[&[0u8, 5][..], &c].concat());
     write(dir, "resp", "replies", &[&[1u8, 5][..], &b"+OK\r\n$1\r\nv\r\n:1\r\n$-1\r\n*2\r\n$1\r\na\r\n:2\r\n"[..]].concat());
+    let reqs = b"set k 0 0 3\r\nabc\r\nget k j\r\ndelete k noreply\r\nincr n 2\r\nms m 2 T9\r\nhi\r\nmn\r\nstats\r\n";
+    write(dir, "memcache", "requests", &[&[0u8, 9][..], &reqs[..]].concat());
+    // Mode 1: shapes Line, Values, UntilEnd, Meta, None, ... in order.
+    let reps = b"STORED\r\nVALUE k 0 3\r\nabc\r\nEND\r\nSTAT pid 1\r\nEND\r\nVA 2 f1\r\nhi\r\n";
+    write(dir, "memcache", "replies", &[&[1u8, 12][..], &reps[..]].concat());
 }

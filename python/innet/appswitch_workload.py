@@ -85,6 +85,112 @@ def redis_mixed(host: str, port: int, ops: int, keys: int, conns: int, seed: int
             "elapsed_s": elapsed, "model": {k: (v.decode() if v is not None else None) for k, v in model.items()}}
 
 
+def memcached_mixed(host: str, port: int, ops: int, keys: int, conns: int, seed: int) -> dict:
+    """Mixed memcached traffic through pymemcache on `conns` connections, every read checked
+    against the model: get, set (with a reply, and noreply followed by a get on the same
+    connection, which orders it), delete, multi-key get, pipelined gets in one segment (a raw
+    socket), and a key with a 1 s expiry read before and after it expires (the switch must never
+    answer it from the cache)."""
+    import socket as _socket
+
+    from pymemcache.client.base import Client
+
+    rng = random.Random(seed)
+    clients = [Client((host, port), connect_timeout=10, timeout=30, default_noreply=False) for _ in range(conns)]
+    model: dict[str, bytes | None] = {}
+    for k in range(keys):
+        v = f"v{k}-0".encode()
+        clients[0].set(f"k{k}", v)
+        model[f"k{k}"] = v
+    draw = zipf_sampler(keys, 1.0, rng)
+    wrong: list[dict] = []
+    counts = {"get": 0, "set": 0, "set_noreply": 0, "delete": 0, "get_many": 0, "pipeline": 0, "expiry": 0}
+    errors = 0
+
+    def check(i: int, k: str, got: bytes | None) -> None:
+        if got != model[k]:
+            wrong.append({"op": i, "key": k, "got": repr(got), "want": repr(model[k])})
+
+    raw = _socket.create_connection((host, port), timeout=30)
+    rbuf = b""
+
+    def raw_gets(ks: list[str]) -> list[bytes | None]:
+        nonlocal rbuf
+        raw.sendall(b"".join(f"get {k}\r\n".encode() for k in ks))
+        out: list[bytes | None] = []
+        while len(out) < len(ks):
+            while b"END\r\n" not in rbuf:
+                chunk = raw.recv(65536)
+                if not chunk:
+                    raise ConnectionError("closed")
+                rbuf += chunk
+            head, _, rbuf = rbuf.partition(b"END\r\n")
+            if head.startswith(b"VALUE "):
+                line, _, rest = head.partition(b"\r\n")
+                n = int(line.split()[3])
+                out.append(rest[:n])
+            else:
+                out.append(None)
+        return out
+
+    t0 = time.perf_counter()
+    for i in range(ops):
+        c = clients[i % conns]
+        k = f"k{draw()}"
+        r = rng.random()
+        try:
+            if r < 0.70:
+                check(i, k, c.get(k))
+                counts["get"] += 1
+            elif r < 0.80:
+                v = f"v{k}-{i}".encode()
+                assert c.set(k, v, noreply=False)
+                model[k] = v
+                counts["set"] += 1
+            elif r < 0.85:
+                v = f"n{k}-{i}".encode()
+                c.set(k, v, noreply=True)
+                model[k] = v
+                check(i, k, c.get(k))
+                counts["set_noreply"] += 1
+            elif r < 0.90:
+                c.delete(k, noreply=False)
+                model[k] = None
+                counts["delete"] += 1
+            elif r < 0.95:
+                ks = sorted({f"k{draw()}" for _ in range(3)})
+                got = c.get_many(ks)
+                for kk in ks:
+                    check(i, kk, got.get(kk))
+                counts["get_many"] += 1
+            else:
+                ks = [f"k{draw()}" for _ in range(3)]
+                for kk, got in zip(ks, raw_gets(ks)):
+                    check(i, kk, got)
+                counts["pipeline"] += 1
+        except Exception as e:  # a reset or timeout is a failure of the switch too
+            errors += 1
+            wrong.append({"op": i, "error": repr(e)})
+    # Expiry: read twice (would be learned and answered), then after it expired.
+    try:
+        clients[0].set("ttl", b"soon-gone", expire=1, noreply=False)
+        for _ in range(3):
+            if clients[1 % conns].get("ttl") != b"soon-gone":
+                wrong.append({"op": "ttl-before", "got": "other"})
+        time.sleep(2.2)
+        got = clients[1 % conns].get("ttl")
+        if got is not None:
+            wrong.append({"op": "ttl-after", "key": "ttl", "got": repr(got), "want": "None (expired)"})
+        counts["expiry"] += 1
+    except Exception as e:
+        errors += 1
+        wrong.append({"op": "ttl", "error": repr(e)})
+    elapsed = time.perf_counter() - t0
+    raw.close()
+    return {"ops": ops, "counts": counts, "errors": errors, "wrong": wrong[:20], "wrong_count": len(wrong),
+            "elapsed_s": elapsed, "model": {k: (v.decode() if v is not None else None) for k, v in model.items()}}
+
+
 def cql_session(host: str, protocol: int | None):
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
@@ -293,7 +399,7 @@ def connections(host: str, queries: int, s_zipf: float, seed: int, protocol: int
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="appswitch_workload")
-    ap.add_argument("kind", choices=["redis", "cql", "cql-read-model", "turnaround", "connections"])
+    ap.add_argument("kind", choices=["redis", "memcached", "cql", "cql-read-model", "turnaround", "connections"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, default=6379)
     ap.add_argument("--ops", type=int, default=1000)
@@ -313,6 +419,8 @@ def main(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     if a.kind == "redis":
         out = redis_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
+    elif a.kind == "memcached":
+        out = memcached_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
     elif a.kind == "cql":
         out = cql_mixed(a.host, a.ops, a.keys, a.seed, a.protocol)
     elif a.kind == "cql-read-model":

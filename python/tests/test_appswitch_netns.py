@@ -1,7 +1,7 @@
 """The application switch against the real things: client, switch and server network namespaces
-(python/innet/netns.py), a real Redis (scripts/redis.sh) and a real Cassandra 5.0 from Maven
+(python/innet/netns.py), a real Redis (scripts/redis.sh), a real memcached (scripts/memcached.sh) and a real Cassandra 5.0 from Maven
 Central jars (scripts/cassandra.sh) in the server namespace, `innet switch run --program
-appswitch` on the switch's ports, and the real drivers (redis-py, cassandra-driver) in the
+appswitch` on the switch's ports, and the real drivers (redis-py, pymemcache, cassandra-driver) in the
 client namespace (python/innet/appswitch_workload.py). Every answer must equal what the server
 holds for that key at that moment, including across writes and under 1% loss and 1% reordering
 (the switch's --loss/--reorder: this kernel has no tc netem);
@@ -64,29 +64,60 @@ def program_counter(stats: dict, name: str) -> int:
 IMPAIR = ["--loss", "0.01", "--reorder", "0.01"]
 
 
+def server_holds_redis(t: Topology, model: dict) -> None:
+    """The server holds what the model says (read directly in the server namespace)."""
+    for k, v in list(model.items())[:50]:
+        got = t.exec(t.server, ["redis-cli", "-h", t.server_ip, "--raw", "get", k]).stdout.decode().rstrip("\n")
+        assert got == (v or ""), (k, got, v)
+
+
+def server_holds_memcached(t: Topology, model: dict) -> None:
+    """The server holds what the model says (a plain socket in the server namespace)."""
+    keys = list(model)[:50]
+    script = ("import socket,sys\ns=socket.create_connection((sys.argv[1],11211),10)\n"
+              "s.sendall(''.join(f'get {k}\\r\\n' for k in sys.argv[2:]).encode())\nb=b''\n"
+              "while b.count(b'END\\r\\n')<len(sys.argv)-2: b+=s.recv(65536)\nsys.stdout.buffer.write(b)")
+    raw = t.exec(t.server, [sys.executable, "-c", script, t.server_ip, *keys]).stdout
+    for k, block in zip(keys, raw.split(b"END\r\n")):
+        got = block.split(b"\r\n")[1].decode() if block.startswith(b"VALUE ") else None
+        assert got == model[k], (k, got, model[k])
+
+
+# Server script, port, and the check of what the server holds; the switch protocol and the
+# workload kind are the server's name.
+KV_SERVERS = {
+    "redis": ("scripts/redis.sh", 6379, server_holds_redis),
+    "memcached": ("scripts/memcached.sh", 11211, server_holds_memcached),
+}
+
+
 @pytest.mark.parametrize("impair", [[], IMPAIR], ids=["clean", "loss1pct"])
-def test_redis_through_appswitch(impair, tmp_path):
-    t = topology(f"redis-{impair}")
+@pytest.mark.parametrize("server", list(KV_SERVERS))
+def test_kv_server_through_appswitch(server, impair, tmp_path):
+    script, port, server_holds = KV_SERVERS[server]
+    t = topology(f"{server}-{impair}")
+    sdir = tmp_path / server
     try:
-        redis_dir = tmp_path / "redis"
-        subprocess.run([str(REPO / "scripts/redis.sh"), "start", str(redis_dir), t.server_ip, "6379", t.server],
+        subprocess.run([str(REPO / script), "start", str(sdir), t.server_ip, str(port), t.server],
                        check=True, capture_output=True, timeout=60)
         stats = tmp_path / "stats.json"
-        t.start_switch("appswitch", {"protocol": "redis", "cache_entries": "32"}, extra=["--stats-json", str(stats), *impair])
-        out = workload(t, ["redis", "--host", t.server_ip, "--ops", str(OPS), "--keys", "50", "--conns", "3"])
+        t.start_switch("appswitch", {"protocol": server, "cache_entries": "32"},
+                       extra=["--stats-json", str(stats), *impair])
+        out = workload(t, [server, "--host", t.server_ip, "--port", str(port), "--ops", str(OPS), "--keys", "50",
+                           "--conns", "3"])
         assert out["errors"] == 0, out["wrong"]
         assert out["wrong_count"] == 0, out["wrong"]
-        # The server holds what the model says (read directly in the server namespace).
-        for k, v in list(out["model"].items())[:50]:
-            got = t.exec(t.server, ["redis-cli", "-h", t.server_ip, "--raw", "get", k]).stdout.decode().rstrip("\n")
-            assert got == (v or ""), (k, got, v)
+        assert all(n > 0 for n in out["counts"].values()), out["counts"]
+        server_holds(t, out["model"])
         s = stop_switch_stats(t, stats)
+        print(json.dumps({"server": server, "impair": impair, "counts": out["counts"], "elapsed_s": out["elapsed_s"],
+                          "switch": s.get("program_report")}))
         assert program_counter(s, "hits") > OPS // 10, s
         assert program_counter(s, "misses") > 0, s
         assert program_counter(s, "protocol_errors") == 0, s
     finally:
         t.down()
-        subprocess.run([str(REPO / "scripts/redis.sh"), "stop", str(tmp_path / "redis")], capture_output=True)
+        subprocess.run([str(REPO / script), "stop", str(sdir)], capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +144,29 @@ GARBAGE = textwrap.dedent("""
 """)
 
 
+# Unprepared SELECTs only, on a table no statement was ever prepared for: the switch can cache
+# them only if it learned the table's partition key from the driver's system_schema.columns reads.
+LITERAL = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[3])
+    from innet.appswitch_workload import cql_session
+    cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
+    s.execute("CREATE KEYSPACE IF NOT EXISTS lit WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    s.execute("CREATE TABLE IF NOT EXISTS lit.kv (k text PRIMARY KEY, v text)")
+    cluster.shutdown()
+    # A new session reads the schema (now with lit.kv) at connect, through the switch.
+    cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
+    s.execute("INSERT INTO lit.kv (k, v) VALUES ('a', 'one')")
+    got = [s.execute("SELECT v FROM lit.kv WHERE k = 'a'").one().v for _ in range(6)]
+    assert got == ["one"] * 6, got
+    s.execute("UPDATE lit.kv SET v = 'two' WHERE k = 'a'")
+    got = [s.execute("SELECT v FROM lit.kv WHERE k = 'a'").one().v for _ in range(3)]
+    assert got == ["two"] * 3, got
+    cluster.shutdown()
+    print("ok")
+""")
+
+
 @pytest.mark.parametrize("impair,protocol", [([], 5), ([], 4), (IMPAIR, 5)], ids=["v5", "v4", "v5-loss1pct"])
 def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path):
     t = topology(f"cql-{impair}-{protocol}")
@@ -125,6 +179,14 @@ def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats), *impair])
         g = t.exec(t.client, [sys.executable, "-c", GARBAGE, t.server_ip], check=False, timeout=60)
         assert g.returncode == 0, g.stderr
+        if not impair and protocol == 4:
+            lit = t.exec(t.client, [sys.executable, "-c", LITERAL, t.server_ip, str(protocol), str(REPO / "python")],
+                         check=False, timeout=180)
+            assert lit.returncode == 0, lit.stderr.decode(errors="replace")[-3000:]
+            s = stop_switch_stats(t, stats)
+            # 6 + 3 literal reads, each value answered by the server once: at least 7 hits.
+            assert program_counter(s, "hits") >= 7, s.get("program_report")
+            t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats)])
         ops = OPS if impair else max(OPS // 3, 1000)
         out = workload(t, ["cql", "--host", t.server_ip, "--ops", str(ops), "--keys", "40", "--protocol", str(protocol)])
         assert out["protocol_version"] == protocol

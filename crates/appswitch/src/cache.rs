@@ -163,8 +163,10 @@ impl Cache {
         WriteToken(0)
     }
 
-    /// A read request passed on to the server: remember when.
-    pub fn begin_read(&self) -> ReadToken {
+    /// A read request passed on to the server: remember when. The clock ticks, so a read that
+    /// begins right after a write ended (or a flush) is ordered after it and may fill.
+    pub fn begin_read(&mut self) -> ReadToken {
+        self.clock += 1;
         ReadToken(self.clock)
     }
 
@@ -328,6 +330,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::VecDeque;
+
+    #[test]
+    fn a_read_after_a_write_ended_may_fill_one_in_flight_may_not() {
+        let mut c = Cache::new(4);
+        let during = {
+            let w = c.begin_write(b"k");
+            let t = c.begin_read();
+            c.end_write(b"k", w, None);
+            t
+        };
+        assert!(
+            !c.fill(b"k", b"s", b"old", during),
+            "in flight across the write"
+        );
+        let after = c.begin_read();
+        assert!(
+            c.fill(b"k", b"s", b"new", after),
+            "begun after the write ended"
+        );
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"new"[..]));
+        c.flush();
+        let t = c.begin_read();
+        assert!(c.fill(b"k", b"s", b"v", t), "begun after a flush");
+    }
 
     #[test]
     fn lru_evicts_least_recent() {

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod cql;
 pub mod cql_statement;
 pub mod fixed_fields;
+pub mod memcache;
 pub mod migration;
 pub mod program;
 pub mod resp;
@@ -23,12 +24,17 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
     let protocol = match s.str("protocol", "cql").as_str() {
         "cql" => Protocol::Cql,
         "redis" => Protocol::Redis,
-        other => return Err(format!("--set protocol={other}: expected cql or redis")),
+        "memcached" => Protocol::Memcached,
+        other => {
+            return Err(format!(
+                "--set protocol={other}: expected cql, redis or memcached"
+            ))
+        }
     };
-    let default_port = if protocol == Protocol::Cql {
-        9042
-    } else {
-        6379
+    let default_port = match protocol {
+        Protocol::Cql => 9042,
+        Protocol::Redis => 6379,
+        Protocol::Memcached => 11211,
     };
     let port = s.u64("server_port", default_port)?;
     let server_port =
@@ -90,8 +96,8 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
 pub fn switch_programs() -> Vec<ProgramSpec> {
     vec![ProgramSpec {
         name: "appswitch",
-        description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5) or Redis with TCP migration. \
-                      Settings: protocol=cql|redis, server_port=N (9042 / 6379), cache_entries=N (64), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
+        description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5), Redis or memcached (text protocol) with TCP migration. \
+                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
         build: build_appswitch,
     }]
 }

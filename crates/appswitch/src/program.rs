@@ -1,6 +1,6 @@
 //! The application switch as a data-plane [`Program`] on real packets: tracks each TCP
-//! connection to the server port, parses the key-value protocol in both directions (CQL or
-//! RESP), answers reads the cache holds (migration), forwards the rest with rewritten sequence
+//! connection to the server port, parses the key-value protocol in both directions (CQL, RESP
+//! or memcached's text protocol), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
 
 use std::collections::VecDeque;
@@ -17,6 +17,7 @@ use innet_sim::packet::{Packet, TcpFlags, L4};
 use crate::cache::{Cache, ReadToken, WriteToken};
 use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
 use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
+use crate::memcache::{self, McReader, ReplyShape};
 use crate::migration::Migration;
 use crate::resp::{self, Reply, RespReader};
 
@@ -25,9 +26,10 @@ use crate::resp::{self, Reply, RespReader};
 pub enum Protocol {
     Cql,
     Redis,
+    Memcached,
 }
 
-/// Knobs (`--set protocol=cql|redis server_port=N cache_entries=N`).
+/// Knobs (`--set protocol=cql|redis|memcached server_port=N cache_entries=N`).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub protocol: Protocol,
@@ -85,6 +87,12 @@ enum Pending {
         statement: Statement,
         keyspace: Option<String>,
     },
+    /// A read of `system_schema.columns` (drivers read it at connect): its rows teach the
+    /// partition keys of tables. `continued`: a later page (its first table may have started on
+    /// the page before).
+    SchemaColumns {
+        continued: bool,
+    },
     Other,
 }
 
@@ -120,9 +128,26 @@ struct RedisState {
     resp3: bool,
 }
 
+/// A memcached request waiting for its reply, and the `noreply` writes sent before it (the
+/// server handles a connection's requests in order, so this reply shows they were applied).
+struct McPending {
+    shape: ReplyShape,
+    pending: Pending,
+    noreply_before: Vec<Pending>,
+}
+
+struct McConn {
+    c2s: McReader,
+    s2c: McReader,
+    pending: VecDeque<McPending>,
+    /// `noreply` writes not yet followed by a request that has a reply.
+    noreply: Vec<Pending>,
+}
+
 enum Proto {
     Cql(CqlConn),
     Redis(RedisConn),
+    Mc(McConn),
 }
 
 struct Conn {
@@ -157,6 +182,10 @@ pub struct AppSwitch {
     partition_keys: HashMap<String, HashMap<String, Option<String>>>,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
+    /// Keys (cache items) given an expiry time through the switch: never cached, since the
+    /// server drops them on its own. `volatile_all`: a delayed `flush_all` was seen.
+    volatile: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    volatile_all: bool,
     /// Reused buffer for per-packet encoding.
     scratch: Vec<u8>,
     /// Reused per-packet lists of parsed requests and CQL frames.
@@ -179,6 +208,8 @@ impl AppSwitch {
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
             fixed_layout: None,
+            volatile: Default::default(),
+            volatile_all: false,
             scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
@@ -274,6 +305,24 @@ fn cql_item(mut v: Vec<u8>, ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
 }
 
 /// A bound value of a known CQL type as a cache key.
+/// A QUERY that reads `system_schema.columns` (any case; with or without a WHERE clause). Only
+/// a SELECT: a write that merely mentions the name (in a string) stays a write.
+fn is_schema_columns_query(text: &str) -> bool {
+    const NEEDLE: &[u8] = b"system_schema.columns";
+    let t = text.trim_start().as_bytes();
+    t.len() >= NEEDLE.len()
+        && t[..6].eq_ignore_ascii_case(b"select")
+        && text
+            .as_bytes()
+            .windows(NEEDLE.len())
+            .any(|w| w.eq_ignore_ascii_case(NEEDLE))
+}
+
+/// The `volatile` entry that stands for a whole CQL table (a TTL write whose key is unknown).
+fn cql_table_marker(t: (&str, &str)) -> Vec<u8> {
+    format!("cql-table:{}.{}", t.0, t.1).into_bytes()
+}
+
 fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
     use cql::type_id::*;
     let cql::CqlType::Native(id) = typ else {
@@ -354,6 +403,11 @@ impl AppSwitch {
             return Classified::Pending(Pending::WriteAll);
         };
         match req {
+            Request::Query { text, params } if is_schema_columns_query(&text) => {
+                Classified::Pending(Pending::SchemaColumns {
+                    continued: params.paging_state.is_some(),
+                })
+            }
             Request::Query { text, params } => {
                 let ks = params.keyspace.as_deref().or(keyspace);
                 let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
@@ -484,6 +538,13 @@ impl AppSwitch {
                     return Classified::Pending(Pending::Other);
                 };
                 let item = cql_item(self.buf(), t.0, t.1, &k);
+                if !self.volatile.is_empty()
+                    && (self.volatile.contains(&item)
+                        || self.volatile.contains(&cql_table_marker(t)))
+                {
+                    self.give(item);
+                    return Classified::Pending(Pending::Other);
+                }
                 let mut sh = self.buf();
                 shape(&mut sh);
                 let hit = self.lookup_hit(&item, &sh);
@@ -497,6 +558,7 @@ impl AppSwitch {
                 table,
                 columns,
                 values,
+                with_ttl,
                 ..
             } => {
                 let Some(t) = Self::qualify(table, ks) else {
@@ -506,10 +568,14 @@ impl AppSwitch {
                     let i = columns.iter().position(|c| c == pk)?;
                     key_of(values[i].as_ref()?)
                 });
-                self.write_key(t, key)
+                self.write_key(t, key, *with_ttl)
             }
             Statement::WriteByKey {
-                table, column, key, ..
+                table,
+                column,
+                key,
+                with_ttl,
+                ..
             } => {
                 let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::WriteAll);
@@ -519,23 +585,33 @@ impl AppSwitch {
                 } else {
                     None
                 };
-                self.write_key(t, key)
+                self.write_key(t, key, *with_ttl)
             }
             Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
             Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
         }
     }
 
-    fn write_key(&mut self, t: (&str, &str), key: Option<KeyValue>) -> Classified {
+    /// A write to a key (or, `None`, to keys unknown). `with_ttl`: the written cells expire,
+    /// so the key (or, key unknown, the whole table) is never cached again.
+    fn write_key(&mut self, t: (&str, &str), key: Option<KeyValue>, with_ttl: bool) -> Classified {
         match key {
             Some(k) => {
                 let item = cql_item(self.buf(), t.0, t.1, &k);
+                if with_ttl {
+                    self.volatile.insert(item.clone());
+                }
                 Classified::Pending(Pending::Write {
                     items: vec![(item, WriteToken::placeholder())],
                     update: None,
                 })
             }
-            None => Classified::Pending(Pending::WriteAll),
+            None => {
+                if with_ttl {
+                    self.volatile.insert(cql_table_marker(t));
+                }
+                Classified::Pending(Pending::WriteAll)
+            }
         }
     }
 
@@ -581,6 +657,9 @@ impl AppSwitch {
                 Classified::Pending(Pending::Other)
             }
             _ if conn.in_multi && cmd == b"GET" => Classified::Pending(Pending::Other),
+            (b"GET", 2) if !self.volatile.is_empty() && self.volatile.contains(&item(args[1])) => {
+                Classified::Pending(Pending::Other)
+            }
             (b"GET", 2) if !conn.uncacheable => {
                 let mut it = self.buf();
                 it.extend_from_slice(b"redis:0:");
@@ -595,7 +674,30 @@ impl AppSwitch {
                 }
             }
             (b"GET", _) => Classified::Pending(Pending::Other),
+            // Commands that give a key an expiry time: the server will drop it on its own, so
+            // the key is never cached again (see `volatile`).
+            (
+                b"SETEX" | b"PSETEX" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
+                | b"GETEX",
+                n,
+            ) if n >= 2 => {
+                let it = item(&args[1]);
+                self.volatile.insert(it.clone());
+                Classified::Pending(Pending::Write {
+                    items: vec![(it, WriteToken::placeholder())],
+                    update: None,
+                })
+            }
             (b"SET", n) if n >= 3 => {
+                let ttl = args[3..].iter().any(|o| {
+                    matches!(
+                        o.to_ascii_uppercase().as_slice(),
+                        b"EX" | b"PX" | b"EXAT" | b"PXAT" | b"KEEPTTL"
+                    )
+                });
+                if ttl {
+                    self.volatile.insert(item(&args[1]));
+                }
                 let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
                     let mut r = Vec::new();
                     resp::encode_bulk(Some(&args[2]), &mut r);
@@ -626,6 +728,108 @@ impl AppSwitch {
                 | b"GETRANGE",
                 _,
             ) => Classified::Pending(Pending::Other),
+            _ => Classified::Pending(Pending::WriteAll),
+        }
+    }
+
+    fn classify_mc(&mut self, r: &memcache::Request<'_>) -> Classified {
+        use memcache::Cmd;
+        let item = |k: &[u8]| {
+            let mut v = b"mc:".to_vec();
+            v.extend_from_slice(k);
+            v
+        };
+        let write = |items: Vec<Vec<u8>>, update| {
+            Classified::Pending(Pending::Write {
+                items: items
+                    .into_iter()
+                    .map(|k| (k, WriteToken::placeholder()))
+                    .collect(),
+                update,
+            })
+        };
+        match (r.cmd, r.key) {
+            (Cmd::Get, Some(k)) if r.keys == 1 => {
+                let mut it = self.buf();
+                it.extend_from_slice(b"mc:");
+                it.extend_from_slice(k);
+                if self.volatile_all || self.volatile.contains(&it) {
+                    self.give(it);
+                    return Classified::Pending(Pending::Other);
+                }
+                let mut shape = self.buf();
+                shape.extend_from_slice(b"get");
+                let hit = self.lookup_hit(&it, &shape);
+                Classified::Read {
+                    item: it,
+                    shape,
+                    hit,
+                }
+            }
+            (
+                Cmd::Get
+                | Cmd::Gets
+                | Cmd::MetaGet
+                | Cmd::MetaNoop
+                | Cmd::MetaDebug
+                | Cmd::Stats
+                | Cmd::Version
+                | Cmd::Verbosity
+                | Cmd::Quit,
+                _,
+            ) => Classified::Pending(Pending::Other),
+            (Cmd::FlushAll, _) => {
+                if r.exptime != 0 {
+                    // Items vanish later, at a time the switch cannot see: stop caching.
+                    self.volatile_all = true;
+                }
+                Classified::Pending(Pending::WriteAll)
+            }
+            (
+                Cmd::Gat
+                | Cmd::Gats
+                | Cmd::Set
+                | Cmd::Add
+                | Cmd::Replace
+                | Cmd::Append
+                | Cmd::Prepend
+                | Cmd::Cas
+                | Cmd::Delete
+                | Cmd::Incr
+                | Cmd::Decr
+                | Cmd::Touch
+                | Cmd::MetaSet
+                | Cmd::MetaDelete
+                | Cmd::MetaArith,
+                Some(k),
+            ) => {
+                let it = item(k);
+                let touches_ttl = matches!(
+                    r.cmd,
+                    Cmd::Gat
+                        | Cmd::Gats
+                        | Cmd::Touch
+                        | Cmd::Set
+                        | Cmd::Add
+                        | Cmd::Replace
+                        | Cmd::Cas
+                        | Cmd::MetaSet
+                        | Cmd::MetaArith
+                );
+                if touches_ttl && r.exptime != 0 {
+                    self.volatile.insert(it.clone());
+                }
+                if matches!(r.cmd, Cmd::Gat | Cmd::Gats) && r.keys > 1 {
+                    return Classified::Pending(Pending::WriteAll);
+                }
+                // A plain `set` that succeeds makes `get k` answer exactly this.
+                let update = (r.cmd == Cmd::Set && r.exptime == 0 && !r.noreply).then(|| {
+                    let mut v = Vec::new();
+                    memcache::encode_value(k, r.flags, r.data, &mut v);
+                    (b"get".to_vec(), v)
+                });
+                write(vec![it], update)
+            }
             _ => Classified::Pending(Pending::WriteAll),
         }
     }
@@ -678,7 +882,79 @@ impl AppSwitch {
                 }
             }
             Pending::WriteAll => self.cache.end_write_all(),
-            Pending::Prepare { .. } | Pending::Other => {}
+            Pending::Prepare { .. } | Pending::SchemaColumns { .. } | Pending::Other => {}
+        }
+    }
+
+    /// Learn tables' partition keys from rows of `system_schema.columns` (keyspace_name,
+    /// table_name, column_name, kind, position). A table is learned only when all its rows are
+    /// in this page: not the first table of a continued page, not the last of a page with more
+    /// pages to come.
+    fn learn_schema_columns(&mut self, rows: &cql::Rows, continued: bool) {
+        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
+        let (Some(ks_i), Some(tb_i), Some(col_i), Some(kind_i), Some(pos_i)) = (
+            col("keyspace_name"),
+            col("table_name"),
+            col("column_name"),
+            col("kind"),
+            col("position"),
+        ) else {
+            return;
+        };
+        let text = |row: &[Option<Vec<u8>>], i: usize| {
+            row.get(i)
+                .and_then(|v| v.as_deref())
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .map(str::to_string)
+        };
+        // (table, partition-key columns with their positions), in row order.
+        let mut tables: Vec<((String, String), Vec<(i32, String)>)> = Vec::new();
+        for row in &rows.rows {
+            let (Some(ks), Some(tb), Some(name), Some(kind)) = (
+                text(row, ks_i),
+                text(row, tb_i),
+                text(row, col_i),
+                text(row, kind_i),
+            ) else {
+                return;
+            };
+            let t = (ks, tb);
+            if tables.last().map(|(last, _)| last) != Some(&t) {
+                tables.push((t, Vec::new()));
+            }
+            if kind == "partition_key" {
+                let pos = row
+                    .get(pos_i)
+                    .and_then(|v| v.as_deref())
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(i32::from_be_bytes)
+                    .unwrap_or(-1);
+                if let Some((_, pks)) = tables.last_mut() {
+                    pks.push((pos, name));
+                }
+            }
+        }
+        let more = rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES != 0;
+        let n = tables.len();
+        for (i, (t, pks)) in tables.into_iter().enumerate() {
+            if (continued && i == 0) || (more && i + 1 == n) {
+                continue;
+            }
+            match pks.as_slice() {
+                [] => {}
+                [(_, only)] => {
+                    self.partition_keys
+                        .entry(t.0)
+                        .or_default()
+                        .insert(t.1, Some(only.clone()));
+                }
+                _ => {
+                    self.partition_keys
+                        .entry(t.0)
+                        .or_default()
+                        .insert(t.1, None);
+                }
+            }
         }
     }
 
@@ -801,6 +1077,12 @@ impl Program for AppSwitch {
                             pending: VecDeque::new(),
                             st: RedisState::default(),
                         }),
+                        Protocol::Memcached => Proto::Mc(McConn {
+                            c2s: McReader::default(),
+                            s2c: McReader::default(),
+                            pending: VecDeque::new(),
+                            noreply: Vec::new(),
+                        }),
                     };
                     let mut mig = Migration::new(h.seq, mss);
                     mig.client_tsval = ts.map(|t| t.0);
@@ -861,6 +1143,12 @@ impl AppSwitch {
         let pend: Vec<Pending> = match conn.proto {
             Proto::Cql(c) => c.pending.into_values().collect(),
             Proto::Redis(r) => r.pending.into_iter().collect(),
+            Proto::Mc(m) => m
+                .pending
+                .into_iter()
+                .flat_map(|e| std::iter::once(e.pending).chain(e.noreply_before))
+                .chain(m.noreply)
+                .collect(),
         };
         for p in pend {
             self.complete(p, false, None);
@@ -1143,6 +1431,69 @@ impl AppSwitch {
                 }
                 false
             }
+            Proto::Mc(m) => {
+                boundary_before = m.c2s.at_boundary();
+                s2c_boundary = m.s2c.at_boundary();
+                // Requests are classified as they are framed (borrowed from the segment); the
+                // reply shape rides along in the stream-id slot's place.
+                let mut shapes: Vec<(ReplyShape, bool)> = Vec::new();
+                let mut quiet = false;
+                let res = m.c2s.push_requests(bytes, |r| {
+                    quiet |= r.quiet;
+                    shapes.push((r.reply, r.noreply));
+                    items.push((None, self.classify_mc(r)));
+                });
+                if res.is_err() || quiet {
+                    // Quiet meta commands suppress some replies: replies can no longer be
+                    // matched to requests, so the connection passes through from here.
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+                let Proto::Mc(m) = &mut conn.proto else {
+                    unreachable!()
+                };
+                let all_hits = !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let answer = may_answer
+                    && !conn.broken
+                    && boundary_before
+                    && m.c2s.at_boundary()
+                    && s2c_boundary
+                    && all_hits
+                    && m.pending.is_empty()
+                    && !conn.mig.server_fin;
+                if !answer {
+                    for ((_, cl), (shape, noreply)) in items.drain(..).zip(shapes) {
+                        let p = self.to_pending(cl);
+                        let p = self.begin(p);
+                        if noreply || shape == ReplyShape::None {
+                            m.noreply.push(p);
+                        } else {
+                            let noreply_before = std::mem::take(&mut m.noreply);
+                            m.pending.push_back(McPending {
+                                shape,
+                                pending: p,
+                                noreply_before,
+                            });
+                        }
+                    }
+                    return false;
+                }
+                let mut reply = conn.mig.take_reply_buffer();
+                for (_, cl) in items.iter() {
+                    if let Classified::Read { hit: Some(b), .. } = cl {
+                        reply.extend_from_slice(&self.hit_bytes[b.clone()]);
+                    }
+                }
+                self.counters.hits += items.len() as u64;
+                self.counters.migrated_request_bytes += end - from;
+                self.counters.migrated_reply_bytes += reply.len() as u64;
+                let i = conn.mig.answer(from, end, reply);
+                self.send_reply(conn, i, pkt, meta, ctx);
+                true
+            }
             Proto::Redis(r) => {
                 boundary_before = r.c2s.at_boundary();
                 s2c_boundary = r.s2c.at_boundary();
@@ -1331,6 +1682,9 @@ impl AppSwitch {
                         ) => {
                             self.learn_prepared(&pr, statement, keyspace);
                         }
+                        (Pending::SchemaColumns { continued }, Some(ResultMsg::Rows(rows))) => {
+                            self.learn_schema_columns(&rows, continued);
+                        }
                         (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
                             // Only canonical encodings are stored (re-encode and compare,
                             // into a reused buffer).
@@ -1352,6 +1706,49 @@ impl AppSwitch {
                     self.give(f.body);
                 }
                 self.frames_scratch = frames;
+                if r.is_err() {
+                    conn.broken = true;
+                    self.counters.protocol_errors += 1;
+                }
+            }
+            Proto::Mc(m) => {
+                let mut st = (&mut *self, &mut m.pending);
+                let r = m.s2c.push_replies(
+                    bytes,
+                    &mut st,
+                    |(_, pend)| pend.front().map(|e| e.shape),
+                    |(sw, pend), reply, raw| {
+                        let Some(e) = pend.pop_front() else {
+                            return;
+                        };
+                        match e.pending {
+                            p @ Pending::Read { .. } => {
+                                // `get k` answers nothing (END) or k's one item.
+                                let key_ok = match (&p, reply) {
+                                    (
+                                        Pending::Read { item, .. },
+                                        memcache::Reply::Values {
+                                            items: 1,
+                                            first_key: Some(k),
+                                            ..
+                                        },
+                                    ) => item.get(3..) == Some(k),
+                                    (_, memcache::Reply::Values { items: 0, .. }) => true,
+                                    _ => false,
+                                };
+                                sw.complete(p, key_ok, key_ok.then_some(raw));
+                            }
+                            p @ Pending::Write { .. } => {
+                                let ok = reply == memcache::Reply::Stored;
+                                sw.complete(p, ok, None);
+                            }
+                            p => sw.complete(p, false, None),
+                        }
+                        for w in e.noreply_before {
+                            sw.complete(w, false, None);
+                        }
+                    },
+                );
                 if r.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;

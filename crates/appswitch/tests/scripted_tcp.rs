@@ -458,3 +458,344 @@ mod cql_v5 {
         );
     }
 }
+
+pub(crate) mod memcached {
+    use super::*;
+
+    /// One connection's positions in both sequence spaces: what the client sent and saw, what
+    /// the server received and sent.
+    pub(crate) struct Talk {
+        r: Rig,
+        c_cli: u32,
+        s_cli: u32,
+        c_srv: u32,
+        s_srv: u32,
+    }
+
+    impl Talk {
+        fn new() -> Talk {
+            Talk::with("memcached")
+        }
+        pub(crate) fn with(protocol: &str) -> Talk {
+            let mut r = Rig::with(protocol);
+            handshake(&mut r);
+            let (c, s) = (C_ISN + 1, S_ISN + 1);
+            Talk {
+                r,
+                c_cli: c,
+                s_cli: s,
+                c_srv: c,
+                s_srv: s,
+            }
+        }
+        /// The client sends `req`; returns what the switch sent back to the client (a hit) or
+        /// `None` when it forwarded the request.
+        pub(crate) fn request(&mut self, req: &[u8]) -> Option<Vec<u8>> {
+            let out = self.r.client(self.c_cli, self.s_cli, PA, req);
+            self.c_cli += req.len() as u32;
+            if let [(1, t, p)] = &out[..] {
+                assert_eq!(
+                    (t.seq, &p[..]),
+                    (self.c_srv, req),
+                    "forwarded at the server's seq"
+                );
+                self.c_srv += req.len() as u32;
+                return None;
+            }
+            assert_eq!(out.len(), 1, "{out:?}");
+            assert_eq!(out[0].0, 0, "answered towards the client");
+            let reply = out[0].2.clone();
+            self.s_cli += reply.len() as u32;
+            self.r.client(self.c_cli, self.s_cli, A, &[]);
+            Some(reply)
+        }
+        pub(crate) fn reply(&mut self, rep: &[u8]) {
+            let out = self.r.server(self.s_srv, self.c_srv, PA, rep);
+            assert_eq!(out.len(), 1);
+            assert_eq!(
+                (out[0].0, out[0].1.seq, &out[0].2[..]),
+                (0, self.s_cli, rep)
+            );
+            self.s_srv += rep.len() as u32;
+            self.s_cli += rep.len() as u32;
+        }
+    }
+
+    #[test]
+    fn get_miss_learn_hit_set_updates_and_ttl_keys_are_never_cached() {
+        let mut t = Talk::new();
+        let v1 = b"VALUE k 3 5\r\nhello\r\nEND\r\n";
+        assert_eq!(t.request(b"get k\r\n"), None);
+        t.reply(v1);
+        assert_eq!(t.request(b"get k\r\n").as_deref(), Some(&v1[..]), "hit");
+        // A multi-key get and gets are passed to the server.
+        assert_eq!(t.request(b"get k j\r\n"), None);
+        t.reply(b"VALUE k 3 5\r\nhello\r\nEND\r\n");
+        assert_eq!(t.request(b"gets k\r\n"), None);
+        t.reply(b"VALUE k 3 5 9\r\nhello\r\nEND\r\n");
+        // A plain set updates the entry from its STORED reply.
+        assert_eq!(t.request(b"set k 4 0 3\r\nnew\r\n"), None);
+        t.reply(b"STORED\r\n");
+        assert_eq!(
+            t.request(b"get k\r\n").as_deref(),
+            Some(&b"VALUE k 4 3\r\nnew\r\nEND\r\n"[..])
+        );
+        // A set that is NOT_STORED (add of an existing key) leaves no entry to answer from.
+        assert_eq!(t.request(b"add k 0 0 1\r\nz\r\n"), None);
+        t.reply(b"NOT_STORED\r\n");
+        assert_eq!(t.request(b"get k\r\n"), None);
+        t.reply(b"VALUE k 4 3\r\nnew\r\nEND\r\n");
+        assert!(t.request(b"get k\r\n").is_some(), "learned again");
+        // An absent key's answer (END) is cached too.
+        assert_eq!(t.request(b"get nope\r\n"), None);
+        t.reply(b"END\r\n");
+        assert_eq!(t.request(b"get nope\r\n").as_deref(), Some(&b"END\r\n"[..]));
+        // A key given an expiry time is never answered by the switch again.
+        assert_eq!(t.request(b"set k 0 100 1\r\nx\r\n"), None);
+        t.reply(b"STORED\r\n");
+        for _ in 0..2 {
+            assert_eq!(t.request(b"get k\r\n"), None, "volatile keys are forwarded");
+            t.reply(b"VALUE k 0 1\r\nx\r\nEND\r\n");
+        }
+    }
+
+    #[test]
+    fn noreply_writes_invalidate_until_a_later_reply_shows_them_applied() {
+        let mut t = Talk::new();
+        assert_eq!(t.request(b"get j\r\n"), None);
+        t.reply(b"VALUE j 0 3\r\nold\r\nEND\r\n");
+        assert!(t.request(b"get j\r\n").is_some());
+        // A noreply write: no reply will come; the old value must never be answered again.
+        assert_eq!(t.request(b"set j 0 0 3 noreply\r\nnew\r\n"), None);
+        assert_eq!(
+            t.request(b"get j\r\n"),
+            None,
+            "no stale hit after a noreply write"
+        );
+        // This answer follows the noreply write on the connection, but the read was in flight
+        // while the write was open: not learned.
+        t.reply(b"VALUE j 0 3\r\nnew\r\nEND\r\n");
+        assert_eq!(t.request(b"get j\r\n"), None);
+        t.reply(b"VALUE j 0 3\r\nnew\r\nEND\r\n");
+        assert_eq!(
+            t.request(b"get j\r\n").as_deref(),
+            Some(&b"VALUE j 0 3\r\nnew\r\nEND\r\n"[..])
+        );
+        // delete, incr and a pipelined pair.
+        assert_eq!(t.request(b"delete j\r\n"), None);
+        t.reply(b"DELETED\r\n");
+        assert_eq!(t.request(b"get j\r\nget j\r\n"), None);
+        t.reply(b"END\r\nEND\r\n");
+        assert_eq!(
+            t.request(b"get j\r\nget j\r\n").as_deref(),
+            Some(&b"END\r\nEND\r\n"[..])
+        );
+    }
+
+    #[test]
+    fn quiet_meta_binary_and_garbage_make_the_connection_pass_through() {
+        for bad in [
+            &b"mg k v q\r\n"[..],
+            b"\x80\x00\x00\x05garbage",
+            b"set k x 0 1\r\nz\r\n",
+        ] {
+            let mut t = Talk::new();
+            assert_eq!(t.request(b"get k\r\n"), None);
+            t.reply(b"VALUE k 0 1\r\nv\r\nEND\r\n");
+            assert!(t.request(b"get k\r\n").is_some());
+            assert_eq!(t.request(bad), None);
+            assert_eq!(
+                t.request(b"get k\r\n"),
+                None,
+                "never answered after {bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn redis_keys_given_an_expiry_are_never_answered_again() {
+        let mut t = Talk::with("redis");
+        let get = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(t.request(get), None);
+        t.reply(b"$1\r\nv\r\n");
+        assert!(t.request(get).is_some());
+        assert_eq!(
+            t.request(b"*3\r\n$6\r\nEXPIRE\r\n$1\r\nk\r\n$3\r\n100\r\n"),
+            None
+        );
+        t.reply(b":1\r\n");
+        for _ in 0..2 {
+            assert_eq!(t.request(get), None, "a key with a TTL is forwarded");
+            t.reply(b"$1\r\nv\r\n");
+        }
+        // SET with EX on another key: same.
+        let get_j = b"*2\r\n$3\r\nGET\r\n$1\r\nj\r\n";
+        assert_eq!(
+            t.request(b"*5\r\n$3\r\nSET\r\n$1\r\nj\r\n$1\r\nx\r\n$2\r\nEX\r\n$2\r\n10\r\n"),
+            None
+        );
+        t.reply(b"+OK\r\n");
+        assert_eq!(t.request(get_j), None);
+        t.reply(b"$1\r\nx\r\n");
+        assert_eq!(t.request(get_j), None);
+    }
+}
+
+mod cql_schema {
+    use super::memcached::Talk;
+    use innet_appswitch::cql::{
+        self, opcode, ColumnSpec, CqlType, QueryParams, Rows, RowsMetadata,
+    };
+
+    fn query(stream: i16, text: &str) -> Vec<u8> {
+        let p = QueryParams {
+            consistency: 1,
+            ..Default::default()
+        };
+        cql::request_frame(4, stream, opcode::QUERY, &cql::encode_query(4, text, &p))
+    }
+    fn result(stream: i16, rows: &Rows) -> Vec<u8> {
+        let mut b = Vec::new();
+        cql::encode_rows(rows, &mut b);
+        cql::response_frame(4, stream, opcode::RESULT, &b)
+    }
+    fn text_col(name: &str) -> ColumnSpec {
+        ColumnSpec {
+            table: None,
+            name: name.into(),
+            typ: CqlType::Native(cql::type_id::VARCHAR),
+        }
+    }
+    /// `system_schema.columns` rows: (keyspace, table, column, kind, position).
+    fn schema(rows: &[(&str, &str, &str, &str, i32)], flags: u32) -> Rows {
+        let mut columns: Vec<ColumnSpec> = ["keyspace_name", "table_name", "column_name", "kind"]
+            .iter()
+            .map(|n| text_col(n))
+            .collect();
+        columns.push(ColumnSpec {
+            table: None,
+            name: "position".into(),
+            typ: CqlType::Native(cql::type_id::INT),
+        });
+        Rows {
+            metadata: RowsMetadata {
+                flags: flags | cql::rows_flags::GLOBAL_TABLES_SPEC,
+                columns_count: 5,
+                global_table: Some(("system_schema".into(), "columns".into())),
+                columns,
+                ..Default::default()
+            },
+            rows: rows
+                .iter()
+                .map(|(k, t, c, kind, p)| {
+                    vec![
+                        Some(k.as_bytes().to_vec()),
+                        Some(t.as_bytes().to_vec()),
+                        Some(c.as_bytes().to_vec()),
+                        Some(kind.as_bytes().to_vec()),
+                        Some(p.to_be_bytes().to_vec()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+    fn value_rows(v: &str) -> Rows {
+        Rows {
+            metadata: RowsMetadata {
+                flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+                columns_count: 1,
+                global_table: Some(("ks".into(), "kv".into())),
+                columns: vec![text_col("v")],
+                ..Default::default()
+            },
+            rows: vec![vec![Some(v.as_bytes().to_vec())]],
+        }
+    }
+
+    fn ready(t: &mut Talk) {
+        let startup = cql::request_frame(
+            4,
+            0,
+            opcode::STARTUP,
+            &[
+                0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0,
+                5, b'3', b'.', b'0', b'.', b'0',
+            ],
+        );
+        assert_eq!(t.request(&startup), None);
+        t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
+    }
+
+    /// Literal SELECTs become cacheable once the driver's read of system_schema.columns taught
+    /// the table's single-column partition key; compound keys and partial pages teach nothing.
+    #[test]
+    fn partition_keys_learned_from_system_schema_columns() {
+        let mut t = Talk::with("cql");
+        ready(&mut t);
+        let sel = |stream| query(stream, "SELECT v FROM ks.kv WHERE k = 'a'");
+        let sel_cp = |stream| query(stream, "SELECT v FROM ks.cp WHERE a = 'a'");
+        // Unknown partition key: never answered by the switch.
+        for s in [1, 2] {
+            assert_eq!(t.request(&sel(s)), None);
+            t.reply(&result(s, &value_rows("x")));
+        }
+        // A write that only mentions the name is still a write (not a schema read).
+        let w = query(
+            3,
+            "INSERT INTO ks.kv (k, v) VALUES ('b', 'system_schema.columns')",
+        );
+        assert_eq!(t.request(&w), None);
+        t.reply(&cql::response_frame(4, 3, opcode::RESULT, &[0, 0, 0, 1]));
+        // Page 1 of the schema: ks.cp has two partition-key columns; ks.kv is the page's last
+        // table with more pages to come, so not learned yet.
+        let q = query(4, "SELECT * FROM system_schema.columns");
+        assert_eq!(t.request(&q), None);
+        let page1 = schema(
+            &[
+                ("ks", "cp", "a", "partition_key", 0),
+                ("ks", "cp", "b", "partition_key", 1),
+                ("ks", "cp", "v", "regular", -1),
+                ("ks", "kv", "k", "partition_key", 0),
+            ],
+            cql::rows_flags::HAS_MORE_PAGES,
+        );
+        let mut page1 = page1;
+        page1.metadata.paging_state = Some(b"p2".to_vec());
+        t.reply(&result(4, &page1));
+        assert_eq!(
+            t.request(&sel(5)),
+            None,
+            "ks.kv's rows continue on the next page"
+        );
+        t.reply(&result(5, &value_rows("x")));
+        assert_eq!(t.request(&sel(5)), None);
+        t.reply(&result(5, &value_rows("x")));
+        // A complete read of the schema: ks.kv has the single key k.
+        let q = query(
+            6,
+            "select * from SYSTEM_SCHEMA.COLUMNS where keyspace_name = 'ks'",
+        );
+        assert_eq!(t.request(&q), None);
+        t.reply(&result(
+            6,
+            &schema(
+                &[
+                    ("ks", "cp", "a", "partition_key", 0),
+                    ("ks", "cp", "b", "partition_key", 1),
+                    ("ks", "kv", "k", "partition_key", 0),
+                    ("ks", "kv", "v", "regular", -1),
+                ],
+                0,
+            ),
+        ));
+        assert_eq!(t.request(&sel(7)), None, "miss, then learned");
+        t.reply(&result(7, &value_rows("x")));
+        let hit = t.request(&sel(8)).expect("answered by the switch");
+        assert_eq!(hit, result(8, &value_rows("x")));
+        // The compound-key table is never cached by one column.
+        for s in [9, 10] {
+            assert_eq!(t.request(&sel_cp(s)), None);
+            t.reply(&result(s, &value_rows("y")));
+        }
+    }
+}
