@@ -186,6 +186,8 @@ pub struct AppSwitch {
     /// server drops them on its own. `volatile_all`: a delayed `flush_all` was seen.
     volatile: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
     volatile_all: bool,
+    /// Reused per-packet list of memcached requests' reply shapes (and `noreply`).
+    mc_shapes: Vec<(ReplyShape, bool)>,
     /// Reused buffer for per-packet encoding.
     scratch: Vec<u8>,
     /// Reused per-packet lists of parsed requests and CQL frames.
@@ -210,6 +212,7 @@ impl AppSwitch {
             fixed_layout: None,
             volatile: Default::default(),
             volatile_all: false,
+            mc_shapes: Vec::new(),
             scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
@@ -305,6 +308,14 @@ fn cql_item(mut v: Vec<u8>, ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
 }
 
 /// A bound value of a known CQL type as a cache key.
+/// Requests were parsed and every one is a cache hit (so the switch can answer them all).
+fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }))
+}
+
 /// A QUERY that reads `system_schema.columns` (any case; with or without a WHERE clause). Only
 /// a SELECT: a write that merely mentions the name (in a string) stays a write.
 fn is_schema_columns_query(text: &str) -> bool {
@@ -1377,10 +1388,7 @@ impl AppSwitch {
                     unreachable!()
                 };
                 let at_end = c.c2s.at_boundary();
-                let all_hits = !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let all_hits = all_hits(items);
                 if may_answer
                     && !conn.broken
                     && boundary_before
@@ -1436,7 +1444,7 @@ impl AppSwitch {
                 s2c_boundary = m.s2c.at_boundary();
                 // Requests are classified as they are framed (borrowed from the segment); the
                 // reply shape rides along in the stream-id slot's place.
-                let mut shapes: Vec<(ReplyShape, bool)> = Vec::new();
+                let mut shapes = std::mem::take(&mut self.mc_shapes);
                 let mut quiet = false;
                 let res = m.c2s.push_requests(bytes, |r| {
                     quiet |= r.quiet;
@@ -1452,10 +1460,7 @@ impl AppSwitch {
                 let Proto::Mc(m) = &mut conn.proto else {
                     unreachable!()
                 };
-                let all_hits = !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let all_hits = all_hits(items);
                 let answer = may_answer
                     && !conn.broken
                     && boundary_before
@@ -1465,7 +1470,7 @@ impl AppSwitch {
                     && m.pending.is_empty()
                     && !conn.mig.server_fin;
                 if !answer {
-                    for ((_, cl), (shape, noreply)) in items.drain(..).zip(shapes) {
+                    for ((_, cl), &(shape, noreply)) in items.drain(..).zip(shapes.iter()) {
                         let p = self.to_pending(cl);
                         let p = self.begin(p);
                         if noreply || shape == ReplyShape::None {
@@ -1479,19 +1484,13 @@ impl AppSwitch {
                             });
                         }
                     }
+                    shapes.clear();
+                    self.mc_shapes = shapes;
                     return false;
                 }
-                let mut reply = conn.mig.take_reply_buffer();
-                for (_, cl) in items.iter() {
-                    if let Classified::Read { hit: Some(b), .. } = cl {
-                        reply.extend_from_slice(&self.hit_bytes[b.clone()]);
-                    }
-                }
-                self.counters.hits += items.len() as u64;
-                self.counters.migrated_request_bytes += end - from;
-                self.counters.migrated_reply_bytes += reply.len() as u64;
-                let i = conn.mig.answer(from, end, reply);
-                self.send_reply(conn, i, pkt, meta, ctx);
+                shapes.clear();
+                self.mc_shapes = shapes;
+                self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
                 true
             }
             Proto::Redis(r) => {
@@ -1510,10 +1509,7 @@ impl AppSwitch {
                 let Proto::Redis(r) = &mut conn.proto else {
                     unreachable!()
                 };
-                let all_hits = !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }));
+                let all_hits = all_hits(items);
                 let answer = may_answer
                     && !conn.broken
                     && boundary_before
@@ -1530,20 +1526,36 @@ impl AppSwitch {
                     }
                     return false;
                 }
-                let mut reply = conn.mig.take_reply_buffer();
-                for (_, cl) in items.iter() {
-                    if let Classified::Read { hit: Some(b), .. } = cl {
-                        reply.extend_from_slice(&self.hit_bytes[b.clone()]);
-                    }
-                }
-                self.counters.hits += items.len() as u64;
-                self.counters.migrated_request_bytes += end - from;
-                self.counters.migrated_reply_bytes += reply.len() as u64;
-                let i = conn.mig.answer(from, end, reply);
-                self.send_reply(conn, i, pkt, meta, ctx);
+                self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
                 true
             }
         }
+    }
+
+    /// Answer requests that all hit with their cached replies back to back (RESP, memcached:
+    /// replies carry no request id, so they are simply concatenated in order).
+    #[allow(clippy::too_many_arguments)]
+    fn answer_concatenated(
+        &mut self,
+        conn: &mut Conn,
+        items: &[(Option<i16>, Classified)],
+        from: u64,
+        end: u64,
+        pkt: &Packet,
+        meta: &Metadata,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let mut reply = conn.mig.take_reply_buffer();
+        for (_, cl) in items {
+            if let Classified::Read { hit: Some(b), .. } = cl {
+                reply.extend_from_slice(&self.hit_bytes[b.clone()]);
+            }
+        }
+        self.counters.hits += items.len() as u64;
+        self.counters.migrated_request_bytes += end - from;
+        self.counters.migrated_reply_bytes += reply.len() as u64;
+        let i = conn.mig.answer(from, end, reply);
+        self.send_reply(conn, i, pkt, meta, ctx);
     }
 
     fn to_pending(&mut self, cl: Classified) -> Pending {
