@@ -59,11 +59,19 @@ fn stage_key(h: u64, stage: usize) -> u64 {
 pub trait Unwildcard {
     fn or(&mut self, f: Field, mask: u64);
     fn get(&self, f: Field) -> u64;
+    /// [`Unwildcard::or`] by field index, with `mask` already within the field's width.
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.or(Field::from_index(i), mask)
+    }
 }
 
 impl Unwildcard for Flow {
     fn or(&mut self, f: Field, mask: u64) {
         Flow::or(self, f, mask)
+    }
+    #[inline]
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.0[i] |= mask;
     }
     fn get(&self, f: Field) -> u64 {
         Flow::get(self, f)
@@ -79,12 +87,99 @@ pub struct DualWildcards<'a> {
 }
 
 impl Unwildcard for DualWildcards<'_> {
+    #[inline]
     fn or(&mut self, f: Field, mask: u64) {
         self.global.or(f, mask);
         self.lookup.or(f, mask);
     }
     fn get(&self, f: Field) -> u64 {
         self.global.get(f)
+    }
+    #[inline]
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.global.0[i] |= mask;
+        self.lookup.0[i] |= mask;
+    }
+}
+
+/// A set of already well-mixed 64-bit keys: open addressing with linear probing on the top
+/// bits, at most half full (a stage-index probe is the most frequent operation of a traversal).
+#[derive(Clone, Debug, Default)]
+struct KeySet {
+    /// 0 is the empty slot; key 0 is stored as 1 (a collision, harmless here).
+    slots: Vec<u64>,
+    len: usize,
+    shift: u32,
+}
+
+impl KeySet {
+    fn insert(&mut self, key: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let old = std::mem::take(&mut self.slots);
+            let n = (old.len() * 2).max(16);
+            self.slots = vec![0; n];
+            self.shift = 64 - n.trailing_zeros();
+            self.len = 0;
+            for k in old.into_iter().filter(|&k| k != 0) {
+                self.insert(k);
+            }
+        }
+        let key = key.max(1);
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    self.slots[i] = key;
+                    self.len += 1;
+                    return;
+                }
+                k if k == key => return,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let key = key.max(1);
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize;
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                k if k == key => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+}
+
+/// The two prefix-trie lookups of one classifier lookup (done on first use), as bit sets
+/// over prefix lengths.
+#[derive(Default)]
+struct TrieState {
+    ready: bool,
+    /// Bit L: no rule prefix of length L matches the value.
+    unmatched: [u64; 2],
+    /// Bit L: the trie's deciding bits (`maskbits`) are at most L.
+    within: [u64; 2],
+    /// The deciding bits as a field mask.
+    bits_mask: [u64; 2],
+}
+
+impl TrieState {
+    fn compute(&mut self, tries: &[PrefixSet; 2], flow: &Flow) {
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            let look: TrieLookup = tries[j].lookup(flow.get(*f));
+            self.unmatched[j] = !(look.matching_lengths << 1) & !1;
+            self.within[j] = if look.mask_bits >= 64 { 0 } else { !((1u64 << look.mask_bits) - 1) };
+            self.bits_mask[j] = tries[j].prefix_mask(look.mask_bits);
+        }
+        self.ready = true;
     }
 }
 
@@ -100,7 +195,7 @@ pub struct Classifier {
     /// OVS's per-stage indices over all subtables: `stage_key(hash of the rule's values over
     /// stages 0..=i, i)` for every rule and non-final stage i. Hash-only, as OVS's ccmap (a
     /// collision only makes a stage look matchable).
-    stage_keys: FastMap<u64, ()>,
+    stage_keys: KeySet,
     /// Rules by the hash of their full masked values (seeded per subtable): a range of `rules`.
     exact: FastMap<u64, (u32, u32)>,
     /// (subtable, priority, rule id, offset of its masked values in `values`).
@@ -235,7 +330,7 @@ impl Classifier {
                     h = hash_step(h, values.0[fi as usize] & m);
                 }
                 if i < last {
-                    self.stage_keys.insert(stage_key(h, i), ());
+                    self.stage_keys.insert(stage_key(h, i));
                 }
             }
             by_hash.entry(h).or_default().push((*priority, id, *values));
@@ -264,7 +359,7 @@ impl Classifier {
     /// [`Classifier::lookup`], adding the number of subtables searched to `probes` (the
     /// tuple-space-search cost the NIC model charges per miss).
     pub fn lookup_counted<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, probes: &mut u64) -> Option<usize> {
-        let mut tries: [Option<TrieLookup>; 2] = [None, None];
+        let mut tries = TrieState::default();
         let mut best: Option<(u16, usize)> = None;
         for (pos, st) in self.subtables.iter().enumerate() {
             if let Some((p, _)) = best {
@@ -286,29 +381,29 @@ impl Classifier {
     #[inline]
     fn fold<W: Unwildcard>(&self, st: &Subtable, n_fields: usize, wc: &mut W) {
         for &(fi, m) in &self.fields[st.fields as usize..st.fields as usize + n_fields] {
-            wc.or(Field::from_index(fi as usize), m);
+            wc.or_index(fi as usize, m);
         }
     }
 
     /// OVS `check_tries`: true when a trie proves no rule of this subtable can match, after
     /// un-wildcarding the prefix bits that prove it.
-    #[inline]
-    fn check_tries<W: Unwildcard>(&self, st: &Subtable, flow: &Flow, wc: &mut W, cache: &mut [Option<TrieLookup>; 2]) -> bool {
+    #[inline(always)]
+    fn check_tries<W: Unwildcard>(&self, st: &Subtable, flow: &Flow, wc: &mut W, tries: &mut TrieState) -> bool {
         for (j, f) in TRIE_FIELDS.iter().enumerate() {
             let plen = st.trie_prefix_len[j] as u32;
             if plen == 0 {
                 continue;
             }
-            let look = *cache[j].get_or_insert_with(|| self.tries[j].lookup(flow.get(*f)));
-            if look.matching_lengths & (1u64 << (plen - 1)) == 0 {
-                let bits_mask = self.tries[j].prefix_mask(look.mask_bits);
-                if look.mask_bits <= plen {
-                    wc.or(*f, bits_mask);
-                    return true;
-                }
-                if wc.get(*f) & bits_mask == bits_mask {
-                    // Already examined by an earlier table: the proof rests on these bits.
-                    wc.or(*f, bits_mask);
+            if !tries.ready {
+                tries.compute(&self.tries, flow);
+            }
+            // No rule prefix of this length matches: proven when the deciding bits are within
+            // the subtable's prefix, or were already examined by an earlier table (the proof
+            // rests on them).
+            if (tries.unmatched[j] >> plen) & 1 != 0 {
+                let bits_mask = tries.bits_mask[j];
+                if (tries.within[j] >> plen) & 1 != 0 || wc.get(*f) & bits_mask == bits_mask {
+                    wc.or_index(f.index(), bits_mask);
                     return true;
                 }
             }
@@ -318,13 +413,13 @@ impl Classifier {
 
     /// OVS `find_match_wc` on the subtable at search position `pos`.
     #[inline]
-    fn find_match_wc<W: Unwildcard>(&self, pos: u32, st: &Subtable, flow: &Flow, wc: &mut W, cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
+    fn find_match_wc<W: Unwildcard>(&self, pos: u32, st: &Subtable, flow: &Flow, wc: &mut W, tries: &mut TrieState) -> Option<(u16, usize)> {
         let last = st.n_stages as usize - 1;
         let fl = &self.fields[st.fields as usize..st.fields as usize + st.stage_end[last] as usize];
         let mut h = st.seed;
         let mut done = 0usize;
         for i in 0..last {
-            if st.trie_stages & (1 << i) != 0 && self.check_tries(st, flow, wc, cache) {
+            if st.trie_stages & (1 << i) != 0 && self.check_tries(st, flow, wc, tries) {
                 self.fold(st, done, wc);
                 return None;
             }
@@ -334,12 +429,12 @@ impl Classifier {
             }
             done = end;
             // Whether some rule agrees with `flow` on the stages so far.
-            if !self.stage_keys.contains_key(&stage_key(h, i)) {
+            if !self.stage_keys.contains(stage_key(h, i)) {
                 self.fold(st, done, wc);
                 return None;
             }
         }
-        if st.trie_stages & (1 << last) != 0 && self.check_tries(st, flow, wc, cache) {
+        if st.trie_stages & (1 << last) != 0 && self.check_tries(st, flow, wc, tries) {
             self.fold(st, done, wc);
             return None;
         }
