@@ -7,7 +7,9 @@
 //! subtables, a lookup first asks, for each of nw_src, nw_dst, tp_src and tp_dst and each prefix
 //! length some subtable masks it with, whether any entry of the tag holds the packet's prefix of
 //! that length, and skips the subtables ruled out. Only subtables that cannot match are skipped,
-//! so the result is the same entry plain tuple-space search finds.
+//! so the result is the same entry plain tuple-space search finds. The tag's subtables are also
+//! grouped by their (nw_src, nw_dst) prefix lengths, so a lookup reads only the groups the
+//! prefixes allow and probes the survivors in search order (by their rank in it).
 
 use crate::fields::{Field, Flow, N_FIELDS};
 use std::collections::HashMap;
@@ -116,9 +118,11 @@ fn prefix_key(tag: u16, j: usize, len: u8, value: u64) -> u64 {
 /// A tag's subtables in search order and, per prune field, how many subtables use each length.
 #[derive(Clone)]
 struct TagIndex {
-    /// (subtable id, its `prune_len`): the search reads this array front to back and only
-    /// touches the subtables that survive pruning.
+    /// (subtable id, its `prune_len`) in search order.
     order: Vec<(u32, [u8; 4])>,
+    /// Subtables by (nw_src, nw_dst) prune lengths: `(l0, l1, [(subtable id, prune_len)])`.
+    groups: Vec<(u8, u8, Vec<(u32, [u8; 4])>)>,
+    group_of: FastMap<(u8, u8), u32>,
     len_subtables: [[u32; 33]; 4],
     /// Bit L: some subtable masks the field with a prefix of length L.
     lens: [u64; 4],
@@ -126,7 +130,7 @@ struct TagIndex {
 
 impl Default for TagIndex {
     fn default() -> Self {
-        TagIndex { order: Vec::new(), len_subtables: [[0; 33]; 4], lens: [0; 4] }
+        TagIndex { order: Vec::new(), groups: Vec::new(), group_of: FastMap::default(), len_subtables: [[0; 33]; 4], lens: [0; 4] }
     }
 }
 
@@ -138,7 +142,11 @@ struct Subtable {
     /// Field indices with a non-zero mask (the only ones hashed and compared).
     fields: Vec<u8>,
     priority: u16,
-    buckets: IdMap<Vec<EntryId>>,
+    /// Position key in the tag's search order: (u16::MAX - priority) << 48 | rank.
+    rank: u64,
+    /// Hash of the masked key → first entry of its chain (`Slot::bucket_next`); keys in a
+    /// chain are distinct, so at most one of them matches a flow.
+    buckets: IdMap<EntryId>,
     n_entries: usize,
     /// Hits since creation (equal-priority subtables are searched most-hit first, as OVS's
     /// dpcls re-sorts its subtable vector).
@@ -167,6 +175,8 @@ pub struct Slot<P> {
     pub hits: u64,
     prev: u32,
     next: u32,
+    /// Next entry with the same subtable hash.
+    bucket_next: u32,
     live: bool,
     pub payload: P,
 }
@@ -182,6 +192,10 @@ pub struct TssTable<P> {
     prefixes: IdMap<u32>,
     by_shape: FastMap<(u16, Flow, u16), u32>,
     lookups_since_sort: u32,
+    /// Rank the next new subtable gets (after every existing one of its priority).
+    next_rank: u64,
+    /// Candidates of a pruned lookup: (rank, subtable id).
+    candidates: Vec<(u64, u32)>,
     /// Ids of emptied subtables, for reuse.
     free_subtables: Vec<u32>,
     slots: Vec<Slot<P>>,
@@ -199,7 +213,7 @@ pub struct TssTable<P> {
 impl<P> TssTable<P> {
     pub fn new(capacity: usize) -> Self {
         debug_assert_eq!(PRUNE_FIELDS.map(|(i, _)| i), [Field::NwSrc, Field::NwDst, Field::TpSrc, Field::TpDst].map(Field::index));
-        TssTable { subtables: Vec::new(), tags: FastMap::default(), prefixes: IdMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
+        TssTable { subtables: Vec::new(), tags: FastMap::default(), prefixes: IdMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, next_rank: 0, candidates: Vec::new(), free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -231,6 +245,15 @@ impl<P> TssTable<P> {
         for t in self.tags.values_mut() {
             t.order.sort_by_key(|&(i, _)| (std::cmp::Reverse(subtables[i as usize].priority), std::cmp::Reverse(subtables[i as usize].hits)));
         }
+        let mut rank = 0u64;
+        for t in self.tags.values() {
+            for &(i, _) in &t.order {
+                let st = &mut self.subtables[i as usize];
+                st.rank = ((u16::MAX - st.priority) as u64) << 48 | rank;
+                rank += 1;
+            }
+        }
+        self.next_rank = rank;
     }
 
     pub fn get(&self, id: EntryId) -> &Slot<P> {
@@ -272,23 +295,35 @@ impl<P> TssTable<P> {
                 ok[j] = bits | 1 << NO_PRUNE;
             }
         }
-        'outer: for &(si, l) in &ti.order {
-            if prune && (ok[0] >> l[0]) & (ok[1] >> l[1]) & (ok[2] >> l[2]) & (ok[3] >> l[3]) & 1 == 0 {
-                continue;
-            }
-            let st = &self.subtables[si as usize];
-            if st.n_entries == 0 {
-                continue;
-            }
-            self.probes += 1;
-            let h = st.hash(tag, flow);
-            if let Some(ids) = st.buckets.get(&h) {
-                for &id in ids {
-                    let s = &self.slots[id as usize];
-                    if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
-                        found = Some((si, id));
-                        break 'outer;
+        if prune {
+            // Only the groups whose (nw_src, nw_dst) lengths the packet's prefixes allow, and in
+            // them the subtables its ports allow, probed in search order.
+            let mut cands = std::mem::take(&mut self.candidates);
+            cands.clear();
+            for (l0, l1, members) in &ti.groups {
+                if (ok[0] >> l0) & (ok[1] >> l1) & 1 == 0 {
+                    continue;
+                }
+                for &(si, l) in members {
+                    if (ok[2] >> l[2]) & (ok[3] >> l[3]) & 1 != 0 {
+                        cands.push((self.subtables[si as usize].rank, si));
                     }
+                }
+            }
+            cands.sort_unstable();
+            for &(_, si) in &cands {
+                if let Some(id) = self.probe(si, tag, flow) {
+                    found = Some((si, id));
+                    break;
+                }
+            }
+            self.candidates = cands;
+        } else {
+            for i in 0..ti.order.len() {
+                let si = self.tags[&tag].order[i].0;
+                if let Some(id) = self.probe(si, tag, flow) {
+                    found = Some((si, id));
+                    break;
                 }
             }
         }
@@ -302,14 +337,38 @@ impl<P> TssTable<P> {
         found
     }
 
+    /// The entry of subtable `si` matching `flow`, if any (one hash probe).
+    #[inline]
+    fn probe(&mut self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
+        let st = &self.subtables[si as usize];
+        if st.n_entries == 0 {
+            return None;
+        }
+        self.probes += 1;
+        let h = st.hash(tag, flow);
+        let mut id = st.buckets.get(&h).copied().unwrap_or(NIL);
+        while id != NIL {
+            let s = &self.slots[id as usize];
+            if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
+                return Some(id);
+            }
+            id = s.bucket_next;
+        }
+        None
+    }
+
     /// An entry with exactly this tag, mask, priority and (masked) key.
     pub fn find_exact(&self, tag: u16, mask: &Flow, priority: u16, key: &Flow) -> Option<EntryId> {
         let st = &self.subtables[*self.by_shape.get(&(tag, *mask, priority))? as usize];
-        let ids = st.buckets.get(&st.hash(tag, key))?;
-        ids.iter().copied().find(|&id| {
+        let mut id = *st.buckets.get(&st.hash(tag, key))?;
+        while id != NIL {
             let s = &self.slots[id as usize];
-            s.tag == tag && s.key == *key
-        })
+            if s.tag == tag && s.key == *key {
+                return Some(id);
+            }
+            id = s.bucket_next;
+        }
+        None
     }
 
     pub fn touch(&mut self, id: EntryId, now_ns: u64) {
@@ -328,7 +387,9 @@ impl<P> TssTable<P> {
             None => {
                 let fields = (0..N_FIELDS).filter(|&i| mask.0[i] != 0).map(|i| i as u8).collect();
                 let prune = PRUNE_FIELDS.map(|(fi, width)| prune_len(mask.0[fi], width));
-                let st = Subtable { tag, mask: *mask, prune_len: prune, fields, priority, buckets: IdMap::default(), n_entries: 0, hits: 0 };
+                let rank = ((u16::MAX - priority) as u64) << 48 | self.next_rank;
+                self.next_rank += 1;
+                let st = Subtable { tag, mask: *mask, prune_len: prune, fields, priority, rank, buckets: IdMap::default(), n_entries: 0, hits: 0 };
                 let id = match self.free_subtables.pop() {
                     Some(id) => {
                         self.subtables[id as usize] = st;
@@ -346,6 +407,11 @@ impl<P> TssTable<P> {
                 let ti = self.tags.entry(tag).or_default();
                 let at = ti.order.partition_point(|&(o, _)| subtables[o as usize].priority >= priority);
                 ti.order.insert(at, (id, prune));
+                let g = *ti.group_of.entry((prune[0], prune[1])).or_insert_with(|| {
+                    ti.groups.push((prune[0], prune[1], Vec::new()));
+                    (ti.groups.len() - 1) as u32
+                });
+                ti.groups[g as usize].2.push((id, prune));
                 for (j, &l) in prune.iter().enumerate() {
                     if l != NO_PRUNE {
                         ti.len_subtables[j][l as usize] += 1;
@@ -355,7 +421,7 @@ impl<P> TssTable<P> {
                 id as usize
             }
         };
-        let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, live: true, payload };
+        let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, bucket_next: NIL, live: true, payload };
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = slot;
@@ -373,7 +439,9 @@ impl<P> TssTable<P> {
             }
         }
         let h = st.hash(tag, &key);
-        st.buckets.entry(h).or_default().push(id);
+        if let Some(old) = st.buckets.insert(h, id) {
+            self.slots[id as usize].bucket_next = old;
+        }
         st.n_entries += 1;
         *self.masks.entry(*mask).or_insert(0) += 1;
         self.len += 1;
@@ -391,11 +459,22 @@ impl<P> TssTable<P> {
         self.unlink(id);
         let st = &mut self.subtables[sti];
         let h = st.hash(tag, &key);
-        if let Some(ids) = st.buckets.get_mut(&h) {
-            ids.retain(|&x| x != id);
-            if ids.is_empty() {
-                st.buckets.remove(&h);
+        let next = self.slots[id as usize].bucket_next;
+        match st.buckets.get(&h).copied() {
+            Some(head) if head == id => {
+                if next == NIL {
+                    st.buckets.remove(&h);
+                } else {
+                    st.buckets.insert(h, next);
+                }
             }
+            Some(mut prev) => {
+                while self.slots[prev as usize].bucket_next != id {
+                    prev = self.slots[prev as usize].bucket_next;
+                }
+                self.slots[prev as usize].bucket_next = next;
+            }
+            None => unreachable!("a live entry is in its bucket"),
         }
         st.n_entries -= 1;
         for (j, &(fi, _)) in PRUNE_FIELDS.iter().enumerate() {
@@ -416,6 +495,9 @@ impl<P> TssTable<P> {
             self.by_shape.remove(&(tag, mask, prio));
             if let Some(ti) = self.tags.get_mut(&tag) {
                 ti.order.retain(|&(x, _)| x as usize != sti);
+                if let Some(&g) = ti.group_of.get(&(prune[0], prune[1])) {
+                    ti.groups[g as usize].2.retain(|&(x, _)| x as usize != sti);
+                }
                 for (j, &l) in prune.iter().enumerate() {
                     if l != NO_PRUNE {
                         ti.len_subtables[j][l as usize] -= 1;
