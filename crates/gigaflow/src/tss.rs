@@ -84,6 +84,8 @@ const PRUNE_FIELDS: [(usize, u32); 4] = [(22, 32), (23, 32), (26, 16), (27, 16)]
 /// A tag's subtables are pruned when it has at least this many (below, probing them all is
 /// cheaper than the prefix checks).
 const PRUNE_MIN_SUBTABLES: usize = 16;
+/// Subtables a pruned lookup probes in plain order before it prunes the rest.
+const PRUNE_DIRECT_PROBES: usize = 4;
 /// `Subtable::prune_len` of a field the subtable's mask does not constrain to a prefix (a bit
 /// every lookup sets in its "prefix present" words, above the 33 lengths).
 const NO_PRUNE: u8 = 40;
@@ -278,10 +280,21 @@ impl<P> TssTable<P> {
             self.resort();
         }
         let ti = self.tags.get(&tag)?;
+        let prune = ti.order.len() >= PRUNE_MIN_SUBTABLES;
+        // The first subtables in search order are probed directly: with hit-ranked order they
+        // hold most hits, and then the prefix checks below would cost more than they save.
+        let direct = if prune { PRUNE_DIRECT_PROBES } else { ti.order.len() };
+        for i in 0..direct {
+            let si = self.tags[&tag].order[i].0;
+            if let Some(id) = self.probe(si, tag, flow) {
+                found = Some((si, id));
+                break;
+            }
+        }
+        let ti = &self.tags[&tag];
         // Per prune field, bit L: some entry of the tag holds the packet's L-bit prefix.
         let mut ok = [u64::MAX; 4];
-        let prune = ti.order.len() >= PRUNE_MIN_SUBTABLES;
-        if prune {
+        if prune && found.is_none() {
             for (j, &(fi, width)) in PRUNE_FIELDS.iter().enumerate() {
                 let mut lens = ti.lens[j];
                 let mut bits = 0u64;
@@ -295,9 +308,10 @@ impl<P> TssTable<P> {
                 ok[j] = bits | 1 << NO_PRUNE;
             }
         }
-        if prune {
+        if prune && found.is_none() {
             // Only the groups whose (nw_src, nw_dst) lengths the packet's prefixes allow, and in
-            // them the subtables its ports allow, probed in search order.
+            // them the subtables its ports allow and not yet probed, in search order.
+            let after = self.subtables[ti.order[direct - 1].0 as usize].rank;
             let mut cands = std::mem::take(&mut self.candidates);
             cands.clear();
             for (l0, l1, members) in &ti.groups {
@@ -305,8 +319,9 @@ impl<P> TssTable<P> {
                     continue;
                 }
                 for &(si, l) in members {
-                    if (ok[2] >> l[2]) & (ok[3] >> l[3]) & 1 != 0 {
-                        cands.push((self.subtables[si as usize].rank, si));
+                    let rank = self.subtables[si as usize].rank;
+                    if (ok[2] >> l[2]) & (ok[3] >> l[3]) & 1 != 0 && rank > after {
+                        cands.push((rank, si));
                     }
                 }
             }
@@ -318,14 +333,6 @@ impl<P> TssTable<P> {
                 }
             }
             self.candidates = cands;
-        } else {
-            for i in 0..ti.order.len() {
-                let si = self.tags[&tag].order[i].0;
-                if let Some(id) = self.probe(si, tag, flow) {
-                    found = Some((si, id));
-                    break;
-                }
-            }
         }
         let found = found.map(|(si, id)| {
             self.subtables[si as usize].hits += 1;
