@@ -6,7 +6,9 @@
 use innet_gigaflow::pipebench::{self, Locality, Profile, TrafficConfig};
 
 fn main() {
-    let mut runs: Vec<((String, String), Option<Vec<innet_gigaflow::fields::Flow>>)> = Vec::new();
+    // ((name, flow-file text), packets to run instead of random ones)
+    type Run = ((String, String), Option<Vec<innet_gigaflow::fields::Flow>>);
+    let mut runs: Vec<Run> = Vec::new();
     for p in std::env::args().skip(1) {
         let run = if let Some(name) = p.strip_prefix("pbt:") {
             pipebench::render_pipeline(name, Profile::Acl, 10_000, 1).and_then(|rs| {

@@ -117,13 +117,17 @@ fn prefix_key(tag: u16, j: usize, len: u8, value: u64) -> u64 {
     mix(mix(0x2545_f491_4f6c_dd1d ^ ((tag as u64) << 16 | (j as u64) << 8 | len as u64), value), 0x1f)
 }
 
+/// `(l0, l1, [(subtable id, prune_len)])`: a tag's subtables whose nw_src and nw_dst prune
+/// lengths are l0 and l1.
+type PruneGroup = (u8, u8, Vec<(u32, [u8; 4])>);
+
 /// A tag's subtables in search order and, per prune field, how many subtables use each length.
 #[derive(Clone)]
 struct TagIndex {
     /// (subtable id, its `prune_len`) in search order.
     order: Vec<(u32, [u8; 4])>,
-    /// Subtables by (nw_src, nw_dst) prune lengths: `(l0, l1, [(subtable id, prune_len)])`.
-    groups: Vec<(u8, u8, Vec<(u32, [u8; 4])>)>,
+    /// Subtables by (nw_src, nw_dst) prune lengths.
+    groups: Vec<PruneGroup>,
     group_of: FastMap<(u8, u8), u32>,
     len_subtables: [[u32; 33]; 4],
     /// Bit L: some subtable masks the field with a prefix of length L.
