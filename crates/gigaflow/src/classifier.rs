@@ -3,7 +3,7 @@
 //! stages (metadata, L2, L3, L4) so a miss un-wildcards only the stages it had to look at. Prefix
 //! tries on nw_dst and nw_src and a per-subtable port trie narrow the un-wildcarded bits further.
 
-use crate::fields::{Field, Flow, N_FIELDS};
+use crate::fields::{Field, Flow};
 use crate::flows::FlowRule;
 use crate::trie::{PrefixSet, TrieLookup};
 use crate::tss::FastMap;
@@ -11,45 +11,67 @@ use crate::tss::FastMap;
 /// Fields with a prefix trie, in OVS's default order (`prefixes=ip_dst,ip_src`).
 pub const TRIE_FIELDS: [Field; 2] = [Field::NwDst, Field::NwSrc];
 
+/// A subtable while the table is built: its mask and its rules keyed by (masked values,
+/// priority), so an identical rule replaces the earlier one in O(1).
 #[derive(Clone, Debug)]
-struct SubtableRule {
-    rule_id: usize,
-    priority: u16,
-    /// The rule's values, already masked with the subtable mask.
-    values: Flow,
+struct BuildSubtable {
+    mask: Flow,
+    rules: FastMap<(Flow, u16), usize>,
+    max_priority: u16,
 }
 
-#[derive(Clone, Debug)]
+/// What a lookup reads of one subtable, kept small and flat: the subtables a miss walks are
+/// read in order, and on ClassBench tables one traversal walks ~1,000 of them, so every cache
+/// line per subtable counts.
+#[derive(Clone, Copy, Debug)]
 struct Subtable {
-    mask: Flow,
-    /// Fields of each lookup stage in order; the last entry is the final stage.
-    stages: Vec<Vec<Field>>,
-    rules: Vec<SubtableRule>,
     max_priority: u16,
+    /// Number of lookup stages; the last one is the final stage.
+    n_stages: u8,
+    /// Bit i: stage i holds nw_src or nw_dst (the prefix tries are consulted before it).
+    trie_stages: u8,
     /// Prefix length of the mask on each trie field (0: not a prefix or not matched).
-    trie_prefix_len: [u32; 2],
+    trie_prefix_len: [u8; 2],
     /// Length of the mask over (tp_src << 16 | tp_dst) counted from the top, as OVS does.
-    ports_mask_len: u32,
-    ports_trie: PrefixSet,
-    /// `cum_fields[i]`: indices of the masked fields of stages `0..=i`.
-    cum_fields: Vec<Vec<u8>>,
-    /// `stage_keys[i]`: hashes of the rules' values over `cum_fields[i]` — OVS's per-stage
-    /// indices, which are hash-only too (a collision only makes a stage look matchable, as in
-    /// OVS's ccmap).
-    stage_keys: Vec<FastMap<u64, ()>>,
-    /// Rules by the hash of their full masked values: (values, priority, rule id), verified.
-    exact: FastMap<u64, Vec<(Flow, u16, usize)>>,
+    ports_mask_len: u8,
+    /// `stage_end[i]`: number of masked fields in stages `0..=i`.
+    stage_end: [u8; 4],
+    /// The subtable's masked fields, stage by stage: `Classifier::fields[fields..]`.
+    fields: u32,
+    /// Index into `Classifier::port_tries` (`u32::MAX`: the mask has no port bits).
+    ports_trie: u32,
+    /// Seed of this subtable's hashes (distinct per subtable, so the table-wide indices below
+    /// never mix two subtables' keys).
+    seed: u64,
+}
+
+#[inline]
+fn hash_step(h: u64, v: u64) -> u64 {
+    (h.rotate_left(5) ^ v).wrapping_mul(0x51_7cc1_b727_220a)
+}
+
+#[inline]
+fn stage_key(h: u64, stage: usize) -> u64 {
+    hash_step(h, 0x9e37_79b9_7f4a_7c15 ^ stage as u64)
 }
 
 /// Where a lookup records the bits it examined: a plain mask, or [`DualWildcards`].
 pub trait Unwildcard {
     fn or(&mut self, f: Field, mask: u64);
     fn get(&self, f: Field) -> u64;
+    /// [`Unwildcard::or`] by field index, with `mask` already within the field's width.
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.or(Field::from_index(i), mask)
+    }
 }
 
 impl Unwildcard for Flow {
     fn or(&mut self, f: Field, mask: u64) {
         Flow::or(self, f, mask)
+    }
+    #[inline]
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.0[i] |= mask;
     }
     fn get(&self, f: Field) -> u64 {
         Flow::get(self, f)
@@ -65,6 +87,7 @@ pub struct DualWildcards<'a> {
 }
 
 impl Unwildcard for DualWildcards<'_> {
+    #[inline]
     fn or(&mut self, f: Field, mask: u64) {
         self.global.or(f, mask);
         self.lookup.or(f, mask);
@@ -72,13 +95,113 @@ impl Unwildcard for DualWildcards<'_> {
     fn get(&self, f: Field) -> u64 {
         self.global.get(f)
     }
+    #[inline]
+    fn or_index(&mut self, i: usize, mask: u64) {
+        self.global.0[i] |= mask;
+        self.lookup.0[i] |= mask;
+    }
+}
+
+/// A set of already well-mixed 64-bit keys: open addressing with linear probing on the top
+/// bits, at most half full (a stage-index probe is the most frequent operation of a traversal).
+#[derive(Clone, Debug, Default)]
+struct KeySet {
+    /// 0 is the empty slot; key 0 is stored as 1 (a collision, harmless here).
+    slots: Vec<u64>,
+    len: usize,
+    shift: u32,
+}
+
+impl KeySet {
+    fn insert(&mut self, key: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let old = std::mem::take(&mut self.slots);
+            let n = (old.len() * 2).max(16);
+            self.slots = vec![0; n];
+            self.shift = 64 - n.trailing_zeros();
+            self.len = 0;
+            for k in old.into_iter().filter(|&k| k != 0) {
+                self.insert(k);
+            }
+        }
+        let key = key.max(1);
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize;
+        loop {
+            match self.slots[i] {
+                0 => {
+                    self.slots[i] = key;
+                    self.len += 1;
+                    return;
+                }
+                k if k == key => return,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let key = key.max(1);
+        let mask = self.slots.len() - 1;
+        let mut i = (key >> self.shift) as usize;
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                k if k == key => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+}
+
+/// The two prefix-trie lookups of one classifier lookup (done on first use), as bit sets
+/// over prefix lengths.
+#[derive(Default)]
+struct TrieState {
+    ready: bool,
+    /// Bit L: no rule prefix of length L matches the value.
+    unmatched: [u64; 2],
+    /// Bit L: the trie's deciding bits (`maskbits`) are at most L.
+    within: [u64; 2],
+    /// The deciding bits as a field mask.
+    bits_mask: [u64; 2],
+}
+
+impl TrieState {
+    fn compute(&mut self, tries: &[PrefixSet; 2], flow: &Flow) {
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            let look: TrieLookup = tries[j].lookup(flow.get(*f));
+            self.unmatched[j] = !(look.matching_lengths << 1) & !1;
+            self.within[j] = if look.mask_bits >= 64 { 0 } else { !((1u64 << look.mask_bits) - 1) };
+            self.bits_mask[j] = tries[j].prefix_mask(look.mask_bits);
+        }
+        self.ready = true;
+    }
 }
 
 /// One flow table.
 #[derive(Clone, Debug, Default)]
 pub struct Classifier {
+    /// In search order: descending highest priority, OVS's order among equals.
     subtables: Vec<Subtable>,
-    tries: Vec<PrefixSet>,
+    /// `(field index, mask)` of every subtable's masked fields, stage by stage.
+    fields: Vec<(u8, u64)>,
+    tries: [PrefixSet; 2],
+    port_tries: Vec<PrefixSet>,
+    /// OVS's per-stage indices over all subtables: `stage_key(hash of the rule's values over
+    /// stages 0..=i, i)` for every rule and non-final stage i. Hash-only, as OVS's ccmap (a
+    /// collision only makes a stage look matchable).
+    stage_keys: KeySet,
+    /// Rules by the hash of their full masked values (seeded per subtable): a range of `rules`.
+    exact: FastMap<u64, (u32, u32)>,
+    /// (subtable, priority, rule id, offset of its masked values in `values`).
+    rules: Vec<(u32, u16, usize, u32)>,
+    /// Rule values over their subtable's fields, in `fields` order.
+    values: Vec<u64>,
 }
 
 fn prefix_len(mask: u64, bits: u32) -> u32 {
@@ -98,83 +221,52 @@ fn ports_word(f: &Flow) -> u64 {
 impl Classifier {
     /// Builds a table from its rules (`rules[i]` has rule id `ids[i]`).
     pub fn new(rules: &[(usize, &FlowRule)]) -> Self {
-        let mut cls = Classifier { subtables: Vec::new(), tries: vec![PrefixSet::new(32), PrefixSet::new(32)] };
+        let mut built: Vec<BuildSubtable> = Vec::new();
+        let mut by_mask: FastMap<Flow, usize> = FastMap::default();
+        // OVS's subtable vector (indices into `built`): a new subtable is appended, a subtable
+        // whose highest priority rises keeps its slot, and after each flow mod the vector is
+        // re-sorted by priority when out of order, with glibc's stable merge sort (Debian 12).
+        // So among equal priorities the order is that of the previous sorted vector.
+        let mut order: Vec<usize> = Vec::new();
+        let mut tries = [PrefixSet::new(32), PrefixSet::new(32)];
         for &(id, rule) in rules {
-            cls.insert(id, rule);
-            // OVS's subtable vector: a new subtable is appended, a subtable whose highest
-            // priority rises keeps its slot, and after each flow mod the vector is re-sorted by
-            // priority when out of order, with glibc's stable merge sort (Debian 12). So among
-            // equal priorities the order is that of the previous sorted vector.
-            if cls.subtables.windows(2).any(|w| w[0].max_priority < w[1].max_priority) {
-                cls.subtables.sort_by_key(|s| std::cmp::Reverse(s.max_priority));
+            let mut mask = Flow::default();
+            let mut values = Flow::default();
+            for m in &rule.matches {
+                mask.set(m.field, m.mask);
+                values.set(m.field, m.value & m.mask);
+            }
+            let si = *by_mask.entry(mask).or_insert_with(|| {
+                built.push(BuildSubtable { mask, rules: FastMap::default(), max_priority: 0 });
+                order.push(built.len() - 1);
+                built.len() - 1
+            });
+            let st = &mut built[si];
+            // A rule identical to an existing one (same values and priority) replaces it, as
+            // ovs-ofctl add-flows does.
+            st.rules.insert((values, rule.priority), id);
+            st.max_priority = st.max_priority.max(rule.priority);
+            for (j, f) in TRIE_FIELDS.iter().enumerate() {
+                let plen = prefix_len(mask.get(*f), 32);
+                if plen > 0 {
+                    tries[j].insert(values.get(*f), plen);
+                }
+            }
+            if order.windows(2).any(|w| built[w[0]].max_priority < built[w[1]].max_priority) {
+                order.sort_by_key(|&i| std::cmp::Reverse(built[i].max_priority));
             }
         }
-        for st in &mut cls.subtables {
-            st.build_indices();
+        let mut cls = Classifier { tries, ..Default::default() };
+        for (pos, &bi) in order.iter().enumerate() {
+            cls.add_subtable(pos as u32, &built[bi]);
         }
         cls
     }
 
-    fn insert(&mut self, id: usize, rule: &FlowRule) {
-        let mut mask = Flow::default();
-        let mut values = Flow::default();
-        for m in &rule.matches {
-            mask.set(m.field, m.mask);
-            values.set(m.field, m.value & m.mask);
-        }
-        let st = match self.subtables.iter().position(|s| s.mask == mask) {
-            Some(i) => i,
-            None => {
-                self.subtables.push(Subtable::new(mask));
-                self.subtables.len() - 1
-            }
-        };
-        let st = &mut self.subtables[st];
-        // A rule identical to an existing one replaces it, as ovs-ofctl add-flows does.
-        st.rules.retain(|r| !(r.values == values && r.priority == rule.priority));
-        st.rules.push(SubtableRule { rule_id: id, priority: rule.priority, values });
-        st.max_priority = st.rules.iter().map(|r| r.priority).max().unwrap_or(0);
-        if st.ports_mask_len > 0 {
-            let p = ports_word(&values);
-            st.ports_trie.insert(p, st.ports_mask_len);
-        }
-        for (j, f) in TRIE_FIELDS.iter().enumerate() {
-            if st.trie_prefix_len[j] > 0 {
-                self.tries[j].insert(values.get(*f), st.trie_prefix_len[j]);
-            }
-        }
-    }
-
-    /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
-    /// classifier would have examined to find it.
-    pub fn lookup<W: Unwildcard>(&self, flow: &Flow, wc: &mut W) -> Option<usize> {
-        self.lookup_counted(flow, wc, &mut 0)
-    }
-
-    /// [`Classifier::lookup`], adding the number of subtables searched to `probes` (the
-    /// tuple-space-search cost the NIC model charges per miss).
-    pub fn lookup_counted<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, probes: &mut u64) -> Option<usize> {
-        let mut tries: [Option<TrieLookup>; 2] = [None, None];
-        let mut best: Option<(u16, usize)> = None;
-        for st in &self.subtables {
-            if let Some((p, _)) = best {
-                if st.max_priority <= p {
-                    break;
-                }
-            }
-            *probes += 1;
-            if let Some((p, id)) = st.find_match_wc(flow, wc, &self.tries, &mut tries) {
-                if best.is_none_or(|(bp, _)| p > bp) {
-                    best = Some((p, id));
-                }
-            }
-        }
-        best.map(|(_, id)| id)
-    }
-}
-
-impl Subtable {
-    fn new(mask: Flow) -> Self {
+    /// Appends the lookup form of a built subtable (at search position `pos`) and indexes its
+    /// rules.
+    fn add_subtable(&mut self, pos: u32, b: &BuildSubtable) {
+        let mask = &b.mask;
         let mut groups: Vec<Vec<Field>> = vec![Vec::new(); 4];
         for f in Field::all() {
             if mask.get(f) != 0 {
@@ -187,78 +279,131 @@ impl Subtable {
         if !groups[3].is_empty() || stages.is_empty() {
             stages.push(groups[3].clone());
         }
-        let mut trie_prefix_len = [0; 2];
-        for (j, f) in TRIE_FIELDS.iter().enumerate() {
-            trie_prefix_len[j] = prefix_len(mask.get(*f), 32);
-        }
-        let pm = ports_word(&mask) as u32;
-        let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
-        let mut cum_fields = Vec::with_capacity(stages.len());
-        let mut cum: Vec<u8> = Vec::new();
-        for stage in &stages {
-            cum.extend(stage.iter().map(|f| f.index() as u8));
-            cum_fields.push(cum.clone());
-        }
-        Subtable { mask, stages, rules: Vec::new(), max_priority: 0, trie_prefix_len, ports_mask_len, ports_trie: PrefixSet::new(32), cum_fields, stage_keys: Vec::new(), exact: FastMap::default() }
-    }
-
-    /// Hash of `flow` under the mask, over the fields of stages `0..=stage`.
-    #[inline]
-    fn stage_hash(&self, flow: &Flow, stage: usize) -> u64 {
-        let mut h: u64 = 0x243f_6a88_85a3_08d3;
-        for &i in &self.cum_fields[stage] {
-            h = (h.rotate_left(5) ^ (flow.0[i as usize] & self.mask.0[i as usize])).wrapping_mul(0x51_7cc1_b727_220a);
-        }
-        h
-    }
-
-    /// Builds the hash indices the staged lookup probes (after every rule is in).
-    fn build_indices(&mut self) {
-        let last = self.stages.len() - 1;
-        self.stage_keys = (0..last).map(|i| self.rules.iter().map(|r| (self.stage_hash(&r.values, i), ())).collect()).collect();
-        let mut exact: FastMap<u64, Vec<(Flow, u16, usize)>> = FastMap::default();
-        for r in &self.rules {
-            exact.entry(self.stage_hash(&r.values, last)).or_default().push((r.values, r.priority, r.rule_id));
-        }
-        self.exact = exact;
-    }
-
-    fn fold<W: Unwildcard>(&self, fields: &[Field], wc: &mut W) {
-        for &f in fields {
-            wc.or(f, self.mask.get(f));
-        }
-    }
-
-    fn fold_all<W: Unwildcard>(&self, wc: &mut W) {
-        for i in 0..N_FIELDS {
-            if self.mask.0[i] != 0 {
-                wc.or(Field::from_index(i), self.mask.0[i]);
+        let fields = self.fields.len() as u32;
+        let mut stage_end = [0u8; 4];
+        let mut trie_stages = 0u8;
+        for (i, stage) in stages.iter().enumerate() {
+            if stage.iter().any(|f| matches!(f, Field::NwSrc | Field::NwDst)) {
+                // nw_src and nw_dst share one 64-bit word of struct flow, so either makes both
+                // tries relevant.
+                trie_stages |= 1 << i;
             }
+            self.fields.extend(stage.iter().map(|f| (f.index() as u8, mask.get(*f))));
+            stage_end[i] = (self.fields.len() as u32 - fields) as u8;
+        }
+        let mut trie_prefix_len = [0u8; 2];
+        for (j, f) in TRIE_FIELDS.iter().enumerate() {
+            trie_prefix_len[j] = prefix_len(mask.get(*f), 32) as u8;
+        }
+        let pm = ports_word(mask) as u32;
+        let ports_mask_len = if pm == 0 { 0 } else { 32 - pm.trailing_zeros() };
+        let ports_trie = if ports_mask_len > 0 {
+            let mut t = PrefixSet::new(32);
+            for (values, _) in b.rules.keys() {
+                t.insert(ports_word(values), ports_mask_len);
+            }
+            self.port_tries.push(t);
+            (self.port_tries.len() - 1) as u32
+        } else {
+            u32::MAX
+        };
+        let st = Subtable {
+            max_priority: b.max_priority,
+            n_stages: stages.len() as u8,
+            trie_stages,
+            trie_prefix_len,
+            ports_mask_len: ports_mask_len as u8,
+            stage_end,
+            fields,
+            ports_trie,
+            seed: hash_step(0x243f_6a88_85a3_08d3, pos as u64),
+        };
+        // Index the rules, grouped by their full hash.
+        let fl = &self.fields[fields as usize..];
+        let last = stages.len() - 1;
+        let mut by_hash: FastMap<u64, Vec<(u16, usize, Flow)>> = FastMap::default();
+        for ((values, priority), &id) in &b.rules {
+            let mut h = st.seed;
+            for i in 0..=last {
+                let from = if i == 0 { 0 } else { st.stage_end[i - 1] as usize };
+                for &(fi, m) in &fl[from..st.stage_end[i] as usize] {
+                    h = hash_step(h, values.0[fi as usize] & m);
+                }
+                if i < last {
+                    self.stage_keys.insert(stage_key(h, i));
+                }
+            }
+            by_hash.entry(h).or_default().push((*priority, id, *values));
+        }
+        let n_fields = st.stage_end[last] as usize;
+        let mut hashes: Vec<u64> = by_hash.keys().copied().collect();
+        hashes.sort_unstable();
+        for h in hashes {
+            let group = &by_hash[&h];
+            let start = self.rules.len() as u32;
+            for &(priority, id, values) in group {
+                self.rules.push((pos, priority, id, self.values.len() as u32));
+                self.values.extend(self.fields[fields as usize..fields as usize + n_fields].iter().map(|&(fi, _)| values.0[fi as usize]));
+            }
+            self.exact.insert(h, (start, group.len() as u32));
+        }
+        self.subtables.push(st);
+    }
+
+    /// Finds the highest-priority rule matching `flow` and ORs into `wc` every bit OVS's
+    /// classifier would have examined to find it.
+    pub fn lookup<W: Unwildcard>(&self, flow: &Flow, wc: &mut W) -> Option<usize> {
+        self.lookup_counted(flow, wc, &mut 0)
+    }
+
+    /// [`Classifier::lookup`], adding the number of subtables searched to `probes` (the
+    /// tuple-space-search cost the NIC model charges per miss).
+    pub fn lookup_counted<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, probes: &mut u64) -> Option<usize> {
+        let mut tries = TrieState::default();
+        let mut best: Option<(u16, usize)> = None;
+        for (pos, st) in self.subtables.iter().enumerate() {
+            if let Some((p, _)) = best {
+                if st.max_priority <= p {
+                    break;
+                }
+            }
+            *probes += 1;
+            if let Some((p, id)) = self.find_match_wc(pos as u32, st, flow, wc, &mut tries) {
+                if best.is_none_or(|(bp, _)| p > bp) {
+                    best = Some((p, id));
+                }
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
+    /// Un-wildcards the subtable's mask over its first `n_fields` fields (whole stages).
+    #[inline]
+    fn fold<W: Unwildcard>(&self, st: &Subtable, n_fields: usize, wc: &mut W) {
+        for &(fi, m) in &self.fields[st.fields as usize..st.fields as usize + n_fields] {
+            wc.or_index(fi as usize, m);
         }
     }
 
     /// OVS `check_tries`: true when a trie proves no rule of this subtable can match, after
     /// un-wildcarding the prefix bits that prove it.
-    fn check_tries<W: Unwildcard>(&self, stage: &[Field], flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> bool {
-        // nw_src and nw_dst share one 64-bit word of struct flow, so either makes both relevant.
-        if !stage.iter().any(|f| matches!(f, Field::NwSrc | Field::NwDst)) {
-            return false;
-        }
+    #[inline(always)]
+    fn check_tries<W: Unwildcard>(&self, st: &Subtable, flow: &Flow, wc: &mut W, tries: &mut TrieState) -> bool {
         for (j, f) in TRIE_FIELDS.iter().enumerate() {
-            let plen = self.trie_prefix_len[j];
+            let plen = st.trie_prefix_len[j] as u32;
             if plen == 0 {
                 continue;
             }
-            let look = *cache[j].get_or_insert_with(|| tries[j].lookup(flow.get(*f)));
-            if look.matching_lengths & (1u64 << (plen - 1)) == 0 {
-                let bits_mask = tries[j].prefix_mask(look.mask_bits);
-                if look.mask_bits <= plen {
-                    wc.or(*f, bits_mask);
-                    return true;
-                }
-                if wc.get(*f) & bits_mask == bits_mask {
-                    // Already examined by an earlier table: the proof rests on these bits.
-                    wc.or(*f, bits_mask);
+            if !tries.ready {
+                tries.compute(&self.tries, flow);
+            }
+            // No rule prefix of this length matches: proven when the deciding bits are within
+            // the subtable's prefix, or were already examined by an earlier table (the proof
+            // rests on them).
+            if (tries.unmatched[j] >> plen) & 1 != 0 {
+                let bits_mask = tries.bits_mask[j];
+                if (tries.within[j] >> plen) & 1 != 0 || wc.get(*f) & bits_mask == bits_mask {
+                    wc.or_index(f.index(), bits_mask);
                     return true;
                 }
             }
@@ -266,57 +411,70 @@ impl Subtable {
         false
     }
 
-    /// Whether some rule may match `flow` on the fields of the first `n_stages` stages.
-    fn any_matches(&self, flow: &Flow, n_stages: usize) -> bool {
-        self.stage_keys[n_stages - 1].contains_key(&self.stage_hash(flow, n_stages - 1))
-    }
-
-    fn fold_stages<W: Unwildcard>(&self, n_stages: usize, wc: &mut W) {
-        for stage in &self.stages[..n_stages] {
-            self.fold(stage, wc);
-        }
-    }
-
-    /// OVS `find_match_wc`.
-    fn find_match_wc<W: Unwildcard>(&self, flow: &Flow, wc: &mut W, tries: &[PrefixSet], cache: &mut [Option<TrieLookup>; 2]) -> Option<(u16, usize)> {
-        let last = self.stages.len() - 1;
+    /// OVS `find_match_wc` on the subtable at search position `pos`.
+    #[inline]
+    fn find_match_wc<W: Unwildcard>(&self, pos: u32, st: &Subtable, flow: &Flow, wc: &mut W, tries: &mut TrieState) -> Option<(u16, usize)> {
+        let last = st.n_stages as usize - 1;
+        let fl = &self.fields[st.fields as usize..st.fields as usize + st.stage_end[last] as usize];
+        let mut h = st.seed;
+        let mut done = 0usize;
         for i in 0..last {
-            if self.check_tries(&self.stages[i], flow, wc, tries, cache) {
-                self.fold_stages(i, wc);
+            if st.trie_stages & (1 << i) != 0 && self.check_tries(st, flow, wc, tries) {
+                self.fold(st, done, wc);
                 return None;
             }
-            if !self.any_matches(flow, i + 1) {
-                self.fold_stages(i + 1, wc);
+            let end = st.stage_end[i] as usize;
+            for &(fi, m) in &fl[done..end] {
+                h = hash_step(h, flow.0[fi as usize] & m);
+            }
+            done = end;
+            // Whether some rule agrees with `flow` on the stages so far.
+            if !self.stage_keys.contains(stage_key(h, i)) {
+                self.fold(st, done, wc);
                 return None;
             }
         }
-        if self.check_tries(&self.stages[last], flow, wc, tries, cache) {
-            self.fold_stages(last, wc);
+        if st.trie_stages & (1 << last) != 0 && self.check_tries(st, flow, wc, tries) {
+            self.fold(st, done, wc);
             return None;
+        }
+        for &(fi, m) in &fl[done..] {
+            h = hash_step(h, flow.0[fi as usize] & m);
         }
         // Values and priority are unique within a subtable (an identical rule replaces the old
         // one), so the highest-priority exact match is well defined.
-        let hit = self.exact.get(&self.stage_hash(flow, last)).and_then(|v| {
-            v.iter().filter(|(vals, _, _)| self.stages.iter().flatten().all(|&f| flow.get(f) & self.mask.get(f) == vals.get(f))).max_by_key(|x| x.1).map(|&(_, p, id)| (p, id))
-        });
+        let mut hit: Option<(u16, usize)> = None;
+        if let Some(&(start, n)) = self.exact.get(&h) {
+            for &(sp, priority, id, at) in &self.rules[start as usize..(start + n) as usize] {
+                let vals = &self.values[at as usize..at as usize + fl.len()];
+                if sp == pos && fl.iter().zip(vals).all(|(&(fi, m), &v)| flow.0[fi as usize] & m == v) && hit.is_none_or(|(bp, _)| priority > bp) {
+                    hit = Some((priority, id));
+                }
+            }
+        }
         match hit {
-            None if self.ports_mask_len > 0 => {
-                let pmask = ports_word(&self.mask);
-                let value = ports_word(flow) & pmask;
-                let look = self.ports_trie.lookup(value);
-                let bits = pmask & self.ports_trie.prefix_mask(look.mask_bits);
+            None if st.ports_mask_len > 0 => {
+                // The port trie: only the port bits that rule out every rule's ports.
+                let t = &self.port_tries[st.ports_trie as usize];
+                let pmask = fl.iter().fold(0u64, |acc, &(fi, m)| match fi {
+                    x if x as usize == Field::TpSrc.index() => acc | (m << 16),
+                    x if x as usize == Field::TpDst.index() => acc | m,
+                    _ => acc,
+                });
+                let look = t.lookup(ports_word(flow) & pmask);
+                let bits = pmask & t.prefix_mask(look.mask_bits);
                 wc.or(Field::TpSrc, bits >> 16);
                 wc.or(Field::TpDst, bits & 0xffff);
-                self.fold_stages(last, wc);
+                self.fold(st, done, wc);
                 None
             }
             None => {
-                self.fold_all(wc);
+                self.fold(st, fl.len(), wc);
                 None
             }
-            Some((priority, rule_id)) => {
-                self.fold_all(wc);
-                Some((priority, rule_id))
+            Some(hit) => {
+                self.fold(st, fl.len(), wc);
+                Some(hit)
             }
         }
     }

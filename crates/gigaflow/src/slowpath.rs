@@ -164,7 +164,7 @@ struct Xlate<'a> {
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::new(), outputs: Vec::new(), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0 }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0 }
     }
 
     fn table(&mut self, table: u8, depth: usize) {

@@ -2,8 +2,16 @@
 //! search, one hash table per distinct (mask, priority), probed from the highest priority down,
 //! the first hit winning. Entries carry an exact-match tag (Gigaflow's table tag; 0 for a
 //! Megaflow), live in a slab with a free list, and are kept on an LRU list for eviction.
+//!
+//! Tuple pruning (Srinivasan et al.'s refinement of tuple-space search): where a tag has many
+//! subtables, a lookup first asks, for each of nw_src, nw_dst, tp_src and tp_dst and each prefix
+//! length some subtable masks it with, whether any entry of the tag holds the packet's prefix of
+//! that length, and skips the subtables ruled out. Only subtables that cannot match are skipped,
+//! so the result is the same entry plain tuple-space search finds. The tag's subtables are also
+//! grouped by their (nw_src, nw_dst) prefix lengths, so a lookup reads only the groups the
+//! prefixes allow and probes the survivors in search order (by their rank in it).
 
-use crate::fields::{Flow, N_FIELDS};
+use crate::fields::{Field, Flow, N_FIELDS};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -71,13 +79,80 @@ fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
 }
 
+/// Fields whose prefix masks prune subtables: (field index, width in bits).
+const PRUNE_FIELDS: [(usize, u32); 4] = [(22, 32), (23, 32), (26, 16), (27, 16)];
+/// A tag's subtables are pruned when it has at least this many (below, probing them all is
+/// cheaper than the prefix checks).
+const PRUNE_MIN_SUBTABLES: usize = 16;
+/// Subtables a pruned lookup probes in plain order before it prunes the rest.
+const PRUNE_DIRECT_PROBES: usize = 4;
+/// `Subtable::prune_len` of a field the subtable's mask does not constrain to a prefix (a bit
+/// every lookup sets in its "prefix present" words, above the 33 lengths).
+const NO_PRUNE: u8 = 40;
+
+#[inline]
+fn prefix_of(width: u32, len: u32) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        let full = (1u64 << width) - 1;
+        full & !(full >> len)
+    }
+}
+
+/// Length of `mask` as a prefix of a `width`-bit field; `NO_PRUNE` when it is not a non-empty
+/// prefix.
+fn prune_len(mask: u64, width: u32) -> u8 {
+    let len = (mask << (64 - width)).leading_ones();
+    if mask != 0 && mask == prefix_of(width, len) {
+        len as u8
+    } else {
+        NO_PRUNE
+    }
+}
+
+/// Key of "an entry of `tag` holds `value` as its prefix of `len` bits of prune field `j`".
+#[inline]
+fn prefix_key(tag: u16, j: usize, len: u8, value: u64) -> u64 {
+    mix(mix(0x2545_f491_4f6c_dd1d ^ ((tag as u64) << 16 | (j as u64) << 8 | len as u64), value), 0x1f)
+}
+
+/// `(l0, l1, [(subtable id, prune_len)])`: a tag's subtables whose nw_src and nw_dst prune
+/// lengths are l0 and l1.
+type PruneGroup = (u8, u8, Vec<(u32, [u8; 4])>);
+
+/// A tag's subtables in search order and, per prune field, how many subtables use each length.
+#[derive(Clone)]
+struct TagIndex {
+    /// (subtable id, its `prune_len`) in search order.
+    order: Vec<(u32, [u8; 4])>,
+    /// Subtables by (nw_src, nw_dst) prune lengths.
+    groups: Vec<PruneGroup>,
+    group_of: FastMap<(u8, u8), u32>,
+    len_subtables: [[u32; 33]; 4],
+    /// Bit L: some subtable masks the field with a prefix of length L.
+    lens: [u64; 4],
+}
+
+impl Default for TagIndex {
+    fn default() -> Self {
+        TagIndex { order: Vec::new(), groups: Vec::new(), group_of: FastMap::default(), len_subtables: [[0; 33]; 4], lens: [0; 4] }
+    }
+}
+
 struct Subtable {
     tag: u16,
     mask: Flow,
+    /// Prefix length of the mask on each prune field (`NO_PRUNE`: not a prefix or unmasked).
+    prune_len: [u8; 4],
     /// Field indices with a non-zero mask (the only ones hashed and compared).
     fields: Vec<u8>,
     priority: u16,
-    buckets: IdMap<Vec<EntryId>>,
+    /// Position key in the tag's search order: (u16::MAX - priority) << 48 | rank.
+    rank: u64,
+    /// Hash of the masked key → first entry of its chain (`Slot::bucket_next`); keys in a
+    /// chain are distinct, so at most one of them matches a flow.
+    buckets: IdMap<EntryId>,
     n_entries: usize,
     /// Hits since creation (equal-priority subtables are searched most-hit first, as OVS's
     /// dpcls re-sorts its subtable vector).
@@ -106,6 +181,8 @@ pub struct Slot<P> {
     pub hits: u64,
     prev: u32,
     next: u32,
+    /// Next entry with the same subtable hash.
+    bucket_next: u32,
     live: bool,
     pub payload: P,
 }
@@ -115,9 +192,16 @@ pub struct TssTable<P> {
     /// Subtables by creation (ids are stable), one per (tag, mask, priority): a lookup only
     /// searches its tag's subtables, listed in `order` by priority (highest first).
     subtables: Vec<Subtable>,
-    order: FastMap<u16, Vec<u32>>,
+    tags: FastMap<u16, TagIndex>,
+    /// `prefix_key`s of live entries with their counts (hash-only: a collision can only keep a
+    /// subtable that could have been skipped).
+    prefixes: IdMap<u32>,
     by_shape: FastMap<(u16, Flow, u16), u32>,
     lookups_since_sort: u32,
+    /// Rank the next new subtable gets (after every existing one of its priority).
+    next_rank: u64,
+    /// Candidates of a pruned lookup: (rank, subtable id).
+    candidates: Vec<(u64, u32)>,
     /// Ids of emptied subtables, for reuse.
     free_subtables: Vec<u32>,
     slots: Vec<Slot<P>>,
@@ -134,7 +218,8 @@ pub struct TssTable<P> {
 
 impl<P> TssTable<P> {
     pub fn new(capacity: usize) -> Self {
-        TssTable { subtables: Vec::new(), order: FastMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
+        debug_assert_eq!(PRUNE_FIELDS.map(|(i, _)| i), [Field::NwSrc, Field::NwDst, Field::TpSrc, Field::TpDst].map(Field::index));
+        TssTable { subtables: Vec::new(), tags: FastMap::default(), prefixes: IdMap::default(), by_shape: FastMap::default(), lookups_since_sort: 0, next_rank: 0, candidates: Vec::new(), free_subtables: Vec::new(), slots: Vec::new(), free: Vec::new(), lru_head: NIL, lru_tail: NIL, len: 0, capacity, masks: FastMap::default(), probes: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -163,9 +248,18 @@ impl<P> TssTable<P> {
     /// matching entry is a correct answer, so searching the busiest first only saves probes).
     pub fn resort(&mut self) {
         let subtables = &self.subtables;
-        for v in self.order.values_mut() {
-            v.sort_by_key(|&i| (std::cmp::Reverse(subtables[i as usize].priority), std::cmp::Reverse(subtables[i as usize].hits)));
+        for t in self.tags.values_mut() {
+            t.order.sort_by_key(|&(i, _)| (std::cmp::Reverse(subtables[i as usize].priority), std::cmp::Reverse(subtables[i as usize].hits)));
         }
+        let mut rank = 0u64;
+        for t in self.tags.values() {
+            for &(i, _) in &t.order {
+                let st = &mut self.subtables[i as usize];
+                st.rank = ((u16::MAX - st.priority) as u64) << 48 | rank;
+                rank += 1;
+            }
+        }
+        self.next_rank = rank;
     }
 
     pub fn get(&self, id: EntryId) -> &Slot<P> {
@@ -189,23 +283,60 @@ impl<P> TssTable<P> {
             self.lookups_since_sort = 0;
             self.resort();
         }
-        let order = self.order.get(&tag)?;
-        'outer: for &si in order {
-            let st = &self.subtables[si as usize];
-            if st.n_entries == 0 {
-                continue;
+        let ti = self.tags.get(&tag)?;
+        let prune = ti.order.len() >= PRUNE_MIN_SUBTABLES;
+        // The first subtables in search order are probed directly: with hit-ranked order they
+        // hold most hits, and then the prefix checks below would cost more than they save.
+        let direct = if prune { PRUNE_DIRECT_PROBES } else { ti.order.len() };
+        for i in 0..direct {
+            let si = self.tags[&tag].order[i].0;
+            if let Some(id) = self.probe(si, tag, flow) {
+                found = Some((si, id));
+                break;
             }
-            self.probes += 1;
-            let h = st.hash(tag, flow);
-            if let Some(ids) = st.buckets.get(&h) {
-                for &id in ids {
-                    let s = &self.slots[id as usize];
-                    if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
-                        found = Some((si, id));
-                        break 'outer;
+        }
+        let ti = &self.tags[&tag];
+        // Per prune field, bit L: some entry of the tag holds the packet's L-bit prefix.
+        let mut ok = [u64::MAX; 4];
+        if prune && found.is_none() {
+            for (j, &(fi, width)) in PRUNE_FIELDS.iter().enumerate() {
+                let mut lens = ti.lens[j];
+                let mut bits = 0u64;
+                while lens != 0 {
+                    let len = lens.trailing_zeros();
+                    lens &= lens - 1;
+                    if self.prefixes.contains_key(&prefix_key(tag, j, len as u8, flow.0[fi] & prefix_of(width, len))) {
+                        bits |= 1 << len;
+                    }
+                }
+                ok[j] = bits | 1 << NO_PRUNE;
+            }
+        }
+        if prune && found.is_none() {
+            // Only the groups whose (nw_src, nw_dst) lengths the packet's prefixes allow, and in
+            // them the subtables its ports allow and not yet probed, in search order.
+            let after = self.subtables[ti.order[direct - 1].0 as usize].rank;
+            let mut cands = std::mem::take(&mut self.candidates);
+            cands.clear();
+            for (l0, l1, members) in &ti.groups {
+                if (ok[0] >> l0) & (ok[1] >> l1) & 1 == 0 {
+                    continue;
+                }
+                for &(si, l) in members {
+                    let rank = self.subtables[si as usize].rank;
+                    if (ok[2] >> l[2]) & (ok[3] >> l[3]) & 1 != 0 && rank > after {
+                        cands.push((rank, si));
                     }
                 }
             }
+            cands.sort_unstable();
+            for &(_, si) in &cands {
+                if let Some(id) = self.probe(si, tag, flow) {
+                    found = Some((si, id));
+                    break;
+                }
+            }
+            self.candidates = cands;
         }
         let found = found.map(|(si, id)| {
             self.subtables[si as usize].hits += 1;
@@ -217,14 +348,38 @@ impl<P> TssTable<P> {
         found
     }
 
+    /// The entry of subtable `si` matching `flow`, if any (one hash probe).
+    #[inline]
+    fn probe(&mut self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
+        let st = &self.subtables[si as usize];
+        if st.n_entries == 0 {
+            return None;
+        }
+        self.probes += 1;
+        let h = st.hash(tag, flow);
+        let mut id = st.buckets.get(&h).copied().unwrap_or(NIL);
+        while id != NIL {
+            let s = &self.slots[id as usize];
+            if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
+                return Some(id);
+            }
+            id = s.bucket_next;
+        }
+        None
+    }
+
     /// An entry with exactly this tag, mask, priority and (masked) key.
     pub fn find_exact(&self, tag: u16, mask: &Flow, priority: u16, key: &Flow) -> Option<EntryId> {
         let st = &self.subtables[*self.by_shape.get(&(tag, *mask, priority))? as usize];
-        let ids = st.buckets.get(&st.hash(tag, key))?;
-        ids.iter().copied().find(|&id| {
+        let mut id = *st.buckets.get(&st.hash(tag, key))?;
+        while id != NIL {
             let s = &self.slots[id as usize];
-            s.tag == tag && s.key == *key
-        })
+            if s.tag == tag && s.key == *key {
+                return Some(id);
+            }
+            id = s.bucket_next;
+        }
+        None
     }
 
     pub fn touch(&mut self, id: EntryId, now_ns: u64) {
@@ -242,7 +397,10 @@ impl<P> TssTable<P> {
             Some(&i) => i as usize,
             None => {
                 let fields = (0..N_FIELDS).filter(|&i| mask.0[i] != 0).map(|i| i as u8).collect();
-                let st = Subtable { tag, mask: *mask, fields, priority, buckets: IdMap::default(), n_entries: 0, hits: 0 };
+                let prune = PRUNE_FIELDS.map(|(fi, width)| prune_len(mask.0[fi], width));
+                let rank = ((u16::MAX - priority) as u64) << 48 | self.next_rank;
+                self.next_rank += 1;
+                let st = Subtable { tag, mask: *mask, prune_len: prune, fields, priority, rank, buckets: IdMap::default(), n_entries: 0, hits: 0 };
                 let id = match self.free_subtables.pop() {
                     Some(id) => {
                         self.subtables[id as usize] = st;
@@ -254,15 +412,27 @@ impl<P> TssTable<P> {
                     }
                 };
                 self.by_shape.insert((tag, *mask, priority), id);
-                // Keep the search order by priority, highest first (stable among equals).
+                // Keep the search order by priority, highest first (after its equals; the order
+                // is sorted by priority, so a binary search finds the place).
                 let subtables = &self.subtables;
-                let order = self.order.entry(tag).or_default();
-                let at = order.iter().position(|&o| subtables[o as usize].priority < priority).unwrap_or(order.len());
-                order.insert(at, id);
+                let ti = self.tags.entry(tag).or_default();
+                let at = ti.order.partition_point(|&(o, _)| subtables[o as usize].priority >= priority);
+                ti.order.insert(at, (id, prune));
+                let g = *ti.group_of.entry((prune[0], prune[1])).or_insert_with(|| {
+                    ti.groups.push((prune[0], prune[1], Vec::new()));
+                    (ti.groups.len() - 1) as u32
+                });
+                ti.groups[g as usize].2.push((id, prune));
+                for (j, &l) in prune.iter().enumerate() {
+                    if l != NO_PRUNE {
+                        ti.len_subtables[j][l as usize] += 1;
+                        ti.lens[j] |= 1 << l;
+                    }
+                }
                 id as usize
             }
         };
-        let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, live: true, payload };
+        let slot = Slot { tag, key, priority, subtable: sti as u32, last_used_ns: now_ns, hits: 0, prev: NIL, next: NIL, bucket_next: NIL, live: true, payload };
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = slot;
@@ -274,8 +444,15 @@ impl<P> TssTable<P> {
             }
         };
         let st = &mut self.subtables[sti];
+        for (j, &(fi, _)) in PRUNE_FIELDS.iter().enumerate() {
+            if st.prune_len[j] != NO_PRUNE {
+                *self.prefixes.entry(prefix_key(tag, j, st.prune_len[j], key.0[fi])).or_insert(0) += 1;
+            }
+        }
         let h = st.hash(tag, &key);
-        st.buckets.entry(h).or_default().push(id);
+        if let Some(old) = st.buckets.insert(h, id) {
+            self.slots[id as usize].bucket_next = old;
+        }
         st.n_entries += 1;
         *self.masks.entry(*mask).or_insert(0) += 1;
         self.len += 1;
@@ -293,22 +470,55 @@ impl<P> TssTable<P> {
         self.unlink(id);
         let st = &mut self.subtables[sti];
         let h = st.hash(tag, &key);
-        if let Some(ids) = st.buckets.get_mut(&h) {
-            ids.retain(|&x| x != id);
-            if ids.is_empty() {
-                st.buckets.remove(&h);
+        let next = self.slots[id as usize].bucket_next;
+        match st.buckets.get(&h).copied() {
+            Some(head) if head == id => {
+                if next == NIL {
+                    st.buckets.remove(&h);
+                } else {
+                    st.buckets.insert(h, next);
+                }
             }
+            Some(mut prev) => {
+                while self.slots[prev as usize].bucket_next != id {
+                    prev = self.slots[prev as usize].bucket_next;
+                }
+                self.slots[prev as usize].bucket_next = next;
+            }
+            None => unreachable!("a live entry is in its bucket"),
         }
         st.n_entries -= 1;
+        for (j, &(fi, _)) in PRUNE_FIELDS.iter().enumerate() {
+            if st.prune_len[j] != NO_PRUNE {
+                let k = prefix_key(tag, j, st.prune_len[j], key.0[fi]);
+                if let Some(c) = self.prefixes.get_mut(&k) {
+                    *c -= 1;
+                    if *c == 0 {
+                        self.prefixes.remove(&k);
+                    }
+                }
+            }
+        }
         let mask = st.mask;
         if st.n_entries == 0 {
             // Retire the empty subtable so lookups stop probing it.
-            let (tag, prio) = (st.tag, st.priority);
+            let (tag, prio, prune) = (st.tag, st.priority, st.prune_len);
             self.by_shape.remove(&(tag, mask, prio));
-            if let Some(o) = self.order.get_mut(&tag) {
-                o.retain(|&x| x as usize != sti);
-                if o.is_empty() {
-                    self.order.remove(&tag);
+            if let Some(ti) = self.tags.get_mut(&tag) {
+                ti.order.retain(|&(x, _)| x as usize != sti);
+                if let Some(&g) = ti.group_of.get(&(prune[0], prune[1])) {
+                    ti.groups[g as usize].2.retain(|&(x, _)| x as usize != sti);
+                }
+                for (j, &l) in prune.iter().enumerate() {
+                    if l != NO_PRUNE {
+                        ti.len_subtables[j][l as usize] -= 1;
+                        if ti.len_subtables[j][l as usize] == 0 {
+                            ti.lens[j] &= !(1 << l);
+                        }
+                    }
+                }
+                if ti.order.is_empty() {
+                    self.tags.remove(&tag);
                 }
             }
             self.free_subtables.push(sti as u32);
@@ -421,5 +631,61 @@ mod tests {
         assert_eq!(t.expire_idle(105, 50), 2);
         assert_eq!(t.len(), 1);
         assert_eq!(t.lookup(0, &flow(0, 0), None), Some(ids[0]));
+    }
+
+    /// Many subtables under one tag (so lookups prune): the entry found is always a matching
+    /// entry of the highest matching priority, and a miss means no entry matches, through
+    /// inserts and removals.
+    #[test]
+    fn pruned_lookups_equal_a_scan_of_every_entry() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let mut t: TssTable<()> = TssTable::new(10_000);
+        let pfx = |w: u32, l: u32| prefix_of(w, l);
+        let mut live: Vec<EntryId> = Vec::new();
+        let base = 0x0a00_0000u64;
+        let random_flow = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let mut f = Flow::default();
+            f.set(Field::NwSrc, base ^ (rng.gen::<u64>() & rng.gen::<u64>() & 0xffff_ffff));
+            f.set(Field::NwDst, base ^ (rng.gen::<u64>() & rng.gen::<u64>() & 0xffff_ffff));
+            f.set(Field::TpDst, rng.gen_range(0..64));
+            f.set(Field::NwProto, rng.gen_range(5..8));
+            f
+        };
+        for round in 0..3000 {
+            if round % 3 != 2 || live.is_empty() {
+                let mut m = Flow::default();
+                m.set(Field::NwSrc, pfx(32, rng.gen_range(0..=32)));
+                m.set(Field::NwDst, pfx(32, rng.gen_range(0..=32)));
+                // Some masks are not prefixes (never pruned on that field).
+                m.set(Field::TpDst, if rng.gen_bool(0.3) { 0x0f0f } else { pfx(16, rng.gen_range(0..=16)) });
+                if rng.gen_bool(0.5) {
+                    m.set(Field::NwProto, 0xff);
+                }
+                let f = random_flow(&mut rng);
+                let prio = rng.gen_range(0..4);
+                if t.find_exact(1, &m, prio, &f.masked(&m)).is_none() {
+                    live.push(t.insert(1, &m, prio, &f, (), 0));
+                }
+            } else {
+                let id = live.swap_remove(rng.gen_range(0..live.len()));
+                t.remove(id);
+            }
+            if round % 10 == 0 {
+                for _ in 0..20 {
+                    let f = random_flow(&mut rng);
+                    let matches: Vec<EntryId> = live.iter().copied().filter(|&id| f.masked(t.mask_of(id)) == t.get(id).key).collect();
+                    let best = matches.iter().map(|&id| t.get(id).priority).max();
+                    match t.lookup(1, &f, None) {
+                        Some(id) => {
+                            assert!(matches.contains(&id), "round {round}: a non-matching entry");
+                            assert_eq!(Some(t.get(id).priority), best, "round {round}: not the highest priority");
+                        }
+                        None => assert!(matches.is_empty(), "round {round}: missed {} matching entries", matches.len()),
+                    }
+                }
+            }
+        }
+        assert!(t.tags[&1].order.len() >= PRUNE_MIN_SUBTABLES, "the test must exercise pruning");
     }
 }
