@@ -12,6 +12,7 @@ pub mod fields;
 pub mod flows;
 pub mod ltm;
 pub mod megaflow;
+pub mod nuevomatch;
 pub mod nic;
 pub mod oracle;
 pub mod packetgen;
