@@ -163,13 +163,14 @@ struct Common {
     flows: usize,
     profile: String,
     seed: u64,
+    flow_size_shape: f64,
 }
 
 fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
     let profile = Profile::parse(&c.profile)?;
     let rs = pipebench::render_pipeline(name, profile, c.rules, c.seed)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
-    let cfg = TrafficConfig { n_flows: c.flows, locality: loc, seed: c.seed, ..TrafficConfig::default() };
+    let cfg = TrafficConfig { n_flows: c.flows, locality: loc, seed: c.seed, pareto_shape: c.flow_size_shape, ..TrafficConfig::default() };
     let t = pipebench::generate_traffic(&rs, &cfg)?;
     Ok((rs, p, t))
 }
@@ -187,6 +188,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "flows", default: "100000", doc: "unique flows of the traffic (paper: 100K)" },
         ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
         ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
+        ParamSpec { name: "flow_size_shape", default: "1.2", doc: "Pareto shape of packets per flow (1.2: mean ~5 packets; smaller: heavier tail, more packets per flow)" },
     ]
 }
 
@@ -742,6 +744,7 @@ pub fn two_workloads(
     flows: usize,
     locality: Locality,
     seed: u64,
+    flow_size_shape: f64,
 ) -> Result<(Traffic, u64, usize), String> {
     let gen = |s: u64| {
         pipebench::generate_traffic(
@@ -750,6 +753,7 @@ pub fn two_workloads(
                 n_flows: flows,
                 locality,
                 seed: s,
+                pareto_shape: flow_size_shape,
                 ..TrafficConfig::default()
             },
         )
@@ -854,7 +858,7 @@ impl Experiment for Dynamic {
         let pl = Pipeline::parse(&rs.text).map_err(|e| {
             ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline))
         })?;
-        let (traffic, switch_ns, shared) = two_workloads(&rs, p.common.flows, loc, p.common.seed)
+        let (traffic, switch_ns, shared) = two_workloads(&rs, p.common.flows, loc, p.common.seed, p.common.flow_size_shape)
             .map_err(ExperimentError::Input)?;
         let end_ns = traffic.packets.last().map(|x| x.time_ns).unwrap_or(0);
         // Bins of equal packet counts: the paper replays its trace at a constant packet rate
