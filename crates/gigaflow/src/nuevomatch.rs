@@ -247,6 +247,9 @@ pub struct NuevoMatch {
     rules: Vec<Rule>,
     isets: Vec<ISet>,
     remainder: TssTable<u32>,
+    /// Highest priority in the remainder: an iSet match at or above it ends the search (any
+    /// matching entry of the top priority is a correct answer).
+    remainder_max_priority: Option<u16>,
     pub stats: NuevoMatchStats,
 }
 
@@ -295,6 +298,7 @@ impl NuevoMatch {
             remainder.insert(x.tag, &x.mask, x.priority, &x.key, r, 0);
         }
         stats.remainder = left.len();
+        let remainder_max_priority = left.iter().map(|&r| rules[r as usize].priority).max();
         let (mut w, mut cnt) = (0.0, 0.0);
         for s in &isets {
             stats.leaves += s.model.leaves.len();
@@ -306,7 +310,7 @@ impl NuevoMatch {
             }
         }
         stats.mean_window = if cnt > 0.0 { w / cnt } else { 0.0 };
-        NuevoMatch { rules, isets, remainder, stats }
+        NuevoMatch { rules, isets, remainder, remainder_max_priority, stats }
     }
 
     /// The highest-priority rule matching (`tag`, `flow`): its index in the build's rule list.
@@ -320,6 +324,14 @@ impl NuevoMatch {
                     best = Some((rule.priority, r as usize));
                 }
             }
+        }
+        let skip = match (best, self.remainder_max_priority) {
+            (_, None) => true,
+            (Some(b), Some(m)) => b.0 >= m,
+            (None, Some(_)) => false,
+        };
+        if skip {
+            return best.map(|b| b.1);
         }
         if let Some(id) = self.remainder.lookup(tag, flow, None) {
             let r = self.remainder.get(id).payload as usize;
