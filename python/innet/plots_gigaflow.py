@@ -1,4 +1,5 @@
-"""Plots of the Gigaflow experiments: Figs. 8-10 and 12 (e2e), 14-15 (tables), 16 (partitioning)."""
+"""Plots of the Gigaflow experiments: Figs. 8-10 and 12 (e2e), 14-15 (tables), 16 (partitioning),
+17 (search), 18 (dynamic) and Table 2 (coverage)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,59 @@ def plot_partitioning(summary: dict, tables: dict[str, pd.DataFrame], out: Path)
     axes[1].bar(df["scheme"], df["entries"])
     axes[1].set_ylabel("cache entries")
     return [_save(fig, out / "partitioning.png")]
+
+
+@register("gigaflow.coverage")
+def plot_coverage(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Table 2: rule-space coverage of MF 32K and GF 4x8K, ours beside the paper's (log scale)."""
+    df = tables["coverage"]
+    if df.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    x = np.arange(len(df))
+    cols = [("mf_coverage", "MF (ours)"), ("gf_coverage", "GF (ours)"), ("paper_mf_coverage", "MF (paper)"), ("paper_gf_coverage", "GF (paper)")]
+    w = 0.8 / len(cols)
+    for i, (c, label) in enumerate(cols):
+        ax.bar(x + i * w, df[c].fillna(0), w, label=label)
+    ax.set_xticks(x + w * (len(cols) - 1) / 2, df["pipeline"])
+    ax.set_yscale("log")
+    ax.set_ylabel("rule space (Megaflow-equivalents)")
+    ax.legend(fontsize=8)
+    return [_save(fig, out / "coverage.png")]
+
+
+@register("gigaflow.dynamic")
+def plot_dynamic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 18: hit rate over the run; the second workload arrives at the dashed line."""
+    df = tables["series"]
+    if df.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    for scheme, g in df.groupby("scheme", sort=False):
+        ax.plot(g["packet"], g["hit_rate"], marker=".", label=scheme.upper())
+    at = summary.get("second_workload_at_packet")
+    if at is not None:
+        ax.axvline(at, color="grey", linestyle="--", label="second workload")
+    ax.set_xlabel("packets replayed")
+    ax.set_ylabel("NIC hit rate")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=8)
+    return [_save(fig, out / "dynamic_hit_rate.png")]
+
+
+@register("gigaflow.search")
+def plot_search(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 17: lookups per second of tuple-space search and NuevoMatch on the MF and GF caches."""
+    df = tables["search"]
+    if df.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    caches = list(dict.fromkeys(df["cache"]))
+    x = np.arange(len(caches))
+    for i, c in enumerate(["tss", "nm"]):
+        vals = [df[(df["cache"] == k) & (df["classifier"] == c)]["lookups_per_s"].sum() for k in caches]
+        ax.bar(x + i * 0.4, vals, 0.4, label=c.upper())
+    ax.set_xticks(x + 0.2, [c.upper() for c in caches])
+    ax.set_ylabel("cache lookups / s (one core)")
+    ax.legend(fontsize=8)
+    return [_save(fig, out / "search_lookups.png")]

@@ -10,7 +10,7 @@ PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipel
 def test_listed(innet_cmd):
     r = innet_cmd("list")
     assert r.returncode == 0, r.stderr
-    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation"):
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search"):
         assert name in r.stdout
 
 
@@ -50,3 +50,27 @@ def test_bench_gigaflow(innet_cmd):
     assert rep["gf_slowpath_us_per_miss"] > 0 and rep["mf_lookups_per_s"] > 0
     r = innet_cmd("bench", "gigaflow", "--flows", "/nonexistent.flows")
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_coverage_dynamic_search_quick_with_plots(innet_cmd, tmp_path):
+    """Table 2, Fig. 18 and Fig. 17 in their quick forms: summaries and figures."""
+    r = innet_cmd("run", "gigaflow.coverage", "--quick", "--out", str(tmp_path / "cov"), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for name in ("PSC", "OFD"):
+        x = s["pipelines"][name]
+        assert x["mf_coverage"] == x["mf_entries"]
+        assert x["mf_coverage"] < x["gf_coverage"] <= x["gf_chains_tag_only"]
+    assert (tmp_path / "cov" / "coverage.png").is_file()
+    r = innet_cmd("run", "gigaflow.dynamic", "--quick", "--out", str(tmp_path / "dyn"), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["second_workload_at_packet"] > 0
+    assert (tmp_path / "dyn" / "dynamic_hit_rate.png").is_file()
+    r = innet_cmd("run", "gigaflow.search", "--quick", "--out", str(tmp_path / "search"), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for k in ("mf", "gf"):
+        x = s["schemes"][k]
+        assert x["same_entry"] + x["equal_priority_ties"] == x["queries"]
+    assert (tmp_path / "search" / "search_lookups.png").is_file()

@@ -6,11 +6,13 @@
 pub mod actions;
 pub mod bench;
 pub mod classifier;
+pub mod coverage;
 pub mod experiments;
 pub mod fields;
 pub mod flows;
 pub mod ltm;
 pub mod megaflow;
+pub mod nuevomatch;
 pub mod nic;
 pub mod oracle;
 pub mod packetgen;

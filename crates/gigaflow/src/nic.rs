@@ -158,11 +158,17 @@ impl<'a> Offload<'a> {
         }
     }
 
-    /// Megaflow-equivalents the cache covers (a Megaflow entry covers one).
+    /// Megaflow-equivalents the cache covers (a Megaflow entry covers one; Gigaflow: the
+    /// entry chains a packet can complete, [`crate::coverage`]).
     pub fn rule_space(&self) -> f64 {
+        self.coverage().feasible
+    }
+
+    /// Rule-space coverage, feasible chains and the tag-only upper bound.
+    pub fn coverage(&self) -> crate::coverage::Coverage {
         match &self.cache {
-            NicCache::Megaflow(m) => m.len() as f64,
-            NicCache::Gigaflow(g) => g.rule_space(),
+            NicCache::Megaflow(m) => crate::coverage::Coverage { feasible: m.len() as f64, chains_tag_only: m.len() as f64 },
+            NicCache::Gigaflow(g) => crate::coverage::gigaflow_coverage(g),
         }
     }
 
