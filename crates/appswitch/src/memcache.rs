@@ -210,6 +210,38 @@ fn data_block(b: &[u8], at: usize, size: u64) -> Result<Option<(&[u8], usize)>, 
     Ok(Some((&b[at..end], end + 2)))
 }
 
+/// The command a request line names (`Other` for those the switch does not interpret).
+fn command(name: &[u8]) -> Cmd {
+    match name {
+        b"get" => Cmd::Get,
+        b"gets" => Cmd::Gets,
+        b"gat" => Cmd::Gat,
+        b"gats" => Cmd::Gats,
+        b"set" => Cmd::Set,
+        b"add" => Cmd::Add,
+        b"replace" => Cmd::Replace,
+        b"append" => Cmd::Append,
+        b"prepend" => Cmd::Prepend,
+        b"cas" => Cmd::Cas,
+        b"delete" => Cmd::Delete,
+        b"incr" => Cmd::Incr,
+        b"decr" => Cmd::Decr,
+        b"touch" => Cmd::Touch,
+        b"flush_all" => Cmd::FlushAll,
+        b"stats" => Cmd::Stats,
+        b"version" => Cmd::Version,
+        b"verbosity" => Cmd::Verbosity,
+        b"quit" => Cmd::Quit,
+        b"mg" => Cmd::MetaGet,
+        b"ms" => Cmd::MetaSet,
+        b"md" => Cmd::MetaDelete,
+        b"ma" => Cmd::MetaArith,
+        b"mn" => Cmd::MetaNoop,
+        b"me" => Cmd::MetaDebug,
+        _ => Cmd::Other,
+    }
+}
+
 /// Parse one request from the front of `b`: `Ok(None)` if incomplete.
 pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
     if b.first() == Some(&0x80) {
@@ -236,23 +268,9 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
         quiet: false,
         reply: ReplyShape::Line,
     };
-    let storage = |cmd: &[u8]| match cmd {
-        b"set" => Some(Cmd::Set),
-        b"add" => Some(Cmd::Add),
-        b"replace" => Some(Cmd::Replace),
-        b"append" => Some(Cmd::Append),
-        b"prepend" => Some(Cmd::Prepend),
-        b"cas" => Some(Cmd::Cas),
-        _ => None,
-    };
-    match name {
-        b"get" | b"gets" | b"gat" | b"gats" => {
-            r.cmd = match name {
-                b"get" => Cmd::Get,
-                b"gets" => Cmd::Gets,
-                b"gat" => Cmd::Gat,
-                _ => Cmd::Gats,
-            };
+    r.cmd = command(name);
+    match r.cmd {
+        Cmd::Get | Cmd::Gets | Cmd::Gat | Cmd::Gats => {
             if matches!(r.cmd, Cmd::Gat | Cmd::Gats) {
                 r.exptime = num(w.next(), 0, "expiration time")?;
             }
@@ -266,8 +284,7 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
             }
             r.reply = ReplyShape::Values;
         }
-        _ if storage(name).is_some() => {
-            r.cmd = storage(name).unwrap_or(Cmd::Other);
+        Cmd::Set | Cmd::Add | Cmd::Replace | Cmd::Append | Cmd::Prepend | Cmd::Cas => {
             r.key = Some(key_word(w.next(), 0)?);
             r.keys = 1;
             r.flags = num(w.next(), 0, "flags")?;
@@ -283,13 +300,7 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
             r.data = data;
             r.len = end;
         }
-        b"delete" | b"incr" | b"decr" | b"touch" => {
-            r.cmd = match name {
-                b"delete" => Cmd::Delete,
-                b"incr" => Cmd::Incr,
-                b"decr" => Cmd::Decr,
-                _ => Cmd::Touch,
-            };
+        Cmd::Delete | Cmd::Incr | Cmd::Decr | Cmd::Touch => {
             r.key = Some(key_word(w.next(), 0)?);
             r.keys = 1;
             match r.cmd {
@@ -301,8 +312,7 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
             }
             r.noreply = w.any(|x| x == b"noreply");
         }
-        b"flush_all" => {
-            r.cmd = Cmd::FlushAll;
+        Cmd::FlushAll => {
             // `flush_all [delay] [noreply]`: the delay rides in `exptime`.
             for x in w {
                 if x == b"noreply" {
@@ -312,35 +322,16 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
                 }
             }
         }
-        b"verbosity" => {
-            r.cmd = Cmd::Verbosity;
-            r.noreply = w.any(|x| x == b"noreply");
-        }
-        b"stats" => {
-            r.cmd = Cmd::Stats;
-            r.reply = ReplyShape::UntilEnd;
-        }
-        b"lru_crawler" => {
-            if matches!(w.next(), Some(b"metadump" | b"mgdump")) {
-                r.reply = ReplyShape::UntilEnd;
-            }
-        }
-        b"watch" => return Err(err(0, "`watch` turns the connection into a log stream")),
-        b"version" => r.cmd = Cmd::Version,
-        b"quit" => {
-            r.cmd = Cmd::Quit;
-            r.reply = ReplyShape::None;
-        }
-        b"shutdown" => r.reply = ReplyShape::None,
-        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => {
-            r.cmd = match name {
-                b"mg" => Cmd::MetaGet,
-                b"ms" => Cmd::MetaSet,
-                b"md" => Cmd::MetaDelete,
-                b"ma" => Cmd::MetaArith,
-                b"mn" => Cmd::MetaNoop,
-                _ => Cmd::MetaDebug,
-            };
+        Cmd::Verbosity => r.noreply = w.any(|x| x == b"noreply"),
+        Cmd::Stats => r.reply = ReplyShape::UntilEnd,
+        Cmd::Version => {}
+        Cmd::Quit => r.reply = ReplyShape::None,
+        Cmd::MetaGet
+        | Cmd::MetaSet
+        | Cmd::MetaDelete
+        | Cmd::MetaArith
+        | Cmd::MetaNoop
+        | Cmd::MetaDebug => {
             r.reply = ReplyShape::Meta;
             if r.cmd != Cmd::MetaNoop {
                 let k = key_word(w.next(), 0)?;
@@ -377,7 +368,16 @@ pub fn parse_request(b: &[u8]) -> Result<Option<Request<'_>>, McError> {
                 r.len = end;
             }
         }
-        _ => {}
+        Cmd::Other => match name {
+            b"lru_crawler" => {
+                if matches!(w.next(), Some(b"metadump" | b"mgdump")) {
+                    r.reply = ReplyShape::UntilEnd;
+                }
+            }
+            b"watch" => return Err(err(0, "`watch` turns the connection into a log stream")),
+            b"shutdown" => r.reply = ReplyShape::None,
+            _ => {}
+        },
     }
     if r.noreply {
         r.reply = ReplyShape::None;

@@ -1442,8 +1442,8 @@ impl AppSwitch {
             Proto::Mc(m) => {
                 boundary_before = m.c2s.at_boundary();
                 s2c_boundary = m.s2c.at_boundary();
-                // Requests are classified as they are framed (borrowed from the segment); the
-                // reply shape rides along in the stream-id slot's place.
+                // Requests are classified as they are framed (borrowed from the segment); their
+                // reply shapes go to a reused list beside `items`.
                 let mut shapes = std::mem::take(&mut self.mc_shapes);
                 let mut quiet = false;
                 let res = m.c2s.push_requests(bytes, |r| {
@@ -1484,12 +1484,12 @@ impl AppSwitch {
                             });
                         }
                     }
-                    shapes.clear();
-                    self.mc_shapes = shapes;
-                    return false;
                 }
                 shapes.clear();
                 self.mc_shapes = shapes;
+                if !answer {
+                    return false;
+                }
                 self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
                 true
             }
