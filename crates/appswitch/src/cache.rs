@@ -284,9 +284,6 @@ impl Cache {
                 self.insert(key, shape, reply);
             }
         }
-        // Reads that begin from now on are after this write: their tokens must be greater than
-        // its clock, or none of them could ever fill (`may_fill` wants last_write < token).
-        self.clock += 1;
         self.prune_keys();
     }
 
@@ -310,8 +307,6 @@ impl Cache {
         self.tail = NIL;
         self.clock += 1;
         self.floor = self.clock;
-        // Reads from now on may fill (their tokens are above the floor).
-        self.clock += 1;
     }
 
     /// Forget idle key states when they pile up; reads in flight then may not fill.
@@ -320,7 +315,6 @@ impl Cache {
             self.keys.retain(|_, s| s.pending > 0);
             self.clock += 1;
             self.floor = self.clock;
-            self.clock += 1;
         }
     }
 }
