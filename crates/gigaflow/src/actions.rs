@@ -27,18 +27,42 @@ pub fn diff_ops(from: &Flow, to: &Flow, ops: &mut Vec<CachedOp>) {
 
 /// The ops of the window that covers visits `start..=end` of `trace`: rewrites and outputs in
 /// the order the slow path made them, ending at the flow the next lookup sees (or the final
-/// flow). Every bit these ops write was examined inside the window, so the ops are the same for
-/// every packet the window's wildcards match.
+/// flow). Every bit the window's actions wrote is set absolutely (to the value it has at that
+/// point), so the ops are the same for every packet the window's wildcards match, although
+/// those wildcards leave out bits that are only written ([`TableVisit::window_writes`]).
+///
+/// [`TableVisit::window_writes`]: crate::slowpath::TableVisit::window_writes
 pub fn window_ops(trace: &Trace, start: usize, end: usize) -> Vec<CachedOp> {
     let mut ops = Vec::new();
     let mut cur = trace.visits[start].flow;
+    // Bits written so far (before the current visit's window) and bits the ops have set.
+    let mut written = Flow::default();
+    let mut set = Flow::default();
+    let mut v = start;
+    let emit = |target: &Flow, w: &Flow, cur: &mut Flow, set: &mut Flow, ops: &mut Vec<CachedOp>| {
+        for i in 0..N_FIELDS {
+            let m = w.0[i] & ((cur.0[i] ^ target.0[i]) | !set.0[i]);
+            if m != 0 {
+                ops.push(CachedOp::Set { field: i as u8, value: target.0[i] & m, mask: m });
+            }
+            set.0[i] |= w.0[i];
+            cur.0[i] = (cur.0[i] & !w.0[i]) | (target.0[i] & w.0[i]);
+        }
+    };
     for o in trace.outputs.iter().filter(|o| o.visit >= start && o.visit <= end) {
-        diff_ops(&cur, &o.headers, &mut ops);
+        while v < o.visit {
+            written = written.union(&trace.visits[v].window_writes);
+            v += 1;
+        }
+        emit(&o.headers, &written.union(&o.window_writes), &mut cur, &mut set, &mut ops);
         ops.push(CachedOp::Output { port: o.port });
-        cur = o.headers;
+    }
+    while v <= end {
+        written = written.union(&trace.visits[v].window_writes);
+        v += 1;
     }
     let last = if end + 1 < trace.visits.len() { trace.visits[end + 1].flow } else { trace.final_flow };
-    diff_ops(&cur, &last, &mut ops);
+    emit(&last, &written, &mut cur, &mut set, &mut ops);
     ops
 }
 

@@ -225,6 +225,32 @@ fn put(tree: &mut Map<String, Value>, pipeline: &str, locality: &str, scheme: &s
     l.as_object_mut().unwrap().insert(scheme.to_string(), value);
 }
 
+/// The `localities` parameter: a list of `high` and `low`.
+fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
+    split_list("localities", list)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))
+}
+
+/// Runs every named cache on the traffic of every (pipeline, locality): the results by
+/// pipeline → locality → cache name, and one points-table row per run.
+fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String, CacheSpec)], progress: Progress<'_>) -> Result<(Map<String, Value>, Vec<Row>), ExperimentError> {
+    let nic = NicModel::default();
+    let mut tree = Map::new();
+    let mut rows = Vec::new();
+    let total = (pipes.len() * locs.len() * caches.len()) as f64;
+    for name in pipes {
+        for &loc in locs {
+            let (_, pl, traffic) = inputs(name, loc, common).map_err(ExperimentError::Input)?;
+            for (cache, spec) in caches {
+                let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
+                put(&mut tree, name, loc_name(loc), cache, result_json(&r));
+                rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: cache.clone(), r });
+                progress(rows.len() as f64 / total);
+            }
+        }
+    }
+    Ok((tree, rows))
+}
+
 // ---------------------------------------------------------------- gigaflow.e2e
 
 struct E2e;
@@ -263,41 +289,14 @@ impl Experiment for E2e {
         // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
         let p: E2eParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
         let pipes = split_list("pipelines", &p.pipelines)?;
-        let locs = split_list("localities", &p.localities)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))?;
+        let locs = localities(&p.localities)?;
         let scheme = Scheme::parse(&p.partitioning).map_err(bad("partitioning"))?;
         let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
         // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
         let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
         let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, seed: p.common.seed, ..Default::default() };
-        let schemes = [("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf", CacheSpec::Gigaflow(gf))];
-        let nic = NicModel::default();
-        let mut tree = Map::new();
-        let mut not_built = Map::new();
-        let mut rows = Vec::new();
-        let total = (pipes.len() * locs.len() * schemes.len()) as f64;
-        let mut done = 0.0;
-        for name in &pipes {
-            for &loc in &locs {
-                let (rs, pl, traffic) = match inputs(name, loc, &p.common) {
-                    Ok(x) => x,
-                    Err(e) if e.contains("no tables") || e.contains("not yet built") || e.contains("not built") => {
-                        not_built.insert(name.clone(), json!(e));
-                        done += schemes.len() as f64;
-                        progress(done / total);
-                        continue;
-                    }
-                    Err(e) => return Err(ExperimentError::Input(e)),
-                };
-                let _ = rs;
-                for (sname, spec) in &schemes {
-                    let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
-                    put(&mut tree, name, loc_name(loc), sname, result_json(&r));
-                    rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: sname.to_string(), r });
-                    done += 1.0;
-                    progress(done / total);
-                }
-            }
-        }
+        let schemes = [("mf".to_string(), CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf".to_string(), CacheSpec::Gigaflow(gf))];
+        let (tree, rows) = sweep(&pipes, &locs, &p.common, &schemes, progress)?;
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.e2e"));
         summary.insert("seed".into(), json!(p.common.seed));
@@ -306,9 +305,6 @@ impl Experiment for E2e {
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
         summary.insert("gf".into(), json!(format!("{}x{} ({})", p.gf_tables, p.gf_entries, scheme.name())));
         summary.insert("pipelines".into(), Value::Object(tree));
-        if !not_built.is_empty() {
-            summary.insert("not_built".into(), Value::Object(not_built));
-        }
         Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
     }
 }
@@ -411,47 +407,19 @@ impl Experiment for Tables {
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
         let p: TablesParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")], quick, overrides)?;
         let pipes = split_list("pipelines", &p.pipelines)?;
-        let locs = split_list("localities", &p.localities)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))?;
+        let locs = localities(&p.localities)?;
         let ks = split_list("ks", &p.ks)?
             .iter()
             .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad("ks"))?;
-        let nic = NicModel::default();
-        let mut tree = Map::new();
-        let mut not_built = Map::new();
-        let mut rows = Vec::new();
-        let total = (pipes.len() * locs.len() * ks.len()) as f64;
-        let mut done = 0.0;
-        for name in &pipes {
-            for &loc in &locs {
-                let (_, pl, traffic) = match inputs(name, loc, &p.common) {
-                    Ok(x) => x,
-                    Err(e) if e.contains("no tables") || e.contains("not yet built") || e.contains("not built") => {
-                        not_built.insert(name.clone(), json!(e));
-                        done += ks.len() as f64;
-                        continue;
-                    }
-                    Err(e) => return Err(ExperimentError::Input(e)),
-                };
-                for &k in &ks {
-                    let cfg = GigaflowConfig { tables: k, entries_per_table: p.entries, seed: p.common.seed, ..Default::default() };
-                    let r = run_cache(&pl, &traffic, &CacheSpec::Gigaflow(cfg), nic).map_err(ExperimentError::Invariant)?;
-                    put(&mut tree, name, loc_name(loc), &format!("k{k}"), result_json(&r));
-                    rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: format!("k{k}"), r });
-                    done += 1.0;
-                    progress(done / total);
-                }
-            }
-        }
+        let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, seed: p.common.seed, ..Default::default() }))).collect();
+        let (tree, rows) = sweep(&pipes, &locs, &p.common, &caches, progress)?;
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.tables"));
         summary.insert("seed".into(), json!(p.common.seed));
         summary.insert("entries_per_table".into(), json!(p.entries));
         summary.insert("pipelines".into(), Value::Object(tree));
-        if !not_built.is_empty() {
-            summary.insert("not_built".into(), Value::Object(not_built));
-        }
         Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
     }
 }

@@ -206,6 +206,14 @@ impl Flow {
     pub fn is_ip(&self) -> bool {
         self.get(Field::DlType) == ETH_TYPE_IP
     }
+    /// `self | other`, field by field.
+    pub fn union(&self, other: &Flow) -> Flow {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0.iter()) {
+            *a |= b;
+        }
+        out
+    }
     /// `self & mask`, field by field.
     pub fn masked(&self, mask: &Flow) -> Flow {
         let mut out = *self;

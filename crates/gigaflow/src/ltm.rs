@@ -473,6 +473,36 @@ mod tests {
     }
 
     #[test]
+    fn written_fields_are_set_not_matched() {
+        // Table 0 routes on nw_dst and rewrites both MACs and the destination address; table 1
+        // admits by tp_dst. The routing entry must not match the incoming MACs (it writes them
+        // absolutely), so packets from other hosts reuse it; the rewritten nw_dst stays matched
+        // (the artifact un-wildcards IPv4 fields it sets), and every hit equals the slow path.
+        let p = Pipeline::parse(
+            "table=0,priority=10,ip,nw_dst=10.0.0.0/8,actions=mod_dl_src:00:00:5e:00:01:01,mod_dl_dst:02:00:00:00:00:09,mod_nw_dst:10.9.9.9,goto_table:1\n\
+             table=1,priority=10,tcp,tp_dst=80,actions=output:2\n\
+             table=1,priority=5,tcp,tp_src=7,actions=output:3\n",
+        )
+        .unwrap();
+        let mut c = GigaflowCache::new(GigaflowConfig::default()).unwrap();
+        let with_macs = |src: u64, dst: u64, port: u64| {
+            let mut f = pkt(1, 0x0a01_0203, port);
+            f.set(Field::DlSrc, src);
+            f.set(Field::DlDst, dst);
+            f
+        };
+        assert!(!run(&mut c, &p, &with_macs(0x0200_0000_0001, 0x0200_0000_0002, 80)));
+        assert!(run(&mut c, &p, &with_macs(0x0200_0000_0003, 0x0200_0000_0004, 80)), "other MACs reuse the entries");
+        let t = p.trace(&with_macs(5, 6, 80));
+        assert_ne!(t.megaflow_mask.get(Field::DlSrc), 0, "the Megaflow still matches written MACs, as OVS's");
+        assert_eq!(t.visits[0].window_wildcards.get(Field::DlSrc), 0);
+        assert_eq!(t.visits[0].window_writes.get(Field::DlDst), 0xffff_ffff_ffff);
+        assert_eq!(t.visits[0].window_wildcards.get(Field::NwDst), 0xffff_ffff);
+        assert!(!run(&mut c, &p, &with_macs(7, 8, 443)));
+        assert!(run(&mut c, &p, &with_macs(9, 10, 443)));
+    }
+
+    #[test]
     fn ltm_prefers_the_longest_sub_traversal_and_tags_order_tables() {
         let p = Pipeline::parse(ROUTER).unwrap();
         let mut c = GigaflowCache::new(GigaflowConfig::default()).unwrap();

@@ -343,7 +343,7 @@ pub fn parse_datapath_actions(line: &str, packet: &Flow, dp_to_of: &BTreeMap<u32
         }
         if let Ok(dp) = act.parse::<u32>() {
             let port = *dp_to_of.get(&dp).ok_or_else(|| format!("datapath port {dp} is not an OpenFlow port"))?;
-            outputs.push(Output { port, headers, visit: 0 });
+            outputs.push(Output { port, headers, visit: 0, window_writes: Flow::default() });
             continue;
         }
         let inner = act

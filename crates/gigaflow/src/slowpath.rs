@@ -37,10 +37,15 @@ pub struct TableVisit {
     pub wildcards: Flow,
     /// Every bit the traversal depended on from this lookup until the next one starts (or the
     /// traversal ends): the lookup's bits even where an earlier table had examined them, plus
-    /// the bits the actions run in that window read or write, plus in_port and dl_type (OVS's
-    /// always-examined fields). Registers and metadata included. A Gigaflow entry's mask is
-    /// the OR of these over its sub-traversal.
+    /// the bits the actions run in that window read, plus in_port and dl_type (OVS's
+    /// always-examined fields). Registers and metadata included. Bits the actions only *write*
+    /// are not here (a Gigaflow entry writes them absolutely, see [`TableVisit::window_writes`]),
+    /// except IPv4 addresses and L4 ports, which the artifact's per-table wildcard un-wildcards
+    /// when they are set. A Gigaflow entry's mask is the OR of these over its sub-traversal, and
+    /// the partitioner's field sets are taken from them.
     pub window_wildcards: Flow,
+    /// Bits the actions run in this lookup's window write (set_field, load, move destinations).
+    pub window_writes: Flow,
     /// Actions still pending when this lookup starts (rule index, next action index), innermost
     /// last: the `resubmit`s this lookup will return to. Tail calls (a resubmit or goto that is
     /// a rule's last action) leave nothing pending, so for most pipelines this is empty and a
@@ -57,6 +62,8 @@ pub struct Output {
     pub headers: Flow,
     /// Index of the visit in whose window (see [`TableVisit::window_wildcards`]) it was emitted.
     pub visit: usize,
+    /// Bits written in that window before the output (see [`TableVisit::window_writes`]).
+    pub window_writes: Flow,
 }
 
 /// The result of one slow-path traversal.
@@ -193,7 +200,7 @@ impl<'a> Xlate<'a> {
             own.0[i] &= !before.0[i];
         }
         let continuation = self.frames.clone();
-        self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own, window_wildcards: window, continuation, depth: depth as u8 });
+        self.visits.push(TableVisit { table, rule, flow: self.flow, wildcards: own, window_wildcards: window, window_writes: Flow::default(), continuation, depth: depth as u8 });
         let Some(rule) = rule else { return };
         self.run_actions(rule, 0, depth);
     }
@@ -225,6 +232,20 @@ impl<'a> Xlate<'a> {
         }
     }
 
+    /// Marks bits as written. OVS's Megaflow matches every written field (its datapath set
+    /// actions are computed against the packet's original value); a Gigaflow entry writes them
+    /// absolutely and needs to match only what it reads, except IPv4 addresses and L4 ports,
+    /// which the artifact un-wildcards in the per-table wildcard of the table that sets them.
+    fn written(&mut self, f: Field, mask: u64) {
+        self.wc.or(f, mask);
+        if let Some(v) = self.visits.last_mut() {
+            v.window_writes.or(f, mask);
+            if matches!(f, Field::NwSrc | Field::NwDst | Field::TpSrc | Field::TpDst) {
+                v.window_wildcards.or(f, mask);
+            }
+        }
+    }
+
     /// OVS `mf_are_prereqs_ok`, un-wildcarding what it checks.
     fn prereqs_ok(&mut self, p: Prereq) -> bool {
         match p {
@@ -250,13 +271,13 @@ impl<'a> Xlate<'a> {
         match *a {
             Action::SetField { field, prereq, value, mask } => {
                 if self.prereqs_ok(prereq) {
-                    self.unwildcard(field, mask);
+                    self.written(field, mask);
                     self.flow.set_masked(field, value, mask);
                 }
             }
             Action::Move { src, dst } => {
                 self.unwildcard(src.field, u64::MAX);
-                self.unwildcard(dst.field, u64::MAX);
+                self.written(dst.field, u64::MAX);
                 for p in [src.prereq, dst.prereq] {
                     if let Prereq::Proto(_) = p {
                         self.unwildcard(Field::NwProto, u64::MAX);
@@ -273,7 +294,8 @@ impl<'a> Xlate<'a> {
                 // OVS never sends a packet back out of its input port with output:N.
                 if port as u64 != self.flow.get(Field::InPort) {
                     let visit = self.visits.len() - 1;
-                    self.outputs.push(Output { port, headers: self.flow, visit });
+                    let window_writes = self.visits[visit].window_writes;
+                    self.outputs.push(Output { port, headers: self.flow, visit, window_writes });
                 }
             }
             Action::Drop => {}

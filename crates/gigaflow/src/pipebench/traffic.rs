@@ -160,6 +160,19 @@ fn sets_dl_dst(rs: &Ruleset, ci: usize) -> bool {
     rs.paths[rs.chains[ci].path as usize].iter().any(|s| matches!(s, Step::Hit(..)) && rs.spec.edge(*s).keys.iter().any(|k| matches!(k, Key::RouterMac | Key::EthMcast)))
 }
 
+/// Whether chain `ci`'s traversal binds an Ethernet address to an IPv4 address of the same end
+/// (port security, spoof guards: `in_port` + `dl_src` + `nw_src`, or `dl_dst` + `nw_dst`).
+/// `source` picks the end.
+fn binds_end(rs: &Ruleset, ci: usize, source: bool) -> bool {
+    let (eth, ip, host) = if source { (Key::EthSrc, Key::IpSrc, Key::IpSrcHost) } else { (Key::EthDst, Key::IpDst, Key::IpDstHost) };
+    rs.paths[rs.chains[ci].path as usize].iter().any(|s| {
+        matches!(s, Step::Hit(..)) && {
+            let keys = rs.spec.edge(*s).keys;
+            keys.contains(&eth) && (keys.contains(&ip) || keys.contains(&host))
+        }
+    })
+}
+
 /// How often the chain's header tuples recur among the ruleset's rules (the paper's Fig. 4
 /// measure): the products of the counts of rules sharing its destination prefix, its
 /// (destination prefix, destination port range) pair and its source prefix.
@@ -256,10 +269,17 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
             Locality::Low => chain_packet(rs, l2, &mut rng),
             Locality::High => *anchors.entry(l2).or_insert_with(|| chain_packet(rs, l2, &mut anchor_rng(cfg.seed, l2))),
         };
-        headers.set(Field::InPort, l2_part.get(Field::InPort));
-        headers.set(Field::DlSrc, l2_part.get(Field::DlSrc));
-        // A traversal that needs a gateway or multicast destination MAC keeps its own.
-        if !sets_dl_dst(rs, ci) {
+        // When both chains' traversals bind an end's MAC to its IPv4 address (port security,
+        // spoof guards), the flow keeps that end's own addresses, as a real host's packets do
+        // (recombining them would make the flow a spoofed one, dropped by the binding table);
+        // when the L2 chain's traversal does not bind (e.g. uplink traffic classified by port
+        // and MAC alone), its addresses divert the flow to that traversal. A traversal that
+        // needs a gateway or multicast destination MAC keeps its own.
+        if !(binds_end(rs, ci, true) && binds_end(rs, l2, true)) {
+            headers.set(Field::InPort, l2_part.get(Field::InPort));
+            headers.set(Field::DlSrc, l2_part.get(Field::DlSrc));
+        }
+        if !sets_dl_dst(rs, ci) && !(binds_end(rs, ci, false) && binds_end(rs, l2, false)) {
             headers.set(Field::DlDst, l2_part.get(Field::DlDst));
         }
         if !seen.insert(headers) {
