@@ -25,8 +25,10 @@ def test_e2e_quick_summary(innet_cmd, tmp_path):
                 assert k in x
             assert x["entries"] <= x["capacity"]
         assert gf["rule_space_coverage"] > 10 * mf["rule_space_coverage"]
+        assert mf["sub_traversal_reoccurrence"] == 1.0 and gf["sub_traversal_reoccurrence"] > 1.0
     assert (tmp_path / "summary.json").is_file()
-    assert (tmp_path / "hit_rate.png").is_file()
+    for fig in ("hit_rate", "reoccurrence"):
+        assert (tmp_path / f"{fig}.png").is_file()
 
 
 def test_partitioning_quick(innet_cmd, tmp_path):

@@ -1,5 +1,5 @@
-//! Gigaflow's experiments: `gigaflow.e2e` (Figs. 8–10, 12: hit rate, misses, entries, latency;
-//! Megaflow 32K vs Gigaflow 4×8K on the Pipebench pipelines at high and low locality),
+//! Gigaflow's experiments: `gigaflow.e2e` (Figs. 8–12: hit rate, misses, entries, sub-traversal
+//! reoccurrence, latency; Megaflow 32K vs Gigaflow 4×8K on the Pipebench pipelines at high and low locality),
 //! `gigaflow.partitioning` (Fig. 16: RND vs DP vs 1-1) and `gigaflow.tables` (Figs. 14–15:
 //! K = 1..5 LTM tables of 100K entries). Every run replays Pipebench traffic through a NIC cache
 //! in front of our slow path ([`crate::nic::Offload`]).
@@ -37,6 +37,10 @@ pub struct RunResult {
     pub slowpath_us_per_miss: f64,
     pub recycled: u64,
     pub rejected: u64,
+    /// Upcalls per installed entry (Fig. 11; see `GigaflowStats::reoccurrence`): overall and per
+    /// LTM table. A Megaflow is never produced twice (the packet would have hit it): 1, no tables.
+    pub reoccurrence: f64,
+    pub reoccurrence_per_table: Vec<f64>,
     /// Wall-clock slow-path split on this machine (µs per miss): traversal, partition, rulegen.
     pub clock_us: [f64; 3],
 }
@@ -94,11 +98,12 @@ pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
             o.capacity()
         ));
     }
-    let (recycled, rejected) = match &o.cache {
-        crate::nic::NicCache::Megaflow(m) => (0, m.stats.rejected_full + m.stats.rejected_masks),
+    let (recycled, rejected, (reoccurrence_per_table, reoccurrence)) = match &o.cache {
+        crate::nic::NicCache::Megaflow(m) => (0, m.stats.rejected_full + m.stats.rejected_masks, (Vec::new(), 1.0)),
         crate::nic::NicCache::Gigaflow(g) => (
             g.stats.entries_recycled,
             g.stats.rejected_full + g.stats.rejected_masks,
+            g.stats.reoccurrence(),
         ),
     };
     let m = s.misses.max(1) as f64 * 1e3;
@@ -115,6 +120,8 @@ pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
         slowpath_us_per_miss: o.slowpath_us_per_miss(),
         recycled,
         rejected,
+        reoccurrence,
+        reoccurrence_per_table,
         clock_us: [
             s.clock.traversal_ns as f64 / m,
             s.clock.partition_ns as f64 / m,
@@ -141,6 +148,8 @@ fn result_json(r: &RunResult) -> Value {
         "hits": r.hits,
         "recycled_entries": r.recycled,
         "rejected_installs": r.rejected,
+        "sub_traversal_reoccurrence": r6(r.reoccurrence),
+        "sub_traversal_reoccurrence_per_table": r.reoccurrence_per_table.iter().map(|&x| r6(x)).collect::<Vec<_>>(),
     })
 }
 
@@ -213,6 +222,7 @@ fn points_table(rows: &[Row]) -> Table {
         .with("rule_space_coverage", f(&|r| r.rule_space))
         .with("mean_latency_us", f(&|r| r.mean_latency_us))
         .with("slowpath_us_per_miss", f(&|r| r.slowpath_us_per_miss))
+        .with("sub_traversal_reoccurrence", f(&|r| r.reoccurrence))
         .with("clock_traversal_us_per_miss", f(&|r| r.clock_us[0]))
         .with("clock_partition_us_per_miss", f(&|r| r.clock_us[1]))
         .with("clock_rulegen_us_per_miss", f(&|r| r.clock_us[2]))
@@ -282,7 +292,7 @@ impl Experiment for E2e {
             ParamSpec { name: "partitioning", default: "\"dp\"", doc: "dp, rnd or 1-1" },
             ParamSpec { name: "eviction", default: "\"none\"", doc: "Megaflow eviction: none, lru or idle:<ms>" },
         ]);
-        ExperimentInfo { name: "gigaflow.e2e", description: "Gigaflow 4x8K vs Megaflow 32K: hit rate, misses, entries, rule-space coverage and latency on the Pipebench pipelines at high/low locality (Figs. 8-10, 12, Table 2)", params }
+        ExperimentInfo { name: "gigaflow.e2e", description: "Gigaflow 4x8K vs Megaflow 32K: hit rate, misses, entries, sub-traversal reoccurrence, rule-space coverage and latency on the Pipebench pipelines at high/low locality (Figs. 8-12, Table 2)", params }
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
@@ -305,8 +315,39 @@ impl Experiment for E2e {
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
         summary.insert("gf".into(), json!(format!("{}x{} ({})", p.gf_tables, p.gf_entries, scheme.name())));
         summary.insert("pipelines".into(), Value::Object(tree));
+        if let Some(h) = headline(&rows, "high") {
+            summary.insert("high_locality".into(), h);
+        }
         Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
     }
+}
+
+/// The paper's headline numbers (abstract, §6.2.1) over the pipelines run at `locality`: GF's
+/// hit-rate gain over MF relative to MF's (%, "up to 51 %, 25 % on average"), GF's miss
+/// reduction (%, "up to 90 %, 64 % on average") and GF / MF rule-space coverage ("up to 450×"),
+/// each as max and mean; `None` when that locality was not run.
+fn headline(rows: &[Row], locality: &str) -> Option<Value> {
+    let find = |p: &str, s: &str| rows.iter().find(|r| r.pipeline == p && r.locality == locality && r.scheme == s).map(|r| &r.r);
+    let mut per: Vec<(f64, f64, f64)> = Vec::new();
+    for r in rows.iter().filter(|r| r.locality == locality && r.scheme == "mf") {
+        let (Some(mf), Some(gf)) = (find(&r.pipeline, "mf"), find(&r.pipeline, "gf")) else { continue };
+        let gain = 100.0 * (gf.hit_rate() - mf.hit_rate()) / mf.hit_rate().max(1e-9);
+        let fewer = 100.0 * (1.0 - gf.misses as f64 / mf.misses.max(1) as f64);
+        per.push((gain, fewer, gf.rule_space / mf.rule_space.max(1.0)));
+    }
+    if per.is_empty() {
+        return None;
+    }
+    let n = per.len() as f64;
+    let max = |f: fn(&(f64, f64, f64)) -> f64| r6(per.iter().map(f).fold(f64::NEG_INFINITY, f64::max));
+    let mean = |f: fn(&(f64, f64, f64)) -> f64| r6(per.iter().map(f).sum::<f64>() / n);
+    Some(json!({
+        "hit_rate_gain_pct_max": max(|x| x.0),
+        "hit_rate_gain_pct_mean": mean(|x| x.0),
+        "miss_reduction_pct_max": max(|x| x.1),
+        "miss_reduction_pct_mean": mean(|x| x.1),
+        "coverage_ratio_max": max(|x| x.2),
+    }))
 }
 
 // ---------------------------------------------------------------- gigaflow.partitioning
@@ -489,9 +530,12 @@ impl Experiment for Revalidation {
                 crate::nic::NicCache::Megaflow(m) => m.revalidate(&updated),
                 crate::nic::NicCache::Gigaflow(g) => g.revalidate(&updated),
             };
-            schemes.insert(name.to_string(), json!({ "entries": before, "checked": r.checked, "removed": r.removed }));
+            schemes.insert(name.to_string(), json!({ "entries": before, "checked": r.checked, "removed": r.removed, "lookups_rerun": r.lookups }));
             rows.push((name, before, r));
         }
+        // The paper's claim (GF revalidates ~2× faster: sub-traversals are shorter) as the work
+        // ratio, which does not depend on the machine.
+        let work = rows[1].2.lookups as f64 / rows[0].2.lookups.max(1) as f64;
         progress(1.0);
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.revalidation"));
@@ -500,6 +544,7 @@ impl Experiment for Revalidation {
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("removed_rules_every".into(), json!(p.update_every));
         summary.insert("schemes".into(), Value::Object(schemes));
+        summary.insert("gf_over_mf_lookups_rerun".into(), json!(r6(work)));
         // Wall-clock times depend on the machine: in the table, not the summary.
         let t = Table::new("revalidation")
             .with("scheme", ColumnData::Str(rows.iter().map(|r| r.0.to_string()).collect()))
@@ -1176,8 +1221,20 @@ mod tests {
                 assert!(x["mean_latency_us"].as_f64().unwrap() >= 8.5);
             }
         }
-        // Low locality has more misses than high for both caches.
+        // Fig. 11: Gigaflow's sub-traversals reoccur (an entry serves several upcalls), more at
+        // high locality; a Megaflow never does.
         let p = &out.summary["pipelines"]["PSC"];
+        let reoccur = |loc: &str, k: &str| p[loc][k]["sub_traversal_reoccurrence"].as_f64().unwrap();
+        assert_eq!(reoccur("high", "mf"), 1.0);
+        assert!(reoccur("high", "gf") > 1.2 && reoccur("high", "gf") > reoccur("low", "gf"), "{p}");
+        assert_eq!(p["high"]["gf"]["sub_traversal_reoccurrence_per_table"].as_array().unwrap().len(), 4);
+        // The headline numbers are derived from the per-pipeline results.
+        let h = &out.summary["high_locality"];
+        let (mf, gf) = (&p["high"]["mf"], &p["high"]["gf"]);
+        let gain = 100.0 * (gf["hit_rate"].as_f64().unwrap() / mf["hit_rate"].as_f64().unwrap() - 1.0);
+        assert!((h["hit_rate_gain_pct_max"].as_f64().unwrap() - gain).abs() < 1e-3, "{h} vs {gain}");
+        assert_eq!(h["hit_rate_gain_pct_max"], h["hit_rate_gain_pct_mean"], "one pipeline");
+        // Low locality has more misses than high for both caches.
         for k in ["mf", "gf"] {
             assert!(p["low"][k]["hit_rate"].as_f64().unwrap() < p["high"][k]["hit_rate"].as_f64().unwrap());
         }
@@ -1193,7 +1250,13 @@ mod tests {
             let x = &out.summary["schemes"][k];
             assert_eq!(x["checked"], x["entries"]);
             assert!(x["removed"].as_u64().unwrap() > 0, "{x}");
+            // Every entry re-ran at least one lookup.
+            assert!(x["lookups_rerun"].as_u64().unwrap() >= x["checked"].as_u64().unwrap(), "{x}");
         }
+        // Sub-traversals are shorter than whole traversals (paper §4.3.1, §6.3.6).
+        let (mf, gf) = (&out.summary["schemes"]["mf"], &out.summary["schemes"]["gf"]);
+        let per_entry = |x: &Value| x["lookups_rerun"].as_f64().unwrap() / x["checked"].as_f64().unwrap();
+        assert!(per_entry(gf) < per_entry(mf), "{mf} {gf}");
         assert_eq!(out.tables[0].rows(), 2);
     }
 

@@ -126,6 +126,20 @@ pub struct GigaflowStats {
     pub expired_idle: u64,
     /// Hits per LTM table (an entry used on a hit's path).
     pub table_hits: Vec<u64>,
+    /// Entries added per LTM table.
+    pub table_inserted: Vec<u64>,
+    /// Sub-traversals per LTM table that found their entry already installed (recycled).
+    pub table_recycled: Vec<u64>,
+}
+
+impl GigaflowStats {
+    /// How often an installed sub-traversal reoccurred (Fig. 11): upcalls that produced an
+    /// entry per entry installed, (inserted + recycled) / inserted; per LTM table, then overall.
+    pub fn reoccurrence(&self) -> (Vec<f64>, f64) {
+        let ratio = |ins: u64, rec: u64| if ins == 0 { 0.0 } else { (ins + rec) as f64 / ins as f64 };
+        let per_table = self.table_inserted.iter().zip(&self.table_recycled).map(|(&i, &r)| ratio(i, r)).collect();
+        (per_table, ratio(self.entries_inserted, self.entries_recycled))
+    }
 }
 
 /// The time one upcall spent in each Gigaflow step (Fig. 13), in ns of this machine.
@@ -172,7 +186,7 @@ impl GigaflowCache {
         debug_assert_eq!(start, Some(TAG_START));
         Ok(GigaflowCache {
             tables: (0..cfg.tables).map(|_| TssTable::new(cfg.entries_per_table)).collect(),
-            stats: GigaflowStats { table_hits: vec![0; cfg.tables], ..Default::default() },
+            stats: GigaflowStats { table_hits: vec![0; cfg.tables], table_inserted: vec![0; cfg.tables], table_recycled: vec![0; cfg.tables], ..Default::default() },
             tags,
             partitioner: Partitioner::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -349,9 +363,11 @@ impl GigaflowCache {
         if let Some(id) = t.find_exact(e.tag, &e.mask, e.priority, &key) {
             t.get_mut(id).payload.refs += 1;
             self.stats.entries_recycled += 1;
+            self.stats.table_recycled[e.table] += 1;
         } else if !t.is_full() {
             t.insert(e.tag, &e.mask, e.priority, &key, e.entry, now_ns);
             self.stats.entries_inserted += 1;
+            self.stats.table_inserted[e.table] += 1;
         }
     }
 
@@ -376,6 +392,7 @@ impl GigaflowCache {
                 let (table, frames) = self.tags.key(slot.tag).clone();
                 let e = &slot.payload;
                 let t = pipeline.trace_segment(&e.start_flow, table, &frames, e.start_depth, e.lookups as usize);
+                r.lookups += t.visits.len() as u64;
                 let still = t.visits.len() == e.lookups as usize && !t.depth_limited && {
                     let mut mask = Flow::default();
                     for w in &t.visits {
@@ -468,6 +485,13 @@ mod tests {
         assert!(run(&mut c, &p, &pkt(1, 0xac10_0001, 80)), "cross product of cached sub-traversals");
         assert!(run(&mut c, &p, &pkt(1, 0x0a01_0203, 443)));
         assert!(c.rule_space() >= 4.0, "{}", c.rule_space());
+        // Two upcalls, no sub-traversal shared between them yet: every entry occurred once.
+        let (per_table, all) = c.stats.reoccurrence();
+        assert_eq!((per_table.len(), all), (4, 1.0));
+        assert!(!run(&mut c, &p, &pkt(1, 0x0a01_0210, 443)), "a new route");
+        assert!(c.stats.reoccurrence().1 > 1.0, "its policy sub-traversal (port 443) was recycled: {:?}", c.stats);
+        assert_eq!(c.stats.table_inserted.iter().sum::<u64>(), c.stats.entries_inserted);
+        assert_eq!(c.stats.table_recycled.iter().sum::<u64>(), c.stats.entries_recycled);
         let s = &c.stats.cache;
         assert_eq!(s.hits + s.misses, s.packets);
     }

@@ -65,6 +65,8 @@ pub struct MegaflowEntry {
 pub struct Revalidation {
     pub checked: usize,
     pub removed: usize,
+    /// vSwitch table lookups re-run to check the entries (the machine-independent work).
+    pub lookups: u64,
     pub elapsed_ns: u64,
 }
 
@@ -171,6 +173,7 @@ impl MegaflowCache {
             let same = {
                 let slot = self.table.get(id);
                 let trace = pipeline.trace(&slot.payload.packet);
+                r.lookups += trace.visits.len() as u64;
                 megaflow_cache_mask(&trace) == *self.table.mask_of(id) && traversal_ops(&trace) == slot.payload.ops
             };
             if !same {
