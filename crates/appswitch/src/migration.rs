@@ -169,9 +169,21 @@ impl Migration {
         self.s_isn.wrapping_add(1).wrapping_add(c as u32)
     }
 
+    /// How many hits from the front satisfy `pred`, for a `pred` that holds for a prefix of
+    /// the list (positions grow with it). Scanned from the back: the question is nearly always
+    /// about the newest bytes, where every open hit lies before, so this is one comparison
+    /// where a binary search over the deque's two halves costs several.
+    #[inline]
+    fn prefix_len(&self, pred: impl Fn(&Hit) -> bool) -> usize {
+        let mut k = self.hits.len();
+        while k > 0 && !pred(&self.hits[k - 1]) {
+            k -= 1;
+        }
+        k
+    }
     /// α before client position `c` (c not inside a hit's request).
     fn alpha_before(&self, c: u64) -> u64 {
-        let k = self.hits.partition_point(|h| h.req_c + h.req_len <= c);
+        let k = self.prefix_len(|h| h.req_c + h.req_len <= c);
         self.alpha_through(k)
     }
     /// α of the folded hits and of open hits `..k`.
@@ -184,7 +196,7 @@ impl Migration {
     }
     /// β applying to server position `s` of the server→client stream.
     fn beta_at(&self, s: u64) -> u64 {
-        let k = self.hits.partition_point(|h| h.rep_s <= s);
+        let k = self.prefix_len(|h| h.rep_s <= s);
         if k == 0 {
             self.base_beta
         } else {
@@ -208,27 +220,33 @@ impl Migration {
         if c > self.client_acked_c {
             self.client_acked_c = c;
         }
-        let mut beta = self.base_beta;
-        let mut s = None;
-        for h in &mut self.hits {
-            if c >= h.rep_c + h.rep_len {
-                beta += h.rep_len;
-                if !h.reply_acked {
-                    h.reply_acked = true;
-                    let mut buf = std::mem::take(&mut h.reply);
-                    if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
-                        buf.clear();
-                        self.spare_replies.push(buf);
-                    }
-                }
-            } else if c > h.rep_c {
-                s = Some(h.rep_s);
-                break;
-            } else {
-                break;
+        // Hits whose reply the client holds entirely: a prefix of the list (replies occupy
+        // increasing client ranges). Their reply bytes are all β below `c`.
+        let k = self.prefix_len(|h| c >= h.rep_c + h.rep_len);
+        let beta = if k == 0 {
+            self.base_beta
+        } else {
+            self.hits[k - 1].beta_through
+        };
+        // Mark them acknowledged and keep their buffers. The acknowledged hits are always a
+        // prefix too (marked here only, folded from the front), so the walk stops at the first
+        // one already marked.
+        let mut j = k;
+        while j > 0 && !self.hits[j - 1].reply_acked {
+            j -= 1;
+            let h = &mut self.hits[j];
+            h.reply_acked = true;
+            let mut buf = std::mem::take(&mut h.reply);
+            if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
+                buf.clear();
+                self.spare_replies.push(buf);
             }
         }
-        let s = s.unwrap_or(c.saturating_sub(beta));
+        // An ACK inside the next reply acknowledges up to its insertion point.
+        let s = match self.hits.get(k) {
+            Some(h) if c > h.rep_c => h.rep_s,
+            _ => c.saturating_sub(beta),
+        };
         self.s2c_seq(s)
     }
 
@@ -241,7 +259,7 @@ impl Migration {
         if s > self.server_acked_s {
             self.server_acked_s = s;
         }
-        let k = self.hits.partition_point(|h| h.req_s <= s);
+        let k = self.prefix_len(|h| h.req_s <= s);
         let alpha = self.alpha_through(k);
         self.c2s_seq_client(s + alpha)
     }
@@ -251,7 +269,7 @@ impl Migration {
     pub fn reply_to_resend(&self, c: u64) -> Option<(usize, usize)> {
         // Replies occupy disjoint, increasing client ranges: only the last one starting at or
         // before `c` can hold it.
-        let i = self.hits.partition_point(|h| h.rep_c <= c).checked_sub(1)?;
+        let i = self.prefix_len(|h| h.rep_c <= c).checked_sub(1)?;
         let h = &self.hits[i];
         (!h.reply_acked && c < h.rep_c + h.rep_len).then(|| (i, (c - h.rep_c) as usize))
     }
@@ -443,7 +461,11 @@ impl Migration {
         let n = n
             .saturating_sub(4)
             .max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
-        for mut h in self.hits.drain(..n) {
+        for _ in 0..n {
+            // One at a time from the front (cheaper than a `drain` for the one or two usual).
+            let Some(mut h) = self.hits.pop_front() else {
+                break;
+            };
             self.base_alpha += h.req_len;
             self.base_beta += h.rep_len;
             self.folded_c = h.req_c + h.req_len;

@@ -258,6 +258,9 @@ pub struct RealSwitch<P: Program, C: ControlPlane<P>> {
     report: Option<ReportFn<P, C>>,
     /// Reused list of the ports a flood or multicast copies go to.
     ports_buf: Vec<u16>,
+    /// The packet each received frame is parsed into, boxed so that taking it out and putting
+    /// it back per frame moves a pointer, not the packet.
+    rx: Option<Box<Packet>>,
 }
 
 /// Lines a program adds to the runtime's summary (its own counters), from its state.
@@ -279,6 +282,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             now_ps: 0,
             report: None,
             ports_buf: Vec::new(),
+            rx: None,
         }
     }
 
@@ -320,10 +324,6 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
                 self.stats.ports[p as usize].tx_bytes += frame.len() as u64;
             }
         }
-    }
-
-    fn take_spare(&mut self) -> Packet {
-        self.actions.spare.pop().unwrap_or_else(blank_packet)
     }
 
     fn recycle(&mut self, pkt: Packet) {
@@ -585,7 +585,7 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                 self.macs.insert(src, in_port);
             }
         }
-        let mut pkt = self.take_spare();
+        let mut pkt = self.rx.take().unwrap_or_else(|| Box::new(blank_packet()));
         match parse_into(frame, &mut pkt) {
             Ok(()) => {
                 if let Some(log) = &mut self.pcap {
@@ -593,7 +593,6 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                 }
                 pkt.created_ps = now_ps;
                 self.run_ingress(&mut pkt, in_port, Instance::Normal, tx);
-                self.recycle(pkt);
             }
             Err(r) => {
                 let c = &mut self.stats.ports[in_port as usize];
@@ -601,10 +600,10 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                     Refusal::Malformed(_) => c.malformed += 1,
                     Refusal::NotIpv4 { .. } | Refusal::Unsupported(_) => c.passed_raw += 1,
                 }
-                self.recycle(pkt);
                 self.pass_raw(in_port, vnet, frame, tx);
             }
         }
+        self.rx = Some(pkt);
     }
 
     fn on_tick(&mut self, now_ps: u64, tx: &mut TxBatch) -> Option<u64> {
