@@ -293,6 +293,14 @@ impl Migration {
             plan.out_of_order = true;
             return plan;
         }
+        if c0 == self.c_next as i64 {
+            // Only new bytes (the usual segment): nothing to replay, forward them all.
+            if c1 > c0 {
+                plan.new_from = Some(self.c_next);
+                plan.forward = Some((self.c_next, c1 as u64));
+            }
+            return plan;
+        }
         let c0 = c0.max(0) as u64;
         let c1 = c1.max(0) as u64;
         if c1 > self.c_next {
@@ -446,15 +454,12 @@ impl Migration {
         if self.hits.len() <= 4 {
             return;
         }
-        let n = self
-            .hits
-            .iter()
-            .take_while(|h| {
-                h.reply_acked
-                    && self.server_acked_s >= h.req_s
-                    && self.client_acked_c >= h.rep_c + h.rep_len
-            })
-            .count();
+        // Hits both sides are done with: a prefix (request and reply positions grow along the
+        // list, and replies are marked acknowledged from the front).
+        let (server_acked_s, client_acked_c) = (self.server_acked_s, self.client_acked_c);
+        let n = self.prefix_len(|h| {
+            h.reply_acked && server_acked_s >= h.req_s && client_acked_c >= h.rep_c + h.rep_len
+        });
         // Keep a few recent hits so retransmissions just before them still map exactly; and never
         // more than MAX_OPEN_HITS (older ones are folded even if unacknowledged: bounded state and
         // per-packet work; a retransmission that old maps as stale data).

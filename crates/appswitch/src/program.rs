@@ -188,8 +188,6 @@ pub struct AppSwitch {
     volatile_all: bool,
     /// Reused per-packet list of memcached requests' reply shapes (and `noreply`).
     mc_shapes: Vec<(ReplyShape, bool)>,
-    /// Reused buffer for per-packet encoding.
-    scratch: Vec<u8>,
     /// Reused per-packet lists of parsed requests and CQL frames.
     items_scratch: Vec<(Option<i16>, Classified)>,
     frames_scratch: Vec<cql::Frame>,
@@ -213,7 +211,6 @@ impl AppSwitch {
             volatile: Default::default(),
             volatile_all: false,
             mc_shapes: Vec::new(),
-            scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
             hit_bytes: Vec::new(),
@@ -1670,8 +1667,14 @@ impl AppSwitch {
                     // Decode a RESULT only if a request waits for it or it may be a
                     // SetKeyspace (kind 3): answers to requests the switch answered itself
                     // (the capture replays them) cost no decoding.
-                    let wanted = c.pending.contains_key(&f.header.stream)
-                        || f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
+                    // A read's answer is judged in place (`cql::rows_body_cacheable`, below):
+                    // no decoding for it either.
+                    let set_keyspace = f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
+                    let wanted = set_keyspace
+                        || matches!(
+                            c.pending.get(&f.header.stream),
+                            Some(p) if !matches!(p, Pending::Read { .. })
+                        );
                     let result = if f.header.opcode == opcode::RESULT && wanted {
                         cql::parse_result(f.header.version, &f.body).ok()
                     } else {
@@ -1697,18 +1700,12 @@ impl AppSwitch {
                         (Pending::SchemaColumns { continued }, Some(ResultMsg::Rows(rows))) => {
                             self.learn_schema_columns(&rows, continued);
                         }
-                        (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
-                            // Only canonical encodings are stored (re-encode and compare,
-                            // into a reused buffer).
-                            let mut enc = std::mem::take(&mut self.scratch);
-                            enc.clear();
-                            cql::encode_rows(&rows, &mut enc);
-                            let cacheable = f.header.flags == 0
-                                && rows.rows.len() <= 1
-                                && rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES == 0
-                                && rows.metadata.flags & cql::rows_flags::METADATA_CHANGED == 0
-                                && enc == f.body;
-                            self.scratch = enc;
+                        (p @ Pending::Read { .. }, None) if success => {
+                            // Only a single-row Rows result in its canonical encoding is
+                            // stored, checked in place (the same verdict as decoding and
+                            // re-encoding it).
+                            let cacheable =
+                                f.header.flags == 0 && cql::rows_body_cacheable(&f.body);
                             self.complete(p, true, cacheable.then_some(f.body.as_slice()));
                         }
                         (p, _) => self.complete(p, success, None),
