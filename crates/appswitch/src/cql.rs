@@ -110,28 +110,38 @@ impl<'a> Reader<'a> {
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return err(
-                self.at,
-                format!(
-                    "needs {n} bytes at offset {} but only {} remain",
-                    self.pos,
-                    self.remaining()
-                ),
-            );
+            return Err(self.short_read(n));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
+    /// The error of a read past the end (out of line: the reads above stay small).
+    #[cold]
+    #[inline(never)]
+    fn short_read(&self, n: usize) -> CqlError {
+        CqlError {
+            at: self.at,
+            msg: format!(
+                "needs {n} bytes at offset {} but only {} remain",
+                self.pos,
+                self.remaining()
+            ),
+        }
+    }
+    #[inline]
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
+    #[inline]
     pub fn short(&mut self) -> Result<u16> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
+    #[inline]
     pub fn int(&mut self) -> Result<i32> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -164,6 +174,7 @@ impl<'a> Reader<'a> {
         self.utf8(b)
     }
     /// `[short bytes]`.
+    #[inline]
     pub fn short_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.short()? as usize;
         self.take(n)
@@ -179,6 +190,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// `[bytes]`: an int length; negative is null.
+    #[inline]
     pub fn bytes(&mut self) -> Result<Option<&'a [u8]>> {
         let n = self.int()?;
         if n < 0 {

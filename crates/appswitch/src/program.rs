@@ -3,6 +3,7 @@
 //! or memcached's text protocol), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -103,6 +104,9 @@ struct PreparedInfo {
     table: Option<(String, String)>,
     /// Bind index of the single partition-key column and its type, when there is one.
     pk: Option<(usize, cql::CqlType, String)>,
+    /// The SELECT's "is this column the table's partition key" check and the `pk_generation`
+    /// it was made at (re-made when the schema knowledge changed).
+    pk_check: Cell<(u64, bool)>,
 }
 
 struct CqlConn {
@@ -180,6 +184,9 @@ pub struct AppSwitch {
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
     partition_keys: HashMap<String, HashMap<String, Option<String>>>,
+    /// Bumped whenever `partition_keys` changes: prepared statements remember their
+    /// partition-key check with the generation it was made at.
+    pk_generation: u64,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
     /// Keys (cache items) given an expiry time through the switch: never cached, since the
@@ -207,6 +214,7 @@ impl AppSwitch {
             conns: HashMap::default(),
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
+            pk_generation: 1,
             fixed_layout: None,
             volatile: Default::default(),
             volatile_all: false,
@@ -452,6 +460,7 @@ impl AppSwitch {
                             s.extend_from_slice(shape.as_bytes());
                         }
                     },
+                    None,
                 )
             }
             // Handled above, in place.
@@ -520,6 +529,7 @@ impl AppSwitch {
                 s.push(0);
                 s.extend_from_slice(rmid);
             },
+            Some(&info.pk_check),
         )
     }
 
@@ -530,6 +540,7 @@ impl AppSwitch {
         key_of: impl Fn(&Term) -> Option<KeyValue>,
         cacheable: bool,
         shape: impl FnOnce(&mut Vec<u8>),
+        pk_check: Option<&Cell<(u64, bool)>>,
     ) -> Classified {
         match st {
             Statement::Select {
@@ -538,8 +549,20 @@ impl AppSwitch {
                 let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::Other);
                 };
-                if t.0.starts_with("system") || self.pk_of(t) != Some(column.as_str()) || !cacheable
-                {
+                // A prepared statement's table and column never change: its check is
+                // remembered until the partition keys known change.
+                let pk_ok = match pk_check.map(Cell::get) {
+                    Some((g, ok)) if g == self.pk_generation => ok,
+                    _ => {
+                        let ok =
+                            !t.0.starts_with("system") && self.pk_of(t) == Some(column.as_str());
+                        if let Some(c) = pk_check {
+                            c.set((self.pk_generation, ok));
+                        }
+                        ok
+                    }
+                };
+                if !pk_ok || !cacheable {
                     return Classified::Pending(Pending::Other);
                 }
                 let Some(k) = key_of(key) else {
@@ -951,12 +974,14 @@ impl AppSwitch {
             match pks.as_slice() {
                 [] => {}
                 [(_, only)] => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0)
                         .or_default()
                         .insert(t.1, Some(only.clone()));
                 }
                 _ => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0)
                         .or_default()
@@ -990,6 +1015,7 @@ impl AppSwitch {
             match p.pk_indexes.as_slice() {
                 [i] => {
                     if let Some(col) = p.bind_columns.get(*i as usize) {
+                        self.pk_generation += 1;
                         self.partition_keys
                             .entry(t.0.clone())
                             .or_default()
@@ -999,6 +1025,7 @@ impl AppSwitch {
                 }
                 [] => {}
                 _ => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0.clone())
                         .or_default()
@@ -1012,6 +1039,7 @@ impl AppSwitch {
                 statement,
                 table,
                 pk,
+                pk_check: Cell::new((0, false)),
             }),
         );
     }
