@@ -1672,7 +1672,10 @@ mod rows_cacheable_tests {
             0u32..16,
             prop::collection::vec(("[a-z]{1,4}", typ()), 0..4),
             0usize..3,
-            prop::collection::vec(prop::option::of(prop::collection::vec(any::<u8>(), 0..6)), 0..12),
+            prop::collection::vec(
+                prop::option::of(prop::collection::vec(any::<u8>(), 0..6)),
+                0..12,
+            ),
         )
             .prop_map(|(flags, cols, nrows, cells)| {
                 let global = flags & rows_flags::GLOBAL_TABLES_SPEC != 0;
@@ -1697,7 +1700,11 @@ mod rows_cacheable_tests {
                     },
                 };
                 let rows = (0..nrows)
-                    .map(|r| (0..n).map(|c| cells.get(r * n + c).cloned().flatten()).collect())
+                    .map(|r| {
+                        (0..n)
+                            .map(|c| cells.get(r * n + c).cloned().flatten())
+                            .collect()
+                    })
                     .collect();
                 let mut out = Vec::new();
                 encode_rows(&Rows { metadata, rows }, &mut out);
@@ -1748,7 +1755,11 @@ mod rows_cacheable_tests {
                     flags: rows_flags::GLOBAL_TABLES_SPEC,
                     columns_count: 1,
                     global_table: Some(("ks".into(), "kv".into())),
-                    columns: vec![ColumnSpec { table: None, name: "v".into(), typ: CqlType::Native(0x0d) }],
+                    columns: vec![ColumnSpec {
+                        table: None,
+                        name: "v".into(),
+                        typ: CqlType::Native(0x0d),
+                    }],
                     ..Default::default()
                 },
                 rows: vec![vec![Some(b"value".to_vec())]],

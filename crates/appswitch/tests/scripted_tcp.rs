@@ -837,11 +837,20 @@ mod cql_schema {
                 values: vec![Value::Bytes(b"a".to_vec())],
                 ..Default::default()
             };
-            cql::request_frame(4, stream, opcode::EXECUTE, &cql::encode_execute(4, b"SEL", b"", &params))
+            cql::request_frame(
+                4,
+                stream,
+                opcode::EXECUTE,
+                &cql::encode_execute(4, b"SEL", b"", &params),
+            )
         };
         assert_eq!(t.request(&exec(2)), None, "miss, learned");
         t.reply(&result(2, &value_rows("x")));
-        assert_eq!(t.request(&exec(3)), Some(result(3, &value_rows("x"))), "hit");
+        assert_eq!(
+            t.request(&exec(3)),
+            Some(result(3, &value_rows("x"))),
+            "hit"
+        );
         // The schema: ks.kv's partition key is (k, k2).
         let sq = query(4, "SELECT * FROM system_schema.columns");
         assert_eq!(t.request(&sq), None);

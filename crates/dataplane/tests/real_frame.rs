@@ -237,7 +237,9 @@ mod tunnels {
 /// right) and reads back to the same packet.
 mod fast_paths {
     use super::{build, words};
-    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into, parse_into_full, set_payload};
+    use innet_dataplane::real::frame::{
+        blank_packet, emit_into, parse_into, parse_into_full, set_payload,
+    };
     use innet_sim::packet::L4;
     use proptest::prelude::*;
 

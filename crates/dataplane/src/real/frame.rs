@@ -765,8 +765,12 @@ fn emit_plain_tcp(
         // The header is a whole number of 32-bit words, so the payload's words line up; the
         // zero filler past the materialized bytes adds nothing.
         let c = checksum::finish(
-            pseudo_sum(ip.src, ip.dst, PROTO_TCP, (thl + payload_len) as u16 as usize)
-                + sum_folded(t)
+            pseudo_sum(
+                ip.src,
+                ip.dst,
+                PROTO_TCP,
+                (thl + payload_len) as u16 as usize,
+            ) + sum_folded(t)
                 + sum_folded(bytes),
         );
         t[16..18].copy_from_slice(&c.to_be_bytes());

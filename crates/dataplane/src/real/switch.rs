@@ -334,7 +334,13 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
 
     /// Run ingress (again while it says Recirculate) and carry out the verdict. The packet is
     /// worked on in place (no moves of it through the calls below); the caller recycles it.
-    fn run_ingress(&mut self, pkt: &mut Packet, in_port: u16, instance: Instance, tx: &mut TxBatch) {
+    fn run_ingress(
+        &mut self,
+        pkt: &mut Packet,
+        in_port: u16,
+        instance: Instance,
+        tx: &mut TxBatch,
+    ) {
         let mut meta = Metadata {
             ingress_port: in_port,
             instance,
@@ -467,9 +473,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             replication_id: rid,
             ..*meta
         };
-        let v = self.with_ctx(meta.ingress_port, |p, _, ctx| {
-            p.egress(pkt, &emeta, ctx)
-        });
+        let v = self.with_ctx(meta.ingress_port, |p, _, ctx| p.egress(pkt, &emeta, ctx));
         if v == EgressVerdict::Drop {
             self.count_drop(meta.ingress_port);
             return;
