@@ -79,11 +79,20 @@ pub fn sum_folded(data: &[u8]) -> u32 {
     for c in &mut chunks {
         acc += u64::from_le_bytes(c.try_into().expect("8 bytes")) as u128;
     }
-    let rest = chunks.remainder();
-    // The last 0..7 bytes as one little-endian word (missing bytes are zero).
-    let mut last = [0u8; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    acc += u64::from_le_bytes(last) as u128;
+    // The last 0..7 bytes in 4-, 2- and 1-byte little-endian pieces (each starts at an even
+    // offset, so each is a whole number of 16-bit words, the odd last byte the low half of one).
+    let mut rest = chunks.remainder();
+    if rest.len() >= 4 {
+        acc += u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as u128;
+        rest = &rest[4..];
+    }
+    if rest.len() >= 2 {
+        acc += u16::from_le_bytes([rest[0], rest[1]]) as u128;
+        rest = &rest[2..];
+    }
+    if let [b] = rest {
+        acc += *b as u128;
+    }
     let mut x = (acc as u64 as u128) + (acc >> 64);
     x = (x & 0xFFFF_FFFF) + (x >> 32);
     let mut x = x as u64;
@@ -260,10 +269,17 @@ fn parse_plain_tcp(frame: &[u8], pkt: &mut Packet) -> bool {
     wire.eth_dst.copy_from_slice(&frame[0..6]);
     wire.eth_src.copy_from_slice(&frame[6..12]);
     wire.vlan_tci = None;
+    // (Empty copies skipped: each would be a call.)
     wire.trailer.clear();
-    wire.trailer.extend_from_slice(&l3[total..]);
+    if total < l3.len() {
+        wire.trailer.extend_from_slice(&l3[total..]);
+    }
     wire.ip_flags_fragment = flags_fragment;
-    wire.ip_options.set(&l3[20..hl]);
+    if hl > 20 {
+        wire.ip_options.set(&l3[20..hl]);
+    } else {
+        wire.ip_options = OptionBytes::default();
+    }
     wire.tcp_options.set(&body[20..thl]);
     wire.tcp_reserved_bits = body[12] & 0x0F;
     wire.tcp_urgent = be16(body, 18);
@@ -735,7 +751,9 @@ fn emit_plain_tcp(
         x[9] = PROTO_TCP;
         x[12..16].copy_from_slice(&ip.src.to_be_bytes());
         x[16..20].copy_from_slice(&ip.dst.to_be_bytes());
-        x[20..].copy_from_slice(ip_opts);
+        if !ip_opts.is_empty() {
+            x[20..].copy_from_slice(ip_opts);
+        }
         let c = checksum::finish(sum_folded(x));
         x[10..12].copy_from_slice(&c.to_be_bytes());
     }
@@ -780,8 +798,12 @@ fn emit_plain_tcp(
     out.reserve(n + payload_len + wire.trailer.len());
     out.extend_from_slice(&hdr[..n]);
     out.extend_from_slice(bytes);
-    out.resize(out.len() + (payload_len - bytes.len()), 0);
-    out.extend_from_slice(&wire.trailer);
+    if bytes.len() < payload_len {
+        out.resize(out.len() + (payload_len - bytes.len()), 0);
+    }
+    if !wire.trailer.is_empty() {
+        out.extend_from_slice(&wire.trailer);
+    }
     Ok(())
 }
 
