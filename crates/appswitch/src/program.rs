@@ -20,7 +20,7 @@ use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
 use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
 use crate::memcache::{self, McReader, ReplyShape};
 use crate::migration::Migration;
-use crate::resp::{self, Reply, RespReader};
+use crate::resp::{self, ReplyRef, RespReader};
 
 /// Which protocol the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1792,27 +1792,24 @@ impl AppSwitch {
                 }
             }
             Proto::Redis(rc) => {
-                let mut replies = Vec::new();
-                let r = rc.s2c.push_replies(bytes, &mut replies);
-                let mut done = Vec::new();
-                for (reply, raw) in replies {
-                    if let Some(p) = rc.pending.pop_front() {
-                        done.push((p, reply, raw));
-                    }
-                }
-                for (p, reply, raw) in done {
+                // Replies read in place (no copies), each completing the oldest pending request.
+                let pending = &mut rc.pending;
+                let r = rc.s2c.for_each_reply(bytes, |reply, raw| {
+                    let Some(p) = pending.pop_front() else {
+                        return;
+                    };
                     match p {
                         p @ Pending::Read { .. } => {
-                            let ok = matches!(reply, Reply::Bulk(_));
-                            self.complete(p, ok, ok.then_some(raw.as_slice()));
+                            let ok = matches!(reply, ReplyRef::Bulk(_));
+                            self.complete(p, ok, ok.then_some(raw));
                         }
                         p @ Pending::Write { .. } => {
-                            let ok = matches!(&reply, Reply::Simple(s) if s == b"OK");
+                            let ok = matches!(reply, ReplyRef::Simple(s) if s == b"OK");
                             self.complete(p, ok, None);
                         }
                         p => self.complete(p, false, None),
                     }
-                }
+                });
                 if r.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
