@@ -134,17 +134,7 @@ impl<'a> Ctx<'a> {
         p.l4 = pkt.l4;
         p.payload_len = 0;
         match (&mut p.wire, &pkt.wire) {
-            (Some(d), Some(s)) => {
-                // Field by field: the trailer keeps its buffer.
-                let mut trailer = std::mem::take(&mut d.trailer);
-                trailer.clear();
-                trailer.extend_from_slice(&s.trailer);
-                **d = WireExtras {
-                    trailer: Vec::new(),
-                    ..(**s).clone()
-                };
-                d.trailer = trailer;
-            }
+            (Some(d), Some(s)) => copy_wire(d, s),
             (d, s) => d.clone_from(s),
         }
         p.payload_bytes.get_or_insert_with(Box::default).clear();
@@ -204,4 +194,112 @@ pub fn decrement_ttl(pkt: &mut Packet) -> bool {
     }
     ip.ttl -= 1;
     true
+}
+
+/// `*d = s.clone()` field by field, in place: no temporary, and the trailer keeps its buffer.
+/// (Destructured whole, so a field added to `WireExtras` must be added here too.)
+fn copy_wire(d: &mut WireExtras, s: &WireExtras) {
+    let WireExtras {
+        eth_dst,
+        eth_src,
+        vlan_tci,
+        ip_flags_fragment,
+        ip_options,
+        tcp_options,
+        tcp_reserved_bits,
+        tcp_urgent,
+        udp_checksum_zero,
+        trailer,
+        outer_ip_flags_fragment,
+        outer_ip_options,
+        outer_udp_checksum_zero,
+        geneve_flags,
+        geneve_reserved,
+        inner_eth_dst,
+        inner_eth_src,
+    } = s;
+    d.eth_dst = *eth_dst;
+    d.eth_src = *eth_src;
+    d.vlan_tci = *vlan_tci;
+    d.ip_flags_fragment = *ip_flags_fragment;
+    d.ip_options = *ip_options;
+    d.tcp_options = *tcp_options;
+    d.tcp_reserved_bits = *tcp_reserved_bits;
+    d.tcp_urgent = *tcp_urgent;
+    d.udp_checksum_zero = *udp_checksum_zero;
+    d.trailer.clear();
+    d.trailer.extend_from_slice(trailer);
+    d.outer_ip_flags_fragment = *outer_ip_flags_fragment;
+    d.outer_ip_options = *outer_ip_options;
+    d.outer_udp_checksum_zero = *outer_udp_checksum_zero;
+    d.geneve_flags = *geneve_flags;
+    d.geneve_reserved = *geneve_reserved;
+    d.inner_eth_dst = *inner_eth_dst;
+    d.inner_eth_src = *inner_eth_src;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_sim::packet::{Encap, Ipv4, OptionBytes, TcpHeader, Tunnel, L4};
+    use rand::SeedableRng;
+
+    /// A reply built in a recycled packet equals a clone of the template without payload,
+    /// whatever the recycled packet held before.
+    #[test]
+    fn copy_headers_in_a_recycled_packet_equals_a_clone() {
+        let mut tpl = Packet::new(
+            Ipv4 { src: 1, dst: 2, protocol: 6, ttl: 9, dscp: 3, ecn: 1, ident: 77 },
+            L4::Tcp(TcpHeader { src_port: 5, dst_port: 6, seq: 7, ack: 8, flags: Default::default(), window: 9, options_bytes: 4 }),
+            3,
+        );
+        tpl.tunnel = Some(Tunnel { outer: Ipv4::default(), encap: Encap::IpInIp });
+        tpl.payload_bytes = Some(Box::new(b"abc".to_vec()));
+        tpl.wire = Some(Box::new(WireExtras {
+            eth_dst: [1; 6],
+            eth_src: [2; 6],
+            vlan_tci: Some(5),
+            ip_flags_fragment: 0x4000,
+            ip_options: OptionBytes::new(&[1, 1, 1, 0]).unwrap(),
+            tcp_options: OptionBytes::new(&[1, 1, 8, 2]).unwrap(),
+            tcp_reserved_bits: 3,
+            tcp_urgent: 4,
+            udp_checksum_zero: true,
+            trailer: vec![0xAB; 3],
+            outer_ip_flags_fragment: 7,
+            outer_ip_options: OptionBytes::new(&[9; 8]).unwrap(),
+            outer_udp_checksum_zero: true,
+            geneve_flags: 1,
+            geneve_reserved: 2,
+            inner_eth_dst: [3; 6],
+            inner_eth_src: [4; 6],
+        }));
+        let mut stale = tpl.clone();
+        stale.wire = Some(Box::new(WireExtras { trailer: vec![1; 40], ..Default::default() }));
+        stale.tunnel = None;
+        stale.payload_bytes = Some(Box::new(vec![9; 100]));
+        let mut actions = Actions::default();
+        actions.spare.push(stale);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        struct NoRoute;
+        impl Router for NoRoute {
+            fn next_hop(&self, _: &Packet) -> NextHop {
+                NextHop::NoRoute
+            }
+        }
+        let mut ctx = Ctx {
+            now_ps: 0,
+            switch_id: 0,
+            num_ports: 2,
+            recirculation_port: 2,
+            router: &NoRoute,
+            rng: &mut rng,
+            actions: &mut actions,
+        };
+        let got = ctx.copy_headers(&tpl);
+        let mut want = tpl.clone();
+        want.payload_bytes = Some(Box::default());
+        want.payload_len = 0;
+        assert_eq!(got, want);
+    }
 }
