@@ -259,6 +259,16 @@ pub fn strip_sack_permitted(opts: &[u8]) -> Vec<u8> {
 /// place (no option list is built: this runs on every packet). Like `innet_wire`'s parser, a
 /// malformed option list yields nothing at all.
 fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
+    // The layout on nearly every segment of a Linux connection: NOP, NOP, timestamps.
+    if let [1, 1, 8, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *opts {
+        return (
+            None,
+            Some((
+                u32::from_be_bytes([v0, v1, v2, v3]),
+                u32::from_be_bytes([e0, e1, e2, e3]),
+            )),
+        );
+    }
     let mut mss = None;
     let mut ts = None;
     let mut i = 0;
@@ -1958,6 +1968,20 @@ mod tests {
             )
         ) {
             prop_assert_eq!(read_options(&opts), oracle(&opts));
+        }
+
+        /// The usual NOP, NOP, timestamps layout (read on a shortcut), and it cut or extended.
+        #[test]
+        fn timestamp_layout_matches_wire_parser(
+            ts in prop::collection::vec(any::<u8>(), 8),
+            tail in prop::collection::vec(any::<u8>(), 0..4),
+            cut in 0usize..13,
+        ) {
+            let opts = [&[1u8, 1, 8, 10][..], &ts].concat();
+            prop_assert_eq!(read_options(&opts), oracle(&opts));
+            prop_assert_eq!(read_options(&opts[..cut]), oracle(&opts[..cut]));
+            let longer = [&opts[..], &tail].concat();
+            prop_assert_eq!(read_options(&longer), oracle(&longer));
         }
     }
 
