@@ -11,7 +11,8 @@ use std::rc::Rc;
 /// hasher instead of SipHash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use innet_dataplane::real::frame::{make_reply, set_payload, set_tcp_options};
+use innet_dataplane::program::TcpReply;
+use innet_dataplane::real::frame::{set_payload, set_tcp_options};
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Packet, TcpFlags, L4};
 
@@ -1837,9 +1838,10 @@ impl AppSwitch {
         }
     }
 
-    /// A template reply to the client built from one of its packets.
+    /// A segment to the client, answering one of its packets (`Ctx::reply_tcp`: written as a
+    /// frame at once on the real runtime), out of the port it came in by.
     #[allow(clippy::too_many_arguments)]
-    fn reply_packet(
+    fn send_segment(
         &self,
         conn: &Conn,
         from_client: &Packet,
@@ -1847,27 +1849,31 @@ impl AppSwitch {
         ack: u32,
         data: &[u8],
         psh: bool,
+        port: u16,
         ctx: &mut Ctx<'_>,
-    ) -> Packet {
-        // In a packet the runtime recycled (no clone of the client's packet per reply).
-        let mut r = ctx.copy_headers(from_client);
-        make_reply(&mut r, false);
-        if conn.uses_timestamps {
+    ) {
+        let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+        let options: &[u8] = if conn.uses_timestamps {
             let tsval = conn.mig.server_tsval.unwrap_or(0);
             let tsecr = conn.mig.client_tsval.unwrap_or(0);
-            let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
             o[4..8].copy_from_slice(&tsval.to_be_bytes());
             o[8..12].copy_from_slice(&tsecr.to_be_bytes());
-            set_tcp_options(&mut r, &o);
-        }
-        if let L4::Tcp(t) = &mut r.l4 {
-            t.seq = seq;
-            t.ack = ack;
-            t.flags = TcpFlags(TcpFlags::ACK | if psh { TcpFlags::PSH } else { 0 });
-            t.window = conn.mig.server_window as u32;
-        }
-        set_payload(&mut r, data);
-        r
+            &o
+        } else {
+            &[]
+        };
+        ctx.reply_tcp(
+            from_client,
+            port,
+            &TcpReply {
+                seq,
+                ack,
+                flags: TcpFlags::ACK | if psh { TcpFlags::PSH } else { 0 },
+                window: conn.mig.server_window,
+                options,
+                payload: data,
+            },
+        );
     }
 
     fn send_reply(
@@ -1903,8 +1909,7 @@ impl AppSwitch {
         if a == len {
             // The client holds the reply already: just acknowledge its retransmission.
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, ack, &[], false, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, ack, &[], false, meta.ingress_port, ctx);
             return;
         }
         // Segments of at most `max` bytes (the same cut as `Migration::reply_segments_from`,
@@ -1913,8 +1918,7 @@ impl AppSwitch {
             let b = (a + max).min(len);
             let seq = conn.mig.s2c_seq_at(rep_c + a as u64);
             let data = &conn.mig.hits[i].reply[a..b];
-            let r = self.reply_packet(conn, pkt, seq, ack, data, b == len, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, ack, data, b == len, meta.ingress_port, ctx);
             a = b;
         }
     }
@@ -1932,8 +1936,7 @@ impl AppSwitch {
         if (a.wrapping_sub(conn.mig.last_ack_to_client) as i32) > 0 {
             conn.mig.last_ack_to_client = a;
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, a, &[], false, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, a, &[], false, meta.ingress_port, ctx);
         }
     }
 }

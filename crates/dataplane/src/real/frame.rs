@@ -704,23 +704,97 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
     Ok(())
 }
 
-/// [`emit_into`] for the common packet, plain IPv4 + TCP (checked by the caller): all headers
-/// built in one stack array and appended at once, the TCP checksum summed over that array and
-/// the payload bytes where they are (not over the written frame again).
+/// [`emit_into`] for the common packet, plain IPv4 + TCP (checked by the caller).
 fn emit_plain_tcp(
     pkt: &Packet,
     wire: &WireExtras,
     h: &TcpHeader,
-    ip_total: usize,
+    _ip_total: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), EmitError> {
-    let ip = &pkt.ip;
+    let payload_len = pkt.payload_len as usize;
+    let bytes: &[u8] = pkt
+        .payload_bytes
+        .as_deref()
+        .map(|v| v.as_slice())
+        .unwrap_or(&[]);
+    let bytes = &bytes[..bytes.len().min(payload_len)];
+    write_tcp_frame(
+        &TcpFrameHeaders {
+            eth_dst: wire.eth_dst,
+            eth_src: wire.eth_src,
+            vlan_tci: wire.vlan_tci,
+            ip: pkt.ip,
+            ip_flags_fragment: wire.ip_flags_fragment,
+            ip_options: wire.ip_options.as_slice(),
+            tcp: *h,
+            tcp_reserved_bits: wire.tcp_reserved_bits,
+            tcp_urgent: wire.tcp_urgent,
+            tcp_options: wire.tcp_options.as_slice(),
+        },
+        bytes,
+        payload_len,
+        &wire.trailer,
+        out,
+    )
+}
+
+/// The headers of a plain (untunnelled) IPv4/TCP frame, for [`write_tcp_frame`]. `ip.protocol`
+/// and `tcp.options_bytes` are ignored (TCP, and the length of `tcp_options`).
+#[derive(Debug, Clone, Copy)]
+pub struct TcpFrameHeaders<'a> {
+    pub eth_dst: [u8; 6],
+    pub eth_src: [u8; 6],
+    pub vlan_tci: Option<u16>,
+    pub ip: Ipv4,
+    pub ip_flags_fragment: u16,
+    pub ip_options: &'a [u8],
+    pub tcp: TcpHeader,
+    pub tcp_reserved_bits: u8,
+    pub tcp_urgent: u16,
+    pub tcp_options: &'a [u8],
+}
+
+/// Write a plain IPv4/TCP frame into `out` (cleared first): the headers built on the stack and
+/// appended at once, lengths and both checksums computed (the TCP one summed over the headers
+/// and the payload where it is, not over the written frame again), then `payload`, zeros up to
+/// `payload_len`, and `trailer`. The bytes [`emit_into`] writes for a packet with these fields.
+pub fn write_tcp_frame(
+    h: &TcpFrameHeaders<'_>,
+    payload: &[u8],
+    payload_len: usize,
+    trailer: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), EmitError> {
+    let ip = &h.ip;
+    let (ip_opts, tcp_opts) = (h.ip_options, h.tcp_options);
+    if ip_opts.len() > 40
+        || ip_opts.len() % 4 != 0
+        || tcp_opts.len() > 40
+        || tcp_opts.len() % 4 != 0
+    {
+        return Err(EmitError(format!(
+            "options of {} (IPv4) and {} (TCP) bytes: each a multiple of 4 up to 40",
+            ip_opts.len(),
+            tcp_opts.len()
+        )));
+    }
     if ip.dscp > 63 || ip.ecn > 3 {
         return Err(EmitError(format!(
             "DSCP {} / ECN {} do not fit in 6 / 2 bits",
             ip.dscp, ip.ecn
         )));
     }
+    if h.tcp.window > u16::MAX as u32 {
+        return Err(EmitError(format!(
+            "TCP window {} does not fit in 16 bits",
+            h.tcp.window
+        )));
+    }
+    let payload = &payload[..payload.len().min(payload_len)];
+    let ihl = 20 + ip_opts.len();
+    let thl = 20 + tcp_opts.len();
+    let ip_total = ihl + thl + payload_len;
     if ip_total > u16::MAX as usize {
         return Err(EmitError(format!(
             "IPv4 total length {ip_total} exceeds 65535"
@@ -728,10 +802,10 @@ fn emit_plain_tcp(
     }
     // Ethernet (18 with a tag) + IPv4 (60) + TCP (60) at most.
     let mut hdr = [0u8; 18 + 60 + 60];
-    hdr[0..6].copy_from_slice(&wire.eth_dst);
-    hdr[6..12].copy_from_slice(&wire.eth_src);
+    hdr[0..6].copy_from_slice(&h.eth_dst);
+    hdr[6..12].copy_from_slice(&h.eth_src);
     let mut n = 12;
-    if let Some(tci) = wire.vlan_tci {
+    if let Some(tci) = h.vlan_tci {
         hdr[12..14].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
         hdr[14..16].copy_from_slice(&tci.to_be_bytes());
         n = 16;
@@ -740,15 +814,13 @@ fn emit_plain_tcp(
     n += 2;
     // IPv4.
     let ip_at = n;
-    let ip_opts = wire.ip_options.as_slice();
-    let ihl = 20 + ip_opts.len();
     {
         let x = &mut hdr[ip_at..ip_at + ihl];
         x[0] = 0x40 | (ihl / 4) as u8;
         x[1] = (ip.dscp << 2) | ip.ecn;
         x[2..4].copy_from_slice(&(ip_total as u16).to_be_bytes());
         x[4..6].copy_from_slice(&ip.ident.to_be_bytes());
-        x[6..8].copy_from_slice(&wire.ip_flags_fragment.to_be_bytes());
+        x[6..8].copy_from_slice(&h.ip_flags_fragment.to_be_bytes());
         x[8] = ip.ttl;
         x[9] = PROTO_TCP;
         x[12..16].copy_from_slice(&ip.src.to_be_bytes());
@@ -762,25 +834,17 @@ fn emit_plain_tcp(
     n += ihl;
     // TCP.
     let tcp_at = n;
-    let tcp_opts = wire.tcp_options.as_slice();
-    let thl = 20 + tcp_opts.len();
-    let payload_len = pkt.payload_len as usize;
-    let bytes: &[u8] = pkt
-        .payload_bytes
-        .as_deref()
-        .map(|v| v.as_slice())
-        .unwrap_or(&[]);
-    let bytes = &bytes[..bytes.len().min(payload_len)];
     {
         let t = &mut hdr[tcp_at..tcp_at + thl];
-        t[0..2].copy_from_slice(&h.src_port.to_be_bytes());
-        t[2..4].copy_from_slice(&h.dst_port.to_be_bytes());
-        t[4..8].copy_from_slice(&h.seq.to_be_bytes());
-        t[8..12].copy_from_slice(&h.ack.to_be_bytes());
-        t[12] = ((thl / 4) as u8) << 4 | (wire.tcp_reserved_bits & 0x0F);
-        t[13] = h.flags.0;
-        t[14..16].copy_from_slice(&(h.window as u16).to_be_bytes());
-        t[18..20].copy_from_slice(&wire.tcp_urgent.to_be_bytes());
+        let tcp = &h.tcp;
+        t[0..2].copy_from_slice(&tcp.src_port.to_be_bytes());
+        t[2..4].copy_from_slice(&tcp.dst_port.to_be_bytes());
+        t[4..8].copy_from_slice(&tcp.seq.to_be_bytes());
+        t[8..12].copy_from_slice(&tcp.ack.to_be_bytes());
+        t[12] = ((thl / 4) as u8) << 4 | (h.tcp_reserved_bits & 0x0F);
+        t[13] = tcp.flags.0;
+        t[14..16].copy_from_slice(&(tcp.window as u16).to_be_bytes());
+        t[18..20].copy_from_slice(&h.tcp_urgent.to_be_bytes());
         t[20..].copy_from_slice(tcp_opts);
         // The header is a whole number of 32-bit words, so the payload's words line up; the
         // zero filler past the materialized bytes adds nothing.
@@ -791,20 +855,20 @@ fn emit_plain_tcp(
                 PROTO_TCP,
                 (thl + payload_len) as u16 as usize,
             ) + sum_folded(t)
-                + sum_folded(bytes),
+                + sum_folded(payload),
         );
         t[16..18].copy_from_slice(&c.to_be_bytes());
     }
     n += thl;
     out.clear();
-    out.reserve(n + payload_len + wire.trailer.len());
+    out.reserve(n + payload_len + trailer.len());
     out.extend_from_slice(&hdr[..n]);
-    out.extend_from_slice(bytes);
-    if bytes.len() < payload_len {
-        out.resize(out.len() + (payload_len - bytes.len()), 0);
+    out.extend_from_slice(payload);
+    if payload.len() < payload_len {
+        out.resize(out.len() + (payload_len - payload.len()), 0);
     }
-    if !wire.trailer.is_empty() {
-        out.extend_from_slice(&wire.trailer);
+    if !trailer.is_empty() {
+        out.extend_from_slice(trailer);
     }
     Ok(())
 }

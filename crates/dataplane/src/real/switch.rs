@@ -537,6 +537,29 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             self.dispatch(&mut pkt, dest, &meta, tx, true);
             self.recycle(pkt);
         }
+        // Frames the program wrote whole: queued as they are (their buffer swapped into the
+        // TX slot, the slot's old buffer kept for the next reply).
+        let mut frames = std::mem::take(&mut self.actions.frames);
+        for (port, mut buf) in frames.drain(..) {
+            self.stats.generated += 1;
+            if port < self.cfg.num_ports {
+                let c = &mut self.stats.ports[port as usize];
+                c.tx_frames += 1;
+                c.tx_bytes += buf.len() as u64;
+                let slot = tx.port_mut(port).next();
+                std::mem::swap(&mut slot.1, &mut buf);
+            } else {
+                self.stats.no_route += 1;
+                self.count_drop(in_port);
+            }
+            if self.actions.spare_frames.len() < 256 {
+                buf.clear();
+                self.actions.spare_frames.push(buf);
+            }
+        }
+        if self.actions.frames.is_empty() {
+            self.actions.frames = frames;
+        }
         if self.actions.digests.is_empty() {
             self.actions.digests = digests;
         }
