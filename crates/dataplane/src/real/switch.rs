@@ -498,6 +498,17 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         if self.actions.is_empty() {
             return;
         }
+        let a = &self.actions;
+        if a.timers.is_empty()
+            && a.control_timers.is_empty()
+            && a.digests.is_empty()
+            && a.clones.is_empty()
+            && a.generated.is_empty()
+        {
+            // Only whole frames (a program's replies): they cause nothing further.
+            self.send_frames(in_port, tx);
+            return;
+        }
         for (at, token) in self.actions.timers.drain(..) {
             self.timer_seq += 1;
             self.timers
@@ -537,29 +548,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             self.dispatch(&mut pkt, dest, &meta, tx, true);
             self.recycle(pkt);
         }
-        // Frames the program wrote whole: queued as they are (their buffer swapped into the
-        // TX slot, the slot's old buffer kept for the next reply).
-        let mut frames = std::mem::take(&mut self.actions.frames);
-        for (port, mut buf) in frames.drain(..) {
-            self.stats.generated += 1;
-            if port < self.cfg.num_ports {
-                let c = &mut self.stats.ports[port as usize];
-                c.tx_frames += 1;
-                c.tx_bytes += buf.len() as u64;
-                let slot = tx.port_mut(port).next();
-                std::mem::swap(&mut slot.1, &mut buf);
-            } else {
-                self.stats.no_route += 1;
-                self.count_drop(in_port);
-            }
-            if self.actions.spare_frames.len() < 256 {
-                buf.clear();
-                self.actions.spare_frames.push(buf);
-            }
-        }
-        if self.actions.frames.is_empty() {
-            self.actions.frames = frames;
-        }
+        self.send_frames(in_port, tx);
         if self.actions.digests.is_empty() {
             self.actions.digests = digests;
         }
@@ -571,6 +560,35 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         }
         if !self.actions.is_empty() {
             self.apply_actions(in_port, tx);
+        }
+    }
+
+    /// Frames the program wrote whole: queued as they are (each buffer swapped into a TX slot,
+    /// the slot's old buffer kept for the next reply).
+    fn send_frames(&mut self, in_port: u16, tx: &mut TxBatch) {
+        let Actions {
+            frames,
+            spare_frames,
+            ..
+        } = &mut self.actions;
+        for (port, mut buf) in frames.drain(..) {
+            self.stats.generated += 1;
+            if port < self.cfg.num_ports {
+                let c = &mut self.stats.ports[port as usize];
+                c.tx_frames += 1;
+                c.tx_bytes += buf.len() as u64;
+                let slot = tx.port_mut(port).next();
+                std::mem::swap(&mut slot.1, &mut buf);
+            } else {
+                self.stats.no_route += 1;
+                if let Some(c) = self.stats.ports.get_mut(in_port as usize) {
+                    c.dropped += 1;
+                }
+            }
+            if spare_frames.len() < 256 {
+                buf.clear();
+                spare_frames.push(buf);
+            }
         }
     }
 
