@@ -1,12 +1,13 @@
 //! CQL: the first byte picks the direction and framing (bit 0: server side, bit 1: v5 segments),
 //! the second where to split the rest into two pushes. Reassembly, request/RESULT decoding and
 //! the statement lexer never panic; a decoded Rows result re-encodes to bytes that decode to
-//! the same value; the in-place EXECUTE reader judges every request body as the owning parser.
+//! the same value, and the in-place cacheability check agrees with decode + re-encode; the
+//! in-place EXECUTE reader judges every request body as the owning parser.
 #![no_main]
 
 use innet_appswitch::cql::{
-    encode_rows, opcode, parse_execute_ref, parse_request, parse_result, FrameReader, Request, ResultMsg,
-    Value, ValueRef,
+    encode_rows, opcode, parse_execute_ref, parse_request, parse_result, rows_body_cacheable, rows_flags,
+    FrameReader, Request, ResultMsg, Value, ValueRef,
 };
 use innet_appswitch::cql_statement::parse_statement;
 use libfuzzer_sys::fuzz_target;
@@ -30,12 +31,18 @@ fuzz_target!(|data: &[u8]| {
     }
     for f in frames {
         if f.header.is_response && f.header.opcode == opcode::RESULT {
+            let mut cacheable = false;
             if let Ok(ResultMsg::Rows(rows)) = parse_result(f.header.version, &f.body) {
                 let mut b = Vec::new();
                 encode_rows(&rows, &mut b);
+                cacheable = rows.rows.len() <= 1
+                    && rows.metadata.flags & (rows_flags::HAS_MORE_PAGES | rows_flags::METADATA_CHANGED) == 0
+                    && b == f.body;
                 let again = parse_result(f.header.version, &b).expect("encoded rows decode");
                 assert_eq!(again, ResultMsg::Rows(rows));
             }
+            // The in-place check the switch uses judges every body as decode + re-encode.
+            assert_eq!(rows_body_cacheable(&f.body), cacheable);
         } else {
             let req = parse_request(&f.header, &f.body);
             if f.header.opcode == opcode::EXECUTE {

@@ -1,10 +1,10 @@
 //! RESP: the first byte picks commands (even) or replies (odd), the second where to split the
 //! rest into two pushes. Never panics; a reassembled reply stream is a prefix of the input
 //! whose messages' lengths add up to the bytes consumed; the in-place command reader hands out
-//! the same commands as the owning one.
+//! the same commands as the owning one, and the in-place reply reader the same replies.
 #![no_main]
 
-use innet_appswitch::resp::RespReader;
+use innet_appswitch::resp::{ReplyRef, RespReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -29,6 +29,14 @@ fuzz_target!(|data: &[u8]| {
     } else {
         let mut out = Vec::new();
         let ok = r.push_replies(&rest[..cut], &mut out).is_ok() && r.push_replies(&rest[cut..], &mut out).is_ok();
+        // The in-place reader the switch uses: the same replies, bytes and leftover.
+        let mut r2 = RespReader::default();
+        let mut seen = Vec::new();
+        let mut take = |v: ReplyRef<'_>, raw: &[u8]| seen.push((v.to_owned(), raw.to_vec()));
+        let ok2 = r2.for_each_reply(&rest[..cut], &mut take).is_ok() && r2.for_each_reply(&rest[cut..], &mut take).is_ok();
+        assert_eq!(ok, ok2);
+        assert_eq!(out, seen);
+        assert_eq!(r.pending_bytes(), r2.pending_bytes());
         let consumed: usize = out.iter().map(|m| m.1.len()).sum();
         assert!(consumed <= rest.len());
         if ok {

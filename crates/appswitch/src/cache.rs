@@ -8,6 +8,9 @@
 /// Looked up on every request: a fast seeded hasher instead of SipHash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+
 /// A read's place in the order of write events, taken when the request passes the switch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadToken(u64);
@@ -26,6 +29,8 @@ fn refill(buf: &mut Vec<u8>, src: &[u8]) {
 
 struct Node {
     key: Vec<u8>,
+    /// The key's hash in `index` (kept so an eviction does not hash the victim's key again).
+    hash: u64,
     /// (query shape, reply bytes): a key can be asked for in several ways (different columns,
     /// prepared or not); each way has its own learned answer.
     answers: Vec<(Vec<u8>, Vec<u8>)>,
@@ -57,7 +62,10 @@ pub struct CacheStats {
 /// LRU with a capacity in keys, plus the write bookkeeping that keeps it consistent.
 pub struct Cache {
     capacity: usize,
-    index: HashMap<Vec<u8>, usize>,
+    /// Key → node, as node indexes hashed by their node's key: a fill hashes its key once
+    /// (look-up and insertion), an eviction not at all.
+    index: HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
     nodes: Vec<Node>,
     free: Vec<usize>,
     head: usize,
@@ -76,7 +84,8 @@ impl Cache {
     pub fn new(capacity: usize) -> Self {
         Cache {
             capacity,
-            index: HashMap::default(),
+            index: HashTable::new(),
+            hasher: Default::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,
@@ -122,10 +131,21 @@ impl Cache {
             self.tail = i;
         }
     }
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+    /// The node holding `key` (hashed `h`).
+    fn find(&self, h: u64, key: &[u8]) -> Option<usize> {
+        let nodes = &self.nodes;
+        self.index.find(h, |&i| nodes[i].key == key).copied()
+    }
     fn remove_key(&mut self, key: &[u8]) -> bool {
-        let Some(i) = self.index.remove(key) else {
+        let h = self.hash(key);
+        let nodes = &self.nodes;
+        let Ok(e) = self.index.find_entry(h, |&i| nodes[i].key == key) else {
             return false;
         };
+        let (i, _) = e.remove();
         self.unlink(i);
         self.nodes[i].answers.clear();
         self.nodes[i].key.clear();
@@ -135,25 +155,21 @@ impl Cache {
 
     /// The answer for `(key, shape)`, marking the key most recently used.
     pub fn lookup(&mut self, key: &[u8], shape: &[u8]) -> Option<&[u8]> {
-        let found = self
-            .index
-            .get(key)
-            .copied()
-            .filter(|&i| self.nodes[i].answers.iter().any(|a| a.0 == shape));
+        let h = self.hash(key);
+        let found = self.find(h, key).and_then(|i| {
+            let a = self.nodes[i].answers.iter().position(|a| a.0 == shape)?;
+            Some((i, a))
+        });
         match found {
             None => {
                 self.stats.misses += 1;
                 None
             }
-            Some(i) => {
+            Some((i, a)) => {
                 self.stats.hits += 1;
                 self.unlink(i);
                 self.push_front(i);
-                self.nodes[i]
-                    .answers
-                    .iter()
-                    .find(|a| a.0 == shape)
-                    .map(|a| a.1.as_slice())
+                Some(self.nodes[i].answers[a].1.as_slice())
             }
         }
     }
@@ -194,7 +210,8 @@ impl Cache {
     }
 
     fn insert(&mut self, key: &[u8], shape: &[u8], reply: &[u8]) {
-        if let Some(&i) = self.index.get(key) {
+        let h = self.hash(key);
+        if let Some(i) = self.find(h, key) {
             let n = &mut self.nodes[i];
             match n.answers.iter_mut().find(|a| a.0 == shape) {
                 Some(a) => {
@@ -209,13 +226,15 @@ impl Cache {
         }
         // Evict the least recently used key, keeping its buffers for the new entry (no
         // allocation per fill once the cache is full).
-        let mut spare_index_key = None;
         let mut spare_answer = None;
         if self.index.len() >= self.capacity {
             let victim = self.tail;
-            let k = std::mem::take(&mut self.nodes[victim].key);
-            spare_index_key = self.index.remove_entry(k.as_slice()).map(|(ik, _)| ik);
-            self.nodes[victim].key = k;
+            if let Ok(e) = self
+                .index
+                .find_entry(self.nodes[victim].hash, |&i| i == victim)
+            {
+                e.remove();
+            }
             self.unlink(victim);
             spare_answer = self.nodes[victim].answers.pop();
             self.nodes[victim].answers.clear();
@@ -229,6 +248,7 @@ impl Cache {
             Some(i) => {
                 let n = &mut self.nodes[i];
                 refill(&mut n.key, key);
+                n.hash = h;
                 n.answers.clear();
                 n.answers.push((s, r));
                 n.prev = NIL;
@@ -238,6 +258,7 @@ impl Cache {
             None => {
                 self.nodes.push(Node {
                     key: key.to_vec(),
+                    hash: h,
                     answers: vec![(s, r)],
                     prev: NIL,
                     next: NIL,
@@ -245,9 +266,8 @@ impl Cache {
                 self.nodes.len() - 1
             }
         };
-        let mut ik = spare_index_key.unwrap_or_default();
-        refill(&mut ik, key);
-        self.index.insert(ik, i);
+        let nodes = &self.nodes;
+        self.index.insert_unique(h, i, |&j| nodes[j].hash);
         self.push_front(i);
     }
 

@@ -110,28 +110,38 @@ impl<'a> Reader<'a> {
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
+    #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return err(
-                self.at,
-                format!(
-                    "needs {n} bytes at offset {} but only {} remain",
-                    self.pos,
-                    self.remaining()
-                ),
-            );
+            return Err(self.short_read(n));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
+    /// The error of a read past the end (out of line: the reads above stay small).
+    #[cold]
+    #[inline(never)]
+    fn short_read(&self, n: usize) -> CqlError {
+        CqlError {
+            at: self.at,
+            msg: format!(
+                "needs {n} bytes at offset {} but only {} remain",
+                self.pos,
+                self.remaining()
+            ),
+        }
+    }
+    #[inline]
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
+    #[inline]
     pub fn short(&mut self) -> Result<u16> {
         let b = self.take(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
+    #[inline]
     pub fn int(&mut self) -> Result<i32> {
         let b = self.take(4)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -164,6 +174,7 @@ impl<'a> Reader<'a> {
         self.utf8(b)
     }
     /// `[short bytes]`.
+    #[inline]
     pub fn short_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.short()? as usize;
         self.take(n)
@@ -179,6 +190,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// `[bytes]`: an int length; negative is null.
+    #[inline]
     pub fn bytes(&mut self) -> Result<Option<&'a [u8]>> {
         let n = self.int()?;
         if n < 0 {
@@ -1171,6 +1183,65 @@ pub fn parse_result(version: u8, body: &[u8]) -> Result<ResultMsg> {
     }
 }
 
+/// Whether a RESULT body is one the switch may store as a cached answer, read in place: a Rows
+/// result without more pages or changed metadata, with at most one row, in its canonical
+/// encoding (the bytes `encode_rows(parse_result(body))` gives back — no null written as a
+/// length below −1). The same verdict as decoding, checking and re-encoding it (proptest
+/// `rows_cacheable_in_place_equals_reencoding` and the `cql` fuzz target), without building
+/// the rows.
+pub fn rows_body_cacheable(body: &[u8]) -> bool {
+    rows_body_cacheable_impl(body).unwrap_or(false)
+}
+
+fn rows_body_cacheable_impl(body: &[u8]) -> Result<bool> {
+    use rows_flags::*;
+    let mut r = Reader::new(body, "RESULT body");
+    if r.int()? != result_kind::ROWS {
+        return Ok(false);
+    }
+    let flags = r.int()? as u32;
+    let n = r.int()?;
+    if !(0..=MAX_COLUMNS).contains(&n) || flags & (HAS_MORE_PAGES | METADATA_CHANGED) != 0 {
+        return Ok(false);
+    }
+    if flags & NO_METADATA == 0 {
+        let global = flags & GLOBAL_TABLES_SPEC != 0;
+        if global {
+            r.string()?;
+            r.string()?;
+        }
+        for _ in 0..n {
+            if !global {
+                r.string()?;
+                r.string()?;
+            }
+            r.string()?;
+            // Types are re-emitted exactly as parsed; parsing checks they are known.
+            CqlType::parse(&mut r, 0)?;
+        }
+    }
+    let rows = r.int()?;
+    if !(0..=1).contains(&rows) {
+        return Ok(false);
+    }
+    // The decoder's size check (every cell takes at least 4 bytes).
+    let cols = n as usize;
+    if cols > 0 && (rows as usize) * cols * 4 > r.remaining() {
+        return Ok(false);
+    }
+    for _ in 0..rows as usize * cols {
+        let len = r.int()?;
+        if len < -1 {
+            // Decoded as null, re-encoded as −1: not canonical.
+            return Ok(false);
+        }
+        if len > 0 {
+            r.take(len as usize)?;
+        }
+    }
+    Ok(r.remaining() == 0)
+}
+
 /// Encode a Rows RESULT body (the switch's answer to a hit).
 pub fn encode_rows(rows: &Rows, out: &mut Vec<u8>) {
     write::int(out, result_kind::ROWS);
@@ -1558,5 +1629,155 @@ mod execute_ref_tests {
             check(version, &body[..n], want)?;
             check(version, &body, want)?;
         }
+    }
+}
+
+#[cfg(test)]
+mod rows_cacheable_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What the switch did before the in-place check: decode, check, re-encode, compare.
+    fn oracle(body: &[u8]) -> bool {
+        match parse_result(4, body) {
+            Ok(ResultMsg::Rows(rows)) => {
+                let mut enc = Vec::new();
+                encode_rows(&rows, &mut enc);
+                rows.rows.len() <= 1
+                    && rows.metadata.flags & rows_flags::HAS_MORE_PAGES == 0
+                    && rows.metadata.flags & rows_flags::METADATA_CHANGED == 0
+                    && enc == body
+            }
+            _ => false,
+        }
+    }
+
+    fn typ() -> impl Strategy<Value = CqlType> {
+        let leaf = prop_oneof![
+            (0x01u16..=0x15).prop_map(CqlType::Native),
+            "[a-z]{0,5}".prop_map(CqlType::Custom),
+        ];
+        leaf.prop_recursive(2, 6, 2, |t| {
+            prop_oneof![
+                t.clone().prop_map(|x| CqlType::List(Box::new(x))),
+                t.clone().prop_map(|x| CqlType::Set(Box::new(x))),
+                (t.clone(), t.clone()).prop_map(|(k, v)| CqlType::Map(Box::new(k), Box::new(v))),
+                prop::collection::vec(t, 0..3).prop_map(CqlType::Tuple),
+            ]
+        })
+    }
+
+    fn body() -> impl Strategy<Value = Vec<u8>> {
+        (
+            0u32..16,
+            prop::collection::vec(("[a-z]{1,4}", typ()), 0..4),
+            0usize..3,
+            prop::collection::vec(
+                prop::option::of(prop::collection::vec(any::<u8>(), 0..6)),
+                0..12,
+            ),
+        )
+            .prop_map(|(flags, cols, nrows, cells)| {
+                let global = flags & rows_flags::GLOBAL_TABLES_SPEC != 0;
+                let no_md = flags & rows_flags::NO_METADATA != 0;
+                let n = cols.len();
+                let metadata = RowsMetadata {
+                    flags,
+                    columns_count: n as u32,
+                    paging_state: (flags & rows_flags::HAS_MORE_PAGES != 0).then(|| vec![1, 2]),
+                    new_metadata_id: (flags & rows_flags::METADATA_CHANGED != 0).then(|| vec![3]),
+                    global_table: (global && !no_md).then(|| ("ks".into(), "t".into())),
+                    columns: if no_md {
+                        Vec::new()
+                    } else {
+                        cols.into_iter()
+                            .map(|(name, typ)| ColumnSpec {
+                                table: (!global).then(|| ("ks".into(), "t".into())),
+                                name,
+                                typ,
+                            })
+                            .collect()
+                    },
+                };
+                let rows = (0..nrows)
+                    .map(|r| {
+                        (0..n)
+                            .map(|c| cells.get(r * n + c).cloned().flatten())
+                            .collect()
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                encode_rows(&Rows { metadata, rows }, &mut out);
+                out
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+        #[test]
+        fn rows_cacheable_in_place_equals_reencoding(
+            b in body(),
+            flip in prop::option::of((any::<prop::sample::Index>(), 1u8..=255)),
+            cut in prop::option::of(any::<prop::sample::Index>()),
+            null_as in prop::option::of((any::<prop::sample::Index>(), -5i32..0)),
+        ) {
+            prop_assert_eq!(rows_body_cacheable(&b), oracle(&b));
+            let mut m = b.clone();
+            if let Some((at, x)) = flip {
+                let i = at.index(m.len());
+                m[i] ^= x;
+            }
+            if let Some(c) = cut {
+                let n = c.index(m.len() + 1);
+                m.truncate(n);
+            }
+            prop_assert_eq!(rows_body_cacheable(&m), oracle(&m), "mutated {:02x?}", m);
+            // A null cell written with another negative length (decoded as null, re-encoded
+            // as -1): find a -1 length near the end and rewrite it.
+            if let Some((at, v)) = null_as {
+                let mut m = b.clone();
+                let ones: Vec<usize> = (0..m.len().saturating_sub(3)).filter(|&i| m[i..i + 4] == [0xff; 4]).collect();
+                if !ones.is_empty() {
+                    let i = ones[at.index(ones.len())];
+                    m[i..i + 4].copy_from_slice(&v.to_be_bytes());
+                    prop_assert_eq!(rows_body_cacheable(&m), oracle(&m));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cacheable_rows_and_refusals() {
+        let mut b = Vec::new();
+        encode_rows(
+            &Rows {
+                metadata: RowsMetadata {
+                    flags: rows_flags::GLOBAL_TABLES_SPEC,
+                    columns_count: 1,
+                    global_table: Some(("ks".into(), "kv".into())),
+                    columns: vec![ColumnSpec {
+                        table: None,
+                        name: "v".into(),
+                        typ: CqlType::Native(0x0d),
+                    }],
+                    ..Default::default()
+                },
+                rows: vec![vec![Some(b"value".to_vec())]],
+            },
+            &mut b,
+        );
+        assert!(rows_body_cacheable(&b));
+        // The null cell written as -2 is not the canonical encoding.
+        let mut n = b.clone();
+        let at = n.len() - 9;
+        n.truncate(at);
+        n.extend_from_slice(&(-2i32).to_be_bytes());
+        assert!(!rows_body_cacheable(&n));
+        assert!(!oracle(&n));
+        // Two rows are never cached; a trailing byte is an error.
+        let mut t = b.clone();
+        t.push(0);
+        assert!(!rows_body_cacheable(&t));
+        assert!(!rows_body_cacheable(&[0, 0, 0, 1]));
     }
 }

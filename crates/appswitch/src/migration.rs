@@ -169,9 +169,21 @@ impl Migration {
         self.s_isn.wrapping_add(1).wrapping_add(c as u32)
     }
 
+    /// How many hits from the front satisfy `pred`, for a `pred` that holds for a prefix of
+    /// the list (positions grow with it). Scanned from the back: the question is nearly always
+    /// about the newest bytes, where every open hit lies before, so this is one comparison
+    /// where a binary search over the deque's two halves costs several.
+    #[inline]
+    fn prefix_len(&self, pred: impl Fn(&Hit) -> bool) -> usize {
+        let mut k = self.hits.len();
+        while k > 0 && !pred(&self.hits[k - 1]) {
+            k -= 1;
+        }
+        k
+    }
     /// α before client position `c` (c not inside a hit's request).
     fn alpha_before(&self, c: u64) -> u64 {
-        let k = self.hits.partition_point(|h| h.req_c + h.req_len <= c);
+        let k = self.prefix_len(|h| h.req_c + h.req_len <= c);
         self.alpha_through(k)
     }
     /// α of the folded hits and of open hits `..k`.
@@ -184,7 +196,7 @@ impl Migration {
     }
     /// β applying to server position `s` of the server→client stream.
     fn beta_at(&self, s: u64) -> u64 {
-        let k = self.hits.partition_point(|h| h.rep_s <= s);
+        let k = self.prefix_len(|h| h.rep_s <= s);
         if k == 0 {
             self.base_beta
         } else {
@@ -208,27 +220,33 @@ impl Migration {
         if c > self.client_acked_c {
             self.client_acked_c = c;
         }
-        let mut beta = self.base_beta;
-        let mut s = None;
-        for h in &mut self.hits {
-            if c >= h.rep_c + h.rep_len {
-                beta += h.rep_len;
-                if !h.reply_acked {
-                    h.reply_acked = true;
-                    let mut buf = std::mem::take(&mut h.reply);
-                    if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
-                        buf.clear();
-                        self.spare_replies.push(buf);
-                    }
-                }
-            } else if c > h.rep_c {
-                s = Some(h.rep_s);
-                break;
-            } else {
-                break;
+        // Hits whose reply the client holds entirely: a prefix of the list (replies occupy
+        // increasing client ranges). Their reply bytes are all β below `c`.
+        let k = self.prefix_len(|h| c >= h.rep_c + h.rep_len);
+        let beta = if k == 0 {
+            self.base_beta
+        } else {
+            self.hits[k - 1].beta_through
+        };
+        // Mark them acknowledged and keep their buffers. The acknowledged hits are always a
+        // prefix too (marked here only, folded from the front), so the walk stops at the first
+        // one already marked.
+        let mut j = k;
+        while j > 0 && !self.hits[j - 1].reply_acked {
+            j -= 1;
+            let h = &mut self.hits[j];
+            h.reply_acked = true;
+            let mut buf = std::mem::take(&mut h.reply);
+            if self.spare_replies.len() < SPARE_REPLY_BUFFERS {
+                buf.clear();
+                self.spare_replies.push(buf);
             }
         }
-        let s = s.unwrap_or(c.saturating_sub(beta));
+        // An ACK inside the next reply acknowledges up to its insertion point.
+        let s = match self.hits.get(k) {
+            Some(h) if c > h.rep_c => h.rep_s,
+            _ => c.saturating_sub(beta),
+        };
         self.s2c_seq(s)
     }
 
@@ -241,7 +259,7 @@ impl Migration {
         if s > self.server_acked_s {
             self.server_acked_s = s;
         }
-        let k = self.hits.partition_point(|h| h.req_s <= s);
+        let k = self.prefix_len(|h| h.req_s <= s);
         let alpha = self.alpha_through(k);
         self.c2s_seq_client(s + alpha)
     }
@@ -251,7 +269,7 @@ impl Migration {
     pub fn reply_to_resend(&self, c: u64) -> Option<(usize, usize)> {
         // Replies occupy disjoint, increasing client ranges: only the last one starting at or
         // before `c` can hold it.
-        let i = self.hits.partition_point(|h| h.rep_c <= c).checked_sub(1)?;
+        let i = self.prefix_len(|h| h.rep_c <= c).checked_sub(1)?;
         let h = &self.hits[i];
         (!h.reply_acked && c < h.rep_c + h.rep_len).then(|| (i, (c - h.rep_c) as usize))
     }
@@ -273,6 +291,14 @@ impl Migration {
         };
         if c0 > self.c_next as i64 {
             plan.out_of_order = true;
+            return plan;
+        }
+        if c0 == self.c_next as i64 {
+            // Only new bytes (the usual segment): nothing to replay, forward them all.
+            if c1 > c0 {
+                plan.new_from = Some(self.c_next);
+                plan.forward = Some((self.c_next, c1 as u64));
+            }
             return plan;
         }
         let c0 = c0.max(0) as u64;
@@ -428,22 +454,23 @@ impl Migration {
         if self.hits.len() <= 4 {
             return;
         }
-        let n = self
-            .hits
-            .iter()
-            .take_while(|h| {
-                h.reply_acked
-                    && self.server_acked_s >= h.req_s
-                    && self.client_acked_c >= h.rep_c + h.rep_len
-            })
-            .count();
+        // Hits both sides are done with: a prefix (request and reply positions grow along the
+        // list, and replies are marked acknowledged from the front).
+        let (server_acked_s, client_acked_c) = (self.server_acked_s, self.client_acked_c);
+        let n = self.prefix_len(|h| {
+            h.reply_acked && server_acked_s >= h.req_s && client_acked_c >= h.rep_c + h.rep_len
+        });
         // Keep a few recent hits so retransmissions just before them still map exactly; and never
         // more than MAX_OPEN_HITS (older ones are folded even if unacknowledged: bounded state and
         // per-packet work; a retransmission that old maps as stale data).
         let n = n
             .saturating_sub(4)
             .max(self.hits.len().saturating_sub(MAX_OPEN_HITS));
-        for mut h in self.hits.drain(..n) {
+        for _ in 0..n {
+            // One at a time from the front (cheaper than a `drain` for the one or two usual).
+            let Some(mut h) = self.hits.pop_front() else {
+                break;
+            };
             self.base_alpha += h.req_len;
             self.base_beta += h.rep_len;
             self.folded_c = h.req_c + h.req_len;
@@ -591,5 +618,210 @@ mod tests {
         assert_eq!(m.map_client_seq(100), 1001);
         assert_eq!(m.map_server_seq(0), 5001 + 30);
         assert_eq!(m.map_server_ack(0), 1001 + 100);
+    }
+
+    /// The position maps against the straightforward versions they replaced (binary searches
+    /// over the deque, a walk from the front for ACKs, a `take_while` for folding), on random
+    /// histories of hits, forwarded bytes, ACKs from both sides, folds and retransmissions.
+    mod oracle {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn alpha_before(m: &Migration, c: u64) -> u64 {
+            let k = m.hits.partition_point(|h| h.req_c + h.req_len <= c);
+            if k == 0 {
+                m.base_alpha
+            } else {
+                m.hits[k - 1].alpha_through
+            }
+        }
+        fn beta_at(m: &Migration, s: u64) -> u64 {
+            let k = m.hits.partition_point(|h| h.rep_s <= s);
+            if k == 0 {
+                m.base_beta
+            } else {
+                m.hits[k - 1].beta_through
+            }
+        }
+        fn map_server_ack(m: &mut Migration, s: u64) -> u32 {
+            if s > m.server_acked_s {
+                m.server_acked_s = s;
+            }
+            let k = m.hits.partition_point(|h| h.req_s <= s);
+            let alpha = if k == 0 {
+                m.base_alpha
+            } else {
+                m.hits[k - 1].alpha_through
+            };
+            m.c2s_seq_client(s + alpha)
+        }
+        fn reply_to_resend(m: &Migration, c: u64) -> Option<(usize, usize)> {
+            let i = m.hits.partition_point(|h| h.rep_c <= c).checked_sub(1)?;
+            let h = &m.hits[i];
+            (!h.reply_acked && c < h.rep_c + h.rep_len).then(|| (i, (c - h.rep_c) as usize))
+        }
+        fn map_client_ack(m: &mut Migration, c: u64) -> u32 {
+            if c > m.client_acked_c {
+                m.client_acked_c = c;
+            }
+            let mut beta = m.base_beta;
+            let mut s = None;
+            for h in &mut m.hits {
+                if c >= h.rep_c + h.rep_len {
+                    beta += h.rep_len;
+                    h.reply_acked = true;
+                } else if c > h.rep_c {
+                    s = Some(h.rep_s);
+                    break;
+                } else {
+                    break;
+                }
+            }
+            m.s2c_seq(s.unwrap_or(c.saturating_sub(beta)))
+        }
+        fn fold_count(m: &Migration) -> usize {
+            if m.hits.len() <= 4 {
+                return 0;
+            }
+            let n = m
+                .hits
+                .iter()
+                .take_while(|h| {
+                    h.reply_acked
+                        && m.server_acked_s >= h.req_s
+                        && m.client_acked_c >= h.rep_c + h.rep_len
+                })
+                .count();
+            n.saturating_sub(4)
+                .max(m.hits.len().saturating_sub(MAX_OPEN_HITS))
+        }
+        fn plan_client(m: &Migration, c0: i64, c1: i64) -> ClientPlan {
+            // The general walk (no shortcut for new bytes only).
+            let mut plan = ClientPlan {
+                replay: Vec::new(),
+                new_from: None,
+                forward: None,
+                out_of_order: false,
+            };
+            if c0 > m.c_next as i64 {
+                plan.out_of_order = true;
+                return plan;
+            }
+            let c0 = c0.max(0) as u64;
+            let c1 = c1.max(0) as u64;
+            if c1 > m.c_next {
+                plan.new_from = Some(m.c_next);
+            }
+            let old_end = c1.min(m.c_next);
+            let mut pos = c0.max(m.folded_c);
+            let mut run: Option<(u64, u64)> = None;
+            for (i, h) in m.hits.iter().enumerate() {
+                if h.req_c + h.req_len <= pos || pos >= old_end {
+                    continue;
+                }
+                if h.req_c >= old_end {
+                    break;
+                }
+                if h.req_c > pos && run.is_none() {
+                    run = Some((pos, h.req_c));
+                }
+                plan.replay.push(i);
+                pos = h.req_c + h.req_len;
+            }
+            if run.is_none() && pos < old_end {
+                run = Some((pos, old_end));
+            }
+            if plan.new_from.is_none() {
+                plan.forward = run;
+            } else {
+                plan.forward = match run {
+                    Some((a, b)) if b == m.c_next => Some((a, c1)),
+                    _ => Some((m.c_next, c1)),
+                };
+            }
+            plan
+        }
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Hit { req: u64, rep: u64 },
+            ForwardClient(u64),
+            ServerData(u64),
+            ClientAck(u64),
+            ServerAck(u64),
+            Fold,
+            Segment(u64, u64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                3 => (1u64..40, 0u64..60).prop_map(|(req, rep)| Op::Hit { req, rep }),
+                1 => (1u64..50).prop_map(Op::ForwardClient),
+                1 => (1u64..80).prop_map(Op::ServerData),
+                3 => (0u64..2000).prop_map(Op::ClientAck),
+                2 => (0u64..2000).prop_map(Op::ServerAck),
+                2 => Just(Op::Fold),
+                2 => (0u64..2000, 0u64..100).prop_map(|(a, l)| Op::Segment(a, l)),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+            #[test]
+            fn maps_equal_the_straightforward_versions(ops in prop::collection::vec(op(), 1..200)) {
+                let mut m = Migration::new(1000, Some(1460));
+                m.s_isn = 5000;
+                for o in ops {
+                    match o {
+                        Op::Hit { req, rep } => {
+                            let c0 = m.c_next;
+                            m.answer(c0, c0 + req, vec![7; rep as usize]);
+                            m.c_next = c0 + req;
+                        }
+                        Op::ForwardClient(n) => m.c_next += n,
+                        Op::ServerData(n) => m.s_next += n,
+                        Op::ClientAck(c) => {
+                            // ACKs up to the client-view end of the server→client stream.
+                            let end = m.s_next + beta_at(&m, m.s_next);
+                            let c = c.min(end);
+                            prop_assert_eq!(m.reply_to_resend(c), reply_to_resend(&m, c));
+                            let mut o = m.clone();
+                            let want = map_client_ack(&mut o, c);
+                            prop_assert_eq!(m.map_client_ack(c), want);
+                            let acked = |x: &Migration| x.hits.iter().map(|h| h.reply_acked).collect::<Vec<_>>();
+                            prop_assert_eq!(acked(&m), acked(&o));
+                            prop_assert_eq!(m.client_acked_c, o.client_acked_c);
+                        }
+                        Op::ServerAck(s) => {
+                            let s = s.min(m.c_next - alpha_before(&m, m.c_next));
+                            let mut o = m.clone();
+                            let want = map_server_ack(&mut o, s);
+                            prop_assert_eq!(m.map_server_ack(s), want);
+                        }
+                        Op::Fold => {
+                            let n = fold_count(&m);
+                            let before = m.hits.len();
+                            let front: Vec<u64> = m.hits.iter().skip(n).map(|h| h.req_c).collect();
+                            m.fold();
+                            prop_assert_eq!(m.hits.len(), before - n);
+                            prop_assert_eq!(m.hits.iter().map(|h| h.req_c).collect::<Vec<_>>(), front);
+                        }
+                        Op::Segment(a, l) => {
+                            let a = a.min(m.c_next);
+                            prop_assert_eq!(m.plan_client(a as i64, (a + l) as i64), plan_client(&m, a as i64, (a + l) as i64));
+                        }
+                    }
+                    // Positions everywhere map alike.
+                    for c in [0, m.c_next / 3, m.c_next / 2, m.c_next] {
+                        if m.hits.iter().all(|h| !(h.req_c < c && c < h.req_c + h.req_len)) {
+                            prop_assert_eq!(m.alpha_before(c), alpha_before(&m, c));
+                        }
+                    }
+                    for s in [0, m.s_next / 2, m.s_next] {
+                        prop_assert_eq!(m.beta_at(s), beta_at(&m, s));
+                    }
+                }
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! or memcached's text protocol), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -10,7 +11,8 @@ use std::rc::Rc;
 /// hasher instead of SipHash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use innet_dataplane::real::frame::{make_reply, set_payload, set_tcp_options};
+use innet_dataplane::program::TcpReply;
+use innet_dataplane::real::frame::{set_payload, set_tcp_options};
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Packet, TcpFlags, L4};
 
@@ -19,7 +21,7 @@ use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
 use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
 use crate::memcache::{self, McReader, ReplyShape};
 use crate::migration::Migration;
-use crate::resp::{self, Reply, RespReader};
+use crate::resp::{self, ReplyRef, RespReader};
 
 /// Which protocol the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +105,9 @@ struct PreparedInfo {
     table: Option<(String, String)>,
     /// Bind index of the single partition-key column and its type, when there is one.
     pk: Option<(usize, cql::CqlType, String)>,
+    /// The SELECT's "is this column the table's partition key" check and the `pk_generation`
+    /// it was made at (re-made when the schema knowledge changed).
+    pk_check: Cell<(u64, bool)>,
 }
 
 struct CqlConn {
@@ -180,6 +185,9 @@ pub struct AppSwitch {
     /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
     /// prepared statements' metadata; `None` = compound key (never cached by key).
     partition_keys: HashMap<String, HashMap<String, Option<String>>>,
+    /// Bumped whenever `partition_keys` changes: prepared statements remember their
+    /// partition-key check with the generation it was made at.
+    pk_generation: u64,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
     /// Keys (cache items) given an expiry time through the switch: never cached, since the
@@ -188,8 +196,6 @@ pub struct AppSwitch {
     volatile_all: bool,
     /// Reused per-packet list of memcached requests' reply shapes (and `noreply`).
     mc_shapes: Vec<(ReplyShape, bool)>,
-    /// Reused buffer for per-packet encoding.
-    scratch: Vec<u8>,
     /// Reused per-packet lists of parsed requests and CQL frames.
     items_scratch: Vec<(Option<i16>, Classified)>,
     frames_scratch: Vec<cql::Frame>,
@@ -209,11 +215,11 @@ impl AppSwitch {
             conns: HashMap::default(),
             prepared: HashMap::default(),
             partition_keys: HashMap::default(),
+            pk_generation: 1,
             fixed_layout: None,
             volatile: Default::default(),
             volatile_all: false,
             mc_shapes: Vec::new(),
-            scratch: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
             hit_bytes: Vec::new(),
@@ -254,6 +260,16 @@ pub fn strip_sack_permitted(opts: &[u8]) -> Vec<u8> {
 /// place (no option list is built: this runs on every packet). Like `innet_wire`'s parser, a
 /// malformed option list yields nothing at all.
 fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
+    // The layout on nearly every segment of a Linux connection: NOP, NOP, timestamps.
+    if let [1, 1, 8, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *opts {
+        return (
+            None,
+            Some((
+                u32::from_be_bytes([v0, v1, v2, v3]),
+                u32::from_be_bytes([e0, e1, e2, e3]),
+            )),
+        );
+    }
     let mut mss = None;
     let mut ts = None;
     let mut i = 0;
@@ -455,6 +471,7 @@ impl AppSwitch {
                             s.extend_from_slice(shape.as_bytes());
                         }
                     },
+                    None,
                 )
             }
             // Handled above, in place.
@@ -523,6 +540,7 @@ impl AppSwitch {
                 s.push(0);
                 s.extend_from_slice(rmid);
             },
+            Some(&info.pk_check),
         )
     }
 
@@ -533,6 +551,7 @@ impl AppSwitch {
         key_of: impl Fn(&Term) -> Option<KeyValue>,
         cacheable: bool,
         shape: impl FnOnce(&mut Vec<u8>),
+        pk_check: Option<&Cell<(u64, bool)>>,
     ) -> Classified {
         match st {
             Statement::Select {
@@ -541,8 +560,20 @@ impl AppSwitch {
                 let Some(t) = Self::qualify(table, ks) else {
                     return Classified::Pending(Pending::Other);
                 };
-                if t.0.starts_with("system") || self.pk_of(t) != Some(column.as_str()) || !cacheable
-                {
+                // A prepared statement's table and column never change: its check is
+                // remembered until the partition keys known change.
+                let pk_ok = match pk_check.map(Cell::get) {
+                    Some((g, ok)) if g == self.pk_generation => ok,
+                    _ => {
+                        let ok =
+                            !t.0.starts_with("system") && self.pk_of(t) == Some(column.as_str());
+                        if let Some(c) = pk_check {
+                            c.set((self.pk_generation, ok));
+                        }
+                        ok
+                    }
+                };
+                if !pk_ok || !cacheable {
                     return Classified::Pending(Pending::Other);
                 }
                 let Some(k) = key_of(key) else {
@@ -954,12 +985,14 @@ impl AppSwitch {
             match pks.as_slice() {
                 [] => {}
                 [(_, only)] => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0)
                         .or_default()
                         .insert(t.1, Some(only.clone()));
                 }
                 _ => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0)
                         .or_default()
@@ -993,6 +1026,7 @@ impl AppSwitch {
             match p.pk_indexes.as_slice() {
                 [i] => {
                     if let Some(col) = p.bind_columns.get(*i as usize) {
+                        self.pk_generation += 1;
                         self.partition_keys
                             .entry(t.0.clone())
                             .or_default()
@@ -1002,6 +1036,7 @@ impl AppSwitch {
                 }
                 [] => {}
                 _ => {
+                    self.pk_generation += 1;
                     self.partition_keys
                         .entry(t.0.clone())
                         .or_default()
@@ -1015,6 +1050,7 @@ impl AppSwitch {
                 statement,
                 table,
                 pk,
+                pk_check: Cell::new((0, false)),
             }),
         );
     }
@@ -1670,8 +1706,14 @@ impl AppSwitch {
                     // Decode a RESULT only if a request waits for it or it may be a
                     // SetKeyspace (kind 3): answers to requests the switch answered itself
                     // (the capture replays them) cost no decoding.
-                    let wanted = c.pending.contains_key(&f.header.stream)
-                        || f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
+                    // A read's answer is judged in place (`cql::rows_body_cacheable`, below):
+                    // no decoding for it either.
+                    let set_keyspace = f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
+                    let wanted = set_keyspace
+                        || matches!(
+                            c.pending.get(&f.header.stream),
+                            Some(p) if !matches!(p, Pending::Read { .. })
+                        );
                     let result = if f.header.opcode == opcode::RESULT && wanted {
                         cql::parse_result(f.header.version, &f.body).ok()
                     } else {
@@ -1697,18 +1739,12 @@ impl AppSwitch {
                         (Pending::SchemaColumns { continued }, Some(ResultMsg::Rows(rows))) => {
                             self.learn_schema_columns(&rows, continued);
                         }
-                        (p @ Pending::Read { .. }, Some(ResultMsg::Rows(rows))) => {
-                            // Only canonical encodings are stored (re-encode and compare,
-                            // into a reused buffer).
-                            let mut enc = std::mem::take(&mut self.scratch);
-                            enc.clear();
-                            cql::encode_rows(&rows, &mut enc);
-                            let cacheable = f.header.flags == 0
-                                && rows.rows.len() <= 1
-                                && rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES == 0
-                                && rows.metadata.flags & cql::rows_flags::METADATA_CHANGED == 0
-                                && enc == f.body;
-                            self.scratch = enc;
+                        (p @ Pending::Read { .. }, None) if success => {
+                            // Only a single-row Rows result in its canonical encoding is
+                            // stored, checked in place (the same verdict as decoding and
+                            // re-encoding it).
+                            let cacheable =
+                                f.header.flags == 0 && cql::rows_body_cacheable(&f.body);
                             self.complete(p, true, cacheable.then_some(f.body.as_slice()));
                         }
                         (p, _) => self.complete(p, success, None),
@@ -1767,27 +1803,24 @@ impl AppSwitch {
                 }
             }
             Proto::Redis(rc) => {
-                let mut replies = Vec::new();
-                let r = rc.s2c.push_replies(bytes, &mut replies);
-                let mut done = Vec::new();
-                for (reply, raw) in replies {
-                    if let Some(p) = rc.pending.pop_front() {
-                        done.push((p, reply, raw));
-                    }
-                }
-                for (p, reply, raw) in done {
+                // Replies read in place (no copies), each completing the oldest pending request.
+                let pending = &mut rc.pending;
+                let r = rc.s2c.for_each_reply(bytes, |reply, raw| {
+                    let Some(p) = pending.pop_front() else {
+                        return;
+                    };
                     match p {
                         p @ Pending::Read { .. } => {
-                            let ok = matches!(reply, Reply::Bulk(_));
-                            self.complete(p, ok, ok.then_some(raw.as_slice()));
+                            let ok = matches!(reply, ReplyRef::Bulk(_));
+                            self.complete(p, ok, ok.then_some(raw));
                         }
                         p @ Pending::Write { .. } => {
-                            let ok = matches!(&reply, Reply::Simple(s) if s == b"OK");
+                            let ok = matches!(reply, ReplyRef::Simple(s) if s == b"OK");
                             self.complete(p, ok, None);
                         }
                         p => self.complete(p, false, None),
                     }
-                }
+                });
                 if r.is_err() {
                     conn.broken = true;
                     self.counters.protocol_errors += 1;
@@ -1805,9 +1838,10 @@ impl AppSwitch {
         }
     }
 
-    /// A template reply to the client built from one of its packets.
+    /// A segment to the client, answering one of its packets (`Ctx::reply_tcp`: written as a
+    /// frame at once on the real runtime), out of the port it came in by.
     #[allow(clippy::too_many_arguments)]
-    fn reply_packet(
+    fn send_segment(
         &self,
         conn: &Conn,
         from_client: &Packet,
@@ -1815,27 +1849,31 @@ impl AppSwitch {
         ack: u32,
         data: &[u8],
         psh: bool,
+        port: u16,
         ctx: &mut Ctx<'_>,
-    ) -> Packet {
-        // In a packet the runtime recycled (no clone of the client's packet per reply).
-        let mut r = ctx.copy_headers(from_client);
-        make_reply(&mut r, false);
-        if conn.uses_timestamps {
+    ) {
+        let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
+        let options: &[u8] = if conn.uses_timestamps {
             let tsval = conn.mig.server_tsval.unwrap_or(0);
             let tsecr = conn.mig.client_tsval.unwrap_or(0);
-            let mut o = [1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0];
             o[4..8].copy_from_slice(&tsval.to_be_bytes());
             o[8..12].copy_from_slice(&tsecr.to_be_bytes());
-            set_tcp_options(&mut r, &o);
-        }
-        if let L4::Tcp(t) = &mut r.l4 {
-            t.seq = seq;
-            t.ack = ack;
-            t.flags = TcpFlags(TcpFlags::ACK | if psh { TcpFlags::PSH } else { 0 });
-            t.window = conn.mig.server_window as u32;
-        }
-        set_payload(&mut r, data);
-        r
+            &o
+        } else {
+            &[]
+        };
+        ctx.reply_tcp(
+            from_client,
+            port,
+            &TcpReply {
+                seq,
+                ack,
+                flags: TcpFlags::ACK | if psh { TcpFlags::PSH } else { 0 },
+                window: conn.mig.server_window,
+                options,
+                payload: data,
+            },
+        );
     }
 
     fn send_reply(
@@ -1871,8 +1909,7 @@ impl AppSwitch {
         if a == len {
             // The client holds the reply already: just acknowledge its retransmission.
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, ack, &[], false, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, ack, &[], false, meta.ingress_port, ctx);
             return;
         }
         // Segments of at most `max` bytes (the same cut as `Migration::reply_segments_from`,
@@ -1881,8 +1918,7 @@ impl AppSwitch {
             let b = (a + max).min(len);
             let seq = conn.mig.s2c_seq_at(rep_c + a as u64);
             let data = &conn.mig.hits[i].reply[a..b];
-            let r = self.reply_packet(conn, pkt, seq, ack, data, b == len, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, ack, data, b == len, meta.ingress_port, ctx);
             a = b;
         }
     }
@@ -1900,8 +1936,7 @@ impl AppSwitch {
         if (a.wrapping_sub(conn.mig.last_ack_to_client) as i32) > 0 {
             conn.mig.last_ack_to_client = a;
             let seq = conn.mig.map_server_seq(conn.mig.s_next);
-            let r = self.reply_packet(conn, pkt, seq, a, &[], false, ctx);
-            ctx.generate(r, Verdict::Forward(meta.ingress_port));
+            self.send_segment(conn, pkt, seq, a, &[], false, meta.ingress_port, ctx);
         }
     }
 }
@@ -1936,6 +1971,20 @@ mod tests {
             )
         ) {
             prop_assert_eq!(read_options(&opts), oracle(&opts));
+        }
+
+        /// The usual NOP, NOP, timestamps layout (read on a shortcut), and it cut or extended.
+        #[test]
+        fn timestamp_layout_matches_wire_parser(
+            ts in prop::collection::vec(any::<u8>(), 8),
+            tail in prop::collection::vec(any::<u8>(), 0..4),
+            cut in 0usize..13,
+        ) {
+            let opts = [&[1u8, 1, 8, 10][..], &ts].concat();
+            prop_assert_eq!(read_options(&opts), oracle(&opts));
+            prop_assert_eq!(read_options(&opts[..cut]), oracle(&opts[..cut]));
+            let longer = [&opts[..], &tail].concat();
+            prop_assert_eq!(read_options(&longer), oracle(&longer));
         }
     }
 

@@ -75,12 +75,37 @@ fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
         })
 }
 
-/// Parse one reply from the front of `b`: `Ok(None)` if incomplete.
-pub fn parse_reply(b: &[u8]) -> Result<Option<Message<Reply>>, RespError> {
-    Ok(reply_at(b, 0, 0)?.map(|(value, end)| Message { len: end, value }))
+/// A [`Reply`] borrowed from the bytes it was read from (no copies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyRef<'a> {
+    Simple(&'a [u8]),
+    Error(&'a [u8]),
+    Int(i64),
+    Bulk(Option<&'a [u8]>),
+    Other,
 }
 
-fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, RespError> {
+impl ReplyRef<'_> {
+    pub fn to_owned(self) -> Reply {
+        match self {
+            ReplyRef::Simple(s) => Reply::Simple(s.to_vec()),
+            ReplyRef::Error(s) => Reply::Error(s.to_vec()),
+            ReplyRef::Int(i) => Reply::Int(i),
+            ReplyRef::Bulk(b) => Reply::Bulk(b.map(<[u8]>::to_vec)),
+            ReplyRef::Other => Reply::Other,
+        }
+    }
+}
+
+/// Parse one reply from the front of `b`: `Ok(None)` if incomplete.
+pub fn parse_reply(b: &[u8]) -> Result<Option<Message<Reply>>, RespError> {
+    Ok(reply_at(b, 0, 0)?.map(|(value, end)| Message {
+        len: end,
+        value: value.to_owned(),
+    }))
+}
+
+fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(ReplyRef<'_>, usize)>, RespError> {
     if depth > MAX_DEPTH {
         return Err(RespError {
             at,
@@ -92,21 +117,21 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
         return Ok(None);
     };
     match t {
-        b'+' => Ok(Some((Reply::Simple(l.to_vec()), next))),
-        b'-' => Ok(Some((Reply::Error(l.to_vec()), next))),
-        b':' => Ok(Some((Reply::Int(int(l, at)?), next))),
+        b'+' => Ok(Some((ReplyRef::Simple(l), next))),
+        b'-' => Ok(Some((ReplyRef::Error(l), next))),
+        b':' => Ok(Some((ReplyRef::Int(int(l, at)?), next))),
         b'_' | b',' | b'#' | b'(' => Ok(Some((
             if t == b'_' {
-                Reply::Bulk(None)
+                ReplyRef::Bulk(None)
             } else {
-                Reply::Other
+                ReplyRef::Other
             },
             next,
         ))),
         b'$' | b'=' | b'!' => {
             let n = int(l, at)?;
             if n == -1 && t == b'$' {
-                return Ok(Some((Reply::Bulk(None), next)));
+                return Ok(Some((ReplyRef::Bulk(None), next)));
             }
             if !(0..=MAX_BULK_BYTES).contains(&n) {
                 return Err(RespError {
@@ -127,9 +152,9 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
             let v = &b[next..end];
             Ok(Some((
                 if t == b'$' {
-                    Reply::Bulk(Some(v.to_vec()))
+                    ReplyRef::Bulk(Some(v))
                 } else {
-                    Reply::Other
+                    ReplyRef::Other
                 },
                 end + 2,
             )))
@@ -137,7 +162,7 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
         b'*' | b'~' | b'>' | b'%' | b'|' => {
             let n = int(l, at)?;
             if n == -1 && t == b'*' {
-                return Ok(Some((Reply::Bulk(None), next)));
+                return Ok(Some((ReplyRef::Bulk(None), next)));
             }
             if !(0..=MAX_ELEMENTS).contains(&n) {
                 return Err(RespError {
@@ -153,7 +178,7 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(Reply, usize)>, R
                     Some((_, e)) => pos = e,
                 }
             }
-            Ok(Some((Reply::Other, pos)))
+            Ok(Some((ReplyRef::Other, pos)))
         }
         other => Err(RespError {
             at,
@@ -347,6 +372,38 @@ impl RespReader {
         self.buf.drain(..used);
         r
     }
+    /// Append bytes and hand every complete reply, with its exact bytes, to `f`, in place (no
+    /// copies): the same replies as [`RespReader::push_replies`] (checked by the `resp` fuzz
+    /// target).
+    pub fn for_each_reply(
+        &mut self,
+        bytes: &[u8],
+        mut f: impl FnMut(ReplyRef<'_>, &[u8]),
+    ) -> Result<(), RespError> {
+        // Nothing buffered (the usual case): read the segment where it is.
+        let from_buf = !self.buf.is_empty();
+        if from_buf {
+            self.buf.extend_from_slice(bytes);
+        }
+        let b: &[u8] = if from_buf { &self.buf } else { bytes };
+        let mut used = 0;
+        let r = loop {
+            match reply_at(&b[used..], 0, 0) {
+                Ok(Some((value, len))) => {
+                    f(value, &b[used..used + len]);
+                    used += len;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        if from_buf {
+            self.buf.drain(..used);
+        } else {
+            self.buf.extend_from_slice(&bytes[used..]);
+        }
+        r
+    }
     /// Append bytes and take out every complete reply (with its bytes).
     pub fn push_replies(
         &mut self,
@@ -392,6 +449,28 @@ mod tests {
                 vec![b"DEL".to_vec(), b"k1".to_vec(), b"k2".to_vec()]
             );
             assert!(r.at_boundary());
+        }
+    }
+
+    /// The in-place reply reader against the owning one, split at every point, with garbage
+    /// at the end (the same replies, bytes, error and leftover).
+    #[test]
+    fn in_place_replies_equal_owned_ones() {
+        let all: &[u8] = b"+OK\r\n-ERR x\r\n:3\r\n$-1\r\n$3\r\nabc\r\n*2\r\n$1\r\na\r\n*-1\r\n_\r\n%1\r\n+a\r\n:1\r\n$2\r\nab";
+        for tail in [&b""[..], b"\r\n", b"xx\r\n", b"\r\n?bad\r\n"] {
+            let bytes = [all, tail].concat();
+            for cut in 0..=bytes.len() {
+                let (mut a, mut b) = (RespReader::default(), RespReader::default());
+                let mut owned = Vec::new();
+                let ok1 = a.push_replies(&bytes[..cut], &mut owned).is_ok()
+                    && a.push_replies(&bytes[cut..], &mut owned).is_ok();
+                let mut seen = Vec::new();
+                let mut f = |v: ReplyRef<'_>, raw: &[u8]| seen.push((v.to_owned(), raw.to_vec()));
+                let ok2 = b.for_each_reply(&bytes[..cut], &mut f).is_ok()
+                    && b.for_each_reply(&bytes[cut..], &mut f).is_ok();
+                assert_eq!((ok1, &owned), (ok2, &seen), "tail {tail:?} cut {cut}");
+                assert_eq!(a.pending_bytes(), b.pending_bytes());
+            }
         }
     }
 
@@ -499,8 +578,8 @@ mod in_place_tests {
             }
             match reply_at(b, pos, 1)? {
                 None => return Ok(None),
-                Some((Reply::Bulk(Some(v)), e)) => {
-                    args.push(v);
+                Some((ReplyRef::Bulk(Some(v)), e)) => {
+                    args.push(v.to_vec());
                     pos = e;
                 }
                 Some(_) => {

@@ -798,4 +798,72 @@ mod cql_schema {
             t.reply(&result(s, &value_rows("y")));
         }
     }
+
+    /// A prepared SELECT remembers its partition-key check; the check is made again when the
+    /// known partition keys change: once the schema shows the table's key is compound, the same
+    /// EXECUTE is no longer answered by the switch.
+    #[test]
+    fn prepared_select_stops_hitting_when_the_schema_shows_a_compound_key() {
+        use innet_appswitch::cql::{Prepared, Value};
+        let mut t = Talk::with("cql");
+        ready(&mut t);
+        let q = "SELECT v FROM ks.kv WHERE k = ?";
+        let prep = cql::request_frame(
+            4,
+            1,
+            opcode::PREPARE,
+            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+        );
+        assert_eq!(t.request(&prep), None);
+        let p = Prepared {
+            id: b"SEL".to_vec(),
+            result_metadata_id: None,
+            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            pk_indexes: vec![0],
+            bind_global_table: Some(("ks".into(), "kv".into())),
+            bind_columns: vec![text_col("k")],
+            result: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                ..Default::default()
+            },
+        };
+        let mut b = Vec::new();
+        cql::encode_prepared(4, &p, &mut b);
+        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
+        let exec = |stream: i16| {
+            let params = QueryParams {
+                consistency: 1,
+                flags: cql::query_flags::VALUES,
+                values: vec![Value::Bytes(b"a".to_vec())],
+                ..Default::default()
+            };
+            cql::request_frame(
+                4,
+                stream,
+                opcode::EXECUTE,
+                &cql::encode_execute(4, b"SEL", b"", &params),
+            )
+        };
+        assert_eq!(t.request(&exec(2)), None, "miss, learned");
+        t.reply(&result(2, &value_rows("x")));
+        assert_eq!(
+            t.request(&exec(3)),
+            Some(result(3, &value_rows("x"))),
+            "hit"
+        );
+        // The schema: ks.kv's partition key is (k, k2).
+        let sq = query(4, "SELECT * FROM system_schema.columns");
+        assert_eq!(t.request(&sq), None);
+        t.reply(&result(
+            4,
+            &schema(
+                &[
+                    ("ks", "kv", "k", "partition_key", 0),
+                    ("ks", "kv", "k2", "partition_key", 1),
+                ],
+                0,
+            ),
+        ));
+        assert_eq!(t.request(&exec(5)), None, "no longer a single-key read");
+    }
 }

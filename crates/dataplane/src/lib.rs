@@ -10,5 +10,5 @@ pub mod sim_switch;
 pub mod state;
 
 pub use l3::L3Forward;
-pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Verdict};
+pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, TcpReply, Verdict};
 pub use sim_switch::{ControlPlane, CpuPort, NoControl, SimSwitch, SwitchConfig};

@@ -5,7 +5,25 @@
 //! The same program type runs in the simulated switch and in the real-packet switch; the context
 //! hides which runtime is underneath.
 
-use innet_sim::packet::{Packet, WireExtras};
+use innet_sim::packet::{Ipv4, Packet, TcpFlags, TcpHeader, WireExtras, L4};
+
+use crate::real::frame::{
+    make_reply, set_payload, set_tcp_options, write_tcp_frame, TcpFrameHeaders,
+};
+
+/// What [`Ctx::reply_tcp`] sends: the segment's own fields (the rest comes from the packet
+/// it answers).
+#[derive(Debug, Clone, Copy)]
+pub struct TcpReply<'a> {
+    pub seq: u32,
+    pub ack: u32,
+    /// TCP flags (`TcpFlags::ACK | TcpFlags::PSH`, ...).
+    pub flags: u8,
+    pub window: u16,
+    /// Raw TCP options (a multiple of 4 bytes, at most 40).
+    pub options: &'a [u8],
+    pub payload: &'a [u8],
+}
 use innet_sim::routing::NextHop;
 use rand_chacha::ChaCha8Rng;
 
@@ -73,6 +91,10 @@ pub struct Actions {
     pub digests: Vec<Digest>,
     pub timers: Vec<(u64, u64)>,
     pub control_timers: Vec<(u64, u64)>,
+    /// Frames a program wrote whole ([`Ctx::reply_tcp`]), each with the port it leaves by.
+    pub frames: Vec<(u16, Vec<u8>)>,
+    /// Buffers of sent frames, reused by [`Ctx::reply_tcp`]. Not an action.
+    pub spare_frames: Vec<Vec<u8>>,
     /// Packets the runtime recycled, handed out by [`Ctx::copy_headers`] (no allocation per
     /// generated packet). Not an action: `clear` and `is_empty` ignore it.
     pub spare: Vec<Packet>,
@@ -85,6 +107,7 @@ impl Actions {
         self.digests.clear();
         self.timers.clear();
         self.control_timers.clear();
+        self.frames.clear();
     }
     pub fn is_empty(&self) -> bool {
         self.clones.is_empty()
@@ -92,6 +115,7 @@ impl Actions {
             && self.digests.is_empty()
             && self.timers.is_empty()
             && self.control_timers.is_empty()
+            && self.frames.is_empty()
     }
 }
 
@@ -134,17 +158,7 @@ impl<'a> Ctx<'a> {
         p.l4 = pkt.l4;
         p.payload_len = 0;
         match (&mut p.wire, &pkt.wire) {
-            (Some(d), Some(s)) => {
-                // Field by field: the trailer keeps its buffer.
-                let mut trailer = std::mem::take(&mut d.trailer);
-                trailer.clear();
-                trailer.extend_from_slice(&s.trailer);
-                **d = WireExtras {
-                    trailer: Vec::new(),
-                    ..(**s).clone()
-                };
-                d.trailer = trailer;
-            }
+            (Some(d), Some(s)) => copy_wire(d, s),
             (d, s) => d.clone_from(s),
         }
         p.payload_bytes.get_or_insert_with(Box::default).clear();
@@ -154,6 +168,69 @@ impl<'a> Ctx<'a> {
         p.is_data = pkt.is_data;
         p.recirculations = pkt.recirculations;
         p
+    }
+    /// A TCP segment back to the sender of `to` (a received packet), sent out of `port`: the
+    /// headers [`crate::real::frame::make_reply`] makes (MACs, addresses and ports swapped, TTL
+    /// 64, IP ident 0, ECN 0, no IP options, no trailer) with `seg`'s sequence numbers, flags,
+    /// window, TCP options and payload. On the real runtime a plain (untunnelled) IPv4/TCP `to`
+    /// gets its reply written as a frame at once, in a reused buffer that the runtime queues for
+    /// transmission as it is: no `Packet`, no egress pass (for programs whose egress does not
+    /// touch their own replies). Anything else — a tunnelled packet, TCP options that do not
+    /// fit, the simulator — goes the general way: a packet built by `copy_headers` +
+    /// `make_reply` and generated towards `port` (with the egress pass).
+    pub fn reply_tcp(&mut self, to: &Packet, port: u16, seg: &TcpReply<'_>) {
+        if let (None, Some(w), L4::Tcp(h)) = (&to.tunnel, to.wire.as_deref(), &to.l4) {
+            if seg.options.len() <= 40 && seg.options.len() % 4 == 0 {
+                let mut buf = self.actions.spare_frames.pop().unwrap_or_default();
+                let hdr = TcpFrameHeaders {
+                    eth_dst: w.eth_src,
+                    eth_src: w.eth_dst,
+                    vlan_tci: w.vlan_tci,
+                    ip: Ipv4 {
+                        src: to.ip.dst,
+                        dst: to.ip.src,
+                        protocol: to.ip.protocol,
+                        ttl: 64,
+                        dscp: to.ip.dscp,
+                        ecn: 0,
+                        ident: 0,
+                    },
+                    ip_flags_fragment: w.ip_flags_fragment,
+                    ip_options: &[],
+                    tcp: TcpHeader {
+                        src_port: h.dst_port,
+                        dst_port: h.src_port,
+                        seq: seg.seq,
+                        ack: seg.ack,
+                        flags: TcpFlags(seg.flags),
+                        window: seg.window as u32,
+                        options_bytes: seg.options.len() as u8,
+                    },
+                    tcp_reserved_bits: 0,
+                    tcp_urgent: 0,
+                    tcp_options: seg.options,
+                };
+                match write_tcp_frame(&hdr, seg.payload, seg.payload.len(), &[], &mut buf) {
+                    Ok(()) => {
+                        self.actions.frames.push((port, buf));
+                        return;
+                    }
+                    Err(_) => self.actions.spare_frames.push(buf),
+                }
+            }
+        }
+        // The general way (the same headers, through a packet).
+        let mut r = self.copy_headers(to);
+        make_reply(&mut r, false);
+        set_tcp_options(&mut r, seg.options);
+        if let L4::Tcp(t) = &mut r.l4 {
+            t.seq = seg.seq;
+            t.ack = seg.ack;
+            t.flags = TcpFlags(seg.flags);
+            t.window = seg.window as u32;
+        }
+        set_payload(&mut r, seg.payload);
+        self.generate(r, Verdict::Forward(port));
     }
     /// Inject a brand-new packet (packet generation, learning packets, replies).
     pub fn generate(&mut self, pkt: Packet, dest: Verdict) {
@@ -204,4 +281,244 @@ pub fn decrement_ttl(pkt: &mut Packet) -> bool {
     }
     ip.ttl -= 1;
     true
+}
+
+/// `*d = s.clone()` field by field, in place: no temporary, and the trailer keeps its buffer.
+/// (Destructured whole, so a field added to `WireExtras` must be added here too.)
+fn copy_wire(d: &mut WireExtras, s: &WireExtras) {
+    let WireExtras {
+        eth_dst,
+        eth_src,
+        vlan_tci,
+        ip_flags_fragment,
+        ip_options,
+        tcp_options,
+        tcp_reserved_bits,
+        tcp_urgent,
+        udp_checksum_zero,
+        trailer,
+        outer_ip_flags_fragment,
+        outer_ip_options,
+        outer_udp_checksum_zero,
+        geneve_flags,
+        geneve_reserved,
+        inner_eth_dst,
+        inner_eth_src,
+    } = s;
+    d.eth_dst = *eth_dst;
+    d.eth_src = *eth_src;
+    d.vlan_tci = *vlan_tci;
+    d.ip_flags_fragment = *ip_flags_fragment;
+    d.ip_options = *ip_options;
+    d.tcp_options = *tcp_options;
+    d.tcp_reserved_bits = *tcp_reserved_bits;
+    d.tcp_urgent = *tcp_urgent;
+    d.udp_checksum_zero = *udp_checksum_zero;
+    d.trailer.clear();
+    d.trailer.extend_from_slice(trailer);
+    d.outer_ip_flags_fragment = *outer_ip_flags_fragment;
+    d.outer_ip_options = *outer_ip_options;
+    d.outer_udp_checksum_zero = *outer_udp_checksum_zero;
+    d.geneve_flags = *geneve_flags;
+    d.geneve_reserved = *geneve_reserved;
+    d.inner_eth_dst = *inner_eth_dst;
+    d.inner_eth_src = *inner_eth_src;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use innet_sim::packet::{Encap, Ipv4, OptionBytes, TcpHeader, Tunnel, L4};
+    use rand::SeedableRng;
+
+    /// A reply built in a recycled packet equals a clone of the template without payload,
+    /// whatever the recycled packet held before.
+    #[test]
+    fn copy_headers_in_a_recycled_packet_equals_a_clone() {
+        let mut tpl = Packet::new(
+            Ipv4 {
+                src: 1,
+                dst: 2,
+                protocol: 6,
+                ttl: 9,
+                dscp: 3,
+                ecn: 1,
+                ident: 77,
+            },
+            L4::Tcp(TcpHeader {
+                src_port: 5,
+                dst_port: 6,
+                seq: 7,
+                ack: 8,
+                flags: Default::default(),
+                window: 9,
+                options_bytes: 4,
+            }),
+            3,
+        );
+        tpl.tunnel = Some(Tunnel {
+            outer: Ipv4::default(),
+            encap: Encap::IpInIp,
+        });
+        tpl.payload_bytes = Some(Box::new(b"abc".to_vec()));
+        tpl.wire = Some(Box::new(WireExtras {
+            eth_dst: [1; 6],
+            eth_src: [2; 6],
+            vlan_tci: Some(5),
+            ip_flags_fragment: 0x4000,
+            ip_options: OptionBytes::new(&[1, 1, 1, 0]).unwrap(),
+            tcp_options: OptionBytes::new(&[1, 1, 8, 2]).unwrap(),
+            tcp_reserved_bits: 3,
+            tcp_urgent: 4,
+            udp_checksum_zero: true,
+            trailer: vec![0xAB; 3],
+            outer_ip_flags_fragment: 7,
+            outer_ip_options: OptionBytes::new(&[9; 8]).unwrap(),
+            outer_udp_checksum_zero: true,
+            geneve_flags: 1,
+            geneve_reserved: 2,
+            inner_eth_dst: [3; 6],
+            inner_eth_src: [4; 6],
+        }));
+        let mut stale = tpl.clone();
+        stale.wire = Some(Box::new(WireExtras {
+            trailer: vec![1; 40],
+            ..Default::default()
+        }));
+        stale.tunnel = None;
+        stale.payload_bytes = Some(Box::new(vec![9; 100]));
+        let mut actions = Actions::default();
+        actions.spare.push(stale);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        struct NoRoute;
+        impl Router for NoRoute {
+            fn next_hop(&self, _: &Packet) -> NextHop {
+                NextHop::NoRoute
+            }
+        }
+        let mut ctx = Ctx {
+            now_ps: 0,
+            switch_id: 0,
+            num_ports: 2,
+            recirculation_port: 2,
+            router: &NoRoute,
+            rng: &mut rng,
+            actions: &mut actions,
+        };
+        let got = ctx.copy_headers(&tpl);
+        let mut want = tpl.clone();
+        want.payload_bytes = Some(Box::default());
+        want.payload_len = 0;
+        assert_eq!(got, want);
+    }
+
+    /// `reply_tcp` writes the very frame the general way (a packet by `copy_headers` +
+    /// `make_reply`, emitted) gives, for requests with and without a VLAN tag, IP options, TCP
+    /// options, urgent pointer, reserved bits and padding; a tunnelled request goes the
+    /// general way.
+    #[test]
+    fn reply_tcp_frame_equals_the_packet_way() {
+        use crate::real::frame::{blank_packet, emit_into, parse_into, TcpFrame};
+        use innet_wire::tcp::TcpOption;
+        use innet_wire::Ipv4Addr;
+        struct NoRoute;
+        impl Router for NoRoute {
+            fn next_hop(&self, _: &Packet) -> NextHop {
+                NextHop::NoRoute
+            }
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for (vlan, opts, pad, tunnel) in [
+            (false, false, false, false),
+            (true, true, true, false),
+            (false, true, false, false),
+            (false, false, true, true),
+        ] {
+            let mut f = TcpFrame::new(
+                (Ipv4Addr::new(10, 0, 0, 1), 40000),
+                (Ipv4Addr::new(10, 0, 0, 2), 9042),
+                1000,
+                2000,
+                0x18,
+            )
+            .payload(b"request bytes")
+            .options(if opts {
+                vec![
+                    TcpOption::Nop,
+                    TcpOption::Nop,
+                    TcpOption::Timestamps { value: 5, echo: 6 },
+                ]
+            } else {
+                vec![]
+            })
+            .emit();
+            if pad {
+                f.extend_from_slice(&[0xEE; 7]);
+            }
+            let mut req = blank_packet();
+            parse_into(&f, &mut req).unwrap();
+            if vlan {
+                req.wire.as_mut().unwrap().vlan_tci = Some(0x0123);
+            }
+            req.wire.as_mut().unwrap().tcp_urgent = 9;
+            req.wire.as_mut().unwrap().tcp_reserved_bits = 1;
+            req.ip.dscp = 10;
+            req.ip.ecn = 2;
+            if tunnel {
+                req.tunnel = Some(Tunnel {
+                    outer: req.ip,
+                    encap: Encap::IpInIp,
+                });
+            }
+            let ts = [1u8, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 8];
+            let seg = TcpReply {
+                seq: 77,
+                ack: 88,
+                flags: 0x18,
+                window: 999,
+                options: if opts { &ts } else { &[] },
+                payload: b"the answer",
+            };
+            let mut actions = Actions::default();
+            let mut ctx = Ctx {
+                now_ps: 0,
+                switch_id: 0,
+                num_ports: 2,
+                recirculation_port: 2,
+                router: &NoRoute,
+                rng: &mut rng,
+                actions: &mut actions,
+            };
+            ctx.reply_tcp(&req, 0, &seg);
+            // The general way, by hand.
+            let mut r = req.clone();
+            make_reply(&mut r, false);
+            set_tcp_options(&mut r, seg.options);
+            if let L4::Tcp(t) = &mut r.l4 {
+                t.seq = seg.seq;
+                t.ack = seg.ack;
+                t.flags = TcpFlags(seg.flags);
+                t.window = seg.window as u32;
+            }
+            set_payload(&mut r, seg.payload);
+            let mut want = Vec::new();
+            emit_into(&r, &mut want).unwrap();
+            if tunnel {
+                assert!(actions.frames.is_empty());
+                assert_eq!(actions.generated.len(), 1);
+                let mut got = Vec::new();
+                emit_into(&actions.generated[0].0, &mut got).unwrap();
+                assert_eq!(got, want);
+                assert_eq!(actions.generated[0].1, Verdict::Forward(0));
+            } else {
+                assert!(actions.generated.is_empty());
+                assert_eq!(actions.frames.len(), 1);
+                assert_eq!(actions.frames[0].0, 0);
+                assert_eq!(
+                    actions.frames[0].1, want,
+                    "vlan {vlan} opts {opts} pad {pad}"
+                );
+            }
+        }
+    }
 }

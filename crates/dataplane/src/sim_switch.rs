@@ -332,7 +332,15 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             net.schedule_timer(me, now + self.cfg.control_latency_ps, TIMER_DIGEST << 56);
         }
         let clones: Vec<_> = actions.clones.drain(..).collect();
-        let generated: Vec<_> = actions.generated.drain(..).collect();
+        let mut generated: Vec<_> = actions.generated.drain(..).collect();
+        // Frames a program wrote whole (`Ctx::reply_tcp` on wire packets): read back as packets.
+        for (port, buf) in actions.frames.drain(..) {
+            let mut pkt = crate::real::frame::blank_packet();
+            if crate::real::frame::parse_into(&buf, &mut pkt).is_ok() {
+                generated.push((pkt, Verdict::Forward(port)));
+            }
+            actions.spare_frames.push(buf);
+        }
         self.actions = actions;
         for (pkt, dest) in clones {
             self.counters.clones += 1;

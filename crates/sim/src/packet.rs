@@ -140,7 +140,9 @@ impl Tunnel {
 }
 
 /// Up to 40 option bytes (IPv4 or TCP options), kept raw so a frame re-emits byte-exactly.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// Two values are equal when their option bytes are (bytes past `len` are ignored: `set` does
+/// not clear them).
+#[derive(Clone, Copy, Eq)]
 pub struct OptionBytes {
     len: u8,
     bytes: [u8; 40],
@@ -179,6 +181,12 @@ impl OptionBytes {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl PartialEq for OptionBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
     }
 }
 

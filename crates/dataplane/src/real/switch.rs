@@ -258,6 +258,9 @@ pub struct RealSwitch<P: Program, C: ControlPlane<P>> {
     report: Option<ReportFn<P, C>>,
     /// Reused list of the ports a flood or multicast copies go to.
     ports_buf: Vec<u16>,
+    /// The packet each received frame is parsed into, boxed so that taking it out and putting
+    /// it back per frame moves a pointer, not the packet.
+    rx: Option<Box<Packet>>,
 }
 
 /// Lines a program adds to the runtime's summary (its own counters), from its state.
@@ -279,6 +282,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             now_ps: 0,
             report: None,
             ports_buf: Vec::new(),
+            rx: None,
         }
     }
 
@@ -322,10 +326,6 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         }
     }
 
-    fn take_spare(&mut self) -> Packet {
-        self.actions.spare.pop().unwrap_or_else(blank_packet)
-    }
-
     fn recycle(&mut self, pkt: Packet) {
         if self.actions.spare.len() < 256 && pkt.wire.is_some() && pkt.payload_bytes.is_some() {
             self.actions.spare.push(pkt);
@@ -334,7 +334,13 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
 
     /// Run ingress (again while it says Recirculate) and carry out the verdict. The packet is
     /// worked on in place (no moves of it through the calls below); the caller recycles it.
-    fn run_ingress(&mut self, pkt: &mut Packet, in_port: u16, instance: Instance, tx: &mut TxBatch) {
+    fn run_ingress(
+        &mut self,
+        pkt: &mut Packet,
+        in_port: u16,
+        instance: Instance,
+        tx: &mut TxBatch,
+    ) {
         let mut meta = Metadata {
             ingress_port: in_port,
             instance,
@@ -467,9 +473,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             replication_id: rid,
             ..*meta
         };
-        let v = self.with_ctx(meta.ingress_port, |p, _, ctx| {
-            p.egress(pkt, &emeta, ctx)
-        });
+        let v = self.with_ctx(meta.ingress_port, |p, _, ctx| p.egress(pkt, &emeta, ctx));
         if v == EgressVerdict::Drop {
             self.count_drop(meta.ingress_port);
             return;
@@ -492,6 +496,17 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
 
     fn apply_actions(&mut self, in_port: u16, tx: &mut TxBatch) {
         if self.actions.is_empty() {
+            return;
+        }
+        let a = &self.actions;
+        if a.timers.is_empty()
+            && a.control_timers.is_empty()
+            && a.digests.is_empty()
+            && a.clones.is_empty()
+            && a.generated.is_empty()
+        {
+            // Only whole frames (a program's replies): they cause nothing further.
+            self.send_frames(in_port, tx);
             return;
         }
         for (at, token) in self.actions.timers.drain(..) {
@@ -533,6 +548,7 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             self.dispatch(&mut pkt, dest, &meta, tx, true);
             self.recycle(pkt);
         }
+        self.send_frames(in_port, tx);
         if self.actions.digests.is_empty() {
             self.actions.digests = digests;
         }
@@ -544,6 +560,35 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         }
         if !self.actions.is_empty() {
             self.apply_actions(in_port, tx);
+        }
+    }
+
+    /// Frames the program wrote whole: queued as they are (each buffer swapped into a TX slot,
+    /// the slot's old buffer kept for the next reply).
+    fn send_frames(&mut self, in_port: u16, tx: &mut TxBatch) {
+        let Actions {
+            frames,
+            spare_frames,
+            ..
+        } = &mut self.actions;
+        for (port, mut buf) in frames.drain(..) {
+            self.stats.generated += 1;
+            if port < self.cfg.num_ports {
+                let c = &mut self.stats.ports[port as usize];
+                c.tx_frames += 1;
+                c.tx_bytes += buf.len() as u64;
+                let slot = tx.port_mut(port).next();
+                std::mem::swap(&mut slot.1, &mut buf);
+            } else {
+                self.stats.no_route += 1;
+                if let Some(c) = self.stats.ports.get_mut(in_port as usize) {
+                    c.dropped += 1;
+                }
+            }
+            if spare_frames.len() < 256 {
+                buf.clear();
+                spare_frames.push(buf);
+            }
         }
     }
 
@@ -585,7 +630,7 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                 self.macs.insert(src, in_port);
             }
         }
-        let mut pkt = self.take_spare();
+        let mut pkt = self.rx.take().unwrap_or_else(|| Box::new(blank_packet()));
         match parse_into(frame, &mut pkt) {
             Ok(()) => {
                 if let Some(log) = &mut self.pcap {
@@ -593,7 +638,6 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                 }
                 pkt.created_ps = now_ps;
                 self.run_ingress(&mut pkt, in_port, Instance::Normal, tx);
-                self.recycle(pkt);
             }
             Err(r) => {
                 let c = &mut self.stats.ports[in_port as usize];
@@ -601,10 +645,10 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                     Refusal::Malformed(_) => c.malformed += 1,
                     Refusal::NotIpv4 { .. } | Refusal::Unsupported(_) => c.passed_raw += 1,
                 }
-                self.recycle(pkt);
                 self.pass_raw(in_port, vnet, frame, tx);
             }
         }
+        self.rx = Some(pkt);
     }
 
     fn on_tick(&mut self, now_ps: u64, tx: &mut TxBatch) -> Option<u64> {
