@@ -1316,7 +1316,7 @@ pub fn request_frame(version: u8, stream: i16, op: u8, body: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn kv_rows(value: Option<&[u8]>) -> Rows {
+    pub(super) fn kv_rows(value: Option<&[u8]>) -> Rows {
         Rows {
             metadata: RowsMetadata {
                 flags: rows_flags::GLOBAL_TABLES_SPEC,
@@ -1749,23 +1749,7 @@ mod rows_cacheable_tests {
     #[test]
     fn cacheable_rows_and_refusals() {
         let mut b = Vec::new();
-        encode_rows(
-            &Rows {
-                metadata: RowsMetadata {
-                    flags: rows_flags::GLOBAL_TABLES_SPEC,
-                    columns_count: 1,
-                    global_table: Some(("ks".into(), "kv".into())),
-                    columns: vec![ColumnSpec {
-                        table: None,
-                        name: "v".into(),
-                        typ: CqlType::Native(0x0d),
-                    }],
-                    ..Default::default()
-                },
-                rows: vec![vec![Some(b"value".to_vec())]],
-            },
-            &mut b,
-        );
+        encode_rows(&tests::kv_rows(Some(b"value")), &mut b);
         assert!(rows_body_cacheable(&b));
         // The null cell written as -2 is not the canonical encoding.
         let mut n = b.clone();

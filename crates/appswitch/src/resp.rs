@@ -75,6 +75,29 @@ fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
         })
 }
 
+/// The end of a bulk string's `n` bytes starting at `start` (announced by the header at `at`),
+/// checked: the length within 0..=[`MAX_BULK_BYTES`] and the bytes followed by CRLF; `Ok(None)`
+/// if `b` ends first.
+fn bulk_end(b: &[u8], at: usize, start: usize, n: i64) -> Result<Option<usize>, RespError> {
+    if !(0..=MAX_BULK_BYTES).contains(&n) {
+        return Err(RespError {
+            at,
+            msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
+        });
+    }
+    let end = start + n as usize;
+    if b.len() < end + 2 {
+        return Ok(None);
+    }
+    if &b[end..end + 2] != b"\r\n" {
+        return Err(RespError {
+            at: end,
+            msg: "bulk string not followed by CRLF".into(),
+        });
+    }
+    Ok(Some(end))
+}
+
 /// A [`Reply`] borrowed from the bytes it was read from (no copies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyRef<'a> {
@@ -133,22 +156,9 @@ fn reply_at(b: &[u8], at: usize, depth: u32) -> Result<Option<(ReplyRef<'_>, usi
             if n == -1 && t == b'$' {
                 return Ok(Some((ReplyRef::Bulk(None), next)));
             }
-            if !(0..=MAX_BULK_BYTES).contains(&n) {
-                return Err(RespError {
-                    at,
-                    msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
-                });
-            }
-            let end = next + n as usize;
-            if b.len() < end + 2 {
+            let Some(end) = bulk_end(b, at, next, n)? else {
                 return Ok(None);
-            }
-            if &b[end..end + 2] != b"\r\n" {
-                return Err(RespError {
-                    at: end,
-                    msg: "bulk string not followed by CRLF".into(),
-                });
-            }
+            };
             let v = &b[next..end];
             Ok(Some((
                 if t == b'$' {
@@ -260,22 +270,9 @@ pub fn parse_command_ranges(
                 msg: "null command argument".into(),
             });
         }
-        if !(0..=MAX_BULK_BYTES).contains(&n) {
-            return Err(RespError {
-                at: pos,
-                msg: format!("bulk length {n} outside 0..={MAX_BULK_BYTES}"),
-            });
-        }
-        let end = next + n as usize;
-        if b.len() < end + 2 {
+        let Some(end) = bulk_end(b, pos, next, n)? else {
             return Ok(None);
-        }
-        if &b[end..end + 2] != b"\r\n" {
-            return Err(RespError {
-                at: end,
-                msg: "bulk string not followed by CRLF".into(),
-            });
-        }
+        };
         args.push(next..end);
         pos = end + 2;
     }
