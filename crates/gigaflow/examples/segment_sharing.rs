@@ -8,6 +8,7 @@
 //! entries, is new), the distinct entries per LTM table, and the most common segment shapes
 //! (`T<table>:[vSwitch tables]{matched fields}`) with one traversal's per-lookup field sets.
 use innet_gigaflow::fields::Flow;
+use innet_gigaflow::ltm::sub_traversal_mask;
 use innet_gigaflow::partition::{field_set, Partitioner, PARTITION_FIELDS};
 use innet_gigaflow::pipebench::{self, Locality, Profile, TrafficConfig};
 use innet_gigaflow::{Field, Pipeline};
@@ -50,7 +51,7 @@ fn main() -> Result<(), String> {
         let mut new_entry = false;
         let mut shape = String::new();
         for s in part.disjoint(&sets, &tables) {
-            let mask = tr.visits[s.start..=s.end].iter().fold(Flow::default(), |m, v| m.union(&v.window_wildcards));
+            let mask = sub_traversal_mask(&tr.visits[s.start..=s.end]);
             let path: Vec<u8> = tr.visits[s.start..=s.end].iter().map(|v| v.table).collect();
             shape += &format!("T{}:{:?}{{{}}} ", s.table, path, fields(&mask));
             new_entry |= entries[s.table].insert((path, mask, tr.visits[s.start].flow.masked(&mask)));

@@ -107,6 +107,11 @@ impl Tags {
     }
 }
 
+/// The mask of an entry for the lookups `visits`: the OR of their window wildcards.
+pub fn sub_traversal_mask(visits: &[TableVisit]) -> Flow {
+    visits.iter().fold(Flow::default(), |m, v| m.union(&v.window_wildcards))
+}
+
 /// Counters beyond hits and misses.
 #[derive(Clone, Debug, Default)]
 pub struct GigaflowStats {
@@ -276,12 +281,7 @@ impl GigaflowCache {
     /// Builds the LTM entry of lookups `seg.start..=seg.end` of `trace` for table `seg.table`.
     fn build(&mut self, trace: &Trace, seg: &Segment) -> Option<NewEntry> {
         let v = &trace.visits;
-        let mut mask = Flow::default();
-        for w in &v[seg.start..=seg.end] {
-            for i in 0..mask.0.len() {
-                mask.0[i] |= w.window_wildcards.0[i];
-            }
-        }
+        let mask = sub_traversal_mask(&v[seg.start..=seg.end]);
         let tag = self.tags.of_visit(&v[seg.start])?;
         let next_tag = if seg.end + 1 < v.len() { self.tags.of_visit(&v[seg.end + 1])? } else { TAG_DONE };
         let lookups = seg.len().min(u8::MAX as usize) as u8;
@@ -394,12 +394,7 @@ impl GigaflowCache {
                 let t = pipeline.trace_segment(&e.start_flow, table, &frames, e.start_depth, e.lookups as usize);
                 r.lookups += t.visits.len() as u64;
                 let still = t.visits.len() == e.lookups as usize && !t.depth_limited && {
-                    let mut mask = Flow::default();
-                    for w in &t.visits {
-                        for i in 0..mask.0.len() {
-                            mask.0[i] |= w.window_wildcards.0[i];
-                        }
-                    }
+                    let mask = sub_traversal_mask(&t.visits);
                     let (ops, next) = (window_ops(&t, 0, t.visits.len() - 1), t.next_lookup.clone());
                     let next_tag = match next {
                         None => Some(TAG_DONE),

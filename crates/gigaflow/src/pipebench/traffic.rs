@@ -155,22 +155,32 @@ fn anchor_rng(seed: u64, ci: usize) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(ci as u64))
 }
 
-/// Whether chain `ci`'s traversal needs a particular destination MAC (gateway or multicast).
-fn sets_dl_dst(rs: &Ruleset, ci: usize) -> bool {
-    rs.paths[rs.chains[ci].path as usize].iter().any(|s| matches!(s, Step::Hit(..)) && rs.spec.edge(*s).keys.iter().any(|k| matches!(k, Key::RouterMac | Key::EthMcast)))
+/// What a traversal (edge path) requires of the L2 part a flow carries.
+#[derive(Clone, Copy)]
+struct L2Needs {
+    /// It needs a particular destination MAC (gateway or multicast).
+    sets_dl_dst: bool,
+    /// It binds the source's port and MAC to its IPv4 address (port security, spoof guards:
+    /// `in_port` + `dl_src` + `nw_src`).
+    binds_source: bool,
+    /// It binds the destination MAC to its IPv4 address (`dl_dst` + `nw_dst`).
+    binds_destination: bool,
 }
 
-/// Whether chain `ci`'s traversal binds an Ethernet address to an IPv4 address of the same end
-/// (port security, spoof guards: `in_port` + `dl_src` + `nw_src`, or `dl_dst` + `nw_dst`).
-/// `source` picks the end.
-fn binds_end(rs: &Ruleset, ci: usize, source: bool) -> bool {
-    let (eth, ip, host) = if source { (Key::EthSrc, Key::IpSrc, Key::IpSrcHost) } else { (Key::EthDst, Key::IpDst, Key::IpDstHost) };
-    rs.paths[rs.chains[ci].path as usize].iter().any(|s| {
-        matches!(s, Step::Hit(..)) && {
-            let keys = rs.spec.edge(*s).keys;
-            keys.contains(&eth) && (keys.contains(&ip) || keys.contains(&host))
-        }
-    })
+/// [`L2Needs`] of every path of `rs`, by path index.
+fn l2_needs(rs: &Ruleset) -> Vec<L2Needs> {
+    rs.paths
+        .iter()
+        .map(|path| {
+            let hit_keys = || path.iter().filter(|s| matches!(s, Step::Hit(..))).map(|s| rs.spec.edge(*s).keys);
+            let binds = |eth: Key, ip: Key, host: Key| hit_keys().any(|k| k.contains(&eth) && (k.contains(&ip) || k.contains(&host)));
+            L2Needs {
+                sets_dl_dst: hit_keys().any(|k| k.iter().any(|k| matches!(k, Key::RouterMac | Key::EthMcast))),
+                binds_source: binds(Key::EthSrc, Key::IpSrc, Key::IpSrcHost),
+                binds_destination: binds(Key::EthDst, Key::IpDst, Key::IpDstHost),
+            }
+        })
+        .collect()
 }
 
 /// How often the chain's header tuples recur among the ruleset's rules (the paper's Fig. 4
@@ -232,6 +242,7 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         }
         Locality::Low => ((0..n_chains).collect(), Vec::new()),
     };
+    let needs = l2_needs(rs);
     // High locality: each chain's flows share one anchor packet (all but the source port).
     let mut anchors: HashMap<usize, Flow> = HashMap::new();
     let mut seen: HashSet<Flow> = HashSet::with_capacity(cfg.n_flows);
@@ -275,11 +286,12 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         // when the L2 chain's traversal does not bind (e.g. uplink traffic classified by port
         // and MAC alone), its addresses divert the flow to that traversal. A traversal that
         // needs a gateway or multicast destination MAC keeps its own.
-        if !(binds_end(rs, ci, true) && binds_end(rs, l2, true)) {
+        let (own, other) = (needs[rs.chains[ci].path as usize], needs[rs.chains[l2].path as usize]);
+        if !(own.binds_source && other.binds_source) {
             headers.set(Field::InPort, l2_part.get(Field::InPort));
             headers.set(Field::DlSrc, l2_part.get(Field::DlSrc));
         }
-        if !sets_dl_dst(rs, ci) && !(binds_end(rs, ci, false) && binds_end(rs, l2, false)) {
+        if !own.sets_dl_dst && !(own.binds_destination && other.binds_destination) {
             headers.set(Field::DlDst, l2_part.get(Field::DlDst));
         }
         if !seen.insert(headers) {
