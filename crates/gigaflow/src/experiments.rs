@@ -210,22 +210,33 @@ struct Row {
 }
 
 fn points_table(rows: &[Row]) -> Table {
-    let f = |g: &dyn Fn(&RunResult) -> f64| ColumnData::F64(rows.iter().map(|x| r6(g(&x.r))).collect());
+    let f = |g: fn(&RunResult) -> f64| f64s(rows, move |x| r6(g(&x.r)));
     Table::new("points")
-        .with("pipeline", ColumnData::Str(rows.iter().map(|x| x.pipeline.clone()).collect()))
-        .with("locality", ColumnData::Str(rows.iter().map(|x| x.locality.to_string()).collect()))
-        .with("scheme", ColumnData::Str(rows.iter().map(|x| x.scheme.clone()).collect()))
-        .with("packets", ColumnData::U64(rows.iter().map(|x| x.r.packets).collect()))
-        .with("hit_rate", f(&|r| r.hit_rate()))
-        .with("misses", ColumnData::U64(rows.iter().map(|x| x.r.misses).collect()))
-        .with("entries", ColumnData::U64(rows.iter().map(|x| x.r.entries as u64).collect()))
-        .with("rule_space_coverage", f(&|r| r.rule_space))
-        .with("mean_latency_us", f(&|r| r.mean_latency_us))
-        .with("slowpath_us_per_miss", f(&|r| r.slowpath_us_per_miss))
-        .with("sub_traversal_reoccurrence", f(&|r| r.reoccurrence))
-        .with("clock_traversal_us_per_miss", f(&|r| r.clock_us[0]))
-        .with("clock_partition_us_per_miss", f(&|r| r.clock_us[1]))
-        .with("clock_rulegen_us_per_miss", f(&|r| r.clock_us[2]))
+        .with("pipeline", strs(rows, |x| x.pipeline.clone()))
+        .with("locality", strs(rows, |x| x.locality.to_string()))
+        .with("scheme", strs(rows, |x| x.scheme.clone()))
+        .with("packets", u64s(rows, |x| x.r.packets))
+        .with("hit_rate", f(|r| r.hit_rate()))
+        .with("misses", u64s(rows, |x| x.r.misses))
+        .with("entries", u64s(rows, |x| x.r.entries as u64))
+        .with("rule_space_coverage", f(|r| r.rule_space))
+        .with("mean_latency_us", f(|r| r.mean_latency_us))
+        .with("slowpath_us_per_miss", f(|r| r.slowpath_us_per_miss))
+        .with("sub_traversal_reoccurrence", f(|r| r.reoccurrence))
+        .with("clock_traversal_us_per_miss", f(|r| r.clock_us[0]))
+        .with("clock_partition_us_per_miss", f(|r| r.clock_us[1]))
+        .with("clock_rulegen_us_per_miss", f(|r| r.clock_us[2]))
+}
+
+/// A table column of one value per row.
+fn f64s<T>(rows: &[T], f: impl Fn(&T) -> f64) -> ColumnData {
+    ColumnData::F64(rows.iter().map(f).collect())
+}
+fn u64s<T>(rows: &[T], f: impl Fn(&T) -> u64) -> ColumnData {
+    ColumnData::U64(rows.iter().map(f).collect())
+}
+fn strs<T>(rows: &[T], f: impl Fn(&T) -> String) -> ColumnData {
+    ColumnData::Str(rows.iter().map(f).collect())
 }
 
 /// Inserts `value` at summary[pipelines][pipeline][locality][scheme].
@@ -547,10 +558,10 @@ impl Experiment for Revalidation {
         summary.insert("gf_over_mf_lookups_rerun".into(), json!(r6(work)));
         // Wall-clock times depend on the machine: in the table, not the summary.
         let t = Table::new("revalidation")
-            .with("scheme", ColumnData::Str(rows.iter().map(|r| r.0.to_string()).collect()))
-            .with("entries", ColumnData::U64(rows.iter().map(|r| r.1 as u64).collect()))
-            .with("removed", ColumnData::U64(rows.iter().map(|r| r.2.removed as u64).collect()))
-            .with("revalidation_ms", ColumnData::F64(rows.iter().map(|r| r.2.elapsed_ns as f64 / 1e6).collect()));
+            .with("scheme", strs(&rows, |r| r.0.to_string()))
+            .with("entries", u64s(&rows, |r| r.1 as u64))
+            .with("removed", u64s(&rows, |r| r.2.removed as u64))
+            .with("revalidation_ms", f64s(&rows, |r| r.2.elapsed_ns as f64 / 1e6));
         Ok(RunOutput { summary, tables: vec![t] })
     }
 }
@@ -693,38 +704,14 @@ impl Experiment for CoverageExp {
         summary.insert("definition".into(), json!("Megaflow-equivalents: MF entries; GF entry chains (start tag -> ... -> end, increasing tables) whose adjacent entries a packet can pass after rewrites"));
         summary.insert("pipelines".into(), Value::Object(tree));
         let t = Table::new("coverage")
-            .with(
-                "pipeline",
-                ColumnData::Str(rows.iter().map(|r| r.0.clone()).collect()),
-            )
-            .with(
-                "mf_coverage",
-                ColumnData::F64(rows.iter().map(|r| r.1).collect()),
-            )
-            .with(
-                "gf_coverage",
-                ColumnData::F64(rows.iter().map(|r| r.2).collect()),
-            )
-            .with(
-                "gf_chains_tag_only",
-                ColumnData::F64(rows.iter().map(|r| r.3).collect()),
-            )
-            .with(
-                "mf_entries",
-                ColumnData::U64(rows.iter().map(|r| r.4).collect()),
-            )
-            .with(
-                "gf_entries",
-                ColumnData::U64(rows.iter().map(|r| r.5).collect()),
-            )
-            .with(
-                "paper_mf_coverage",
-                ColumnData::F64(rows.iter().map(|r| r.6).collect()),
-            )
-            .with(
-                "paper_gf_coverage",
-                ColumnData::F64(rows.iter().map(|r| r.7).collect()),
-            );
+            .with("pipeline", strs(&rows, |r| r.0.clone()))
+            .with("mf_coverage", f64s(&rows, |r| r.1))
+            .with("gf_coverage", f64s(&rows, |r| r.2))
+            .with("gf_chains_tag_only", f64s(&rows, |r| r.3))
+            .with("mf_entries", u64s(&rows, |r| r.4))
+            .with("gf_entries", u64s(&rows, |r| r.5))
+            .with("paper_mf_coverage", f64s(&rows, |r| r.6))
+            .with("paper_gf_coverage", f64s(&rows, |r| r.7));
         Ok(RunOutput {
             summary,
             tables: vec![t],
@@ -1185,11 +1172,11 @@ impl Experiment for Search {
         summary.insert("paper_mean_latency_us".into(), json!({"mf_tss": 13.4, "mf_nm": 12.5, "gf_tss": 9.8, "gf_nm": 9.65}));
         summary.insert("schemes".into(), Value::Object(schemes));
         let t = Table::new("search")
-            .with("cache", ColumnData::Str(rows.iter().map(|r| r.0.clone()).collect()))
-            .with("classifier", ColumnData::Str(rows.iter().map(|r| r.1.clone()).collect()))
-            .with("queries", ColumnData::U64(rows.iter().map(|r| r.2).collect()))
-            .with("lookups_per_s", ColumnData::F64(rows.iter().map(|r| r.3.round()).collect()))
-            .with("mean_latency_us", ColumnData::F64(rows.iter().map(|r| r6(r.4)).collect()));
+            .with("cache", strs(&rows, |r| r.0.clone()))
+            .with("classifier", strs(&rows, |r| r.1.clone()))
+            .with("queries", u64s(&rows, |r| r.2))
+            .with("lookups_per_s", f64s(&rows, |r| r.3.round()))
+            .with("mean_latency_us", f64s(&rows, |r| r6(r.4)));
         Ok(RunOutput { summary, tables: vec![t] })
     }
 }
