@@ -78,6 +78,7 @@ fn int(s: &[u8], at: usize) -> Result<i64, RespError> {
 /// The end of a bulk string's `n` bytes starting at `start` (announced by the header at `at`),
 /// checked: the length within 0..=[`MAX_BULK_BYTES`] and the bytes followed by CRLF; `Ok(None)`
 /// if `b` ends first.
+#[inline(always)]
 fn bulk_end(b: &[u8], at: usize, start: usize, n: i64) -> Result<Option<usize>, RespError> {
     if !(0..=MAX_BULK_BYTES).contains(&n) {
         return Err(RespError {
