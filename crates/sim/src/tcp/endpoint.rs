@@ -576,12 +576,34 @@ impl TcpEndpoint {
             self.stats.ce_received += 1;
         }
         match self.state {
-            TcpState::Closed => {}
+            TcpState::Closed => self.on_segment_closed(seg),
             TcpState::Listen => self.on_segment_listen(now_ps, seg),
             TcpState::SynSent => self.on_segment_syn_sent(now_ps, seg),
             _ => self.on_segment_synchronized(now_ps, seg, ce_marked),
         }
         self.sync_stats();
+    }
+
+    /// RFC 793 "If the state is CLOSED": discard the segment and answer anything but a RST with
+    /// a RST, so a peer still retransmitting (its FIN after our TIME-WAIT ended, say) stops.
+    fn on_segment_closed(&mut self, seg: &TcpSegment) {
+        let f = seg.flags;
+        if f.has(TcpFlags::RST) {
+            return;
+        }
+        let rst = if f.has(TcpFlags::ACK) {
+            TcpSegment { seq: seg.ack, ack: 0, flags: TcpFlags(TcpFlags::RST), window: 0, payload_len: 0 }
+        } else {
+            let len = seg.payload_len + u32::from(f.has(TcpFlags::SYN)) + u32::from(f.has(TcpFlags::FIN));
+            TcpSegment {
+                seq: 0,
+                ack: seg.seq.wrapping_add(len),
+                flags: TcpFlags(TcpFlags::RST | TcpFlags::ACK),
+                window: 0,
+                payload_len: 0,
+            }
+        };
+        self.ctl_queue.push_back(rst);
     }
 
     fn on_segment_listen(&mut self, _now_ps: u64, seg: &TcpSegment) {
@@ -671,7 +693,13 @@ impl TcpEndpoint {
         if f.has(TcpFlags::RST) {
             // Accept a RST only inside the receive window (RFC 793 / 5961 without challenge ACKs).
             if seq >= self.rcv_nxt && seq <= self.rcv_nxt + self.rwnd {
-                self.enter_closed(TcpEvent::Reset);
+                // RFC 793: in CLOSING, LAST-ACK and TIME-WAIT the user already closed, so a RST
+                // just ends the connection; elsewhere the user is told of the reset.
+                let event = match self.state {
+                    TcpState::Closing | TcpState::LastAck | TcpState::TimeWait => TcpEvent::Closed,
+                    _ => TcpEvent::Reset,
+                };
+                self.enter_closed(event);
             }
             return;
         }

@@ -648,6 +648,36 @@ fn fin_in_both_directions_walks_the_close_states() {
     n.assert_clean_finish([10_000, 2_000]);
 }
 
+/// The ACK of the server's FIN is lost and the client's TIME-WAIT ends before the server's
+/// retransmission timer: the closed client must answer the retransmitted FIN with a RST (RFC 793
+/// "If the state is CLOSED"), and the server, already closed by its user, just closes.
+#[test]
+fn a_fin_retransmitted_after_time_wait_is_reset_and_the_last_ack_side_closes() {
+    let c = TcpConfig {
+        time_wait_ps: MS,
+        ..cfg()
+    };
+    let mut n = Net::new(c.clone(), c, [1, 1], 10 * US, None);
+    n.auto_close = false;
+    n.ep[0].send(10_000);
+    n.ep[0].close();
+    n.run_until(S, |n| n.ep[1].state() == TcpState::CloseWait && n.ep[0].state() == TcpState::FinWait2);
+    let drop_next_from_client = std::rc::Rc::new(std::cell::Cell::new(true));
+    let flag = drop_next_from_client.clone();
+    n.drop = Box::new(move |d, _, _, _| d == 0 && flag.replace(false));
+    n.ep[1].close();
+    n.pump();
+    assert_eq!(n.ep[1].state(), TcpState::LastAck);
+    n.run_to_end(S);
+    assert!(!drop_next_from_client.get(), "the client's ACK of the FIN was dropped");
+    let resets: Vec<&Logged> = n.log.iter().filter(|l| l.seg.flags.has(TcpFlags::RST)).collect();
+    assert_eq!(resets.len(), 1, "one RST, from the closed client: {resets:?}");
+    assert_eq!(resets[0].dir, 0);
+    let client_closed = n.event_time(0, TcpEvent::Closed).expect("client closed");
+    assert!(resets[0].t_ps > client_closed, "the RST comes after TIME-WAIT ended");
+    n.assert_clean_finish([10_000, 0]);
+}
+
 #[test]
 fn simultaneous_close_goes_through_closing() {
     let c = TcpConfig {
