@@ -8,7 +8,7 @@ use crate::ltm::GigaflowConfig;
 use crate::megaflow::Eviction;
 use crate::nic::{NicModel, Offload};
 use crate::partition::Scheme;
-use crate::pipebench::{self, Locality, Profile, Ruleset, Traffic, TrafficConfig};
+use crate::pipebench::{self, Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
 use crate::slowpath::Pipeline;
 use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use serde::Deserialize;
@@ -27,7 +27,12 @@ pub enum CacheSpec {
 pub struct RunResult {
     pub packets: u64,
     pub hits: u64,
+    /// Upcalls to the slow path (the paper's "cache misses"): every NIC miss by default, those
+    /// the host datapath's Megaflow cache missed too when it has one (`host_entries`).
     pub misses: u64,
+    /// Packets the NIC missed (`packets - hits`) and those of them the host cache handled.
+    pub nic_misses: u64,
+    pub host_hits: u64,
     pub entries: usize,
     pub capacity: usize,
     pub rule_space: f64,
@@ -85,10 +90,10 @@ pub fn run_cache(
 pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
     let s = o.stats;
     let cs = o.cache_stats();
-    if s.hits + s.misses != s.packets || cs.hits != s.hits || cs.packets != s.packets {
+    if s.hits + s.misses != s.packets || s.host_hits + s.upcalls != s.misses || cs.hits != s.hits || cs.packets != s.packets {
         return Err(format!(
-            "counters not conserved: {} hits + {} misses != {} packets",
-            s.hits, s.misses, s.packets
+            "counters not conserved: {} hits + {} NIC misses ({} host hits + {} upcalls) != {} packets",
+            s.hits, s.misses, s.host_hits, s.upcalls, s.packets
         ));
     }
     if o.entries() > o.capacity() {
@@ -106,12 +111,14 @@ pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
             g.stats.reoccurrence(),
         ),
     };
-    let m = s.misses.max(1) as f64 * 1e3;
+    let m = s.upcalls.max(1) as f64 * 1e3;
     let cov = o.coverage();
     Ok(RunResult {
         packets: s.packets,
         hits: s.hits,
-        misses: s.misses,
+        misses: s.upcalls,
+        nic_misses: s.misses,
+        host_hits: s.host_hits,
         entries: o.entries(),
         capacity: o.capacity(),
         rule_space: cov.feasible,
@@ -146,6 +153,8 @@ fn result_json(r: &RunResult) -> Value {
         "slowpath_us_per_miss": r6(r.slowpath_us_per_miss),
         "packets": r.packets,
         "hits": r.hits,
+        "nic_misses": r.nic_misses,
+        "host_hits": r.host_hits,
         "recycled_entries": r.recycled,
         "rejected_installs": r.rejected,
         "sub_traversal_reoccurrence": r6(r.reoccurrence),
@@ -173,14 +182,38 @@ struct Common {
     profile: String,
     seed: u64,
     flow_size_shape: f64,
+    timing: String,
+    host_entries: usize,
+    align: bool,
+}
+
+impl Common {
+    /// The Gigaflow defaults with this run's seed and install alignment.
+    fn gf(&self) -> GigaflowConfig {
+        GigaflowConfig { seed: self.seed, align: self.align, ..GigaflowConfig::default() }
+    }
+
+    fn nic(&self) -> NicModel {
+        NicModel { host_cache_entries: self.host_entries, ..NicModel::default() }
+    }
+
+    fn traffic(&self, locality: Locality, seed: u64) -> Result<TrafficConfig, String> {
+        Ok(TrafficConfig {
+            n_flows: self.flows,
+            locality,
+            seed,
+            pareto_shape: self.flow_size_shape,
+            timing: Timing::parse(&self.timing)?,
+            ..TrafficConfig::default()
+        })
+    }
 }
 
 fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
     let profile = Profile::parse(&c.profile)?;
     let rs = pipebench::render_pipeline(name, profile, c.rules, c.seed)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
-    let cfg = TrafficConfig { n_flows: c.flows, locality: loc, seed: c.seed, pareto_shape: c.flow_size_shape, ..TrafficConfig::default() };
-    let t = pipebench::generate_traffic(&rs, &cfg)?;
+    let t = pipebench::generate_traffic(&rs, &c.traffic(loc, c.seed)?)?;
     Ok((rs, p, t))
 }
 
@@ -198,6 +231,9 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
         ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
         ParamSpec { name: "flow_size_shape", default: "1.2", doc: "Pareto shape of packets per flow (1.2: mean ~5 packets; smaller: heavier tail, more packets per flow)" },
+        ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
+        ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
+        ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
     ]
 }
 
@@ -254,7 +290,7 @@ fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
 /// Runs every named cache on the traffic of every (pipeline, locality): the results by
 /// pipeline → locality → cache name, and one points-table row per run.
 fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String, CacheSpec)], progress: Progress<'_>) -> Result<(Map<String, Value>, Vec<Row>), ExperimentError> {
-    let nic = NicModel::default();
+    let nic = common.nic();
     let mut tree = Map::new();
     let mut rows = Vec::new();
     let total = (pipes.len() * locs.len() * caches.len()) as f64;
@@ -315,7 +351,7 @@ impl Experiment for E2e {
         let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
         // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
         let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
-        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, seed: p.common.seed, ..Default::default() };
+        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, ..p.common.gf() };
         let schemes = [("mf".to_string(), CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf".to_string(), CacheSpec::Gigaflow(gf))];
         let (tree, rows) = sweep(&pipes, &locs, &p.common, &schemes, progress)?;
         let mut summary = Map::new();
@@ -396,14 +432,14 @@ impl Experiment for Partitioning {
         // The ideal 1-1 mapping needs as many LTM tables as the longest traversal has lookups.
         let longest = rs.spec.traversals().map_err(ExperimentError::Input)?.iter().map(|t| t.len()).max().unwrap_or(1);
         let one_to_one_tables = longest.clamp(1, crate::ltm::MAX_LTM_TABLES);
-        let base = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, seed: p.common.seed, ..Default::default() };
+        let base = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() };
         let runs: Vec<(&str, CacheSpec)> = vec![
             ("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }),
             ("rnd", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::Random, ..base })),
             ("dp", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::Disjoint, ..base })),
             ("1-1", CacheSpec::Gigaflow(GigaflowConfig { scheme: Scheme::OneToOne, tables: one_to_one_tables, ..base })),
         ];
-        let nic = NicModel::default();
+        let nic = p.common.nic();
         let mut schemes = Map::new();
         let mut rows = Vec::new();
         let mut mf_misses = 0u64;
@@ -465,7 +501,7 @@ impl Experiment for Tables {
             .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
             .collect::<Result<Vec<_>, _>>()
             .map_err(bad("ks"))?;
-        let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, seed: p.common.seed, ..Default::default() }))).collect();
+        let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, ..p.common.gf() }))).collect();
         let (tree, rows) = sweep(&pipes, &locs, &p.common, &caches, progress)?;
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.tables"));
@@ -525,9 +561,9 @@ impl Experiment for Revalidation {
         let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
         let (rs, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
         let updated = Pipeline::parse(&drop_rules(&rs.text, p.update_every)).map_err(|e| ExperimentError::Input(format!("updated pipeline: {e}")))?;
-        let nic = NicModel::default();
+        let nic = p.common.nic();
         let mut mf = Offload::megaflow(&pl, crate::megaflow::DEFAULT_MEGAFLOW_ENTRIES, Eviction::None, nic);
-        let mut gf = Offload::gigaflow(&pl, GigaflowConfig { seed: p.common.seed, ..Default::default() }, nic).map_err(ExperimentError::Input)?;
+        let mut gf = Offload::gigaflow(&pl, GigaflowConfig { ..p.common.gf() }, nic).map_err(ExperimentError::Input)?;
         for (t, pkt) in traffic.iter() {
             mf.process(pkt, t);
             gf.process(pkt, t);
@@ -637,10 +673,9 @@ impl Experiment for CoverageExp {
         let gf = GigaflowConfig {
             tables: p.gf_tables,
             entries_per_table: p.gf_entries,
-            seed: p.common.seed,
-            ..Default::default()
+            ..p.common.gf()
         };
-        let nic = NicModel::default();
+        let nic = p.common.nic();
         let mut tree = Map::new();
         let mut rows: Vec<(String, f64, f64, f64, u64, u64, f64, f64)> = Vec::new();
         for (i, name) in pipes.iter().enumerate() {
@@ -735,46 +770,40 @@ struct DynamicParams {
     bins: usize,
 }
 
-/// Two workloads of `flows` unique flows each from the same ruleset (traffic seeds `seed` and
-/// `seed + 1`): the second starts when the first's last flow has arrived. Returns the merged
-/// traffic, the second workload's start (ns) and how many of its flows repeat a first-workload
-/// flow's headers.
-pub fn two_workloads(
-    rs: &Ruleset,
-    flows: usize,
-    locality: Locality,
-    seed: u64,
-    flow_size_shape: f64,
-) -> Result<(Traffic, u64, usize), String> {
-    let gen = |s: u64| {
-        pipebench::generate_traffic(
-            rs,
-            &TrafficConfig {
-                n_flows: flows,
-                locality,
-                seed: s,
-                pareto_shape: flow_size_shape,
-                ..TrafficConfig::default()
-            },
-        )
+/// Two workloads from the same ruleset (traffic seeds `cfg.seed` and `cfg.seed + 1`, `cfg.n_flows`
+/// unique flows each). With window timing the first spans the whole run and the second joins at
+/// 5/9 of it and runs to its end, as in the paper's Fig. 18 (introduced at 5 of 9 minutes; the
+/// first workload's flows go on); with arrival timing the second starts when the first's last
+/// flow has arrived. Returns the merged traffic, the second workload's start (ns) and how many of
+/// its flows repeat a first-workload flow's headers.
+pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<(Traffic, u64, usize), String> {
+    let gen = |seed: u64| pipebench::generate_traffic(rs, &TrafficConfig { seed, ..cfg.clone() });
+    let (a, b) = (gen(cfg.seed)?, gen(cfg.seed.wrapping_add(1))?);
+    let a_end_ns = a.packets.last().map_or(0, |p| p.time_ns);
+    let b_end_ns = b.packets.last().map_or(0, |p| p.time_ns).max(1);
+    // Maps a second-workload time onto the run (window: squeezed into the last 4/9).
+    let (start_ns, scale) = match cfg.timing {
+        Timing::Window { .. } => {
+            let start = a_end_ns / 9 * 5;
+            (start, (a_end_ns - start) as f64 / b_end_ns as f64)
+        }
+        Timing::Arrivals => (a.flows.iter().map(|f| f.start_ns).max().unwrap_or(0), 1.0),
     };
-    let a = gen(seed)?;
-    let b = gen(seed.wrapping_add(1))?;
-    let start_ns = a.flows.iter().map(|f| f.start_ns).max().unwrap_or(0);
+    let at = |t: u64| start_ns + (t as f64 * scale) as u64;
     let seen: std::collections::HashSet<crate::fields::Flow> =
         a.flows.iter().map(|f| f.headers).collect();
     let shared = b.flows.iter().filter(|f| seen.contains(&f.headers)).count();
     let off = a.flows.len() as u32;
     let mut all = a;
     all.flows.extend(b.flows.into_iter().map(|mut f| {
-        f.start_ns += start_ns;
+        f.start_ns = at(f.start_ns);
         f
     }));
     all.packets.extend(
         b.packets
             .into_iter()
             .map(|p| pipebench::traffic::TracePacket {
-                time_ns: p.time_ns + start_ns,
+                time_ns: at(p.time_ns),
                 flow: p.flow + off,
             }),
     );
@@ -858,8 +887,8 @@ impl Experiment for Dynamic {
         let pl = Pipeline::parse(&rs.text).map_err(|e| {
             ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline))
         })?;
-        let (traffic, switch_ns, shared) = two_workloads(&rs, p.common.flows, loc, p.common.seed, p.common.flow_size_shape)
-            .map_err(ExperimentError::Input)?;
+        let cfg = p.common.traffic(loc, p.common.seed).map_err(bad("timing"))?;
+        let (traffic, switch_ns, shared) = two_workloads(&rs, &cfg).map_err(ExperimentError::Input)?;
         let end_ns = traffic.packets.last().map(|x| x.time_ns).unwrap_or(0);
         // Bins of equal packet counts: the paper replays its trace at a constant packet rate
         // (tgen, ~10 kpps), so its time axis is a packet axis; a bin's trace time is reported too.
@@ -870,8 +899,7 @@ impl Experiment for Dynamic {
         let gf = GigaflowConfig {
             tables: p.gf_tables,
             entries_per_table: p.gf_entries,
-            seed: p.common.seed,
-            ..Default::default()
+            ..p.common.gf()
         };
         let runs = [
             (
@@ -884,7 +912,7 @@ impl Experiment for Dynamic {
             ),
             ("gf", CacheSpec::Gigaflow(gf)),
         ];
-        let nic = NicModel::default();
+        let nic = p.common.nic();
         let mut schemes = Map::new();
         let (
             mut i_col,
@@ -1063,10 +1091,10 @@ impl Experiment for Search {
         }
         let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
         let (_, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
-        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, seed: p.common.seed, ..Default::default() };
+        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() };
         let runs = [("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }), ("gf", CacheSpec::Gigaflow(gf))];
         let nm_cfg = crate::nuevomatch::NuevoMatchConfig { max_isets: p.max_isets, ranges_per_leaf: p.ranges_per_leaf, ..Default::default() };
-        let nic = NicModel::default();
+        let nic = p.common.nic();
         let mut schemes = Map::new();
         let mut rows: Vec<(String, String, u64, f64, f64)> = Vec::new();
         for (ri, (name, spec)) in runs.iter().enumerate() {
@@ -1213,7 +1241,7 @@ mod tests {
         let p = &out.summary["pipelines"]["PSC"];
         let reoccur = |loc: &str, k: &str| p[loc][k]["sub_traversal_reoccurrence"].as_f64().unwrap();
         assert_eq!(reoccur("high", "mf"), 1.0);
-        assert!(reoccur("high", "gf") > 1.2 && reoccur("high", "gf") > reoccur("low", "gf"), "{p}");
+        assert!(reoccur("high", "gf") > 1.1 && reoccur("high", "gf") > reoccur("low", "gf"), "{p}");
         assert_eq!(p["high"]["gf"]["sub_traversal_reoccurrence_per_table"].as_array().unwrap().len(), 4);
         // The headline numbers are derived from the per-pipeline results.
         let h = &out.summary["high_locality"];

@@ -51,13 +51,19 @@ pub struct GigaflowConfig {
     /// tables is captured by longer entries of other traversals), also install the whole
     /// traversal as one entry in the first table with room, so the flow is not upcalled forever.
     pub repair: bool,
+    /// Continue from the entries that already capture the packet: before partitioning, walk
+    /// the tables as a lookup would, and partition only the rest of the traversal onto the
+    /// tables after the last entry matched (the artifact partitions the whole traversal, so a
+    /// longer entry of another traversal that captures the packet in an early table sends it to
+    /// a tag the new mapping does not continue).
+    pub align: bool,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true }
     }
 }
 
@@ -128,6 +134,8 @@ pub struct GigaflowStats {
     pub uncacheable: u64,
     /// Whole-traversal repair entries installed.
     pub repairs: u64,
+    /// Installs that continued from entries already capturing the packet (`align`).
+    pub aligned: u64,
     pub expired_idle: u64,
     /// Hits per LTM table (an entry used on a hit's path).
     pub table_hits: Vec<u64>,
@@ -176,6 +184,7 @@ pub struct GigaflowCache {
     rng: ChaCha8Rng,
     touched: Vec<(usize, EntryId)>,
     sets: Vec<u8>,
+    scratch_outputs: Vec<(u32, Flow)>,
 }
 
 impl GigaflowCache {
@@ -197,6 +206,7 @@ impl GigaflowCache {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             touched: Vec::with_capacity(cfg.tables),
             sets: Vec::new(),
+            scratch_outputs: Vec::new(),
             cfg,
         })
     }
@@ -263,19 +273,57 @@ impl GigaflowCache {
 
     /// Splits `trace` per the configured scheme onto the available tables.
     pub fn partition(&mut self, trace: &Trace, available: &[usize]) -> Vec<Segment> {
-        let n = trace.visits.len();
-        match self.cfg.scheme {
+        self.partition_from(trace, 0, available)
+    }
+
+    /// Splits lookups `from..` of `trace` onto the available tables.
+    fn partition_from(&mut self, trace: &Trace, from: usize, available: &[usize]) -> Vec<Segment> {
+        let visits = &trace.visits[from..];
+        let mut segs = match self.cfg.scheme {
             Scheme::Disjoint => {
                 self.sets.clear();
-                self.sets.extend(trace.visits.iter().map(|v| field_set(&v.window_wildcards)));
+                self.sets.extend(visits.iter().map(|v| field_set(&v.window_wildcards)));
                 let sets = std::mem::take(&mut self.sets);
                 let segs = self.partitioner.disjoint(&sets, available);
                 self.sets = sets;
                 segs
             }
-            Scheme::Random => partition::random(n, available, &mut self.rng),
-            Scheme::OneToOne => partition::one_to_one(n, available),
+            Scheme::Random => partition::random(visits.len(), available, &mut self.rng),
+            Scheme::OneToOne => partition::one_to_one(visits.len(), available),
+        };
+        for s in &mut segs {
+            s.start += from;
+            s.end += from;
         }
+        segs
+    }
+
+    /// How far a lookup of the traversal's packet gets through the tables now: the lookups the
+    /// matched entries cover and the first table after the last one matched. A matched entry's
+    /// mask holds every bit its sub-traversal examined, so the packet's own traversal takes the
+    /// same lookups there.
+    fn captured_prefix(&mut self, trace: &Trace) -> (usize, usize) {
+        let mut flow = trace.initial_flow;
+        let (mut tag, mut done, mut next_table) = (TAG_START, 0usize, 0usize);
+        let mut outputs = std::mem::take(&mut self.scratch_outputs);
+        for k in 0..self.tables.len() {
+            if let Some(id) = self.tables[k].lookup(tag, &flow, None) {
+                let e = &self.tables[k].get(id).payload;
+                if e.lookups == u8::MAX || e.next_tag == TAG_DONE {
+                    break; // a capped length is not exact; a finished walk would have hit
+                }
+                apply_ops(&e.ops, &mut flow, &mut outputs);
+                done += e.lookups as usize;
+                tag = e.next_tag;
+                next_table = k + 1;
+            }
+        }
+        outputs.clear();
+        self.scratch_outputs = outputs;
+        if done >= trace.visits.len() || self.tags.of_visit(&trace.visits[done]) != Some(tag) {
+            return (0, 0); // not the packet's own path: partition the whole traversal
+        }
+        (done, next_table)
     }
 
     /// Builds the LTM entry of lookups `seg.start..=seg.end` of `trace` for table `seg.table`.
@@ -299,12 +347,21 @@ impl GigaflowCache {
             return cost;
         }
         let t0 = Instant::now();
-        let available = self.available();
+        let (mut from, first_table) = if self.cfg.align { self.captured_prefix(trace) } else { (0, 0) };
+        let mut available: Vec<usize> = self.available().into_iter().filter(|&k| k >= first_table).collect();
+        if available.is_empty() && from > 0 {
+            // No table left after the captured part: map the whole traversal as the artifact does.
+            from = 0;
+            available = self.available();
+        }
         if available.is_empty() {
             self.stats.rejected_full += 1;
             return cost;
         }
-        let segs = self.partition(trace, &available);
+        if from > 0 {
+            self.stats.aligned += 1;
+        }
+        let segs = self.partition_from(trace, from, &available);
         cost.dp_cells = self.partitioner.last_cells;
         let t1 = Instant::now();
         cost.partition_ns = (t1 - t0).as_nanos() as u64;

@@ -1,9 +1,11 @@
 //! The SmartNIC in front of the vSwitch: a cache (Megaflow or Gigaflow LTM tables) whose hit
-//! costs a fixed pipeline latency plus one lookup per table, and whose miss is upcalled to our
-//! slow path, which traverses the pipeline, partitions the traversal and generates the entries
-//! (the three parts of the paper's Fig. 13). [`Offload`] runs a packet stream through it and
-//! keeps both the modelled latency (deterministic) and the wall-clock time the slow path took
-//! on this machine, per part.
+//! costs a fixed pipeline latency plus one lookup per table. A NIC miss goes to the vSwitch's
+//! own datapath Megaflow cache (OVS's dpcls, as in the artifact, where a Gigaflow miss "goes to
+//! the Megaflow lookup"), and only a miss there is upcalled to our slow path, which traverses
+//! the pipeline, partitions the traversal and generates the entries (the three parts of the
+//! paper's Fig. 13) for both caches. [`Offload`] runs a packet stream through it and keeps the
+//! modelled latency (deterministic) and the wall-clock time the slow path took on this machine,
+//! per part.
 
 use crate::fields::Flow;
 use crate::ltm::{GigaflowCache, GigaflowConfig};
@@ -12,14 +14,21 @@ use crate::slowpath::Pipeline;
 use std::time::Instant;
 
 /// Latency parameters of the NIC and the upcall path. Defaults: the paper's measured hit
-/// latency of both offloads (8.62 µs, §6.3.6) split into a fixed part and 4 table lookups; the
-/// upcall round trip is OVS/DPDK's host latency minus the NIC's (12.61 − 8.62 ≈ 4 µs); the slow
-/// path's own cost per part is calibrated from `innet bench gigaflow` on this machine.
+/// latency of both offloads (8.62 µs, §6.3.6) split into a fixed part and 4 table lookups; a NIC
+/// miss's trip through the host datapath is OVS/DPDK's host latency minus the NIC's
+/// (12.61 − 8.62 ≈ 4 µs); an upcall adds the slow path's own cost, calibrated per part from
+/// `innet bench gigaflow` on this machine.
 #[derive(Clone, Copy, Debug)]
 pub struct NicModel {
     pub base_latency_ns: u64,
     pub per_table_lookup_ns: u64,
-    pub upcall_ns: u64,
+    /// A NIC miss handled by the host datapath (its Megaflow cache hit, or the way to an upcall).
+    pub host_ns: u64,
+    /// Entries of the host datapath's Megaflow cache (no eviction); 0 (the default, the paper's
+    /// design: "when a packet misses the LTM cache, it is sent to the vSwitch ... userspace
+    /// forwarding pipeline"): no host cache, every NIC miss is upcalled. The artifact, built on
+    /// OVS, has one ([`HOST_FLOW_LIMIT`]); docs/gigaflow.md measures both.
+    pub host_cache_entries: usize,
     pub slowpath: SlowPathCost,
 }
 
@@ -38,7 +47,7 @@ pub struct SlowPathCost {
 
 impl Default for NicModel {
     fn default() -> Self {
-        NicModel { base_latency_ns: 8_500, per_table_lookup_ns: 30, upcall_ns: 4_000, slowpath: SlowPathCost::default() }
+        NicModel { base_latency_ns: 8_500, per_table_lookup_ns: 30, host_ns: 4_000, host_cache_entries: 0, slowpath: SlowPathCost::default() }
     }
 }
 
@@ -85,11 +94,18 @@ pub struct SlowPathClock {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OffloadStats {
     pub packets: u64,
+    /// Packets the NIC cache handled.
     pub hits: u64,
+    /// Packets the NIC cache missed: `host_hits + upcalls`.
     pub misses: u64,
+    /// NIC misses the host datapath's Megaflow cache handled.
+    pub host_hits: u64,
+    /// NIC misses that also missed the host cache and ran the slow path (the artifact's
+    /// `upcall_ok_cnt`, the paper's "cache misses").
+    pub upcalls: u64,
     /// Modelled latency summed over packets.
     pub latency_ns_sum: u64,
-    /// Modelled slow-path time summed over misses.
+    /// Modelled slow-path time summed over upcalls.
     pub slowpath_model_ns_sum: u64,
     pub clock: SlowPathClock,
     /// Lookups of the traversals upcalled.
@@ -102,6 +118,8 @@ pub struct OffloadStats {
 pub struct Offload<'a> {
     pub pipeline: &'a Pipeline,
     pub cache: NicCache,
+    /// The host datapath's Megaflow cache behind the NIC; `None`: every NIC miss is upcalled.
+    pub host: Option<MegaflowCache>,
     pub nic: NicModel,
     pub stats: OffloadStats,
     /// Idle-timeout sweep period (the revalidator's); `None`: never sweep.
@@ -110,6 +128,11 @@ pub struct Offload<'a> {
     flow_out: Flow,
     outputs: Vec<(u32, Flow)>,
 }
+
+/// OVS's default datapath flow limit (`other_config:flow-limit`), the host cache's size in the
+/// artifact's setting. The artifact's `max-idle` of 600 s outlasts its 300-s runs, so host
+/// entries never expire here either.
+pub const HOST_FLOW_LIMIT: usize = 200_000;
 
 impl<'a> Offload<'a> {
     pub fn megaflow(pipeline: &'a Pipeline, entries: usize, eviction: Eviction, nic: NicModel) -> Self {
@@ -133,8 +156,10 @@ impl<'a> Offload<'a> {
     }
 
     fn with(pipeline: &'a Pipeline, cache: NicCache, nic: NicModel, sweep_every_ns: Option<u64>) -> Self {
-        Offload { pipeline, cache, nic, stats: OffloadStats::default(), sweep_every_ns, last_sweep_ns: 0, flow_out: Flow::default(), outputs: Vec::with_capacity(8) }
+        let host = (nic.host_cache_entries > 0).then(|| MegaflowCache::new(nic.host_cache_entries, Eviction::None));
+        Offload { pipeline, cache, host, nic, stats: OffloadStats::default(), sweep_every_ns, last_sweep_ns: 0, flow_out: Flow::default(), outputs: Vec::with_capacity(8) }
     }
+
 
     /// Number of NIC tables a packet walks.
     pub fn tables(&self) -> usize {
@@ -203,10 +228,21 @@ impl<'a> Offload<'a> {
             return true;
         }
         self.stats.misses += 1;
+        if let Some(h) = &mut self.host {
+            if h.lookup(packet, now_ns, &mut self.flow_out, &mut self.outputs) {
+                self.stats.host_hits += 1;
+                self.stats.latency_ns_sum += nic_ns + self.nic.host_ns;
+                return false;
+            }
+        }
+        self.stats.upcalls += 1;
         let t0 = Instant::now();
         let trace = self.pipeline.trace(packet);
         let traversal_ns = t0.elapsed().as_nanos() as u64;
         let lookups = trace.visits.len();
+        if let Some(h) = &mut self.host {
+            h.install(&trace, now_ns);
+        }
         let (partition_ns, rulegen_ns, cells, entries) = match &mut self.cache {
             NicCache::Megaflow(m) => {
                 let t1 = Instant::now();
@@ -225,7 +261,7 @@ impl<'a> Offload<'a> {
         self.stats.upcall_subtables += trace.subtables_probed;
         let sp = self.nic.slowpath_ns(lookups, trace.subtables_probed, cells, entries);
         self.stats.slowpath_model_ns_sum += sp;
-        self.stats.latency_ns_sum += nic_ns + self.nic.upcall_ns + sp;
+        self.stats.latency_ns_sum += nic_ns + self.nic.host_ns + sp;
         false
     }
 
@@ -234,9 +270,9 @@ impl<'a> Offload<'a> {
         self.stats.latency_ns_sum as f64 / self.stats.packets.max(1) as f64 / 1e3
     }
 
-    /// Mean modelled slow-path time per miss (µs).
+    /// Mean modelled slow-path time per upcall (µs).
     pub fn slowpath_us_per_miss(&self) -> f64 {
-        self.stats.slowpath_model_ns_sum as f64 / self.stats.misses.max(1) as f64 / 1e3
+        self.stats.slowpath_model_ns_sum as f64 / self.stats.upcalls.max(1) as f64 / 1e3
     }
 }
 
@@ -261,12 +297,40 @@ mod tests {
         assert!(o.process(&f, 1));
         let hit_ns = o.stats.latency_ns_sum - miss_ns;
         assert_eq!(hit_ns, nic.hit_ns(4));
-        assert!(miss_ns > hit_ns + nic.upcall_ns);
+        assert!(miss_ns > hit_ns + nic.host_ns);
         assert_eq!(o.stats.hits + o.stats.misses, o.stats.packets);
+        assert_eq!((o.stats.upcalls, o.stats.host_hits), (1, 0));
         assert_eq!(o.cache_stats().packets, 2);
         let mut m = Offload::megaflow(&p, 32_000, Eviction::None, nic);
         m.process(&f, 0);
         assert!(m.process(&f, 1));
         assert_eq!(m.rule_space(), 1.0);
+    }
+
+    /// A NIC cache that refuses the entry (full) leaves the flow to the host datapath cache:
+    /// its next packet costs the host path but no upcall; without a host cache it upcalls again.
+    #[test]
+    fn nic_misses_hit_the_host_megaflow_before_any_upcall() {
+        let p = Pipeline::parse(include_str!("../pipelines/l3_router.flows")).unwrap();
+        let mut f = Flow::default();
+        f.set(Field::InPort, 1);
+        f.set(Field::DlType, ETH_TYPE_IP);
+        f.set(Field::NwProto, IPPROTO_TCP);
+        f.set(Field::NwDst, 0x0a01_0203);
+        f.set(Field::TpDst, 80);
+        let nic = NicModel::default();
+        let host = NicModel { host_cache_entries: HOST_FLOW_LIMIT, ..nic };
+        let mut o = Offload::megaflow(&p, 0, Eviction::None, host);
+        for t in 0..3 {
+            assert!(!o.process(&f, t));
+        }
+        assert_eq!((o.stats.misses, o.stats.host_hits, o.stats.upcalls), (3, 2, 1));
+        let upcall_ns = o.stats.latency_ns_sum - 2 * (nic.hit_ns(1) + nic.host_ns);
+        assert!(upcall_ns > nic.hit_ns(1) + nic.host_ns, "an upcall also pays the slow path");
+        let mut bare = Offload::megaflow(&p, 0, Eviction::None, nic);
+        for t in 0..3 {
+            assert!(!bare.process(&f, t));
+        }
+        assert_eq!((bare.stats.host_hits, bare.stats.upcalls), (0, 3));
     }
 }

@@ -108,6 +108,49 @@ fn traversals_command_reports_table_1() {
     assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
 }
 
+/// The default timing replays a trace slice: flows are numbered by their first packet, each
+/// flow's packets spread over the whole window at the replay rate, and the flows seen first are
+/// the heavy ones (a no-eviction cache filled by them keeps hitting). Arrival timing keeps the
+/// Poisson-start form, with the same flows and sizes drawn.
+#[test]
+fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
+    use innet_gigaflow::pipebench::Timing;
+    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let cfg = TrafficConfig { n_flows: 10_000, seed: 4, ..TrafficConfig::default() };
+    assert_eq!(cfg.timing, Timing::Window { packet_rate_pps: 10_000.0 });
+    let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+    let mut next = 0u32;
+    for p in &t.packets {
+        assert!(p.flow <= next, "flow {} appears before flow {next}", p.flow);
+        if p.flow == next {
+            assert_eq!(t.flows[p.flow as usize].start_ns, p.time_ns, "start_ns is the first packet");
+            next += 1;
+        }
+    }
+    assert_eq!(next, 10_000);
+    let window_ns = t.packets.last().unwrap().time_ns as f64;
+    let expected_ns = t.packets.len() as f64 / 10_000.0 * 1e9;
+    assert!((window_ns / expected_ns - 1.0).abs() < 0.01, "replayed at 10 kpps: {window_ns} vs {expected_ns}");
+    let mean = |r: std::ops::Range<usize>| t.flows[r.clone()].iter().map(|f| f.n_packets as f64).sum::<f64>() / r.len() as f64;
+    let (first, last) = (mean(0..1000), mean(9000..10_000));
+    assert!(first > 3.0 * last, "heavy flows show up first: {first} vs {last} packets per flow");
+    // An elephant is active over the whole window, not a burst.
+    let big = t.flows.iter().enumerate().max_by_key(|(_, f)| f.n_packets).unwrap().0 as u32;
+    let times: Vec<u64> = t.packets.iter().filter(|p| p.flow == big).map(|p| p.time_ns).collect();
+    let (first_s, last_s) = (times[0] as f64, *times.last().unwrap() as f64);
+    assert!(first_s < 0.05 * window_ns && last_s > 0.95 * window_ns, "{first_s} .. {last_s} of {window_ns}");
+    let a = pipebench::generate_traffic(&rs, &TrafficConfig { timing: Timing::Arrivals, ..cfg.clone() }).unwrap();
+    let sizes = |t: &pipebench::Traffic| {
+        let mut v: Vec<u32> = t.flows.iter().map(|f| f.n_packets).collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(sizes(&a), sizes(&t), "the timings draw the same flow sizes");
+    let heads = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers).collect::<Vec<_>>();
+    assert_eq!(heads(&a), heads(&t), "the k-th flow to appear gets the k-th header drawn");
+    assert!(Timing::parse("burst").unwrap_err().contains("window or arrivals"));
+}
+
 #[test]
 fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
     use std::collections::HashSet;

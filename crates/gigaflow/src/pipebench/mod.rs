@@ -13,7 +13,7 @@ pub mod traffic;
 pub use classbench::Profile;
 pub use model::PipelineSpec;
 pub use ruleset::{Chain, Ruleset};
-pub use traffic::{Locality, Traffic, TrafficConfig};
+pub use traffic::{Locality, Timing, Traffic, TrafficConfig};
 
 /// The flow file for `(pipeline, profile, rules, seed)`; `rules` ClassBench rules are mapped.
 pub fn render_pipeline(pipeline: &str, profile: Profile, n_rules: usize, seed: u64) -> Result<Ruleset, String> {

@@ -1,6 +1,8 @@
 //! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains, with
-//! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and timing (Poisson flow
-//! arrivals, log-normal inter-packet gaps). A flow's L3/L4 part and its L2 part (in_port,
+//! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and one of two timings: a replayed
+//! trace slice (the default, as the artifact's tgen replays a CAIDA slice: every flow's packets
+//! spread over the whole run, flows numbered by first appearance) or Poisson flow arrivals with
+//! log-normal inter-packet gaps. A flow's L3/L4 part and its L2 part (in_port,
 //! dl_src, dl_dst) come from two independently drawn chains, so header parts examined by
 //! different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
 //! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
@@ -32,6 +34,33 @@ impl Locality {
     }
 }
 
+/// When a flow's packets are sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// A replayed trace slice, as the artifact's tgen replays a CAIDA slice at ~10 kpps: every
+    /// packet of every flow falls uniformly in one window of `total packets / packet_rate_pps`,
+    /// so a flow is active over the whole run, and flows are numbered (and given their headers)
+    /// in order of their first packet, as `pcap-file-analyzer` numbers CAIDA's flows and tgen
+    /// maps flow i to header line i. Heavy flows show up first, as in a trace slice, where the
+    /// flows in progress when it starts carry most packets.
+    Window { packet_rate_pps: f64 },
+    /// Flows start as a Poisson process (`flow_arrivals_per_s`) and each sends its packets with
+    /// log-normal gaps (`ipg_median_us`, `ipg_sigma`): short-lived flows, each active for
+    /// milliseconds to seconds of the run.
+    Arrivals,
+}
+
+impl Timing {
+    /// `window` (at the default 10 kpps) or `arrivals`.
+    pub fn parse(s: &str) -> Result<Timing, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "window" => Ok(Timing::Window { packet_rate_pps: 10_000.0 }),
+            "arrivals" => Ok(Timing::Arrivals),
+            _ => Err(format!("unknown timing '{s}' (expected window or arrivals)")),
+        }
+    }
+}
+
 /// Traffic parameters; `Default` gives the values used for the paper's experiments.
 #[derive(Clone, Debug)]
 pub struct TrafficConfig {
@@ -49,6 +78,7 @@ pub struct TrafficConfig {
     pub ipg_sigma: f64,
     /// Zipf exponent over the recurrence ranking (high locality only).
     pub zipf_s: f64,
+    pub timing: Timing,
 }
 
 impl Default for TrafficConfig {
@@ -63,6 +93,7 @@ impl Default for TrafficConfig {
             ipg_median_us: 1_000.0,
             ipg_sigma: 1.5,
             zipf_s: 1.0,
+            timing: Timing::Window { packet_rate_pps: 10_000.0 },
         }
     }
 }
@@ -223,6 +254,11 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
     if !valid {
         return Err("pareto_shape, flow_arrivals_per_s and ipg_median_us must be positive, ipg_sigma non-negative".into());
     }
+    if let Timing::Window { packet_rate_pps } = cfg.timing {
+        if !positive(packet_rate_pps) {
+            return Err(format!("packet_rate_pps must be positive, got {packet_rate_pps}"));
+        }
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a11_ff1c);
     let n_chains = rs.chains.len();
     // High locality: chains ranked by recurrence, drawn by Zipf over the rank.
@@ -302,18 +338,63 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         t_ns += exp_sample(&mut rng, mean_arrival_ns);
         flows.push(TraceFlow { headers, chain: ci as u32, n_packets, start_ns: t_ns as u64 });
     }
-    let mu = (cfg.ipg_median_us * 1e3).ln();
     let total: usize = flows.iter().map(|f| f.n_packets as usize).sum();
     let mut packets = Vec::with_capacity(total);
-    for (i, f) in flows.iter().enumerate() {
-        let mut t = f.start_ns as f64;
-        for k in 0..f.n_packets {
-            if k > 0 {
-                t += (mu + cfg.ipg_sigma * normal_sample(&mut rng)).exp();
+    match cfg.timing {
+        Timing::Arrivals => {
+            let mu = (cfg.ipg_median_us * 1e3).ln();
+            for (i, f) in flows.iter().enumerate() {
+                let mut t = f.start_ns as f64;
+                for k in 0..f.n_packets {
+                    if k > 0 {
+                        t += (mu + cfg.ipg_sigma * normal_sample(&mut rng)).exp();
+                    }
+                    packets.push(TracePacket { time_ns: t as u64, flow: i as u32 });
+                }
             }
-            packets.push(TracePacket { time_ns: t as u64, flow: i as u32 });
+        }
+        Timing::Window { packet_rate_pps } => {
+            let window_ns = total as f64 / packet_rate_pps * 1e9;
+            for (i, f) in flows.iter().enumerate() {
+                for _ in 0..f.n_packets {
+                    packets.push(TracePacket { time_ns: (rng.gen::<f64>() * window_ns) as u64, flow: i as u32 });
+                }
+            }
         }
     }
     packets.sort_by_key(|p| (p.time_ns, p.flow));
+    if matches!(cfg.timing, Timing::Window { .. }) {
+        number_by_first_packet(&mut flows, &mut packets);
+    }
     Ok(Traffic { flows, packets })
+}
+
+/// Renumbers a window's flows by their first packet and gives the k-th flow to appear the k-th
+/// header drawn (tgen maps the trace's k-th flow to header line k), keeping each flow's size
+/// and packet times: the flow that appears first gets the first header, whatever its size.
+fn number_by_first_packet(flows: &mut [TraceFlow], packets: &mut [TracePacket]) {
+    const UNSEEN: u32 = u32::MAX;
+    let mut rank = vec![UNSEEN; flows.len()];
+    let mut next = 0u32;
+    for p in packets.iter_mut() {
+        let r = &mut rank[p.flow as usize];
+        if *r == UNSEEN {
+            *r = next;
+            next += 1;
+        }
+        p.flow = *r;
+    }
+    // Sizes and first-packet times move to the flow's new number; headers and chains stay in
+    // the order they were drawn.
+    let mut sized: Vec<(u32, u64)> = vec![(0, 0); flows.len()];
+    for (old, f) in flows.iter().enumerate() {
+        sized[rank[old] as usize].0 = f.n_packets;
+    }
+    for p in packets.iter().rev() {
+        sized[p.flow as usize].1 = p.time_ns;
+    }
+    for (f, &(n, start)) in flows.iter_mut().zip(&sized) {
+        f.n_packets = n;
+        f.start_ns = start;
+    }
 }
