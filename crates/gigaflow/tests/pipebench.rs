@@ -151,6 +151,31 @@ fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
     assert!(Timing::parse("burst").unwrap_err().contains("window or arrivals"));
 }
 
+/// Fresh ephemeral source ports: high-locality flows repeat a (L2, L3) pair with new client
+/// ports instead of needing a new pair each, and only ports from the ephemeral range are drawn.
+#[test]
+fn fresh_source_ports_give_a_host_pair_many_connections() {
+    use innet_gigaflow::fields::Field;
+    use std::collections::HashSet;
+    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let base = TrafficConfig { n_flows: 5_000, seed: 2, ..TrafficConfig::default() };
+    let pairs = |t: &pipebench::Traffic| {
+        let mut f: Vec<_> = t.flows.iter().map(|f| f.headers).collect();
+        for h in &mut f {
+            h.set(Field::TpSrc, 0);
+        }
+        f.into_iter().collect::<HashSet<_>>().len()
+    };
+    let anchored = pipebench::generate_traffic(&rs, &base).unwrap();
+    let fresh = pipebench::generate_traffic(&rs, &TrafficConfig { fresh_source_ports: true, ..base.clone() }).unwrap();
+    assert_eq!(fresh.flows.len(), 5_000);
+    let (a, b) = (pairs(&anchored), pairs(&fresh));
+    assert!(b * 2 < a, "flows share everything but the client port: {b} distinct tuples vs {a} anchored");
+    let anchor_ports: HashSet<u64> = anchored.flows.iter().map(|f| f.headers.get(Field::TpSrc)).collect();
+    let new_ports = fresh.flows.iter().map(|f| f.headers.get(Field::TpSrc)).filter(|p| !anchor_ports.contains(p));
+    assert!(new_ports.clone().count() > 1_000 && new_ports.into_iter().all(|p| (49152..=65535).contains(&p)));
+}
+
 #[test]
 fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
     use std::collections::HashSet;

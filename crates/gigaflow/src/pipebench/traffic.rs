@@ -79,6 +79,10 @@ pub struct TrafficConfig {
     /// Zipf exponent over the recurrence ranking (high locality only).
     pub zipf_s: f64,
     pub timing: Timing,
+    /// High locality: each flow takes a fresh ephemeral source port (49152–65535, when its
+    /// ClassBench rule's source range holds them all) instead of its L3 chain's anchor port, so
+    /// a host pair's service carries many connections, as real traffic's does.
+    pub fresh_source_ports: bool,
 }
 
 impl Default for TrafficConfig {
@@ -94,6 +98,7 @@ impl Default for TrafficConfig {
             ipg_sigma: 1.5,
             zipf_s: 1.0,
             timing: Timing::Window { packet_rate_pps: 10_000.0 },
+            fresh_source_ports: false,
         }
     }
 }
@@ -131,6 +136,9 @@ impl Traffic {
         self.packets.iter().map(|p| (p.time_ns, &self.flows[p.flow as usize].headers))
     }
 }
+
+/// The IANA ephemeral port range clients draw source ports from.
+const EPHEMERAL_PORTS: (u16, u16) = (49152, 65535);
 
 fn pick_port(rng: &mut ChaCha8Rng, lo: u16, hi: u16) -> u64 {
     rng.gen_range(lo as u64..=hi as u64)
@@ -329,6 +337,13 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         }
         if !own.sets_dl_dst && !(own.binds_destination && other.binds_destination) {
             headers.set(Field::DlDst, l2_part.get(Field::DlDst));
+        }
+        if cfg.fresh_source_ports && cfg.locality == Locality::High {
+            let sport = rs.cb_rules[rs.chains[ci].rule as usize].sport;
+            let l4 = matches!(headers.get(Field::NwProto), p if p == IPPROTO_TCP || p == IPPROTO_UDP);
+            if l4 && headers.get(Field::TpSrc) != 68 && sport.lo <= EPHEMERAL_PORTS.0 && sport.hi >= EPHEMERAL_PORTS.1 {
+                headers.set(Field::TpSrc, pick_port(&mut rng, EPHEMERAL_PORTS.0, EPHEMERAL_PORTS.1));
+            }
         }
         if !seen.insert(headers) {
             continue;
