@@ -281,8 +281,8 @@ mod tests {
     use super::*;
     use crate::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
 
-    #[test]
-    fn hits_cost_the_nic_and_misses_add_the_upcall() {
+    /// The example router pipeline and a TCP packet it forwards.
+    fn router_and_packet() -> (Pipeline, Flow) {
         let p = Pipeline::parse(include_str!("../pipelines/l3_router.flows")).unwrap();
         let mut f = Flow::default();
         f.set(Field::InPort, 1);
@@ -290,6 +290,12 @@ mod tests {
         f.set(Field::NwProto, IPPROTO_TCP);
         f.set(Field::NwDst, 0x0a01_0203);
         f.set(Field::TpDst, 80);
+        (p, f)
+    }
+
+    #[test]
+    fn hits_cost_the_nic_and_misses_add_the_upcall() {
+        let (p, f) = router_and_packet();
         let nic = NicModel::default();
         let mut o = Offload::gigaflow(&p, GigaflowConfig::default(), nic).unwrap();
         assert!(!o.process(&f, 0));
@@ -311,13 +317,7 @@ mod tests {
     /// its next packet costs the host path but no upcall; without a host cache it upcalls again.
     #[test]
     fn nic_misses_hit_the_host_megaflow_before_any_upcall() {
-        let p = Pipeline::parse(include_str!("../pipelines/l3_router.flows")).unwrap();
-        let mut f = Flow::default();
-        f.set(Field::InPort, 1);
-        f.set(Field::DlType, ETH_TYPE_IP);
-        f.set(Field::NwProto, IPPROTO_TCP);
-        f.set(Field::NwDst, 0x0a01_0203);
-        f.set(Field::TpDst, 80);
+        let (p, f) = router_and_packet();
         let nic = NicModel::default();
         let host = NicModel { host_cache_entries: HOST_FLOW_LIMIT, ..nic };
         let mut o = Offload::megaflow(&p, 0, Eviction::None, host);
