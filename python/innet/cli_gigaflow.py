@@ -45,9 +45,16 @@ def register(cli: click.Group) -> None:
     @click.option("--locality", type=click.Choice(["high", "low"]), default="high", show_default=True)
     @click.option("--flows", type=int, default=100_000, show_default=True, help="Unique flows.")
     @click.option("--traffic-seed", type=int, default=1, show_default=True)
-    def traffic(pipeline: str, profile: str, rules: int, seed: int, locality: str, flows: int, traffic_seed: int) -> None:
+    @click.option(
+        "--timing",
+        type=click.Choice(["window", "arrivals"]),
+        default="window",
+        show_default=True,
+        help="window: a replayed trace slice (every flow spread over the run, numbered by first packet); arrivals: Poisson flow starts, log-normal gaps.",
+    )
+    def traffic(pipeline: str, profile: str, rules: int, seed: int, locality: str, flows: int, traffic_seed: int, timing: str) -> None:
         """Print PIPELINE's traffic as CSV (time_ns, flow, headers), one packet a line."""
-        click.echo(_native_call("gigaflow_traffic", pipeline, profile, rules, seed, locality, flows, traffic_seed), nl=False)
+        click.echo(_native_call("gigaflow_traffic", pipeline, profile, rules, seed, locality, flows, traffic_seed, timing), nl=False)
 
     @gigaflow.command("traversals")
     @_common

@@ -23,6 +23,18 @@ def test_traffic_is_csv_in_time_order(innet_cmd):
     times = [int(x.split(",")[0]) for x in lines[1:]]
     assert len(times) >= 500 and times == sorted(times)
     assert len({x.split(",")[1] for x in lines[1:]}) == 500
+    # Window timing numbers flows by their first packet.
+    firsts = []
+    for x in lines[1:]:
+        f = int(x.split(",")[1])
+        if f not in firsts:
+            firsts.append(f)
+    assert firsts == list(range(500))
+    r = innet_cmd("gigaflow", "traffic", "PSC", "--rules", "100", "--flows", "500", "--locality", "low", "--timing", "arrivals")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == lines[0] and r.stdout != "\n".join(lines) + "\n"
+    r = innet_cmd("gigaflow", "traffic", "PSC", "--timing", "burst")
+    assert r.returncode == 2
 
 
 def test_traversals_match_table_1(innet_cmd):

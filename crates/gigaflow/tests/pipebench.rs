@@ -103,9 +103,13 @@ fn traversals_command_reports_table_1() {
     let v: serde_json::Value = serde_json::from_str(&js).unwrap();
     assert_eq!(v["traffic_traversals"], 2);
     assert_eq!(v["spec_traversals"], v["paper_traversals"]);
-    let csv = pipebench::commands::traffic_command("OTL", "fw", 200, 1, "high", 300, 2).unwrap();
+    use pipebench::commands::{traffic_command, TrafficArgs};
+    let args = |locality, timing| TrafficArgs { locality, flows: 300, seed: 2, timing };
+    let csv = traffic_command("OTL", "fw", 200, 1, &args("high", "window")).unwrap();
     assert!(csv.lines().count() > 300);
-    assert!(pipebench::commands::traffic_command("OTL", "fw", 200, 1, "medium", 300, 2).unwrap_err().contains("high or low"));
+    assert_ne!(csv, traffic_command("OTL", "fw", 200, 1, &args("high", "arrivals")).unwrap());
+    assert!(traffic_command("OTL", "fw", 200, 1, &args("medium", "window")).unwrap_err().contains("high or low"));
+    assert!(traffic_command("OTL", "fw", 200, 1, &args("high", "poisson")).unwrap_err().contains("window or arrivals"));
 }
 
 /// The default timing replays a trace slice: flows are numbered by their first packet, each

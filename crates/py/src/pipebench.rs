@@ -13,8 +13,11 @@ pub fn gigaflow_pipeline(name: &str, profile: &str, rules: usize, seed: u64) -> 
 
 /// Pipebench: the traffic of a pipeline as CSV, one packet a line.
 #[pyfunction]
-pub fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64) -> PyResult<String> {
-    innet_gigaflow::pipebench::commands::traffic_command(name, profile, rules, seed, locality, flows, traffic_seed).map_err(UserInputError::new_err)
+#[pyo3(signature = (name, profile, rules, seed, locality, flows, traffic_seed, timing = "window"))]
+#[allow(clippy::too_many_arguments)]
+pub fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64, timing: &str) -> PyResult<String> {
+    let args = innet_gigaflow::pipebench::commands::TrafficArgs { locality, flows, seed: traffic_seed, timing };
+    innet_gigaflow::pipebench::commands::traffic_command(name, profile, rules, seed, &args).map_err(UserInputError::new_err)
 }
 
 /// Pipebench: Table 1's traversal counts against the spec's and the traffic's (JSON).
