@@ -186,6 +186,7 @@ struct Common {
     host_entries: usize,
     align: bool,
     fresh_source_ports: bool,
+    sampled_headers: bool,
 }
 
 impl Common {
@@ -206,6 +207,7 @@ impl Common {
             pareto_shape: self.flow_size_shape,
             timing: Timing::parse(&self.timing)?,
             fresh_source_ports: self.fresh_source_ports,
+            sampled_headers: self.sampled_headers,
             ..TrafficConfig::default()
         })
     }
@@ -235,6 +237,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "flow_size_shape", default: "1.2", doc: "Pareto shape of packets per flow (1.2: mean ~5 packets; smaller: heavier tail, more packets per flow)" },
         ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
+        ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
         ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
     ]

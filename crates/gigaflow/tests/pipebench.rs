@@ -157,8 +157,9 @@ fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
 
 /// Fresh ephemeral source ports: high-locality flows repeat a (L2, L3) pair with new client
 /// ports instead of needing a new pair each, and only ports from the ephemeral range are drawn.
+/// Sampled headers: addresses vary inside the rules drawn.
 #[test]
-fn fresh_source_ports_give_a_host_pair_many_connections() {
+fn fresh_source_ports_and_sampled_headers_vary_what_anchors_fix() {
     use innet_gigaflow::fields::Field;
     use std::collections::HashSet;
     let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
@@ -178,6 +179,12 @@ fn fresh_source_ports_give_a_host_pair_many_connections() {
     let anchor_ports: HashSet<u64> = anchored.flows.iter().map(|f| f.headers.get(Field::TpSrc)).collect();
     let new_ports = fresh.flows.iter().map(|f| f.headers.get(Field::TpSrc)).filter(|p| !anchor_ports.contains(p));
     assert!(new_ports.clone().count() > 1_000 && new_ports.into_iter().all(|p| (49152..=65535).contains(&p)));
+    // Sampled headers: the rule choice stays local, but addresses vary inside the rules.
+    let sampled = pipebench::generate_traffic(&rs, &TrafficConfig { sampled_headers: true, ..base.clone() }).unwrap();
+    let dsts = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(Field::NwDst)).collect::<HashSet<_>>().len();
+    let chains = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.chain).collect::<HashSet<_>>().len();
+    assert!(dsts(&sampled) > 2 * dsts(&anchored), "{} vs {}", dsts(&sampled), dsts(&anchored));
+    assert!(chains(&sampled) < 2 * chains(&anchored), "rules are still drawn by recurrence");
 }
 
 #[test]

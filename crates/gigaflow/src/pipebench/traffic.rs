@@ -83,6 +83,9 @@ pub struct TrafficConfig {
     /// ClassBench rule's source range holds them all) instead of its L3 chain's anchor port, so
     /// a host pair's service carries many connections, as real traffic's does.
     pub fresh_source_ports: bool,
+    /// High locality: every flow samples its headers inside its chains' rules (as low locality
+    /// does) instead of copying the chains' anchor packets; only the rule choice is local.
+    pub sampled_headers: bool,
 }
 
 impl Default for TrafficConfig {
@@ -99,6 +102,7 @@ impl Default for TrafficConfig {
             zipf_s: 1.0,
             timing: Timing::Window { packet_rate_pps: 10_000.0 },
             fresh_source_ports: false,
+            sampled_headers: false,
         }
     }
 }
@@ -313,6 +317,7 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         let ci = draw_chain(&mut rng);
         let l2 = draw_chain(&mut rng);
         let mut headers = match cfg.locality {
+            _ if cfg.sampled_headers => chain_packet(rs, ci, &mut rng),
             Locality::Low => chain_packet(rs, ci, &mut rng),
             // High locality: the L3 chain's anchor as it is; a flow is new by its (L2 chain, L3
             // chain) pair, so every header part it carries recurs in other flows (a fresh
@@ -321,6 +326,7 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
             Locality::High => *anchors.entry(ci).or_insert_with(|| chain_packet(rs, ci, &mut anchor_rng(cfg.seed, ci))),
         };
         let l2_part = match cfg.locality {
+            _ if cfg.sampled_headers => chain_packet(rs, l2, &mut rng),
             Locality::Low => chain_packet(rs, l2, &mut rng),
             Locality::High => *anchors.entry(l2).or_insert_with(|| chain_packet(rs, l2, &mut anchor_rng(cfg.seed, l2))),
         };
