@@ -190,6 +190,24 @@ struct Common {
 }
 
 impl Common {
+    /// Puts the seed and the inputs' settings into a summary, so a summary says which traffic
+    /// and cache behaviour produced it.
+    fn describe(&self, summary: &mut Map<String, Value>) {
+        summary.insert("seed".into(), json!(self.seed));
+        summary.insert(
+            "settings".into(),
+            json!({
+                "profile": self.profile,
+                "timing": self.timing,
+                "flow_size_shape": self.flow_size_shape,
+                "fresh_source_ports": self.fresh_source_ports,
+                "sampled_headers": self.sampled_headers,
+                "align": self.align,
+                "host_entries": self.host_entries,
+            }),
+        );
+    }
+
     /// The Gigaflow defaults with this run's seed and install alignment.
     fn gf(&self) -> GigaflowConfig {
         GigaflowConfig { seed: self.seed, align: self.align, ..GigaflowConfig::default() }
@@ -362,7 +380,7 @@ impl Experiment for E2e {
         let (tree, rows) = sweep(&pipes, &locs, &p.common, &schemes, progress)?;
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.e2e"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("rules".into(), json!(p.common.rules));
         summary.insert("flows".into(), json!(p.common.flows));
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
@@ -463,7 +481,7 @@ impl Experiment for Partitioning {
         }
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.partitioning"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("pipeline".into(), json!(p.pipeline));
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("one_to_one_tables".into(), json!(one_to_one_tables));
@@ -511,7 +529,7 @@ impl Experiment for Tables {
         let (tree, rows) = sweep(&pipes, &locs, &p.common, &caches, progress)?;
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.tables"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("entries_per_table".into(), json!(p.entries));
         summary.insert("pipelines".into(), Value::Object(tree));
         Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
@@ -592,7 +610,7 @@ impl Experiment for Revalidation {
         progress(1.0);
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.revalidation"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("pipeline".into(), json!(p.pipeline));
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("removed_rules_every".into(), json!(p.update_every));
@@ -735,7 +753,7 @@ impl Experiment for CoverageExp {
         }
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.coverage"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
         summary.insert(
@@ -989,7 +1007,7 @@ impl Experiment for Dynamic {
         }
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.dynamic"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("pipeline".into(), json!(p.pipeline));
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("flows_per_workload".into(), json!(p.common.flows));
@@ -1200,7 +1218,7 @@ impl Experiment for Search {
         }
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.search"));
-        summary.insert("seed".into(), json!(p.common.seed));
+        p.common.describe(&mut summary);
         summary.insert("pipeline".into(), json!(p.pipeline));
         summary.insert("locality".into(), json!(loc_name(loc)));
         summary.insert("paper_mean_latency_us".into(), json!({"mf_tss": 13.4, "mf_nm": 12.5, "gf_tss": 9.8, "gf_nm": 9.65}));
@@ -1259,6 +1277,9 @@ mod tests {
         for k in ["mf", "gf"] {
             assert!(p["low"][k]["hit_rate"].as_f64().unwrap() < p["high"][k]["hit_rate"].as_f64().unwrap());
         }
+        // The summary names the inputs' settings.
+        let set = &out.summary["settings"];
+        assert_eq!((set["timing"].as_str(), set["align"].as_bool(), set["host_entries"].as_u64()), (Some("window"), Some(true), Some(0)), "{set}");
         // Deterministic: same seed, same summary.
         let again = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
         assert_eq!(out.summary_json(), again.summary_json());
