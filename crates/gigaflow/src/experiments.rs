@@ -794,45 +794,81 @@ struct DynamicParams {
     bins: usize,
 }
 
-/// Two workloads from the same ruleset (traffic seeds `cfg.seed` and `cfg.seed + 1`, `cfg.n_flows`
-/// unique flows each). With window timing the first spans the whole run and the second joins at
-/// 5/9 of it and runs to its end, as in the paper's Fig. 18 (introduced at 5 of 9 minutes; the
-/// first workload's flows go on); with arrival timing the second starts when the first's last
-/// flow has arrived. Returns the merged traffic, the second workload's start (ns) and how many of
-/// its flows repeat a first-workload flow's headers.
-pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<(Traffic, u64, usize), String> {
-    let gen = |seed: u64| pipebench::generate_traffic(rs, &TrafficConfig { seed, ..cfg.clone() });
-    let (a, b) = (gen(cfg.seed)?, gen(cfg.seed.wrapping_add(1))?);
-    let a_end_ns = a.packets.last().map_or(0, |p| p.time_ns);
-    let b_end_ns = b.packets.last().map_or(0, |p| p.time_ns).max(1);
-    // Maps a second-workload time onto the run (window: squeezed into the last 4/9).
-    let (start_ns, scale) = match cfg.timing {
-        Timing::Window { .. } => {
-            let start = a_end_ns / 9 * 5;
-            (start, (a_end_ns - start) as f64 / b_end_ns as f64)
-        }
-        Timing::Arrivals => (a.flows.iter().map(|f| f.start_ns).max().unwrap_or(0), 1.0),
+/// Two workloads of `cfg.n_flows` unique flows each, as the paper's Fig. 18 builds them: "100K
+/// unique flows divided evenly across two workloads (50K each)", where "the incoming traffic
+/// patterns (e.g., arrival times) remain the same, as new traffic flows arrive". One trace of
+/// `2 × cfg.n_flows` flows is generated (seed `cfg.seed`, so both workloads draw on the same chains
+/// and anchor packets, as halves of one trace do) and a seeded random half of its flows becomes the
+/// second workload. With window timing the second is replayed with the first's timing from 5/9 of
+/// the run (the paper: introduced at minute 5 of 9) until the first ends, so after the switch both
+/// arrive at the same rate and the second's trace is cut where the run ends (its flows with no
+/// packet before then are left out); with arrival timing the second starts when the first's last
+/// flow has arrived and plays whole.
+pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<TwoWorkloads, String> {
+    use pipebench::traffic::TracePacket;
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let n = cfg.n_flows;
+    let whole = pipebench::generate_traffic(rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() })?;
+    let mut second_of = vec![false; whole.flows.len()];
+    second_of[..n.min(whole.flows.len())].fill(true);
+    second_of.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x0d1a_5e1f_2b0c_0a7d));
+    let a_end_ns = whole.packets.iter().rev().find(|p| !second_of[p.flow as usize]).map_or(0, |p| p.time_ns);
+    let a_last_arrival_ns = whole.flows.iter().zip(&second_of).filter(|(_, &b)| !b).map(|(f, _)| f.start_ns).max().unwrap_or(0);
+    let b_first_ns = whole.flows.iter().zip(&second_of).filter(|(_, &b)| b).map(|(f, _)| f.start_ns).min().unwrap_or(0);
+    // Where a second-workload time lands in the run, if it does.
+    let (start_ns, cut_ns) = match cfg.timing {
+        Timing::Window { .. } => (a_end_ns / 9 * 5, a_end_ns),
+        Timing::Arrivals => (a_last_arrival_ns, u64::MAX),
     };
-    let at = |t: u64| start_ns + (t as f64 * scale) as u64;
-    let seen: std::collections::HashSet<crate::fields::Flow> =
-        a.flows.iter().map(|f| f.headers).collect();
-    let shared = b.flows.iter().filter(|f| seen.contains(&f.headers)).count();
-    let off = a.flows.len() as u32;
-    let mut all = a;
-    all.flows.extend(b.flows.into_iter().map(|mut f| {
-        f.start_ns = at(f.start_ns);
-        f
-    }));
-    all.packets.extend(
-        b.packets
-            .into_iter()
-            .map(|p| pipebench::traffic::TracePacket {
-                time_ns: at(p.time_ns),
-                flow: p.flow + off,
-            }),
-    );
-    all.packets.sort_by_key(|p| (p.time_ns, p.flow));
-    Ok((all, start_ns, shared))
+    let at = |t: u64| start_ns.saturating_add(t.saturating_sub(b_first_ns));
+    // Each kept packet with its original flow; the second workload's times mapped.
+    let kept: Vec<TracePacket> = whole
+        .packets
+        .iter()
+        .filter_map(|p| match second_of[p.flow as usize] {
+            false => Some(*p),
+            true => Some(TracePacket { time_ns: at(p.time_ns), flow: p.flow }).filter(|q| q.time_ns <= cut_ns),
+        })
+        .collect();
+    let mut kept_pkts = vec![0u32; whole.flows.len()];
+    for p in &kept {
+        kept_pkts[p.flow as usize] += 1;
+    }
+    // New flow numbers: the first workload's flows in trace order, then the second's that play.
+    let mut renum = vec![u32::MAX; whole.flows.len()];
+    let mut flows = Vec::with_capacity(2 * n);
+    for pass in [false, true] {
+        for (i, f) in whole.flows.iter().enumerate() {
+            if second_of[i] == pass && kept_pkts[i] > 0 {
+                renum[i] = flows.len() as u32;
+                let mut f = f.clone();
+                f.n_packets = kept_pkts[i];
+                if pass {
+                    f.start_ns = at(f.start_ns);
+                }
+                flows.push(f);
+            }
+        }
+    }
+    let first_flows = whole.flows.len() - n;
+    let seen: std::collections::HashSet<crate::fields::Flow> = flows[..first_flows].iter().map(|f| f.headers).collect();
+    let shared = flows[first_flows..].iter().filter(|f| seen.contains(&f.headers)).count();
+    let mut packets: Vec<TracePacket> = kept.into_iter().map(|p| TracePacket { time_ns: p.time_ns, flow: renum[p.flow as usize] }).collect();
+    packets.sort_by_key(|p| (p.time_ns, p.flow));
+    Ok(TwoWorkloads { traffic: Traffic { flows, packets }, second_at_ns: start_ns, first_flows, second_seen_before: shared })
+}
+
+/// What [`two_workloads`] builds.
+pub struct TwoWorkloads {
+    /// The merged trace: the first workload's flows are `0..first_flows`, the second's follow.
+    pub traffic: Traffic,
+    /// When the second workload starts (ns).
+    pub second_at_ns: u64,
+    pub first_flows: usize,
+    /// How many second-workload flows repeat a first-workload flow's headers (0: a trace's flows
+    /// are unique).
+    pub second_seen_before: usize,
 }
 
 impl Experiment for Dynamic {
@@ -912,12 +948,12 @@ impl Experiment for Dynamic {
             ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline))
         })?;
         let cfg = p.common.traffic(loc, p.common.seed).map_err(bad("timing"))?;
-        let (traffic, switch_ns, shared) = two_workloads(&rs, &cfg).map_err(ExperimentError::Input)?;
+        let TwoWorkloads { traffic, second_at_ns: switch_ns, first_flows, second_seen_before: shared } =
+            two_workloads(&rs, &cfg).map_err(ExperimentError::Input)?;
         let end_ns = traffic.packets.last().map(|x| x.time_ns).unwrap_or(0);
         // Bins of equal packet counts: the paper replays its trace at a constant packet rate
         // (tgen, ~10 kpps), so its time axis is a packet axis; a bin's trace time is reported too.
         let n = traffic.packets.len();
-        let first_flows = traffic.flows.len() - p.common.flows;
         let switch_pkt = traffic.packets.partition_point(|x| x.time_ns < switch_ns);
         let per_bin = n.div_ceil(p.bins).max(1);
         let gf = GigaflowConfig {
@@ -1019,6 +1055,8 @@ impl Experiment for Dynamic {
         summary.insert("packets".into(), json!(n));
         summary.insert("end_s".into(), json!(r6(end_ns as f64 / 1e9)));
         summary.insert("second_workload_flows_seen_before".into(), json!(shared));
+        summary.insert("second_workload_flows_in_run".into(), json!(traffic.flows.len() - first_flows));
+        summary.insert("second_workload_packets".into(), json!(traffic.packets.iter().filter(|x| x.flow as usize >= first_flows).count()));
         summary.insert("paper".into(), json!({"mf_hit_rate_before": 0.84, "mf_hit_rate_after": 0.6118, "gf_hit_rate_after": 0.9326}));
         summary.insert("schemes".into(), Value::Object(schemes));
         let t = Table::new("series")
@@ -1247,6 +1285,47 @@ mod tests {
     }
 
     #[test]
+    fn two_workloads_split_one_trace_and_replay_the_second_at_the_same_rate() {
+        let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 3).unwrap();
+        let n = 2000;
+        let cfg = TrafficConfig { n_flows: n, seed: 3, locality: Locality::High, ..TrafficConfig::default() };
+        let whole = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() }).unwrap();
+        let w = two_workloads(&rs, &cfg).unwrap();
+        let t = &w.traffic;
+        // Halves of one trace of unique flows: the first workload whole, the second's flows all
+        // from the same trace, none repeating a first-workload flow.
+        assert_eq!(w.first_flows, n);
+        assert_eq!(w.second_seen_before, 0);
+        let trace: std::collections::HashSet<_> = whole.flows.iter().map(|f| f.headers).collect();
+        assert!(t.flows.iter().all(|f| trace.contains(&f.headers)));
+        let heads: std::collections::HashSet<_> = t.flows.iter().map(|f| f.headers).collect();
+        assert_eq!(heads.len(), t.flows.len());
+        // Every flow plays, its packet count is what the trace holds for it, in time order.
+        let mut count = vec![0u32; t.flows.len()];
+        for p in &t.packets {
+            count[p.flow as usize] += 1;
+        }
+        assert!(t.flows.iter().zip(&count).all(|(f, &c)| c > 0 && c == f.n_packets));
+        assert!(t.packets.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+        // The second starts at 5/9 of the first's span and ends with it, cut there: part of it
+        // plays (its heavy flows, which appear first, all do).
+        let first_end = t.packets.iter().filter(|p| (p.flow as usize) < n).map(|p| p.time_ns).max().unwrap();
+        let second: Vec<u64> = t.packets.iter().filter(|p| p.flow as usize >= n).map(|p| p.time_ns).collect();
+        assert_eq!(w.second_at_ns, first_end / 9 * 5);
+        assert!(second.iter().all(|&x| x >= w.second_at_ns && x <= first_end));
+        let second_flows = t.flows.len() - n;
+        assert!(second_flows > n / 4 && second_flows < n, "{second_flows}");
+        // Same timing: after the switch both workloads arrive at about the same rate.
+        let first_after = t.packets.iter().filter(|p| (p.flow as usize) < n && p.time_ns >= w.second_at_ns).count() as f64;
+        let ratio = second.len() as f64 / first_after;
+        assert!((0.7..1.4).contains(&ratio), "second / first packets after the switch: {ratio}");
+        // Both halves draw on the same chains (sub-traversals the second can share).
+        let chains = |r: std::ops::Range<usize>| t.flows[r].iter().map(|f| f.chain).collect::<std::collections::HashSet<_>>();
+        let (a, b) = (chains(0..n), chains(n..t.flows.len()));
+        assert!(b.intersection(&a).count() * 2 > b.len(), "{} of {} chains shared", b.intersection(&a).count(), b.len());
+    }
+
+    #[test]
     fn e2e_quick_runs_both_caches_on_pipebench() {
         let out = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
         for loc in ["high", "low"] {
@@ -1381,13 +1460,10 @@ mod tests {
             }
         }
         assert!(out.summary["second_workload_at_s"].as_f64().unwrap() > 0.0);
-        // Two workloads of new flows: (almost) none of the second's flows occurred before.
-        assert!(
-            out.summary["second_workload_flows_seen_before"]
-                .as_u64()
-                .unwrap()
-                < 150
-        );
+        // Halves of one trace of unique flows: none of the second's flows occurred before.
+        assert_eq!(out.summary["second_workload_flows_seen_before"].as_u64(), Some(0));
+        let (in_run, per) = (out.summary["second_workload_flows_in_run"].as_u64().unwrap(), out.summary["flows_per_workload"].as_u64().unwrap());
+        assert!(in_run > 0 && in_run <= per);
     }
 
     #[test]
