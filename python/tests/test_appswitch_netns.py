@@ -221,6 +221,16 @@ def test_turnaround_quick_direction(cassandra_cache):
     assert med["all"] < med["normal"], (med, m)
     assert m["hit"] < m["normal"], (med, m)
     assert len(r.tables["samples"]) == 2 * r.summary["queries"]
+    # Every paper number the report sets beside Fig. 12 names a metric this summary has.
+    from innet import reproduce
+
+    fig = next(f for f in reproduce.load_papers()["appswitch"].figures if f.experiment == "appswitch.turnaround")
+    for n in fig.paper_numbers:
+        v = r.summary
+        for part in n["metric"].split("."):
+            assert isinstance(v, dict) and part in v, (n["metric"], sorted(r.summary))
+            v = v[part]
+        assert isinstance(v, (int, float)), (n["metric"], v)
 
 
 def test_cachesize_quick_hit_ratio_grows(cassandra_cache):
