@@ -1,10 +1,12 @@
 //! Cassandra's native protocol (v4 and v5) as the application switch needs it: frame headers,
 //! v5's CRC-checked segment framing, a per-direction stream reassembler, the request messages
-//! it acts on (QUERY, PREPARE, EXECUTE) and RESULT decoding/encoding. Compression is not
-//! supported (a compressed frame makes the connection pass-through). Malformed bytes give a
-//! [`CqlError`], never a panic.
+//! it acts on (QUERY, PREPARE, EXECUTE) and RESULT decoding/encoding. Compressed frames (v4)
+//! and segments (v5) are inflated by the reassembler (codecs in `compression.rs`). Malformed
+//! bytes give a [`CqlError`], never a panic.
 
 use std::fmt;
+
+use crate::compression::{self, Compression};
 
 /// Frame header length (v3 and later).
 pub const HEADER_BYTES: usize = 9;
@@ -89,7 +91,7 @@ impl std::error::Error for CqlError {}
 
 pub type Result<T> = std::result::Result<T, CqlError>;
 
-fn err<T>(at: &'static str, msg: impl Into<String>) -> Result<T> {
+pub(crate) fn err<T>(at: &'static str, msg: impl Into<String>) -> Result<T> {
     Err(CqlError {
         at,
         msg: msg.into(),
@@ -308,6 +310,8 @@ const CRC24_POLY: u32 = 0x1974F0B;
 const CRC32_PREFIX: [u8; 4] = [0xfa, 0x2d, 0x55, 0xca];
 /// Uncompressed segment header: 3 bytes of header and 3 of CRC24.
 pub const SEGMENT_HEADER_BYTES: usize = 6;
+/// Segment header once compression is negotiated: 5 bytes of header and 3 of CRC24.
+pub const COMPRESSED_SEGMENT_HEADER_BYTES: usize = 8;
 pub const SEGMENT_TRAILER_BYTES: usize = 4;
 
 /// CRC24 of the first `len` bytes of `data` taken little-endian (as Cassandra computes it over
@@ -360,7 +364,7 @@ impl SegmentHeader {
         if data >> 18 != 0 {
             return err(
                 "v5 segment header",
-                "reserved bits set (compressed segments are not supported)",
+                "reserved bits set (a compressed-format header on a connection that negotiated no compression)",
             );
         }
         Ok(Some(SegmentHeader {
@@ -368,6 +372,35 @@ impl SegmentHeader {
             self_contained: data & (1 << 17) != 0,
         }))
     }
+}
+
+/// A segment header in the format of a connection that negotiated compression: 17 bits of
+/// payload length, 17 of decompressed length (0: the payload is not compressed), the
+/// self-contained bit, 5 spare bits, then the CRC24 of those 5 bytes. Returns the header and
+/// the decompressed length.
+pub fn parse_compressed_segment_header(b: &[u8]) -> Result<Option<(SegmentHeader, usize)>> {
+    if b.len() < COMPRESSED_SEGMENT_HEADER_BYTES {
+        return Ok(None);
+    }
+    let data = b[..5]
+        .iter()
+        .rev()
+        .fold(0u64, |acc, &x| acc << 8 | x as u64);
+    let got = b[5] as u32 | (b[6] as u32) << 8 | (b[7] as u32) << 16;
+    let want = crc24(data, 5);
+    if got != want {
+        return err(
+            "v5 compressed segment header",
+            format!("CRC24 0x{got:06x} != computed 0x{want:06x}"),
+        );
+    }
+    Ok(Some((
+        SegmentHeader {
+            payload_len: (data & 0x1ffff) as usize,
+            self_contained: data & (1 << 34) != 0,
+        },
+        ((data >> 17) & 0x1ffff) as usize,
+    )))
 }
 
 /// Wrap `payload` (at most [`MAX_SEGMENT_PAYLOAD_BYTES`]) in one uncompressed segment.
@@ -383,14 +416,50 @@ pub fn encode_segment(payload: &[u8], self_contained: bool, out: &mut Vec<u8>) {
     out.extend_from_slice(&crc32(payload).to_le_bytes());
 }
 
+/// Wrap `payload` in one segment of the compressed format. `compressed`: the payload is an LZ4
+/// block of `uncompressed_len` bytes; otherwise it is sent as it is (decompressed length 0, as
+/// the drivers and Cassandra do when compressing would not make it smaller).
+pub fn encode_compressed_format_segment(
+    payload: &[u8],
+    uncompressed_len: Option<usize>,
+    self_contained: bool,
+    out: &mut Vec<u8>,
+) {
+    assert!(
+        payload.len() <= MAX_SEGMENT_PAYLOAD_BYTES,
+        "caller splits payloads"
+    );
+    let data = payload.len() as u64
+        | (uncompressed_len.unwrap_or(0) as u64 & 0x1ffff) << 17
+        | if self_contained { 1 << 34 } else { 0 };
+    out.extend_from_slice(&data.to_le_bytes()[..5]);
+    out.extend_from_slice(&crc24(data, 5).to_le_bytes()[..3]);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&crc32(payload).to_le_bytes());
+}
+
 /// Encode frames for a connection in v5 framing: self-contained segments when they fit,
 /// otherwise one frame split over several non-self-contained segments.
 pub fn encode_frames_v5(frames_bytes: &[u8], out: &mut Vec<u8>) {
-    if frames_bytes.len() <= MAX_SEGMENT_PAYLOAD_BYTES {
-        encode_segment(frames_bytes, true, out);
-    } else {
-        for chunk in frames_bytes.chunks(MAX_SEGMENT_PAYLOAD_BYTES) {
-            encode_segment(chunk, false, out);
+    encode_frames_v5_in(frames_bytes, false, out)
+}
+
+/// [`encode_frames_v5`] for a connection whose segments have the compressed format
+/// (`compressed_format`, after STARTUP negotiated LZ4); the payload itself is not compressed.
+pub fn encode_frames_v5_in(frames_bytes: &[u8], compressed_format: bool, out: &mut Vec<u8>) {
+    let one = frames_bytes.len() <= MAX_SEGMENT_PAYLOAD_BYTES;
+    for chunk in frames_bytes.chunks(MAX_SEGMENT_PAYLOAD_BYTES) {
+        if compressed_format {
+            encode_compressed_format_segment(chunk, None, one, out);
+        } else {
+            encode_segment(chunk, one, out);
+        }
+    }
+    if frames_bytes.is_empty() {
+        if compressed_format {
+            encode_compressed_format_segment(&[], None, true, out);
+        } else {
+            encode_segment(&[], true, out);
         }
     }
 }
@@ -417,6 +486,11 @@ pub struct FrameReader {
     unsegmented: Vec<u8>,
     /// Server→client readers switch to segments by themselves after a v5 READY/AUTHENTICATE.
     is_server_side: bool,
+    /// The compression the connection's STARTUP negotiated: v4 frames with the compression
+    /// flag are inflated with it, and v5 segments have the compressed format.
+    compression: Option<Compression>,
+    /// Reused buffer for inflated bytes.
+    inflated: Vec<u8>,
 }
 
 impl FrameReader {
@@ -426,7 +500,16 @@ impl FrameReader {
             raw: Vec::new(),
             unsegmented: Vec::new(),
             is_server_side,
+            compression: None,
+            inflated: Vec::new(),
         }
+    }
+    /// The client's STARTUP asked for this compression (from then on both directions use it).
+    pub fn set_compression(&mut self, c: Compression) {
+        self.compression = Some(c);
+    }
+    pub fn compression(&self) -> Option<Compression> {
+        self.compression
     }
     pub fn framing(&self) -> Framing {
         self.framing
@@ -463,8 +546,13 @@ impl FrameReader {
         let result = loop {
             match self.framing {
                 Framing::Plain => match take_frame(&self.raw[used..], spare) {
-                    Ok(Some((frame, n))) => {
+                    Ok(Some((mut frame, n))) => {
                         used += n;
+                        if frame.header.flags & frame_flags::COMPRESSION != 0 {
+                            if let Err(e) = self.inflate(&mut frame) {
+                                break Err(e);
+                            }
+                        }
                         let switch = self.is_server_side
                             && frame.header.version == 5
                             && frame.header.is_response
@@ -477,16 +565,15 @@ impl FrameReader {
                     Ok(None) => break Ok(()),
                     Err(e) => break Err(e),
                 },
-                Framing::Segmented => match SegmentHeader::parse(&self.raw[used..]) {
-                    Ok(Some(h)) => {
-                        let total = SEGMENT_HEADER_BYTES + h.payload_len + SEGMENT_TRAILER_BYTES;
+                Framing::Segmented => match self.segment_header(used) {
+                    Ok(Some((h, header_len, uncompressed_len))) => {
+                        let total = header_len + h.payload_len + SEGMENT_TRAILER_BYTES;
                         if self.raw.len() - used < total {
                             break Ok(());
                         }
                         let seg = &self.raw[used..used + total];
-                        let payload =
-                            &seg[SEGMENT_HEADER_BYTES..SEGMENT_HEADER_BYTES + h.payload_len];
-                        let t = &seg[SEGMENT_HEADER_BYTES + h.payload_len..];
+                        let payload = &seg[header_len..header_len + h.payload_len];
+                        let t = &seg[header_len + h.payload_len..];
                         let got = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
                         let want = crc32(payload);
                         if got != want {
@@ -501,7 +588,18 @@ impl FrameReader {
                                 "self-contained segment while a split frame is incomplete",
                             );
                         }
-                        self.unsegmented.extend_from_slice(payload);
+                        if uncompressed_len > 0 {
+                            if let Err(e) = compression::decompress_segment(
+                                payload,
+                                uncompressed_len,
+                                &mut self.inflated,
+                            ) {
+                                break Err(e);
+                            }
+                            self.unsegmented.extend_from_slice(&self.inflated);
+                        } else {
+                            self.unsegmented.extend_from_slice(payload);
+                        }
                         used += total;
                         let mut at = 0;
                         let inner = loop {
@@ -529,6 +627,42 @@ impl FrameReader {
         };
         self.raw.drain(..used);
         result
+    }
+
+    /// The segment header at `raw[at..]` in this connection's format: (header, header length,
+    /// decompressed length or 0).
+    fn segment_header(&self, at: usize) -> Result<Option<(SegmentHeader, usize, usize)>> {
+        let b = &self.raw[at..];
+        match self.compression {
+            None => Ok(SegmentHeader::parse(b)?.map(|h| (h, SEGMENT_HEADER_BYTES, 0))),
+            Some(Compression::Lz4) => Ok(parse_compressed_segment_header(b)?
+                .map(|(h, n)| (h, COMPRESSED_SEGMENT_HEADER_BYTES, n))),
+            Some(Compression::Snappy) => err(
+                "v5 segment",
+                "Snappy negotiated on a v5 connection (v5 compresses segments with LZ4 only)",
+            ),
+        }
+    }
+
+    /// Replace a v4 compressed frame's body by its decompressed bytes and clear the flag.
+    fn inflate(&mut self, frame: &mut Frame) -> Result<()> {
+        let Some(c) = self.compression else {
+            return err(
+                "frame header",
+                "compressed frame on a connection whose STARTUP negotiated no known compression",
+            );
+        };
+        if self.framing == Framing::Segmented || frame.header.version >= 5 {
+            return err(
+                "frame header",
+                "compression flag on a v5 frame (v5 compresses segments, not frames)",
+            );
+        }
+        compression::decompress_body(c, &frame.body, &mut self.inflated)?;
+        std::mem::swap(&mut frame.body, &mut self.inflated);
+        frame.header.flags &= !frame_flags::COMPRESSION;
+        frame.header.body_len = frame.body.len() as u32;
+        Ok(())
     }
 }
 

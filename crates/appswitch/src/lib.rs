@@ -6,6 +6,7 @@
 
 pub mod bench_capture;
 pub mod cache;
+pub mod compression;
 pub mod cql;
 pub mod cql_statement;
 pub mod fixed_fields;

@@ -17,6 +17,7 @@ use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Packet, TcpFlags, L4};
 
 use crate::cache::{Cache, ReadToken, WriteToken};
+use crate::compression::{self, Compression};
 use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
 use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
 use crate::memcache::{self, McReader, ReplyShape};
@@ -1414,6 +1415,15 @@ impl AppSwitch {
                     self.counters.protocol_errors += 1;
                 }
                 version = frames.first().map(|f| f.header.version).unwrap_or(4);
+                for f in frames.iter().filter(|f| f.header.opcode == opcode::STARTUP) {
+                    // The compression asked for applies to both directions once the server
+                    // is READY; an unknown one leaves compressed bytes unreadable (broken).
+                    let c_name = compression::startup_compression(&f.body).ok().flatten();
+                    if let Some(alg) = c_name.as_deref().and_then(Compression::from_name) {
+                        c.c2s.set_compression(alg);
+                        c.s2c.set_compression(alg);
+                    }
+                }
                 let ks = c.keyspace.as_deref();
                 for f in frames.drain(..) {
                     let cl = self.classify_cql(&f.header, &f.body, ks);
@@ -1451,7 +1461,8 @@ impl AppSwitch {
                     }
                     let reply = if c.s2c.framing() == Framing::Segmented {
                         let mut v = Vec::new();
-                        cql::encode_frames_v5(&frames_bytes, &mut v);
+                        let compressed_format = c.s2c.compression().is_some();
+                        cql::encode_frames_v5_in(&frames_bytes, compressed_format, &mut v);
                         v
                     } else {
                         frames_bytes
