@@ -86,6 +86,7 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
                 ),
                 ("protocol_errors".into(), c.protocol_errors.to_string()),
                 ("connections".into(), c.connections.to_string()),
+                ("unseen_resets".into(), c.unseen_resets.to_string()),
                 ("cache_entries".into(), p.cache.len().to_string()),
             ]
         },

@@ -65,6 +65,9 @@ pub struct Counters {
     /// Connections whose bytes did not parse (then passed through, mapped, never answered).
     pub protocol_errors: u64,
     pub connections: u64,
+    /// Segments of connections the switch did not see open, answered by closing the
+    /// connection (an RST to the sender, a probe to the other side).
+    pub unseen_resets: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -159,7 +162,11 @@ enum Proto {
 struct Conn {
     mig: Migration,
     proto: Proto,
+    /// The bytes stopped parsing: the connection passes through (mapped, never answered).
     broken: bool,
+    /// A broken connection may carry writes the switch cannot see: it holds a write of unknown
+    /// keys open (the cache is empty and nothing fills) until it ends.
+    holds_unknown_write: bool,
     uses_timestamps: bool,
     closing_acks: u8,
 }
@@ -1141,6 +1148,7 @@ impl Program for AppSwitch {
                             mig,
                             proto,
                             broken: false,
+                            holds_unknown_write: false,
                             uses_timestamps: ts.is_some(),
                             closing_acks: 0,
                         },
@@ -1165,13 +1173,17 @@ impl Program for AppSwitch {
         let mut conns = std::mem::take(&mut self.conns);
         let Some(conn) = conns.get_mut(&key) else {
             self.conns = conns;
-            self.counters.bypassed += 1;
-            return Verdict::Route;
+            return self.reset_unseen(pkt, meta, ctx);
         };
         let verdict = match dir {
             Dir::ToServer => self.from_client(conn, pkt, meta, ctx),
             Dir::ToClient => self.from_server(conn, pkt),
         };
+        if conn.broken && !conn.holds_unknown_write {
+            // Before this packet leaves: whatever it carries may be a write.
+            conn.holds_unknown_write = true;
+            self.cache.begin_write_all();
+        }
         let done = conn.mig.reset || conn.closing_acks >= 2;
         if !done {
             conn.mig.fold();
@@ -1186,8 +1198,54 @@ impl Program for AppSwitch {
 }
 
 impl AppSwitch {
+    /// A segment of a connection whose opening the switch did not see: it started before the
+    /// switch did, or the switch restarted and lost the connection's α/β maps and parser
+    /// state. Its sequence numbers cannot be mapped (forwarding them would hang a connection
+    /// that had hits) and its bytes cannot be framed (a write would pass unseen), so the
+    /// connection is closed on both sides and the client reconnects through the switch:
+    /// - the sender gets an RST at the sequence number its own ACK says it expects next
+    ///   (exact, so accepted — RFC 5961 leaves no challenge for it);
+    /// - the segment itself, emptied and moved 2^31 bytes outside the receiver's window, goes
+    ///   on as a probe: the receiver answers an unacceptable segment with an ACK of its own
+    ///   next expected sequence number (RFC 793 §3.9), and that ACK, arriving here, gets the
+    ///   other side its exact RST in turn.
+    /// Nothing of the connection's data passes. RSTs are dropped (never answered).
+    fn reset_unseen(&mut self, pkt: &mut Packet, meta: &Metadata, ctx: &mut Ctx<'_>) -> Verdict {
+        let L4::Tcp(h) = pkt.l4 else {
+            unreachable!("checked by ingress")
+        };
+        if h.flags.has(TcpFlags::RST) {
+            self.counters.bypassed += 1;
+            return Verdict::Drop;
+        }
+        self.counters.unseen_resets += 1;
+        if h.flags.has(TcpFlags::ACK) {
+            ctx.reply_tcp(
+                pkt,
+                meta.ingress_port,
+                &TcpReply {
+                    seq: h.ack,
+                    ack: 0,
+                    flags: TcpFlags::RST,
+                    window: 0,
+                    options: &[],
+                    payload: &[],
+                },
+            );
+        }
+        set_payload(pkt, &[]);
+        if let L4::Tcp(t) = &mut pkt.l4 {
+            t.seq = h.seq.wrapping_add(1 << 31);
+            t.flags = TcpFlags(TcpFlags::ACK);
+        }
+        Verdict::Route
+    }
+
     /// Free a connection's state; writes it had in flight end (their outcome is unknown).
     fn close(&mut self, conn: Conn) {
+        if conn.holds_unknown_write {
+            self.cache.end_write_all();
+        }
         let pend: Vec<Pending> = match conn.proto {
             Proto::Cql(c) => c.pending.into_values().collect(),
             Proto::Redis(r) => r.pending.into_iter().collect(),

@@ -271,6 +271,87 @@ fn other_ports_and_garbage_pass_through() {
     assert_eq!(out[0].0, 1);
 }
 
+/// A segment of a connection the switch never saw open (started before it, or before a
+/// restart): nothing of it passes; the sender gets an RST at exactly the sequence number its ACK
+/// expects, and the other side a probe outside its window, whose answer gets it its exact RST.
+#[test]
+fn unseen_connections_are_reset_on_both_sides_with_exact_sequence_numbers() {
+    let mut r = Rig::new();
+    let set = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\nnew\r\n";
+    let out = r.client(777, 999, PA, set);
+    assert_eq!(out.len(), 2, "{out:?}");
+    let rst = out.iter().find(|o| o.0 == 0).expect("an RST to the client");
+    assert_eq!((rst.1.flags, rst.1.seq), (flags::RST, 999));
+    assert_eq!((rst.1.src_port, rst.1.dst_port), (SPORT, CPORT));
+    let probe = out.iter().find(|o| o.0 == 1).expect("a probe to the server");
+    assert!(probe.2.is_empty(), "the write never reaches the server");
+    assert_eq!((probe.1.flags, probe.1.seq), (A, 777u32.wrapping_add(1 << 31)));
+    // The server answers the probe with its own next expected sequence number (700: it never
+    // saw bytes the old switch answered) and gets an RST at exactly that.
+    let out = r.server(5555, 700, A, &[]);
+    let rst = out.iter().find(|o| o.0 == 1).expect("an RST to the server");
+    assert_eq!((rst.1.flags, rst.1.seq), (flags::RST, 700));
+    let probe = out.iter().find(|o| o.0 == 0).expect("a probe to the client");
+    assert_eq!(probe.1.seq, 5555u32.wrapping_add(1 << 31));
+    // Server data on such a connection never reaches the client either.
+    let out = r.server(5555, 700, PA, b"$3\r\nold\r\n");
+    assert!(out.iter().all(|o| o.2.is_empty()), "{out:?}");
+    // RSTs (e.g. the closed side answering a probe) are never answered.
+    assert!(r.client(777, 999, flags::RST, &[]).is_empty());
+    assert!(r.server(5555, 0, flags::RST, &[]).is_empty());
+}
+
+/// A connection whose bytes stop parsing may carry writes the switch cannot see: while it is
+/// open, nothing is answered from the cache and nothing is learned; once it ends, caching
+/// resumes.
+#[test]
+fn a_broken_connection_empties_the_cache_until_it_ends() {
+    let mut r = Rig::new();
+    handshake(&mut r);
+    let get = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    let val = b"$5\r\nhello\r\n";
+    // (client seq, client's ack) in the client's view; α and β so far.
+    let mut at = (C_ISN + 1, S_ISN + 1, 0u32, 0u32);
+    let read = |r: &mut Rig, at: &mut (u32, u32, u32, u32), answered: bool| {
+        let (c, s, alpha, beta) = *at;
+        let out = r.client(c, s, PA, get);
+        let c = c + get.len() as u32;
+        if answered {
+            assert_eq!((out.len(), out[0].0), (1, 0), "a hit: {out:?}");
+            *at = (c, s + val.len() as u32, alpha + get.len() as u32, beta + val.len() as u32);
+        } else {
+            assert_eq!((out.len(), out[0].0), (1, 1), "forwarded: {out:?}");
+            let fwd = r.server(s - beta, c - alpha, PA, val);
+            assert_eq!(fwd[0].0, 0, "the answer is forwarded");
+            *at = (c, s + val.len() as u32, alpha, beta);
+        }
+    };
+    read(&mut r, &mut at, false);
+    read(&mut r, &mut at, true);
+    // A second client connection (port 40001) whose bytes are not RESP.
+    let other = |seq: u32, ack: u32, fl: u8, payload: &[u8], to_server: bool| {
+        let (src, dst, sp, dp) = if to_server {
+            (CLIENT, SERVER, 40001, SPORT)
+        } else {
+            (SERVER, CLIENT, SPORT, 40001)
+        };
+        TcpFrame::new((Ipv4Addr::from(src), sp), (Ipv4Addr::from(dst), dp), seq, ack, fl)
+            .payload(payload)
+            .emit()
+    };
+    r.send(0, &other(100, 0, flags::SYN, &[], true));
+    r.send(1, &other(900, 101, flags::SYN | A, &[], false));
+    r.send(0, &other(101, 901, A, &[], true));
+    let out = r.send(0, &other(101, 901, PA, b"\x00\x01 not resp\r\n*x\r\n", true));
+    assert_eq!(out[0].0, 1, "forwarded");
+    read(&mut r, &mut at, false);
+    read(&mut r, &mut at, false);
+    // The broken connection ends: the key is learned and answered again.
+    r.send(0, &other(121, 901, flags::RST, &[], true));
+    read(&mut r, &mut at, false);
+    read(&mut r, &mut at, true);
+}
+
 mod cql_v5 {
     use super::*;
     use innet_appswitch::cql::{
