@@ -11,9 +11,10 @@ type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
-/// A read's place in the order of write events, taken when the request passes the switch.
+/// A read's place in the order of write events, taken when the request passes the switch, and
+/// the time it passed (the age of the answer it may fill is counted from there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadToken(u64);
+pub struct ReadToken(u64, u64);
 
 /// A write's place in the order of write events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,9 +32,9 @@ struct Node {
     key: Vec<u8>,
     /// The key's hash in `index` (kept so an eviction does not hash the victim's key again).
     hash: u64,
-    /// (query shape, reply bytes): a key can be asked for in several ways (different columns,
-    /// prepared or not); each way has its own learned answer.
-    answers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// (query shape, reply bytes, learned at ns): a key can be asked for in several ways
+    /// (different columns, prepared or not); each way has its own learned answer.
+    answers: Vec<(Vec<u8>, Vec<u8>, u64)>,
     prev: usize,
     next: usize,
 }
@@ -57,6 +58,8 @@ pub struct CacheStats {
     pub invalidations: u64,
     pub flushes: u64,
     pub evictions: u64,
+    /// Answers found but older than the maximum age (counted as misses too).
+    pub expired: u64,
 }
 
 /// LRU with a capacity in keys, plus the write bookkeeping that keeps it consistent.
@@ -77,6 +80,12 @@ pub struct Cache {
     floor: u64,
     /// Writes to unknown keys in flight: nothing may fill until they end.
     pending_all: u32,
+    /// Answers older than this are not served (`max_age_ms`; None: no bound). An answer's age
+    /// counts from when its read request passed the switch (it reflects the server at some
+    /// moment after that), or from a write's reply for an answer a write set.
+    max_age_ns: Option<u64>,
+    /// The current time (the runtime's clock, set per packet).
+    now_ns: u64,
     pub stats: CacheStats,
 }
 
@@ -94,8 +103,18 @@ impl Cache {
             keys: HashMap::default(),
             floor: 0,
             pending_all: 0,
+            max_age_ns: None,
+            now_ns: 0,
             stats: CacheStats::default(),
         }
+    }
+    /// Bound the age of the answers served (None: serve them until a write or eviction).
+    pub fn set_max_age_ns(&mut self, max: Option<u64>) {
+        self.max_age_ns = max;
+    }
+    /// The time now, on the clock ages are measured with.
+    pub fn set_now_ns(&mut self, now: u64) {
+        self.now_ns = now;
     }
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -160,6 +179,15 @@ impl Cache {
             let a = self.nodes[i].answers.iter().position(|a| a.0 == shape)?;
             Some((i, a))
         });
+        let found = match (found, self.max_age_ns) {
+            (Some((i, a)), Some(max))
+                if self.now_ns.saturating_sub(self.nodes[i].answers[a].2) > max =>
+            {
+                self.stats.expired += 1;
+                None
+            }
+            (f, _) => f,
+        };
         match found {
             None => {
                 self.stats.misses += 1;
@@ -183,7 +211,7 @@ impl Cache {
     /// begins right after a write ended (or a flush) is ordered after it and may fill.
     pub fn begin_read(&mut self) -> ReadToken {
         self.clock += 1;
-        ReadToken(self.clock)
+        ReadToken(self.clock, self.now_ns)
     }
 
     fn may_fill(&self, key: &[u8], token: ReadToken) -> bool {
@@ -205,11 +233,11 @@ impl Cache {
             return false;
         }
         self.stats.fills += 1;
-        self.insert(key, shape, reply);
+        self.insert(key, shape, reply, token.1);
         true
     }
 
-    fn insert(&mut self, key: &[u8], shape: &[u8], reply: &[u8]) {
+    fn insert(&mut self, key: &[u8], shape: &[u8], reply: &[u8], learned_at_ns: u64) {
         let h = self.hash(key);
         if let Some(i) = self.find(h, key) {
             let n = &mut self.nodes[i];
@@ -217,8 +245,11 @@ impl Cache {
                 Some(a) => {
                     a.1.clear();
                     a.1.extend_from_slice(reply);
+                    a.2 = learned_at_ns;
                 }
-                None => n.answers.push((shape.to_vec(), reply.to_vec())),
+                None => n
+                    .answers
+                    .push((shape.to_vec(), reply.to_vec(), learned_at_ns)),
             }
             self.unlink(i);
             self.push_front(i);
@@ -241,7 +272,7 @@ impl Cache {
             self.free.push(victim);
             self.stats.evictions += 1;
         }
-        let (mut s, mut r) = spare_answer.unwrap_or_default();
+        let (mut s, mut r, _) = spare_answer.unwrap_or_default();
         refill(&mut s, shape);
         refill(&mut r, reply);
         let i = match self.free.pop() {
@@ -250,7 +281,7 @@ impl Cache {
                 refill(&mut n.key, key);
                 n.hash = h;
                 n.answers.clear();
-                n.answers.push((s, r));
+                n.answers.push((s, r, learned_at_ns));
                 n.prev = NIL;
                 n.next = NIL;
                 i
@@ -259,7 +290,7 @@ impl Cache {
                 self.nodes.push(Node {
                     key: key.to_vec(),
                     hash: h,
-                    answers: vec![(s, r)],
+                    answers: vec![(s, r, learned_at_ns)],
                     prev: NIL,
                     next: NIL,
                 });
@@ -301,7 +332,7 @@ impl Cache {
         {
             if token.0 > self.floor {
                 self.stats.updates += 1;
-                self.insert(key, shape, reply);
+                self.insert(key, shape, reply, self.now_ns);
             }
         }
         self.prune_keys();
@@ -367,6 +398,38 @@ mod tests {
         c.flush();
         let t = c.begin_read();
         assert!(c.fill(b"k", b"s", b"v", t), "begun after a flush");
+    }
+
+    /// With a maximum age, an answer is served only while younger than it, counted from when
+    /// its read passed the switch (not when the answer came back); a new answer restarts it.
+    #[test]
+    fn answers_older_than_the_maximum_age_are_not_served() {
+        let mut c = Cache::new(4);
+        c.set_max_age_ns(Some(100));
+        c.set_now_ns(1_000);
+        let t = c.begin_read();
+        c.set_now_ns(1_060);
+        assert!(c.fill(b"k", b"s", b"v1", t));
+        c.set_now_ns(1_100);
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"v1"[..]));
+        c.set_now_ns(1_101);
+        assert_eq!(c.lookup(b"k", b"s"), None, "101 ns after the read began");
+        assert_eq!(c.stats.expired, 1);
+        let t = c.begin_read();
+        assert!(c.fill(b"k", b"s", b"v2", t));
+        c.set_now_ns(1_201);
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"v2"[..]));
+        // A write's update is as old as its reply.
+        let w = c.begin_write(b"k");
+        c.set_now_ns(1_300);
+        c.end_write(b"k", w, Some((b"s", b"v3")));
+        c.set_now_ns(1_400);
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"v3"[..]));
+        c.set_now_ns(1_401);
+        assert_eq!(c.lookup(b"k", b"s"), None);
+        // Without a bound, age never matters.
+        c.set_max_age_ns(None);
+        assert_eq!(c.lookup(b"k", b"s"), Some(&b"v3"[..]));
     }
 
     #[test]

@@ -46,6 +46,14 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
         server_port,
         cache_entries,
     });
+    // 0 (the default): no bound on how old a served answer may be.
+    let max_age_ms = s.u64("max_age_ms", 0)?;
+    if max_age_ms > 0 {
+        let ns = max_age_ms.checked_mul(1_000_000).ok_or_else(|| {
+            format!("--set max_age_ms={max_age_ms}: expected at most {}", u64::MAX / 1_000_000)
+        })?;
+        program.cache.set_max_age_ns(Some(ns));
+    }
     match s.str("parser", "lexical").as_str() {
         "lexical" => {}
         "fixed" => {
@@ -88,6 +96,7 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
                 ("connections".into(), c.connections.to_string()),
                 ("unseen_resets".into(), c.unseen_resets.to_string()),
                 ("cache_entries".into(), p.cache.len().to_string()),
+                ("expired".into(), p.cache.stats.expired.to_string()),
             ]
         },
     );
@@ -99,7 +108,7 @@ pub fn switch_programs() -> Vec<ProgramSpec> {
     vec![ProgramSpec {
         name: "appswitch",
         description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5), Redis or memcached (text protocol) with TCP migration. \
-                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
+                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), max_age_ms=N (0: no bound on a served answer's age), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
         build: build_appswitch,
     }]
 }

@@ -1082,6 +1082,7 @@ impl Program for AppSwitch {
     }
 
     fn ingress(&mut self, pkt: &mut Packet, meta: &mut Metadata, ctx: &mut Ctx<'_>) -> Verdict {
+        self.cache.set_now_ns(ctx.now_ps / 1000);
         let L4::Tcp(h) = pkt.l4 else {
             self.counters.bypassed += 1;
             return Verdict::Route;
