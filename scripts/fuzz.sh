@@ -16,7 +16,7 @@ case "$seconds" in
         exit 2
         ;;
 esac
-targets=(ethernet ipv4 udp tcp geneve frame pcap switchv2p orbitcache switchvm switchvm_sandbox switchvm_asm gigaflow_flows real_frame cql resp memcache)
+targets=(ethernet ipv4 udp tcp geneve frame pcap switchv2p orbitcache switchvm switchvm_sandbox switchvm_asm gigaflow_flows real_frame cql cql_compression resp memcache)
 
 start=$(date +%s)
 if ! cargo fuzz --version >/dev/null 2>&1; then

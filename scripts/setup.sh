@@ -33,7 +33,7 @@ fi
 
 log "python dependencies"
 python3 -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]" cassandra-driver redis pymemcache
+    "maturin>=1.5,<2" numpy pandas pyarrow matplotlib click rich pytest hypothesis highsbox "dask[distributed]" cassandra-driver redis pymemcache lz4 python-snappy
 
 log "build and install innet (release)"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .

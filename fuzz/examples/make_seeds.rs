@@ -434,6 +434,20 @@ fn appswitch_seeds(dir: &Path) {
     let mut segs = Vec::new();
     cql::encode_frames_v5(&q5, &mut segs);
     write(dir, "cql", "v5_segmented_query", &[&[2u8, 7][..], &segs].concat());
+    // Compressed CQL: an LZ4 and a Snappy v4 frame (mode 0 / 1), LZ4 v5 segments (mode 6).
+    {
+        use innet_appswitch::compression::{compress_body, compress_segment, Compression};
+        for (mode, c, name) in [(0u8, Compression::Lz4, "v4_lz4_frame"), (1, Compression::Snappy, "v4_snappy_frame")] {
+            let mut f = cql::response_frame(4, 3, opcode::RESULT, &compress_body(c, &body));
+            f[1] |= cql::frame_flags::COMPRESSION;
+            write(dir, "cql_compression", name, &[&[mode, 11][..], &f].concat());
+        }
+        let frames = [cql::response_frame(5, 3, opcode::RESULT, &body), q5.clone()].concat();
+        let mut segs = Vec::new();
+        cql::encode_compressed_format_segment(&compress_segment(&frames), Some(frames.len()), true, &mut segs);
+        cql::encode_compressed_format_segment(&frames, None, true, &mut segs);
+        write(dir, "cql_compression", "v5_lz4_segments", &[&[6u8, 13][..], &segs].concat());
+    }
     let mut c = Vec::new();
     innet_appswitch::resp::encode_command(&[b"SET", b"k", b"v"], &mut c);
     innet_appswitch::resp::encode_command(&[b"GET", b"k"], &mut c);

@@ -191,12 +191,15 @@ def memcached_mixed(host: str, port: int, ops: int, keys: int, conns: int, seed:
             "elapsed_s": elapsed, "model": {k: (v.decode() if v is not None else None) for k, v in model.items()}}
 
 
-def cql_session(host: str, protocol: int | None):
+def cql_session(host: str, protocol: int | None, compression: str = "auto"):
+    """A driver session. `compression`: "auto" (the driver's default: LZ4 when the lz4 package
+    is installed, else Snappy when python-snappy is), "none", "lz4" or "snappy"."""
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
 
     kw = {"contact_points": [host], "load_balancing_policy": WhiteListRoundRobinPolicy([host]),
-          "connect_timeout": 30, "control_connection_timeout": 30}
+          "connect_timeout": 30, "control_connection_timeout": 30,
+          "compression": {"auto": True, "none": False}.get(compression, compression)}
     if protocol:
         kw["protocol_version"] = protocol
     cluster = Cluster(**kw)
@@ -205,9 +208,17 @@ def cql_session(host: str, protocol: int | None):
     return cluster, session
 
 
-def cql_mixed(host: str, ops: int, keys: int, seed: int, protocol: int | None) -> dict:
+def negotiated_compression(cluster) -> str | None:
+    """The compression the driver's control connection negotiated (None: uncompressed)."""
+    from cassandra.connection import locally_supported_compressions
+
+    d = cluster.control_connection._connection.decompressor
+    return next((k for k, (_, dec) in locally_supported_compressions.items() if dec is d), None)
+
+
+def cql_mixed(host: str, ops: int, keys: int, seed: int, protocol: int | None, compression: str = "auto") -> dict:
     rng = random.Random(seed)
-    cluster, s = cql_session(host, protocol)
+    cluster, s = cql_session(host, protocol, compression)
     s.execute("CREATE KEYSPACE IF NOT EXISTS innet WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
     s.execute("CREATE TABLE IF NOT EXISTS innet.kv (k int PRIMARY KEY, v text)")
     s.execute("TRUNCATE innet.kv")
@@ -259,9 +270,10 @@ def cql_mixed(host: str, ops: int, keys: int, seed: int, protocol: int | None) -
             wrong.append({"op": i, "error": repr(e)})
     elapsed = time.perf_counter() - t0
     version = cluster.protocol_version
+    used = negotiated_compression(cluster)
     cluster.shutdown()
     return {"ops": ops, "counts": counts, "errors": errors, "wrong": wrong[:20], "wrong_count": len(wrong),
-            "elapsed_s": elapsed, "protocol_version": version,
+            "elapsed_s": elapsed, "protocol_version": version, "compression": used,
             "model": {str(k): v for k, v in model.items()}}
 
 
@@ -416,13 +428,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-len", type=int, default=0, help="query only the table of this name/key length")
     ap.add_argument("--ready-file", default="", help="connections: create this file once connected")
     ap.add_argument("--go-file", default="", help="connections: then start when this file exists")
+    ap.add_argument("--compression", choices=["auto", "none", "lz4", "snappy"], default="auto",
+                    help="cql: the driver's compression (auto: its default, LZ4 when the lz4 package is installed)")
     a = ap.parse_args(argv)
     if a.kind == "redis":
         out = redis_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
     elif a.kind == "memcached":
         out = memcached_mixed(a.host, a.port, a.ops, a.keys, a.conns, a.seed)
     elif a.kind == "cql":
-        out = cql_mixed(a.host, a.ops, a.keys, a.seed, a.protocol)
+        out = cql_mixed(a.host, a.ops, a.keys, a.seed, a.protocol, a.compression)
     elif a.kind == "cql-read-model":
         out = cql_read_model(a.host, a.protocol, a.keys)
     elif a.kind == "connections":

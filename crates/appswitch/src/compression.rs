@@ -101,7 +101,11 @@ pub fn compress_body(c: Compression, body: &[u8]) -> Vec<u8> {
 
 /// A v5 segment payload compressed with LZ4 (a bare block: its decompressed length is in the
 /// segment header), decompressed into `out`.
-pub fn decompress_segment(payload: &[u8], uncompressed_len: usize, out: &mut Vec<u8>) -> Result<()> {
+pub fn decompress_segment(
+    payload: &[u8],
+    uncompressed_len: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     out.clear();
     if uncompressed_len > MAX_SEGMENT_PAYLOAD_BYTES {
         return err(
@@ -179,8 +183,8 @@ mod tests {
     }
 
     use crate::cql::{
-        encode_compressed_format_segment, frame_flags, opcode, response_frame, Frame,
-        FrameHeader, FrameReader,
+        encode_compressed_format_segment, frame_flags, opcode, response_frame, Frame, FrameHeader,
+        FrameReader,
     };
 
     fn frame(version: u8, stream: i16, flags: u8, body: &[u8]) -> Vec<u8> {
@@ -235,7 +239,12 @@ mod tests {
         }
         // Compressed bytes with no compression negotiated (or v5 frames flagged) are errors.
         let mut r = FrameReader::new(true);
-        let f = frame(4, 1, frame_flags::COMPRESSION, &compress_body(Compression::Lz4, &body));
+        let f = frame(
+            4,
+            1,
+            frame_flags::COMPRESSION,
+            &compress_body(Compression::Lz4, &body),
+        );
         assert!(r.push(&f, &mut Vec::new()).is_err());
     }
 
@@ -248,7 +257,12 @@ mod tests {
         // One LZ4 segment with two frames, one stored uncompressed (decompressed length 0),
         // and a frame split over two non-self-contained compressed segments.
         let both = [f1.clone(), f2.clone()].concat();
-        encode_compressed_format_segment(&compress_segment(&both), Some(both.len()), true, &mut segs);
+        encode_compressed_format_segment(
+            &compress_segment(&both),
+            Some(both.len()),
+            true,
+            &mut segs,
+        );
         encode_compressed_format_segment(&f2, None, true, &mut segs);
         let (a, b) = f1.split_at(7);
         encode_compressed_format_segment(&compress_segment(a), Some(a.len()), false, &mut segs);

@@ -50,7 +50,10 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
     let max_age_ms = s.u64("max_age_ms", 0)?;
     if max_age_ms > 0 {
         let ns = max_age_ms.checked_mul(1_000_000).ok_or_else(|| {
-            format!("--set max_age_ms={max_age_ms}: expected at most {}", u64::MAX / 1_000_000)
+            format!(
+                "--set max_age_ms={max_age_ms}: expected at most {}",
+                u64::MAX / 1_000_000
+            )
         })?;
         program.cache.set_max_age_ns(Some(ns));
     }

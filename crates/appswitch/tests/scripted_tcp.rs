@@ -283,15 +283,24 @@ fn unseen_connections_are_reset_on_both_sides_with_exact_sequence_numbers() {
     let rst = out.iter().find(|o| o.0 == 0).expect("an RST to the client");
     assert_eq!((rst.1.flags, rst.1.seq), (flags::RST, 999));
     assert_eq!((rst.1.src_port, rst.1.dst_port), (SPORT, CPORT));
-    let probe = out.iter().find(|o| o.0 == 1).expect("a probe to the server");
+    let probe = out
+        .iter()
+        .find(|o| o.0 == 1)
+        .expect("a probe to the server");
     assert!(probe.2.is_empty(), "the write never reaches the server");
-    assert_eq!((probe.1.flags, probe.1.seq), (A, 777u32.wrapping_add(1 << 31)));
+    assert_eq!(
+        (probe.1.flags, probe.1.seq),
+        (A, 777u32.wrapping_add(1 << 31))
+    );
     // The server answers the probe with its own next expected sequence number (700: it never
     // saw bytes the old switch answered) and gets an RST at exactly that.
     let out = r.server(5555, 700, A, &[]);
     let rst = out.iter().find(|o| o.0 == 1).expect("an RST to the server");
     assert_eq!((rst.1.flags, rst.1.seq), (flags::RST, 700));
-    let probe = out.iter().find(|o| o.0 == 0).expect("a probe to the client");
+    let probe = out
+        .iter()
+        .find(|o| o.0 == 0)
+        .expect("a probe to the client");
     assert_eq!(probe.1.seq, 5555u32.wrapping_add(1 << 31));
     // Server data on such a connection never reaches the client either.
     let out = r.server(5555, 700, PA, b"$3\r\nold\r\n");
@@ -318,7 +327,12 @@ fn a_broken_connection_empties_the_cache_until_it_ends() {
         let c = c + get.len() as u32;
         if answered {
             assert_eq!((out.len(), out[0].0), (1, 0), "a hit: {out:?}");
-            *at = (c, s + val.len() as u32, alpha + get.len() as u32, beta + val.len() as u32);
+            *at = (
+                c,
+                s + val.len() as u32,
+                alpha + get.len() as u32,
+                beta + val.len() as u32,
+            );
         } else {
             assert_eq!((out.len(), out[0].0), (1, 1), "forwarded: {out:?}");
             let fwd = r.server(s - beta, c - alpha, PA, val);
@@ -335,14 +349,23 @@ fn a_broken_connection_empties_the_cache_until_it_ends() {
         } else {
             (SERVER, CLIENT, SPORT, 40001)
         };
-        TcpFrame::new((Ipv4Addr::from(src), sp), (Ipv4Addr::from(dst), dp), seq, ack, fl)
-            .payload(payload)
-            .emit()
+        TcpFrame::new(
+            (Ipv4Addr::from(src), sp),
+            (Ipv4Addr::from(dst), dp),
+            seq,
+            ack,
+            fl,
+        )
+        .payload(payload)
+        .emit()
     };
     r.send(0, &other(100, 0, flags::SYN, &[], true));
     r.send(1, &other(900, 101, flags::SYN | A, &[], false));
     r.send(0, &other(101, 901, A, &[], true));
-    let out = r.send(0, &other(101, 901, PA, b"\x00\x01 not resp\r\n*x\r\n", true));
+    let out = r.send(
+        0,
+        &other(101, 901, PA, b"\x00\x01 not resp\r\n*x\r\n", true),
+    );
     assert_eq!(out[0].0, 1, "forwarded");
     read(&mut r, &mut at, false);
     read(&mut r, &mut at, false);
