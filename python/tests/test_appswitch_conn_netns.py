@@ -88,6 +88,26 @@ def truth(t: Topology, *statements: str) -> list:
     return json.loads(r.stdout)
 
 
+def drive(t: Topology, script: str, args: list[str], steps: list) -> dict:
+    """Run `script` in the client namespace with `args` and a fresh sync directory as its last
+    argument; for each (file, action) of `steps`, wait until the script
+    creates `file` in it, then run `action(dir)`. Returns the JSON the script prints."""
+    d = Path(tempfile.mkdtemp(prefix="innet-sync-"))
+    p = t.popen(t.client, [sys.executable, "-c", script, *args, str(d)], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+    try:
+        for name, action in steps:
+            wait_for(d / name, p)
+            action(d)
+        o, e = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        subprocess.run(["rm", "-rf", str(d)])
+    assert p.returncode == 0, e.decode(errors="replace")[-3000:]
+    return json.loads(o)
+
+
 def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 180) -> None:
     deadline = time.time() + timeout
     while not path.exists():
@@ -186,25 +206,21 @@ def test_restart_closes_migrated_connections_and_unseen_writes_never_pass(rig, p
           "CREATE TABLE IF NOT EXISTS conn.kv (k int PRIMARY KEY, v text)", "TRUNCATE conn.kv")
     stats1, stats2 = tmp_path / "stats1.json", tmp_path / "stats2.json"
     t.start_switch("appswitch", {"protocol": "cql"}, extra=["--stats-json", str(stats1)])
-    d = tmp_path / "sync"
-    d.mkdir()
-    p = t.popen(t.client, [sys.executable, "-c", RESTART, t.server_ip, str(protocol), str(REPO / "python"), str(d)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(d / "hits", p)
-        s1 = stop_switch_stats(t, stats1)  # SIGTERM: the restart
-        assert program_counter(s1, "hits") >= 3, s1.get("program_report")
+    held = {}
+
+    def restart(d: Path) -> None:
+        held["s1"] = stop_switch_stats(t, stats1)  # SIGTERM: the restart
         t.start_switch("appswitch", {"protocol": "cql"}, extra=["--stats-json", str(stats2)])
         (d / "restarted").touch()
-        wait_for(d / "check", p)
-        held_then = truth(t, "SELECT v FROM conn.kv WHERE k = 1")[0]
+
+    def check(d: Path) -> None:
+        held["then"] = truth(t, "SELECT v FROM conn.kv WHERE k = 1")[0]
         (d / "checked").touch()
-        o, e = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, e.decode(errors="replace")[-3000:]
-    out = json.loads(o)
+
+    out = drive(t, RESTART, [t.server_ip, str(protocol), str(REPO / "python")],
+                [("hits", restart), ("check", check)])
+    s1, held_then = held["s1"], held["then"]
+    assert program_counter(s1, "hits") >= 3, s1.get("program_report")
     s2 = stop_switch_stats(t, stats2)
     print(json.dumps({"protocol": protocol, "client": out, "truth_at_check": held_then,
                       "switch_after_restart": s2.get("program_report")}))
@@ -231,7 +247,7 @@ MAX_AGE = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
     from innet.appswitch_workload import cql_session
-    host, d, sleep = sys.argv[1], Path(sys.argv[3]), float(sys.argv[4])
+    host, sleep, d = sys.argv[1], float(sys.argv[3]), Path(sys.argv[4])
     c, s = cql_session(host, None)
     sel = s.prepare("SELECT v FROM conn.age WHERE k = ?")
     before = [s.execute(sel, (1,)).one().v for _ in range(3)]
@@ -259,21 +275,12 @@ def test_max_age_bounds_how_stale_a_bypassed_write_leaves_the_cache(rig, max_age
     stats = tmp_path / "stats.json"
     sets = {"protocol": "cql"} | ({"max_age_ms": str(max_age_ms)} if max_age_ms else {})
     t.start_switch("appswitch", sets, extra=["--stats-json", str(stats)])
-    d = tmp_path / "sync"
-    d.mkdir()
-    p = t.popen(t.client, [sys.executable, "-c", MAX_AGE, t.server_ip, str(REPO / "python"), str(d), "2.0"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_for(d / "learned", p)
-        # A client that bypasses the switch writes the key.
+
+    def bypassing_write(d: Path) -> None:
         truth(t, "UPDATE conn.age SET v = 'new' WHERE k = 1")
         (d / "written").touch()
-        o, e = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, e.decode(errors="replace")[-3000:]
-    out = json.loads(o)
+
+    out = drive(t, MAX_AGE, [t.server_ip, str(REPO / "python"), "2.0"], [("learned", bypassing_write)])
     s = stop_switch_stats(t, stats)
     print(json.dumps({"max_age_ms": max_age_ms, "client": out, "switch": s.get("program_report")}))
     assert out["before"] == ["old"] * 3

@@ -29,10 +29,25 @@ fn frame(
     payload: &[u8],
     dport: u16,
 ) -> Vec<u8> {
+    frame_of(CPORT, to_server, seq, ack, fl, opts, payload, dport)
+}
+
+/// [`frame`] of the connection from client port `cport`.
+#[allow(clippy::too_many_arguments)]
+fn frame_of(
+    cport: u16,
+    to_server: bool,
+    seq: u32,
+    ack: u32,
+    fl: u8,
+    opts: Vec<TcpOption>,
+    payload: &[u8],
+    dport: u16,
+) -> Vec<u8> {
     let (src, dst, sp, dp) = if to_server {
-        (CLIENT, SERVER, CPORT, dport)
+        (CLIENT, SERVER, cport, dport)
     } else {
-        (SERVER, CLIENT, dport, CPORT)
+        (SERVER, CLIENT, dport, cport)
     };
     TcpFrame::new(
         (Ipv4Addr::from(src), sp),
@@ -344,20 +359,7 @@ fn a_broken_connection_empties_the_cache_until_it_ends() {
     read(&mut r, &mut at, true);
     // A second client connection (port 40001) whose bytes are not RESP.
     let other = |seq: u32, ack: u32, fl: u8, payload: &[u8], to_server: bool| {
-        let (src, dst, sp, dp) = if to_server {
-            (CLIENT, SERVER, 40001, SPORT)
-        } else {
-            (SERVER, CLIENT, SPORT, 40001)
-        };
-        TcpFrame::new(
-            (Ipv4Addr::from(src), sp),
-            (Ipv4Addr::from(dst), dp),
-            seq,
-            ack,
-            fl,
-        )
-        .payload(payload)
-        .emit()
+        frame_of(40001, to_server, seq, ack, fl, vec![], payload, SPORT)
     };
     r.send(0, &other(100, 0, flags::SYN, &[], true));
     r.send(1, &other(900, 101, flags::SYN | A, &[], false));
