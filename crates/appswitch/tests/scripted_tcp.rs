@@ -364,9 +364,11 @@ fn a_broken_connection_empties_the_cache_until_it_ends() {
     r.send(0, &other(100, 0, flags::SYN, &[], true));
     r.send(1, &other(900, 101, flags::SYN | A, &[], false));
     r.send(0, &other(101, 901, A, &[], true));
+    // Not RESP from the first byte (an inline command would be a parsed write of unknown keys,
+    // which empties the cache until its reply anyway).
     let out = r.send(
         0,
-        &other(101, 901, PA, b"\x00\x01 not resp\r\n*x\r\n", true),
+        &other(101, 901, PA, b"*x\r\n\x00\x01 not resp\r\n", true),
     );
     assert_eq!(out[0].0, 1, "forwarded");
     read(&mut r, &mut at, false);
