@@ -51,7 +51,8 @@ pub struct Counters {
     pub writes: u64,
     /// Answers learned into the cache.
     pub learned: u64,
-    /// Packets not on a tracked connection (other ports, non-TCP, connections seen mid-way).
+    /// Packets not on a tracked connection (other ports, non-TCP, RSTs of connections the
+    /// switch did not see open).
     pub bypassed: u64,
     /// Request bytes answered by the switch (α) and reply bytes it sent (β), over all connections.
     pub migrated_request_bytes: u64,
