@@ -1211,6 +1211,7 @@ impl AppSwitch {
     ///   on as a probe: the receiver answers an unacceptable segment with an ACK of its own
     ///   next expected sequence number (RFC 793 §3.9), and that ACK, arriving here, gets the
     ///   other side its exact RST in turn.
+    ///
     /// Nothing of the connection's data passes. RSTs are dropped (never answered).
     fn reset_unseen(&mut self, pkt: &mut Packet, meta: &Metadata, ctx: &mut Ctx<'_>) -> Verdict {
         let L4::Tcp(h) = pkt.l4 else {
