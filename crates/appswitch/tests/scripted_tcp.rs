@@ -379,6 +379,27 @@ fn a_broken_connection_empties_the_cache_until_it_ends() {
     read(&mut r, &mut at, true);
 }
 
+/// `max_age_ms` is a whole number of milliseconds that fits the clock; anything else is one
+/// clear error naming the setting.
+#[test]
+fn max_age_setting_is_checked() {
+    let spec = switch_programs()
+        .into_iter()
+        .find(|p| p.name == "appswitch")
+        .unwrap();
+    let with = |v: &str| {
+        let mut s = BTreeMap::new();
+        s.insert("max_age_ms".to_string(), v.to_string());
+        spec.instantiate(s, 2).map(|_| ())
+    };
+    assert!(with("250").is_ok());
+    assert!(with("0").is_ok());
+    let e = with("soon").unwrap_err();
+    assert!(e.contains("max_age_ms=soon") && e.contains("whole number"), "{e}");
+    let e = with(&u64::MAX.to_string()).unwrap_err();
+    assert!(e.contains("max_age_ms=") && e.contains("at most"), "{e}");
+}
+
 mod cql_v5 {
     use super::*;
     use innet_appswitch::cql::{
