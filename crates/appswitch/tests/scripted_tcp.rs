@@ -395,7 +395,10 @@ fn max_age_setting_is_checked() {
     assert!(with("250").is_ok());
     assert!(with("0").is_ok());
     let e = with("soon").unwrap_err();
-    assert!(e.contains("max_age_ms=soon") && e.contains("whole number"), "{e}");
+    assert!(
+        e.contains("max_age_ms=soon") && e.contains("whole number"),
+        "{e}"
+    );
     let e = with(&u64::MAX.to_string()).unwrap_err();
     assert!(e.contains("max_age_ms=") && e.contains("at most"), "{e}");
 }
