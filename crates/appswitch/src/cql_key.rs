@@ -33,6 +33,26 @@ pub enum KeyType {
 }
 
 impl KeyType {
+    /// Every keyed type.
+    pub const ALL: [KeyType; 16] = [
+        KeyType::Ascii,
+        KeyType::Text,
+        KeyType::Int,
+        KeyType::BigInt,
+        KeyType::SmallInt,
+        KeyType::TinyInt,
+        KeyType::Blob,
+        KeyType::Uuid,
+        KeyType::TimeUuid,
+        KeyType::Boolean,
+        KeyType::Timestamp,
+        KeyType::Date,
+        KeyType::Time,
+        KeyType::Inet,
+        KeyType::Float,
+        KeyType::Double,
+    ];
+
     /// From the `type` column of `system_schema.columns` (CQL type names).
     pub fn from_schema_name(name: &str) -> Option<KeyType> {
         Some(match name.trim().to_ascii_lowercase().as_str() {
@@ -207,7 +227,7 @@ fn timestamp_ms(s: &str) -> Option<i64> {
     let (time, zone) = rest.split_at(zpos);
     let offset_min = match zone {
         "Z" => 0,
-        z => {
+        z if z.is_ascii() => {
             let sign = if z.starts_with('-') { -1 } else { 1 };
             let z = &z[1..];
             let (h, m) = match z.len() {
@@ -221,6 +241,7 @@ fn timestamp_ms(s: &str) -> Option<i64> {
             }
             sign * (h * 60 + m)
         }
+        _ => return None,
     };
     let mut ms_of_day = 0;
     if !time.is_empty() {
@@ -398,6 +419,44 @@ mod tests {
             }
         }
         assert_eq!(n, days_from_civil(2100, 1, 1).unwrap());
+    }
+
+    proptest::proptest! {
+        /// Any text, as a string literal or a number's text, for every type: an answer or a
+        /// refusal, never a panic; and a timestamp written as `YYYY-MM-DD HH:MM:SS.fff±HH:MM`
+        /// is the milliseconds it names.
+        #[test]
+        fn literals_never_panic(s in ".{0,40}", ms in -62_135_596_800_000i64..253_402_300_799_999, off in -1439i64..1440) {
+            for t in KeyType::ALL {
+                let mut v = Vec::new();
+                from_literal(t, &KeyValue::Text(s.clone()), &mut v);
+                from_literal(t, &KeyValue::Num(s.clone()), &mut v);
+            }
+            // Format ms at offset `off` minutes with the civil-from-days inverse.
+            let local = ms + off * 60_000;
+            let (days, rem) = (local.div_euclid(86_400_000), local.rem_euclid(86_400_000));
+            let (y, m, d) = civil_from_days(days);
+            let text = format!(
+                "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}{}{:02}:{:02}",
+                rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000,
+                if off < 0 { '-' } else { '+' }, off.abs() / 60, off.abs() % 60
+            );
+            proptest::prop_assume!((1..=9999).contains(&y));
+            proptest::prop_assert_eq!(timestamp_ms(&text), Some(ms), "{}", text);
+        }
+    }
+
+    /// H. Hinnant's `civil_from_days` (the inverse of `days_from_civil`).
+    fn civil_from_days(z: i64) -> (i64, i64, i64) {
+        let z = z + 719468;
+        let era = z.div_euclid(146097);
+        let doe = z - era * 146097;
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        (yoe + era * 400 + (m <= 2) as i64, m, d)
     }
 
     #[test]
