@@ -26,21 +26,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from innet.appswitch_workload import cql_session
+
 KS = "sem"
 
 
-def session(host: str, protocol: int | None = None):
-    from cassandra.cluster import Cluster
-    from cassandra.policies import WhiteListRoundRobinPolicy
-
-    kw: dict[str, Any] = {"contact_points": [host], "load_balancing_policy": WhiteListRoundRobinPolicy([host]),
-                          "connect_timeout": 30, "control_connection_timeout": 30, "compression": False}
-    if protocol:
-        kw["protocol_version"] = protocol
-    cluster = Cluster(**kw)
-    s = cluster.connect()
-    s.default_timeout = 30
-    return cluster, s
+def session(host: str):
+    return cql_session(host, None)
 
 
 def outcome(run: Callable[[], Any]) -> str:

@@ -992,6 +992,19 @@ pub struct ColumnSpec {
     pub typ: CqlType,
 }
 
+impl ColumnSpec {
+    /// Columns `(name, native type id)` under a global table spec (for captures and tests).
+    pub fn natives(cols: &[(&str, u16)]) -> Vec<ColumnSpec> {
+        cols.iter()
+            .map(|(n, t)| ColumnSpec {
+                table: None,
+                name: n.to_string(),
+                typ: CqlType::Native(*t),
+            })
+            .collect()
+    }
+}
+
 /// Rows (and Prepared result) metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RowsMetadata {

@@ -268,7 +268,7 @@ impl Schema {
 /// The answer to `SELECT * FROM system_schema.tables`, as far as the switch reads it: one row
 /// (keyspace, table, default_time_to_live) per table (for captures and tests).
 pub fn tables_rows(tables: &[(&str, &str, i32)]) -> Rows {
-    use cql::{type_id, ColumnSpec, CqlType, RowsMetadata};
+    use cql::{type_id, ColumnSpec, RowsMetadata};
     let cols = [
         ("keyspace_name", type_id::VARCHAR),
         ("table_name", type_id::VARCHAR),
@@ -279,14 +279,7 @@ pub fn tables_rows(tables: &[(&str, &str, i32)]) -> Rows {
             flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
             columns_count: cols.len() as u32,
             global_table: Some(("system_schema".into(), "tables".into())),
-            columns: cols
-                .iter()
-                .map(|(n, t)| ColumnSpec {
-                    table: None,
-                    name: n.to_string(),
-                    typ: CqlType::Native(*t),
-                })
-                .collect(),
+            columns: ColumnSpec::natives(&cols),
             ..Default::default()
         },
         rows: tables
@@ -343,20 +336,13 @@ pub fn schema_read(text: &str) -> Option<SchemaRead> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cql::{ColumnSpec, CqlType, RowsMetadata};
+    use crate::cql::{ColumnSpec, RowsMetadata};
 
     fn rows(cols: &[(&str, u16)], data: Vec<Vec<Option<Vec<u8>>>>) -> Rows {
         Rows {
             metadata: RowsMetadata {
                 columns_count: cols.len() as u32,
-                columns: cols
-                    .iter()
-                    .map(|(n, t)| ColumnSpec {
-                        table: None,
-                        name: n.to_string(),
-                        typ: CqlType::Native(*t),
-                    })
-                    .collect(),
+                columns: ColumnSpec::natives(cols),
                 ..Default::default()
             },
             rows: data,

@@ -408,13 +408,13 @@ impl AppSwitch {
             return Classified::Pending(Pending::WriteAll);
         };
         match req {
-            Request::Query { text, params } if schema_read(&text).is_some() => {
-                Classified::Pending(Pending::SchemaRead {
-                    kind: schema_read(&text).unwrap_or(SchemaRead::Columns),
-                    continued: params.paging_state.is_some(),
-                })
-            }
             Request::Query { text, params } => {
+                if let Some(kind) = schema_read(&text) {
+                    return Classified::Pending(Pending::SchemaRead {
+                        kind,
+                        continued: params.paging_state.is_some(),
+                    });
+                }
                 let ks = params.keyspace.as_deref().or(keyspace);
                 let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
                 let st = match fixed {

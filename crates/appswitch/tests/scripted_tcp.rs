@@ -274,7 +274,7 @@ fn other_ports_and_garbage_pass_through() {
 mod cql_v5 {
     use super::*;
     use innet_appswitch::cql::{
-        self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
+        self, opcode, ColumnSpec, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
         RowsMetadata, Value,
     };
     use innet_appswitch::cql_schema::tables_rows;
@@ -304,14 +304,7 @@ mod cql_v5 {
             bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
             pk_indexes: vec![pk],
             bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: cols
-                .iter()
-                .map(|(n, t)| ColumnSpec {
-                    table: None,
-                    name: n.to_string(),
-                    typ: CqlType::Native(*t),
-                })
-                .collect(),
+            bind_columns: ColumnSpec::natives(cols),
             result: RowsMetadata {
                 flags: cql::rows_flags::NO_METADATA,
                 ..Default::default()
@@ -759,6 +752,33 @@ mod cql_schema {
         t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
     }
 
+    /// PREPARE `q` (stream 1) and the server's answer: prepared id `id` of ks.kv with bind
+    /// columns `cols`, the partition key at bind index `pk`.
+    fn prepare(t: &mut Talk, q: &str, id: &[u8], cols: Vec<ColumnSpec>, pk: u16) {
+        let prep = cql::request_frame(
+            4,
+            1,
+            opcode::PREPARE,
+            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+        );
+        assert_eq!(t.request(&prep), None);
+        let p = cql::Prepared {
+            id: id.to_vec(),
+            result_metadata_id: None,
+            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            pk_indexes: vec![pk],
+            bind_global_table: Some(("ks".into(), "kv".into())),
+            bind_columns: cols,
+            result: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                ..Default::default()
+            },
+        };
+        let mut b = Vec::new();
+        cql::encode_prepared(4, &p, &mut b);
+        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
+    }
+
     /// The driver's read of `system_schema.tables` (`ttl` = default_time_to_live of each).
     fn options(t: &mut Talk, stream: i16, tables: &[(&str, &str, i32)]) {
         assert_eq!(
@@ -847,33 +867,17 @@ mod cql_schema {
     /// EXECUTE is no longer answered by the switch.
     #[test]
     fn prepared_select_stops_hitting_when_the_schema_shows_a_compound_key() {
-        use innet_appswitch::cql::{Prepared, Value};
+        use innet_appswitch::cql::Value;
         let mut t = Talk::with("cql");
         ready(&mut t);
         options(&mut t, 30, &[("ks", "kv", 0)]);
-        let q = "SELECT v FROM ks.kv WHERE k = ?";
-        let prep = cql::request_frame(
-            4,
-            1,
-            opcode::PREPARE,
-            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+        prepare(
+            &mut t,
+            "SELECT v FROM ks.kv WHERE k = ?",
+            b"SEL",
+            vec![text_col("k")],
+            0,
         );
-        assert_eq!(t.request(&prep), None);
-        let p = Prepared {
-            id: b"SEL".to_vec(),
-            result_metadata_id: None,
-            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
-            pk_indexes: vec![0],
-            bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: vec![text_col("k")],
-            result: RowsMetadata {
-                flags: cql::rows_flags::NO_METADATA,
-                ..Default::default()
-            },
-        };
-        let mut b = Vec::new();
-        cql::encode_prepared(4, &p, &mut b);
-        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
         let exec = |stream: i16| {
             let params = QueryParams {
                 consistency: 1,
@@ -1106,38 +1110,17 @@ mod cql_schema {
     /// Case 6 of issue 23: a bound value outside the key is part of what the read asks.
     #[test]
     fn bound_values_outside_the_key_are_part_of_the_read() {
-        use innet_appswitch::cql::{Prepared, Value};
+        use innet_appswitch::cql::Value;
         let mut t = schema_known();
-        let q = "SELECT k, blobAsText(?) FROM ks.kv WHERE k = ?";
-        let prep = cql::request_frame(
-            4,
+        let cols =
+            ColumnSpec::natives(&[("arg0", cql::type_id::BLOB), ("k", cql::type_id::VARCHAR)]);
+        prepare(
+            &mut t,
+            "SELECT k, blobAsText(?) FROM ks.kv WHERE k = ?",
+            b"SEL",
+            cols,
             1,
-            opcode::PREPARE,
-            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
         );
-        assert_eq!(t.request(&prep), None);
-        let p = Prepared {
-            id: b"SEL".to_vec(),
-            result_metadata_id: None,
-            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
-            pk_indexes: vec![1],
-            bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: vec![
-                ColumnSpec {
-                    table: None,
-                    name: "arg0".into(),
-                    typ: CqlType::Native(cql::type_id::BLOB),
-                },
-                text_col("k"),
-            ],
-            result: RowsMetadata {
-                flags: cql::rows_flags::NO_METADATA,
-                ..Default::default()
-            },
-        };
-        let mut b = Vec::new();
-        cql::encode_prepared(4, &p, &mut b);
-        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
         let exec = |stream: i16, arg: &[u8]| {
             let params = QueryParams {
                 consistency: 1,
