@@ -163,7 +163,7 @@ impl Schema {
     /// last of a page with more pages to come.
     pub fn learn_columns(&mut self, rows: &Rows, continued: bool) -> Learned {
         let mut learned = Learned::default();
-        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
+        let col = |name: &str| column(rows, "columns", name);
         let (Some(ks_i), Some(tb_i), Some(col_i), Some(kind_i), Some(pos_i), Some(type_i)) = (
             col("keyspace_name"),
             col("table_name"),
@@ -226,7 +226,7 @@ impl Schema {
     /// default_time_to_live). One row per table, so pages do not matter.
     pub fn learn_tables(&mut self, rows: &Rows) -> Learned {
         let mut learned = Learned::default();
-        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
+        let col = |name: &str| column(rows, "tables", name);
         let (Some(ks_i), Some(tb_i), Some(ttl_i)) = (
             col("keyspace_name"),
             col("table_name"),
@@ -252,7 +252,7 @@ impl Schema {
     /// they return changes with writes to their base table): never cached.
     pub fn learn_views(&mut self, rows: &Rows) -> Learned {
         let mut learned = Learned::default();
-        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
+        let col = |name: &str| column(rows, "views", name);
         let (Some(ks_i), Some(v_i)) = (col("keyspace_name"), col("view_name")) else {
             return learned;
         };
@@ -293,6 +293,18 @@ pub fn tables_rows(tables: &[(&str, &str, i32)]) -> Rows {
             })
             .collect(),
     }
+}
+
+/// The index of column `name` of `system_schema.<table>` in `rows` (by the rows' table spec:
+/// a user table with the same column names teaches nothing).
+fn column(rows: &Rows, table: &str, name: &str) -> Option<usize> {
+    let ours = |t: &Option<(String, String)>| {
+        t.as_ref()
+            .is_some_and(|(k, t)| k == "system_schema" && t == table)
+    };
+    let global = &rows.metadata.global_table;
+    let i = rows.metadata.columns.iter().position(|c| c.name == name)?;
+    (ours(global) || global.is_none() && ours(&rows.metadata.columns[i].table)).then_some(i)
 }
 
 fn text(row: &[Option<Vec<u8>>], i: usize) -> Option<String> {
@@ -338,9 +350,11 @@ mod tests {
     use super::*;
     use crate::cql::{ColumnSpec, RowsMetadata};
 
-    fn rows(cols: &[(&str, u16)], data: Vec<Vec<Option<Vec<u8>>>>) -> Rows {
+    fn rows(table: &str, cols: &[(&str, u16)], data: Vec<Vec<Option<Vec<u8>>>>) -> Rows {
         Rows {
             metadata: RowsMetadata {
+                flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+                global_table: Some(("system_schema".into(), table.into())),
                 columns_count: cols.len() as u32,
                 columns: ColumnSpec::natives(cols),
                 ..Default::default()
@@ -359,6 +373,7 @@ mod tests {
 
     fn columns(ks: &str, t: &str, typ: &str) -> Rows {
         rows(
+            "columns",
             &[
                 ("keyspace_name", T),
                 ("table_name", T),
@@ -371,14 +386,7 @@ mod tests {
         )
     }
     fn tables(ks: &str, t: &str, ttl: i32) -> Rows {
-        rows(
-            &[
-                ("keyspace_name", T),
-                ("table_name", T),
-                ("default_time_to_live", I),
-            ],
-            vec![vec![s(ks), s(t), i(ttl)]],
-        )
+        tables_rows(&[(ks, t, ttl)])
     }
 
     #[test]
@@ -399,6 +407,7 @@ mod tests {
         // A view: never cached, even with its key known.
         let _ = sc.learn_columns(&columns("ks", "mv", "text"), false);
         let views = rows(
+            "views",
             &[("keyspace_name", T), ("view_name", T)],
             vec![vec![s("ks"), s("mv")]],
         );
@@ -409,6 +418,13 @@ mod tests {
         let _ = sc.learn_tables(&tables("ks", "d", 0));
         assert_eq!(sc.cacheable_key(("ks", "d")), None);
         assert_eq!(sc.key_column_name(("ks", "d")), Some("k"));
+        // Rows of a user table that look like the schema (a query that mentions
+        // system_schema.tables in a comment) teach nothing.
+        let mut fake = tables("ks", "ttl5", 0);
+        fake.metadata.global_table = Some(("ks".into(), "fake".into()));
+        let _ = sc.learn_columns(&columns("ks", "ttl5", "int"), false);
+        let _ = sc.learn_tables(&fake);
+        assert_eq!(sc.cacheable_key(("ks", "ttl5")), None);
     }
 
     #[test]
