@@ -62,6 +62,8 @@ storage_port: 7000
 native_transport_port: 9042
 start_native_transport: true
 endpoint_snitch: SimpleSnitch
+# Off by default in 5.0; the application switch's tests use a view (issue 23, case 3).
+materialized_views_enabled: true
 YAML
     cat > "$dir/conf/logback.xml" <<XML
 <configuration>

@@ -9,7 +9,8 @@ use innet_appswitch::cql::{
     encode_rows, opcode, parse_execute_ref, parse_request, parse_result, rows_body_cacheable, rows_flags,
     FrameReader, Request, ResultMsg, Value, ValueRef,
 };
-use innet_appswitch::cql_statement::parse_statement;
+use innet_appswitch::cql_key::{from_literal, KeyType};
+use innet_appswitch::cql_statement::{parse_statement, KeyValue};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,6 +20,12 @@ fuzz_target!(|data: &[u8]| {
     let (mode, cut, rest) = (data[0], data[1] as usize, &data[2..]);
     if let Ok(s) = std::str::from_utf8(rest) {
         let _ = parse_statement(s);
+        // Typed keys: any text as a literal of any type is a key or a refusal.
+        let mut v = Vec::new();
+        for t in KeyType::ALL {
+            from_literal(t, &KeyValue::Text(s.to_string()), &mut v);
+            from_literal(t, &KeyValue::Num(s.to_string()), &mut v);
+        }
     }
     let mut r = FrameReader::new(mode & 1 != 0);
     if mode & 2 != 0 {

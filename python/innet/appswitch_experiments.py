@@ -383,6 +383,17 @@ def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
         prepared = (struct.pack("!i", 4) + string(pid) + struct.pack("!iiiH", 1, 1, 1, 0) + string(b"ks") + string(b"kv")
                     + string(b"k") + struct.pack("!H", 0x0009) + struct.pack("!ii", 4, 1))
         yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared), False
+        # The driver's read of the tables' options (the switch caches a table only once it has
+        # seen them): RESULT Rows, GLOBAL_TABLES_SPEC system_schema.tables, columns keyspace_name
+        # text, table_name text, default_time_to_live int; one row ks, kv, 0.
+        st = b"SELECT * FROM system_schema.tables"
+        tables = (struct.pack("!iii", 2, 1, 3) + string(b"system_schema") + string(b"tables")
+                  + string(b"keyspace_name") + struct.pack("!H", 0x000D) + string(b"table_name")
+                  + struct.pack("!H", 0x000D) + string(b"default_time_to_live") + struct.pack("!H", 0x0009)
+                  + struct.pack("!i", 1) + struct.pack("!i", 2) + b"ks" + struct.pack("!i", 2) + b"kv"
+                  + struct.pack("!ii", 4, 0))
+        yield (frame(False, 1, 0x07, struct.pack("!i", len(st)) + st + struct.pack("!HB", 1, 0)),
+               frame(True, 1, 0x08, tables), False)
         if hit:
             # A write to key 7 first (invalidates it: every replay starts with one learning miss).
             upd = b"UPDATE ks.kv SET v = 'value-of-7-abcdefghij' WHERE k = 7"

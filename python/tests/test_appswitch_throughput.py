@@ -21,12 +21,13 @@ def test_throughput_quick_counts_every_frame(innet_cmd, tmp_path):
         assert s["switch_pps_by_case"][name] == c["switch_pps"]
         if name.startswith("forward"):
             continue
-        # SYN, SYN-ACK, ACK; (PREPARE exchange for CQL); request/answer/ACK per exchange the
+        # SYN, SYN-ACK, ACK; (PREPARE and system_schema.tables exchanges for CQL);
+        # request/answer/ACK per exchange the
         # server answers, request/ACK per exchange the switch answers; a hit capture starts with
         # a forwarded write (CQL UPDATE, Redis SET), and the CQL one with one learning miss.
         cql, hit = name.startswith("cql"), name.endswith("-hit")
         by_switch = (exchanges - 1 if cql else exchanges) if hit else 0
-        forwarded_exchanges = (1 if cql else 0) + (1 if hit else 0) + exchanges - by_switch
+        forwarded_exchanges = (2 if cql else 0) + (1 if hit else 0) + exchanges - by_switch
         per_capture = 3 + 3 * forwarded_exchanges + 2 * by_switch
         assert c["frames_in_capture"] == per_capture, name
         assert c["frames"] == per_capture * repeat, name

@@ -6,7 +6,9 @@
 //! bytes sit where the server's answer would have been in the client's view).
 //!
 //! Shapes (docs/appswitch.md, "Throughput captures"):
-//! - CQL v4: handshake; PREPARE `SELECT v FROM ks.kv WHERE k = ?` and its answer; then
+//! - CQL v4: handshake; PREPARE `SELECT v FROM ks.kv WHERE k = ?` and its answer; the
+//!   driver's `SELECT * FROM system_schema.tables` and its answer (ks.kv, no default TTL: the
+//!   switch caches a table only once it has seen its options); then
 //!   - miss: `exchanges` × (EXECUTE for a new int key, the server's Rows answer, client ACK);
 //!   - hit: a literal `UPDATE ... WHERE k = 7` and its Void answer (invalidates key 7, so every
 //!     replay of the capture starts the same way), one EXECUTE for key 7 that misses and is
@@ -205,6 +207,19 @@ fn cql_capture(hit: bool, exchanges: u32) -> Capture {
     let mut body = Vec::new();
     cql::encode_prepared(4, &p, &mut body);
     c.forwarded(&prep, &cql::response_frame(4, 1, opcode::RESULT, &body));
+    // The driver's read of the tables' options (at connect): ks.kv has no default TTL.
+    let q = "SELECT * FROM system_schema.tables";
+    let params = QueryParams {
+        consistency: 1,
+        ..Default::default()
+    };
+    let req = cql::request_frame(4, 1, opcode::QUERY, &cql::encode_query(4, q, &params));
+    let mut body = Vec::new();
+    cql::encode_rows(
+        &crate::cql_schema::tables_rows(&[("ks", "kv", 0)]),
+        &mut body,
+    );
+    c.forwarded(&req, &cql::response_frame(4, 1, opcode::RESULT, &body));
     let value = |key: i32| format!("value-of-{key}-abcdefghij");
     if hit {
         let update = format!("UPDATE ks.kv SET v = '{}' WHERE k = 7", value(7));

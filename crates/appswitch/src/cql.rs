@@ -831,6 +831,12 @@ pub struct ExecuteRef<'a> {
     /// Values are named (`WITH_NAMES_FOR_VALUES` with `VALUES`).
     pub has_names: bool,
     pub has_paging_state: bool,
+    pub consistency: u16,
+    pub serial_consistency: Option<u16>,
+    /// The `<n><value_1>...<value_n>` bytes (empty without `VALUES`): every bound value.
+    pub values: &'a [u8],
+    /// v5 `now_in_seconds` was given (the server evaluates TTLs at that time).
+    pub has_now_in_seconds: bool,
 }
 
 /// The prepared id of an EXECUTE body (to find which bound value matters before
@@ -849,7 +855,7 @@ pub fn parse_execute_ref(version: u8, body: &[u8], want: Option<usize>) -> Resul
     } else {
         None
     };
-    r.short()?; // consistency
+    let consistency = r.short()?;
     let flags = if version >= 5 {
         r.int()? as u32
     } else {
@@ -857,6 +863,7 @@ pub fn parse_execute_ref(version: u8, body: &[u8], want: Option<usize>) -> Resul
     };
     let mut value = None;
     let mut has_names = false;
+    let values_at = r.remaining();
     if flags & VALUES != 0 {
         let n = r.short()? as usize;
         has_names = flags & WITH_NAMES_FOR_VALUES != 0;
@@ -875,14 +882,16 @@ pub fn parse_execute_ref(version: u8, body: &[u8], want: Option<usize>) -> Resul
             }
         }
     }
+    let values = &body[body.len() - values_at..body.len() - r.remaining()];
     if flags & PAGE_SIZE != 0 {
         r.int()?;
     }
     if flags & WITH_PAGING_STATE != 0 {
         r.bytes()?;
     }
+    let mut serial_consistency = None;
     if flags & WITH_SERIAL_CONSISTENCY != 0 {
-        r.short()?;
+        serial_consistency = Some(r.short()?);
     }
     if flags & WITH_DEFAULT_TIMESTAMP != 0 {
         r.long()?;
@@ -900,6 +909,10 @@ pub fn parse_execute_ref(version: u8, body: &[u8], want: Option<usize>) -> Resul
         value,
         has_names,
         has_paging_state: flags & WITH_PAGING_STATE != 0,
+        consistency,
+        serial_consistency,
+        values,
+        has_now_in_seconds: version >= 5 && flags & WITH_NOW_IN_SECONDS != 0,
     })
 }
 
@@ -993,11 +1006,18 @@ pub mod type_id {
     pub const ASCII: u16 = 0x01;
     pub const BIGINT: u16 = 0x02;
     pub const BLOB: u16 = 0x03;
+    pub const BOOLEAN: u16 = 0x04;
     pub const COUNTER: u16 = 0x05;
+    pub const DOUBLE: u16 = 0x07;
+    pub const FLOAT: u16 = 0x08;
     pub const INT: u16 = 0x09;
+    pub const TIMESTAMP: u16 = 0x0B;
     pub const UUID: u16 = 0x0C;
     pub const VARCHAR: u16 = 0x0D;
     pub const TIMEUUID: u16 = 0x0F;
+    pub const INET: u16 = 0x10;
+    pub const DATE: u16 = 0x11;
+    pub const TIME: u16 = 0x12;
     pub const SMALLINT: u16 = 0x13;
     pub const TINYINT: u16 = 0x14;
     pub const LIST: u16 = 0x20;
@@ -1104,6 +1124,19 @@ pub struct ColumnSpec {
     pub table: Option<(String, String)>,
     pub name: String,
     pub typ: CqlType,
+}
+
+impl ColumnSpec {
+    /// Columns `(name, native type id)` under a global table spec (for captures and tests).
+    pub fn natives(cols: &[(&str, u16)]) -> Vec<ColumnSpec> {
+        cols.iter()
+            .map(|(n, t)| ColumnSpec {
+                table: None,
+                name: n.to_string(),
+                typ: CqlType::Native(*t),
+            })
+            .collect()
+    }
 }
 
 /// Rows (and Prepared result) metadata.
@@ -1220,7 +1253,78 @@ pub enum ResultMsg {
     Rows(Rows),
     SetKeyspace(String),
     Prepared(Prepared),
-    SchemaChange,
+    SchemaChange(SchemaChange),
+}
+
+/// A schema change (RESULT Schema_change, or an EVENT SCHEMA_CHANGE): what it touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// `KEYSPACE`, `TABLE`, `TYPE`, `FUNCTION` or `AGGREGATE`.
+    pub target: String,
+    pub keyspace: String,
+    /// The table (or type, function...) name; `None` for a keyspace.
+    pub name: Option<String>,
+}
+
+impl SchemaChange {
+    /// `<change_type><target><options>` (the rest of a function's options is not read).
+    fn parse(r: &mut Reader<'_>) -> Result<SchemaChange> {
+        r.string()?; // CREATED / UPDATED / DROPPED
+        let target = r.string()?.to_string();
+        let keyspace = r.string()?.to_string();
+        let name = if target == "KEYSPACE" {
+            None
+        } else {
+            Some(r.string()?.to_string())
+        };
+        Ok(SchemaChange {
+            target,
+            keyspace,
+            name,
+        })
+    }
+}
+
+/// The schema change an EVENT frame's body announces (`None` for topology and status events).
+pub fn parse_event_schema_change(body: &[u8]) -> Result<Option<SchemaChange>> {
+    let mut r = Reader::new(body, "EVENT body");
+    if r.string()? != "SCHEMA_CHANGE" {
+        return Ok(None);
+    }
+    SchemaChange::parse(&mut r).map(Some)
+}
+
+/// One statement of a BATCH request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchItem<'a> {
+    Query(&'a str),
+    Prepared(&'a [u8]),
+}
+
+/// The statements of a BATCH body (`<type><n><query_1>...<query_n>...`): their text or
+/// prepared id (their values are skipped).
+pub fn batch_items(body: &[u8]) -> Result<Vec<BatchItem<'_>>> {
+    let mut r = Reader::new(body, "BATCH body");
+    r.u8()?; // logged / unlogged / counter
+    let n = r.short()?;
+    let mut items = Vec::with_capacity(n.min(1024) as usize);
+    for _ in 0..n {
+        let item = match r.u8()? {
+            0 => BatchItem::Query(r.long_string()?),
+            1 => BatchItem::Prepared(r.short_bytes()?),
+            k => {
+                return err(
+                    "BATCH body",
+                    format!("statement kind {k} is neither 0 nor 1"),
+                )
+            }
+        };
+        for _ in 0..r.short()? {
+            r.value()?;
+        }
+        items.push(item);
+    }
+    Ok(items)
 }
 
 /// Decode a RESULT body.
@@ -1312,7 +1416,7 @@ pub fn parse_result(version: u8, body: &[u8]) -> Result<ResultMsg> {
                 result,
             }))
         }
-        result_kind::SCHEMA_CHANGE => Ok(ResultMsg::SchemaChange),
+        result_kind::SCHEMA_CHANGE => Ok(ResultMsg::SchemaChange(SchemaChange::parse(&mut r)?)),
         k => err("RESULT body", format!("unknown result kind {k}")),
     }
 }

@@ -3,32 +3,22 @@
 //! (a literal or a bind marker), and everything else as "not cacheable" (reads) or "may write
 //! anything" (the cache is flushed). Never panics on any input.
 
-/// A key as the cache stores it, independent of how it was written (literal or bound bytes).
+/// A key literal as written in the statement text. What it means depends on the column's type
+/// (`crate::cql_key` turns it into the bytes Cassandra stores, or refuses).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KeyValue {
+    /// An integer constant (`42`, `-7`).
     Int(i64),
+    /// A decimal constant `-?DIGITS.DIGITS` (its text).
+    Num(String),
+    /// A string constant (`'a''b'` or `$$a'b$$`), unescaped.
     Text(String),
+    /// A blob constant `0x...`.
     Bytes(Vec<u8>),
-}
-
-impl KeyValue {
-    /// Canonical bytes (a tag byte and the value) for the cache's item key.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            KeyValue::Int(i) => {
-                out.push(b'i');
-                out.extend_from_slice(&i.to_be_bytes());
-            }
-            KeyValue::Text(s) => {
-                out.push(b't');
-                out.extend_from_slice(s.as_bytes());
-            }
-            KeyValue::Bytes(b) => {
-                out.push(b'b');
-                out.extend_from_slice(b);
-            }
-        }
-    }
+    /// A UUID constant.
+    Uuid([u8; 16]),
+    /// `true` / `false`.
+    Bool(bool),
 }
 
 /// Where a statement's key comes from.
@@ -50,8 +40,10 @@ pub struct TableRef {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Statement {
-    /// `SELECT ... FROM t WHERE col = term [LIMIT n] [;]`. `shape` is the statement text with the
-    /// key term replaced by `?` (what else the query asks is part of the cached answer's identity).
+    /// `SELECT ... FROM t WHERE col = term [LIMIT n] [;]` whose selectors are deterministic
+    /// (no `now()`, `ttl(v)`, `writetime(v)`, user functions...). `shape` is the statement text
+    /// with the key term replaced by `?` (what else the query asks is part of the cached
+    /// answer's identity).
     Select {
         table: TableRef,
         column: String,
@@ -73,14 +65,35 @@ pub enum Statement {
         key: Term,
         with_ttl: bool,
     },
-    /// A write whose keys we cannot tell (IN, ranges, several conditions): flush the table.
-    WriteTable(TableRef),
+    /// A write whose keys we cannot tell (IN, ranges, several conditions, INSERT JSON): flush.
+    /// `with_ttl`: it may give cells an expiry time (the whole table becomes volatile).
+    WriteTable { table: TableRef, with_ttl: bool },
+    /// `BEGIN [UNLOGGED | COUNTER] BATCH ... APPLY BATCH`: writes of unknown keys to `tables`
+    /// (`complete`: every statement's table was found); `with_ttl`: some statement sets a TTL.
+    Batch {
+        tables: Vec<TableRef>,
+        complete: bool,
+        with_ttl: bool,
+    },
     /// `USE ks`.
     Use(String),
-    /// A read we do not cache (several conditions, ranges, aggregates over partitions...).
+    /// A read we do not cache (several conditions, ranges, time-dependent selectors...).
     OtherRead,
-    /// Anything else (DDL, TRUNCATE, BATCH text, GRANT...): may change anything.
+    /// Anything else (DDL, TRUNCATE, GRANT...): may change anything.
     Other,
+}
+
+impl Statement {
+    /// Whether the statement may give cells an expiry time.
+    pub fn with_ttl(&self) -> bool {
+        match self {
+            Statement::Insert { with_ttl, .. }
+            | Statement::WriteByKey { with_ttl, .. }
+            | Statement::WriteTable { with_ttl, .. }
+            | Statement::Batch { with_ttl, .. } => *with_ttl,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -92,9 +105,12 @@ enum Tok {
     },
     Str(String),
     Int(i64),
-    /// Hex blob `0x..`, or a UUID literal (bytes).
+    /// Hex blob `0x..`.
     Bytes(Vec<u8>),
-    /// Any other number (floats...): never a key we cache.
+    Uuid([u8; 16]),
+    /// A decimal `-?DIGITS.DIGITS` (its text).
+    Num(String),
+    /// Any other number (exponents, out-of-range integers...): never a key we cache.
     OtherNum,
     Marker,
     Named(String),
@@ -105,6 +121,31 @@ struct Lexed {
     toks: Vec<(Tok, usize, usize)>,
 }
 
+/// The end of a `'...'` or `"..."` token starting at `i` (the quote), with its unescaped
+/// content (a doubled quote stands for one).
+fn quoted(b: &[u8], mut i: usize, q: u8) -> Option<(Vec<u8>, usize)> {
+    let mut s = Vec::new();
+    i += 1;
+    loop {
+        match b.get(i) {
+            None => return None,
+            Some(&x) if x == q && b.get(i + 1) == Some(&q) => {
+                s.push(q);
+                i += 2;
+            }
+            Some(&x) if x == q => return Some((s, i + 1)),
+            Some(&x) => {
+                s.push(x);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// Cassandra's lexer, as far as the switch needs it: whitespace and comments (`-- ...`,
+/// `// ...` to the end of the line, `/* ... */`, not nested) are skipped; string constants
+/// (`'...'` with `''`, `$$...$$`), quoted identifiers, numbers, blobs, UUIDs, markers, symbols.
+/// `None` if the text does not lex (then nothing about it is trusted).
 fn lex(text: &str) -> Option<Lexed> {
     let b = text.as_bytes();
     let mut i = 0;
@@ -117,89 +158,64 @@ fn lex(text: &str) -> Option<Lexed> {
             continue;
         }
         if c == b'-' && b.get(i + 1) == Some(&b'-') || c == b'/' && b.get(i + 1) == Some(&b'/') {
-            return None; // comments: not worth the risk of misreading
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let end = text.get(i + 2..)?.find("*/")?;
+            i += 2 + end + 2;
+            continue;
+        }
+        if c == b'$' && b.get(i + 1) == Some(&b'$') {
+            let end = text.get(i + 2..)?.find("$$")?;
+            let s = text[i + 2..i + 2 + end].to_string();
+            i += 2 + end + 2;
+            toks.push((Tok::Str(s), start, i));
+            continue;
         }
         if c == b'\'' {
-            let mut s = Vec::new();
-            i += 1;
-            loop {
-                match b.get(i) {
-                    None => return None,
-                    Some(b'\'') if b.get(i + 1) == Some(&b'\'') => {
-                        s.push(b'\'');
-                        i += 2;
-                    }
-                    Some(b'\'') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(&x) => {
-                        s.push(x);
-                        i += 1;
-                    }
-                }
-            }
+            let (s, e) = quoted(b, i, b'\'')?;
+            i = e;
             toks.push((Tok::Str(String::from_utf8(s).ok()?), start, i));
             continue;
         }
         if c == b'"' {
-            let mut s = Vec::new();
-            i += 1;
-            loop {
-                match b.get(i) {
-                    None => return None,
-                    Some(b'"') if b.get(i + 1) == Some(&b'"') => {
-                        s.push(b'"');
-                        i += 2;
-                    }
-                    Some(b'"') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(&x) => {
-                        s.push(x);
-                        i += 1;
-                    }
-                }
-            }
-            toks.push((
-                Tok::Ident {
-                    s: String::from_utf8(s).ok()?,
-                    quoted: true,
-                },
-                start,
-                i,
-            ));
+            let (s, e) = quoted(b, i, b'"')?;
+            i = e;
+            let s = String::from_utf8(s).ok()?;
+            toks.push((Tok::Ident { s, quoted: true }, start, i));
             continue;
         }
-        if c.is_ascii_alphanumeric()
-            || c == b'_'
-            || (c == b'-' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
-        {
+        let number_start =
+            c.is_ascii_digit() || c == b'-' && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+        if c.is_ascii_alphanumeric() || c == b'_' || number_start {
             i += 1;
             while i < b.len()
-                && (b[i].is_ascii_alphanumeric()
-                    || b[i] == b'_'
-                    || b[i] == b'.' && c.is_ascii_digit())
+                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.' && number_start)
             {
                 i += 1;
             }
-            // A UUID literal: 8-4-4-4-12 hex digits.
+            // A UUID constant: 8-4-4-4-12 hex digits.
             if i - start == 8 && b.get(i) == Some(&b'-') {
                 let cand = text.get(start..start + 36).unwrap_or("");
                 if is_uuid(cand) {
                     let hex: String = cand.chars().filter(|c| *c != '-').collect();
-                    toks.push((Tok::Bytes(decode_hex(&hex)?), start, start + 36));
+                    let u: [u8; 16] = decode_hex(&hex)?.try_into().ok()?;
+                    toks.push((Tok::Uuid(u), start, start + 36));
                     i = start + 36;
                     continue;
                 }
             }
             let word = &text[start..i];
-            let tok = if c == b'-' || c.is_ascii_digit() {
+            let tok = if number_start {
                 if let Some(h) = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
                     Tok::Bytes(decode_hex(h)?)
                 } else if let Ok(n) = word.parse::<i64>() {
                     Tok::Int(n)
+                } else if is_decimal(word) {
+                    Tok::Num(word.to_string())
                 } else {
                     Tok::OtherNum
                 }
@@ -238,6 +254,13 @@ fn lex(text: &str) -> Option<Lexed> {
     Some(Lexed { toks })
 }
 
+/// `-?DIGITS.DIGITS`
+fn is_decimal(w: &str) -> bool {
+    let w = w.strip_prefix('-').unwrap_or(w);
+    matches!(w.split_once('.'), Some((a, b)) if !a.is_empty() && !b.is_empty()
+        && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()))
+}
+
 fn is_uuid(s: &str) -> bool {
     s.len() == 36
         && s.char_indices().all(|(i, c)| {
@@ -257,6 +280,33 @@ fn decode_hex(h: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+/// Functions whose value depends only on their arguments (so a SELECT using them may be
+/// cached). Everything else — `now()`, `uuid()`, `currentTimestamp()`, `ttl(v)`,
+/// `writetime(v)`, user-defined functions (any keyspace-qualified name) — is not.
+fn deterministic_function(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "tojson",
+        "token",
+        "cast",
+        "totimestamp",
+        "tounixtimestamp",
+        "todate",
+        "dateof",
+        "unixtimestampof",
+        "mintimeuuid",
+        "maxtimeuuid",
+        "count",
+        "min",
+        "max",
+        "sum",
+        "avg",
+        "abs",
+    ];
+    NAMES.contains(&name)
+        || name.starts_with("blobas") && name.len() > 6
+        || name.ends_with("asblob") && name.len() > 6
 }
 
 struct P<'a> {
@@ -326,8 +376,13 @@ impl<'a> P<'a> {
             Tok::Marker => Term::Marker(m),
             Tok::Named(n) => Term::Named(n.clone()),
             Tok::Int(n) => Term::Literal(KeyValue::Int(*n)),
+            Tok::Num(n) => Term::Literal(KeyValue::Num(n.clone())),
             Tok::Str(s) => Term::Literal(KeyValue::Text(s.clone())),
             Tok::Bytes(b) => Term::Literal(KeyValue::Bytes(b.clone())),
+            Tok::Uuid(u) => Term::Literal(KeyValue::Uuid(*u)),
+            Tok::Ident { s, quoted: false } if s == "true" || s == "false" => {
+                Term::Literal(KeyValue::Bool(s == "true"))
+            }
             _ => return None,
         };
         Some((t, at))
@@ -362,13 +417,16 @@ pub fn parse_statement(text: &str) -> Statement {
         return parse_select(&mut p, text).unwrap_or(Statement::OtherRead);
     }
     if p.kw("insert") {
-        return parse_insert(&mut p).unwrap_or_else(|| write_table_of(text, "into"));
+        return parse_insert(&mut p).unwrap_or_else(|| write_table_of(&lexed, "into"));
     }
     if p.kw("update") {
-        return parse_update(&mut p).unwrap_or_else(|| write_table_of(text, "update"));
+        return parse_update(&mut p).unwrap_or_else(|| write_table_of(&lexed, "update"));
     }
     if p.kw("delete") {
-        return parse_delete(&mut p).unwrap_or_else(|| write_table_of(text, "from"));
+        return parse_delete(&mut p).unwrap_or_else(|| write_table_of(&lexed, "from"));
+    }
+    if p.kw("begin") {
+        return parse_batch(&lexed);
     }
     if p.kw("use") {
         if let Some(ks) = p.ident() {
@@ -390,11 +448,13 @@ fn classify_unparsed(text: &str) -> Statement {
     }
 }
 
+fn has_ttl(toks: &[(Tok, usize, usize)]) -> bool {
+    toks.iter()
+        .any(|t| matches!(&t.0, Tok::Ident { s, quoted: false } if s == "ttl"))
+}
+
 /// For a write we could not read key-wise: the table after `after` if we can find it.
-fn write_table_of(text: &str, after: &str) -> Statement {
-    let Some(lexed) = lex(text) else {
-        return Statement::Other;
-    };
+fn write_table_of(lexed: &Lexed, after: &str) -> Statement {
     let mut p = P {
         toks: &lexed.toks,
         i: 0,
@@ -403,14 +463,73 @@ fn write_table_of(text: &str, after: &str) -> Statement {
     while p.peek().is_some() {
         if p.kw(after) {
             // UPDATE's table follows the keyword; INSERT INTO / DELETE ... FROM too.
-            return p
-                .table()
-                .map(Statement::WriteTable)
-                .unwrap_or(Statement::Other);
+            return match p.table() {
+                Some(table) => Statement::WriteTable {
+                    table,
+                    with_ttl: has_ttl(&lexed.toks),
+                },
+                None => Statement::Other,
+            };
         }
         p.next();
     }
     Statement::Other
+}
+
+/// A BATCH's statements' tables: the table after each `INSERT INTO`, `UPDATE`, `DELETE ...
+/// FROM` (statements start after `BATCH` and after each `;`).
+fn parse_batch(lexed: &Lexed) -> Statement {
+    let toks = &lexed.toks;
+    let mut tables = Vec::new();
+    let mut complete = true;
+    let mut p = P {
+        toks,
+        i: 0,
+        markers_before: 0,
+    };
+    // Skip `BEGIN [UNLOGGED|COUNTER] BATCH [USING ...]` up to the first statement keyword.
+    let is_start = |t: &Tok| matches!(t, Tok::Ident { s, quoted: false } if s == "insert" || s == "update" || s == "delete" || s == "apply");
+    while p.peek().is_some_and(|t| !is_start(t)) {
+        p.next();
+    }
+    while let Some(tok) = p.peek() {
+        let after = match tok {
+            Tok::Ident { s, quoted: false } if s == "insert" => "into",
+            Tok::Ident { s, quoted: false } if s == "update" => "update",
+            Tok::Ident { s, quoted: false } if s == "delete" => "from",
+            Tok::Ident { s, quoted: false } if s == "apply" => break,
+            _ => {
+                complete = false;
+                break;
+            }
+        };
+        let stmt_start = p.i;
+        let mut found = None;
+        while let Some(t) = p.peek() {
+            if *t == Tok::Sym(';') {
+                break;
+            }
+            if found.is_none() && matches!(t, Tok::Ident { s, quoted: false } if s == after) {
+                p.next();
+                found = p.table();
+                continue;
+            }
+            if p.i > stmt_start && matches!(t, Tok::Ident { s, quoted: false } if s == "apply") {
+                break;
+            }
+            p.next();
+        }
+        match found {
+            Some(t) => tables.push(t),
+            None => complete = false,
+        }
+        p.sym(';');
+    }
+    Statement::Batch {
+        tables,
+        complete,
+        with_ttl: has_ttl(toks),
+    }
 }
 
 fn where_key(p: &mut P<'_>) -> Option<(String, Term, usize)> {
@@ -426,13 +545,21 @@ fn where_key(p: &mut P<'_>) -> Option<(String, Term, usize)> {
 }
 
 fn parse_select(p: &mut P<'_>, text: &str) -> Option<Statement> {
-    // Selectors up to FROM; JSON/DISTINCT and functions are allowed (they are in the shape).
+    // Selectors up to FROM; JSON/DISTINCT and deterministic functions are allowed (they are in
+    // the shape); any other function call makes the read uncacheable.
     let mut depth = 0;
     loop {
-        match p.peek()? {
+        let tok = p.peek()?;
+        match tok {
             Tok::Sym('(') => depth += 1,
             Tok::Sym(')') => depth -= 1,
             Tok::Ident { s, quoted: false } if s == "from" && depth == 0 => break,
+            Tok::Ident { s, .. } if p.toks.get(p.i + 1).map(|t| &t.0) == Some(&Tok::Sym('(')) => {
+                let qualified = p.i > 0 && p.toks[p.i - 1].0 == Tok::Sym('.');
+                if qualified || !deterministic_function(s) {
+                    return None;
+                }
+            }
             _ => {}
         }
         p.next();
@@ -615,7 +742,22 @@ mod tests {
         ));
         assert!(matches!(
             parse_statement("SELECT v FROM t WHERE k = 123e4567-e89b-12d3-a456-426614174000"),
-            Statement::Select { key: Term::Literal(KeyValue::Bytes(b)), .. } if b.len() == 16
+            Statement::Select { key: Term::Literal(KeyValue::Uuid(b)), .. } if b[0] == 0x12 && b[15] == 0
+        ));
+        assert!(matches!(
+            parse_statement("SELECT v FROM t WHERE k = -1.50"),
+            Statement::Select { key: Term::Literal(KeyValue::Num(n)), .. } if n == "-1.50"
+        ));
+        assert!(matches!(
+            parse_statement("SELECT v FROM t WHERE k = TRUE"),
+            Statement::Select {
+                key: Term::Literal(KeyValue::Bool(true)),
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse_statement("SELECT v FROM t WHERE k = $$it's$$"),
+            Statement::Select { key: Term::Literal(KeyValue::Text(s)), .. } if s == "it's"
         ));
     }
 
@@ -627,8 +769,9 @@ mod tests {
             "SELECT v FROM t",
             "SELECT v FROM t WHERE k = 1 ALLOW FILTERING",
             "SELECT v FROM t WHERE k > 1",
-            "SELECT v FROM t WHERE k = 1.5",
+            "SELECT v FROM t WHERE k = 1e5",
             "SELECT 'unterminated FROM t",
+            "SELECT v FROM t WHERE k = 1 /* unterminated",
         ] {
             assert_eq!(parse_statement(s), Statement::OtherRead, "{s}");
         }
@@ -669,11 +812,17 @@ mod tests {
         );
         assert_eq!(
             parse_statement("UPDATE kv SET v = 1 WHERE k IN (1,2)"),
-            Statement::WriteTable(t(None, "kv"))
+            Statement::WriteTable {
+                table: t(None, "kv"),
+                with_ttl: false
+            }
         );
         assert_eq!(
             parse_statement("DELETE FROM ks.kv WHERE k > 3"),
-            Statement::WriteTable(t(Some("ks"), "kv"))
+            Statement::WriteTable {
+                table: t(Some("ks"), "kv"),
+                with_ttl: false
+            }
         );
         assert_eq!(parse_statement("TRUNCATE kv"), Statement::Other);
         assert_eq!(
@@ -682,8 +831,117 @@ mod tests {
         );
         assert_eq!(
             parse_statement("BEGIN BATCH INSERT INTO kv (k,v) VALUES (1,'a'); APPLY BATCH"),
-            Statement::Other
+            Statement::Batch {
+                tables: vec![t(None, "kv")],
+                complete: true,
+                with_ttl: false
+            }
         );
+    }
+
+    /// Comments are whitespace; what is inside them (or inside strings) is never read as
+    /// part of the statement.
+    #[test]
+    fn comments_and_strings_are_lexed() {
+        let w = |s: &str| match parse_statement(s) {
+            Statement::WriteByKey { key, with_ttl, .. } => (key, with_ttl),
+            other => panic!("{s}: {other:?}"),
+        };
+        let b = Term::Literal(KeyValue::Text("b".into()));
+        assert_eq!(
+            w("UPDATE t SET v = 'x' /* WHERE k = 'zz' IF */ WHERE k = 'b'").0,
+            b
+        );
+        assert_eq!(
+            w("UPDATE t SET v = 'x' -- WHERE k = 'zz'\n WHERE k = 'b'").0,
+            b
+        );
+        assert_eq!(
+            w("UPDATE t SET v = 'x' // WHERE k = 'zz'\n WHERE k = 'b'").0,
+            b
+        );
+        assert_eq!(w("UPDATE t SET v = 'where k = ''zz''' WHERE k = 'b'").0, b);
+        assert_eq!(
+            w("UPDATE t SET v = $$ WHERE k = 'zz' $$ WHERE k = 'b'").0,
+            b
+        );
+        assert_eq!(
+            w("UPDATE t /* USING TTL 5 */ SET v = 'ttl' WHERE k = 'b'"),
+            (b.clone(), false)
+        );
+        assert_eq!(
+            w("UPDATE t USING TTL 5 SET v = 'x' WHERE k = 'b'"),
+            (b, true)
+        );
+        assert!(matches!(
+            parse_statement("/* hi */ SELECT v FROM t -- the table\n WHERE k = 1 // key\n"),
+            Statement::Select {
+                key: Term::Literal(KeyValue::Int(1)),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn time_dependent_selectors_are_not_cached() {
+        for s in [
+            "SELECT now() FROM t WHERE k = 1",
+            "SELECT uuid() FROM t WHERE k = 1",
+            "SELECT currentTimestamp() FROM t WHERE k = 1",
+            "SELECT toUnixTimestamp(now()) FROM t WHERE k = 1",
+            "SELECT ttl(v) FROM t WHERE k = 1",
+            "SELECT WRITETIME (v) FROM t WHERE k = 1",
+            "SELECT k, maxwritetime(v) FROM t WHERE k = 1",
+            "SELECT ks.myfn(v) FROM t WHERE k = 1",
+            "SELECT blobAsText(v), now() FROM t WHERE k = 1",
+        ] {
+            assert_eq!(parse_statement(s), Statement::OtherRead, "{s}");
+        }
+        for s in [
+            "SELECT blobAsText(v), toJson(v), count(*) FROM t WHERE k = 1",
+            "SELECT CAST(v AS text) FROM t WHERE k = 1",
+            "SELECT textAsBlob(v) AS x FROM t WHERE k = 1",
+        ] {
+            assert!(
+                matches!(parse_statement(s), Statement::Select { .. }),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn writes_whose_keys_are_unknown_keep_their_ttl() {
+        for s in [
+            "INSERT INTO ks.t JSON '{\"k\": \"a\"}' USING TTL 5",
+            "UPDATE ks.t USING TTL 5 SET v = 'x' WHERE k IN ('a', 'b')",
+        ] {
+            assert_eq!(
+                parse_statement(s),
+                Statement::WriteTable {
+                    table: t(Some("ks"), "t"),
+                    with_ttl: true
+                },
+                "{s}"
+            );
+        }
+        assert_eq!(
+            parse_statement(
+                "BEGIN UNLOGGED BATCH INSERT INTO a (k, v) VALUES (1, 'x') USING TTL 5; \
+                 UPDATE ks.b SET v = 'y' WHERE k = 2; DELETE v FROM c WHERE k = 3; APPLY BATCH"
+            ),
+            Statement::Batch {
+                tables: vec![t(None, "a"), t(Some("ks"), "b"), t(None, "c")],
+                complete: true,
+                with_ttl: true
+            }
+        );
+        assert!(matches!(
+            parse_statement("BEGIN BATCH INSERT oops; APPLY BATCH"),
+            Statement::Batch {
+                complete: false,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -701,6 +959,13 @@ mod tests {
             "é",
             "SELECT v FROM t WHERE k = 12345678-",
             "01234567-45f6edz      1e7 Dk'p\u{4242}",
+            "/*",
+            "$$",
+            "$$x",
+            "begin batch",
+            "begin batch insert into",
+            "-",
+            "-1.",
         ] {
             let _ = parse_statement(s);
         }

@@ -8,6 +8,8 @@ pub mod bench_capture;
 pub mod cache;
 pub mod compression;
 pub mod cql;
+pub mod cql_key;
+pub mod cql_schema;
 pub mod cql_statement;
 pub mod fixed_fields;
 pub mod memcache;

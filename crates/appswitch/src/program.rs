@@ -19,7 +19,9 @@ use innet_sim::packet::{Packet, TcpFlags, L4};
 use crate::cache::{Cache, ReadToken, WriteToken};
 use crate::compression::{self, Compression};
 use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
-use crate::cql_statement::{parse_statement, KeyValue, Statement, TableRef, Term};
+use crate::cql_key::{self, KeyType};
+use crate::cql_schema::{schema_read, PartitionKey, Schema, SchemaRead};
+use crate::cql_statement::{parse_statement, Statement, TableRef, Term};
 use crate::memcache::{self, McReader, ReplyShape};
 use crate::migration::Migration;
 use crate::resp::{self, ReplyRef, RespReader};
@@ -94,10 +96,11 @@ enum Pending {
         statement: Statement,
         keyspace: Option<String>,
     },
-    /// A read of `system_schema.columns` (drivers read it at connect): its rows teach the
-    /// partition keys of tables. `continued`: a later page (its first table may have started on
-    /// the page before).
-    SchemaColumns {
+    /// A read of `system_schema.columns`, `.tables` or `.views` (drivers read them at
+    /// connect): its rows teach the schema (`cql_schema`). `continued`: a later page (its first
+    /// table may have started on the page before).
+    SchemaRead {
+        kind: SchemaRead,
         continued: bool,
     },
     Other,
@@ -108,11 +111,11 @@ enum Pending {
 struct PreparedInfo {
     statement: Statement,
     table: Option<(String, String)>,
-    /// Bind index of the single partition-key column and its type, when there is one.
-    pk: Option<(usize, cql::CqlType, String)>,
-    /// The SELECT's "is this column the table's partition key" check and the `pk_generation`
-    /// it was made at (re-made when the schema knowledge changed).
-    pk_check: Cell<(u64, bool)>,
+    /// Bind index of the single partition-key column, when there is one.
+    pk: Option<usize>,
+    /// The SELECT's "is this column the table's cacheable partition key, of which type" check
+    /// and the schema generation it was made at (re-made when the schema knowledge changed).
+    pk_check: Cell<(u64, Option<KeyType>)>,
 }
 
 struct CqlConn {
@@ -191,12 +194,9 @@ pub struct AppSwitch {
     pub counters: Counters,
     conns: HashMap<ConnKey, Conn>,
     prepared: HashMap<Vec<u8>, Rc<PreparedInfo>>,
-    /// Partition-key column of tables (keyspace, table) with a single-column key, learned from
-    /// prepared statements' metadata; `None` = compound key (never cached by key).
-    partition_keys: HashMap<String, HashMap<String, Option<String>>>,
-    /// Bumped whenever `partition_keys` changes: prepared statements remember their
-    /// partition-key check with the generation it was made at.
-    pk_generation: u64,
+    /// What is known of the CQL schema (partition keys and their types, table options,
+    /// views, tables with TTL'd cells).
+    schema: Schema,
     /// Fig. 19's baseline: read QUERY SELECTs at fixed offsets instead of lexing them.
     pub fixed_layout: Option<crate::fixed_fields::FixedLayout>,
     /// Keys (cache items) given an expiry time through the switch: never cached, since the
@@ -223,8 +223,7 @@ impl AppSwitch {
             counters: Counters::default(),
             conns: HashMap::default(),
             prepared: HashMap::default(),
-            partition_keys: HashMap::default(),
-            pk_generation: 1,
+            schema: Schema::default(),
             fixed_layout: None,
             volatile: Default::default(),
             volatile_all: false,
@@ -321,18 +320,39 @@ fn tcp_opts(pkt: &Packet) -> &[u8] {
         .unwrap_or(&[])
 }
 
-fn cql_item(mut v: Vec<u8>, ks: &str, table: &str, key: &KeyValue) -> Vec<u8> {
+/// The cache item of a CQL partition: the table, then the key's bytes (appended by the caller).
+fn cql_item(mut v: Vec<u8>, ks: &str, table: &str) -> Vec<u8> {
     v.clear();
     v.extend_from_slice(b"cql:");
     v.extend_from_slice(ks.as_bytes());
     v.push(b'.');
     v.extend_from_slice(table.as_bytes());
     v.push(0);
-    key.encode(&mut v);
     v
 }
 
-/// A bound value of a known CQL type as a cache key.
+/// What besides the key decides a CQL read's answer, appended to its shape: the consistency
+/// level and serial consistency (a level the server rejects is never learned, so never served)
+/// and every bound value (`values`: their wire bytes).
+fn shape_params(s: &mut Vec<u8>, consistency: u16, serial: Option<u16>, values: &[u8]) {
+    s.extend_from_slice(&consistency.to_be_bytes());
+    match serial {
+        Some(c) => {
+            s.push(1);
+            s.extend_from_slice(&c.to_be_bytes());
+        }
+        None => s.push(0),
+    }
+    s.extend_from_slice(&(values.len() as u32).to_be_bytes());
+    s.extend_from_slice(values);
+}
+
+/// Consistency levels at which a read is never answered from the cache: SERIAL and
+/// LOCAL_SERIAL reads run Paxos (they may commit a write in progress).
+fn cacheable_consistency(c: u16) -> bool {
+    !matches!(c, 0x0008 | 0x0009)
+}
+
 /// Requests were parsed and every one is a cache hit (so the switch can answer them all).
 fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
     !items.is_empty()
@@ -341,55 +361,10 @@ fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
             .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }))
 }
 
-/// A QUERY that reads `system_schema.columns` (any case; with or without a WHERE clause). Only
-/// a SELECT: a write that merely mentions the name (in a string) stays a write.
-fn is_schema_columns_query(text: &str) -> bool {
-    const NEEDLE: &[u8] = b"system_schema.columns";
-    let t = text.trim_start().as_bytes();
-    t.len() >= NEEDLE.len()
-        && t[..6].eq_ignore_ascii_case(b"select")
-        && text
-            .as_bytes()
-            .windows(NEEDLE.len())
-            .any(|w| w.eq_ignore_ascii_case(NEEDLE))
-}
-
-/// The `volatile` entry that stands for a whole CQL table (a TTL write whose key is unknown).
-fn cql_table_marker(t: (&str, &str)) -> Vec<u8> {
-    format!("cql-table:{}.{}", t.0, t.1).into_bytes()
-}
-
-fn key_from_bound(typ: &cql::CqlType, b: &[u8]) -> Option<KeyValue> {
-    use cql::type_id::*;
-    let cql::CqlType::Native(id) = typ else {
-        return None;
-    };
-    match *id {
-        INT if b.len() == 4 => Some(KeyValue::Int(i32::from_be_bytes(b.try_into().ok()?) as i64)),
-        BIGINT | COUNTER if b.len() == 8 => {
-            Some(KeyValue::Int(i64::from_be_bytes(b.try_into().ok()?)))
-        }
-        SMALLINT if b.len() == 2 => {
-            Some(KeyValue::Int(i16::from_be_bytes(b.try_into().ok()?) as i64))
-        }
-        TINYINT if b.len() == 1 => Some(KeyValue::Int(b[0] as i8 as i64)),
-        ASCII | VARCHAR => Some(KeyValue::Text(String::from_utf8(b.to_vec()).ok()?)),
-        BLOB | UUID | TIMEUUID => Some(KeyValue::Bytes(b.to_vec())),
-        _ => None,
-    }
-}
-
 impl AppSwitch {
     fn qualify<'t>(t: &'t TableRef, conn_ks: Option<&'t str>) -> Option<(&'t str, &'t str)> {
         let ks = t.keyspace.as_deref().or(conn_ks)?;
         Some((ks, t.table.as_str()))
-    }
-
-    fn pk_of(&self, (ks, table): (&str, &str)) -> Option<&str> {
-        self.partition_keys
-            .get(ks)
-            .and_then(|t| t.get(table))
-            .and_then(|c| c.as_deref())
     }
 
     /// An empty buffer (a reused one when there is one).
@@ -435,23 +410,27 @@ impl AppSwitch {
             // The hot path: read in place (no copy of the id or the bound values).
             return self.classify_execute(h, body, cacheable_flags);
         }
+        if h.opcode == opcode::BATCH {
+            return self.classify_batch(body, keyspace);
+        }
         let Ok(req) = cql::parse_request(h, body) else {
             return Classified::Pending(Pending::WriteAll);
         };
         match req {
-            Request::Query { text, params } if is_schema_columns_query(&text) => {
-                Classified::Pending(Pending::SchemaColumns {
-                    continued: params.paging_state.is_some(),
-                })
-            }
             Request::Query { text, params } => {
+                if let Some(kind) = schema_read(&text) {
+                    return Classified::Pending(Pending::SchemaRead {
+                        kind,
+                        continued: params.paging_state.is_some(),
+                    });
+                }
                 let ks = params.keyspace.as_deref().or(keyspace);
                 let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
                 let st = match fixed {
                     Some(r) => {
                         // No lexing: the column is taken to be the partition key (the assumption).
                         let column = Self::qualify(&r.table, ks)
-                            .and_then(|t| self.pk_of(t).map(str::to_string))
+                            .and_then(|t| self.schema.key_column_name(t).map(str::to_string))
                             .unwrap_or_default();
                         Statement::Select {
                             table: r.table,
@@ -462,20 +441,37 @@ impl AppSwitch {
                     }
                     None => parse_statement(&text),
                 };
+                let cacheable = cacheable_flags
+                    && params.paging_state.is_none()
+                    && params.now_in_seconds.is_none()
+                    && cacheable_consistency(params.consistency);
                 self.classify_statement(
                     &st,
                     ks,
-                    |term| match term {
-                        Term::Literal(k) => Some(k.clone()),
-                        _ => None,
+                    |term, typ, out| match term {
+                        Term::Literal(k) => cql_key::from_literal(typ, k, out),
+                        _ => false,
                     },
-                    cacheable_flags && params.paging_state.is_none(),
+                    cacheable,
                     |s: &mut Vec<u8>| {
                         s.extend_from_slice(&[
                             b'Q',
                             h.version,
                             (params.flags & cql::query_flags::SKIP_METADATA) as u8,
                         ]);
+                        let mut values = Vec::new();
+                        for v in &params.values {
+                            match v {
+                                cql::Value::Null => values.push(0),
+                                cql::Value::Unset => values.push(1),
+                                cql::Value::Bytes(b) => {
+                                    values.push(2);
+                                    values.extend_from_slice(&(b.len() as u32).to_be_bytes());
+                                    values.extend_from_slice(b);
+                                }
+                            }
+                        }
+                        shape_params(s, params.consistency, params.serial_consistency, &values);
                         if let Statement::Select { shape, .. } = &st {
                             s.extend_from_slice(shape.as_bytes());
                         }
@@ -485,17 +481,68 @@ impl AppSwitch {
             }
             // Handled above, in place.
             Request::Execute { .. } => self.classify_execute(h, body, cacheable_flags),
+            Request::Batch => self.classify_batch(body, keyspace),
             Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
                 statement: parse_statement(&text),
                 keyspace: ks.or_else(|| keyspace.map(str::to_string)),
             }),
-            Request::Batch => Classified::Pending(Pending::WriteAll),
             Request::Other(op) => match op {
                 opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => {
                     other
                 }
                 _ => Classified::Pending(Pending::WriteAll),
             },
+        }
+    }
+
+    /// A BATCH: writes of unknown keys (flush). A statement in it that sets a TTL makes its
+    /// table volatile; one the switch cannot read (an unknown prepared id, a body that does not
+    /// parse, a table it cannot name) makes every table volatile.
+    fn classify_batch(&mut self, body: &[u8], keyspace: Option<&str>) -> Classified {
+        let Ok(items) = cql::batch_items(body) else {
+            self.schema.mark_volatile(None);
+            return Classified::Pending(Pending::WriteAll);
+        };
+        for item in items {
+            match item {
+                cql::BatchItem::Query(text) => self.note_ttl(&parse_statement(text), keyspace),
+                cql::BatchItem::Prepared(id) => match self.prepared.get(id).cloned() {
+                    Some(info) => {
+                        let ks = info.table.as_ref().map(|t| t.0.clone());
+                        self.note_ttl(&info.statement, ks.as_deref().or(keyspace));
+                    }
+                    None => self.schema.mark_volatile(None),
+                },
+            }
+        }
+        Classified::Pending(Pending::WriteAll)
+    }
+
+    /// A statement whose keys the switch does not take apart: if it may set a TTL, its tables
+    /// (all tables, if it cannot name them) become volatile.
+    fn note_ttl(&mut self, st: &Statement, ks: Option<&str>) {
+        if !st.with_ttl() {
+            return;
+        }
+        let tables: Vec<&TableRef> = match st {
+            Statement::Insert { table, .. }
+            | Statement::WriteByKey { table, .. }
+            | Statement::WriteTable { table, .. } => vec![table],
+            Statement::Batch {
+                tables,
+                complete: true,
+                ..
+            } => tables.iter().collect(),
+            _ => {
+                self.schema.mark_volatile(None);
+                return;
+            }
+        };
+        for t in tables {
+            match Self::qualify(t, ks) {
+                Some(t) => self.schema.mark_volatile(Some(t)),
+                None => self.schema.mark_volatile(None),
+            }
         }
     }
 
@@ -510,34 +557,38 @@ impl AppSwitch {
             return Classified::Pending(Pending::WriteAll);
         };
         let Some(info) = self.prepared.get(id).cloned() else {
-            // Unknown prepared id (prepared before we saw the connection): may write.
+            // Unknown prepared id (prepared before we saw the connection): may write, maybe
+            // with a TTL.
+            self.schema.mark_volatile(None);
             return Classified::Pending(Pending::WriteAll);
         };
-        let pk = &info.pk;
-        let want = pk.as_ref().map(|p| p.0);
-        let Ok(ex) = cql::parse_execute_ref(h.version, body, want) else {
+        let pk = info.pk;
+        let Ok(ex) = cql::parse_execute_ref(h.version, body, pk) else {
             return Classified::Pending(Pending::WriteAll);
         };
         let st = &info.statement;
         let ks = info.table.as_ref().map(|t| t.0.as_str());
+        let cacheable = cacheable_flags
+            && !ex.has_paging_state
+            && !ex.has_names
+            && !ex.has_now_in_seconds
+            && cacheable_consistency(ex.consistency);
         self.classify_statement(
             st,
             ks,
-            |term| {
+            |term, typ, out| {
                 let idx = match term {
                     Term::Marker(i) => *i,
-                    _ => return None,
+                    _ => return false,
                 };
-                let (pk_idx, typ, _) = pk.as_ref()?;
-                if *pk_idx != idx {
-                    return None;
-                }
-                match ex.value? {
-                    cql::ValueRef::Bytes(b) => key_from_bound(typ, b),
-                    _ => None,
+                match (pk, ex.value) {
+                    (Some(p), Some(cql::ValueRef::Bytes(b))) if p == idx => {
+                        cql_key::from_bound(typ, b, out)
+                    }
+                    _ => false,
                 }
             },
-            cacheable_flags && !ex.has_paging_state && !ex.has_names,
+            cacheable,
             |s: &mut Vec<u8>| {
                 let rmid = ex.result_metadata_id.unwrap_or(&[]);
                 s.extend_from_slice(&[
@@ -547,20 +598,24 @@ impl AppSwitch {
                 ]);
                 s.extend_from_slice(ex.id);
                 s.push(0);
+                s.extend_from_slice(&(rmid.len() as u16).to_be_bytes());
                 s.extend_from_slice(rmid);
+                shape_params(s, ex.consistency, ex.serial_consistency, ex.values);
             },
             Some(&info.pk_check),
         )
     }
 
+    /// `key_of(term, type, out)` appends the key bytes of `term` for a column of `type` to
+    /// `out` (false: no key).
     fn classify_statement(
         &mut self,
         st: &Statement,
         ks: Option<&str>,
-        key_of: impl Fn(&Term) -> Option<KeyValue>,
+        key_of: impl Fn(&Term, KeyType, &mut Vec<u8>) -> bool,
         cacheable: bool,
         shape: impl FnOnce(&mut Vec<u8>),
-        pk_check: Option<&Cell<(u64, bool)>>,
+        pk_check: Option<&Cell<(u64, Option<KeyType>)>>,
     ) -> Classified {
         match st {
             Statement::Select {
@@ -570,28 +625,27 @@ impl AppSwitch {
                     return Classified::Pending(Pending::Other);
                 };
                 // A prepared statement's table and column never change: its check is
-                // remembered until the partition keys known change.
-                let pk_ok = match pk_check.map(Cell::get) {
-                    Some((g, ok)) if g == self.pk_generation => ok,
+                // remembered until the schema knowledge changes.
+                let typ = match pk_check.map(Cell::get) {
+                    Some((g, typ)) if g == self.schema.generation => typ,
                     _ => {
-                        let ok =
-                            !t.0.starts_with("system") && self.pk_of(t) == Some(column.as_str());
+                        let typ = self
+                            .schema
+                            .cacheable_key(t)
+                            .filter(|(c, _)| *c == column.as_str())
+                            .map(|(_, typ)| typ);
                         if let Some(c) = pk_check {
-                            c.set((self.pk_generation, ok));
+                            c.set((self.schema.generation, typ));
                         }
-                        ok
+                        typ
                     }
                 };
-                if !pk_ok || !cacheable {
-                    return Classified::Pending(Pending::Other);
-                }
-                let Some(k) = key_of(key) else {
+                let (Some(typ), true) = (typ, cacheable) else {
                     return Classified::Pending(Pending::Other);
                 };
-                let item = cql_item(self.buf(), t.0, t.1, &k);
-                if !self.volatile.is_empty()
-                    && (self.volatile.contains(&item)
-                        || self.volatile.contains(&cql_table_marker(t)))
+                let mut item = cql_item(self.buf(), t.0, t.1);
+                if !key_of(key, typ, &mut item)
+                    || !self.volatile.is_empty() && self.volatile.contains(&item)
                 {
                     self.give(item);
                     return Classified::Pending(Pending::Other);
@@ -613,13 +667,15 @@ impl AppSwitch {
                 ..
             } => {
                 let Some(t) = Self::qualify(table, ks) else {
+                    self.note_ttl(st, ks);
                     return Classified::Pending(Pending::WriteAll);
                 };
-                let key = self.pk_of(t).and_then(|pk| {
-                    let i = columns.iter().position(|c| c == pk)?;
-                    key_of(values[i].as_ref()?)
+                let item = self.schema.key_column(t).and_then(|(pk, typ)| {
+                    let term = values[columns.iter().position(|c| c == pk)?].as_ref()?;
+                    let mut item = cql_item(Vec::new(), t.0, t.1);
+                    key_of(term, typ, &mut item).then_some(item)
                 });
-                self.write_key(t, key, *with_ttl)
+                self.write_key(t, item, *with_ttl)
             }
             Statement::WriteByKey {
                 table,
@@ -629,26 +685,33 @@ impl AppSwitch {
                 ..
             } => {
                 let Some(t) = Self::qualify(table, ks) else {
+                    self.note_ttl(st, ks);
                     return Classified::Pending(Pending::WriteAll);
                 };
-                let key = if self.pk_of(t) == Some(column.as_str()) {
-                    key_of(key)
-                } else {
-                    None
-                };
-                self.write_key(t, key, *with_ttl)
+                let item = self
+                    .schema
+                    .key_column(t)
+                    .filter(|(pk, _)| *pk == column.as_str())
+                    .and_then(|(_, typ)| {
+                        let mut item = cql_item(Vec::new(), t.0, t.1);
+                        key_of(key, typ, &mut item).then_some(item)
+                    });
+                self.write_key(t, item, *with_ttl)
             }
-            Statement::WriteTable(_) | Statement::Other => Classified::Pending(Pending::WriteAll),
+            Statement::WriteTable { .. } | Statement::Batch { .. } | Statement::Other => {
+                self.note_ttl(st, ks);
+                Classified::Pending(Pending::WriteAll)
+            }
             Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
         }
     }
 
-    /// A write to a key (or, `None`, to keys unknown). `with_ttl`: the written cells expire,
-    /// so the key (or, key unknown, the whole table) is never cached again.
-    fn write_key(&mut self, t: (&str, &str), key: Option<KeyValue>, with_ttl: bool) -> Classified {
-        match key {
-            Some(k) => {
-                let item = cql_item(self.buf(), t.0, t.1, &k);
+    /// A write to a partition (its cache item) or, `None`, to partitions unknown. `with_ttl`:
+    /// the written cells expire, so the key (or, key unknown, the whole table) is never cached
+    /// again.
+    fn write_key(&mut self, t: (&str, &str), item: Option<Vec<u8>>, with_ttl: bool) -> Classified {
+        match item {
+            Some(item) => {
                 if with_ttl {
                     self.volatile.insert(item.clone());
                 }
@@ -659,7 +722,7 @@ impl AppSwitch {
             }
             None => {
                 if with_ttl {
-                    self.volatile.insert(cql_table_marker(t));
+                    self.schema.mark_volatile(Some(t));
                 }
                 Classified::Pending(Pending::WriteAll)
             }
@@ -933,81 +996,27 @@ impl AppSwitch {
                 }
             }
             Pending::WriteAll => self.cache.end_write_all(),
-            Pending::Prepare { .. } | Pending::SchemaColumns { .. } | Pending::Other => {}
+            Pending::Prepare { .. } | Pending::SchemaRead { .. } | Pending::Other => {}
         }
     }
 
-    /// Learn tables' partition keys from rows of `system_schema.columns` (keyspace_name,
-    /// table_name, column_name, kind, position). A table is learned only when all its rows are
-    /// in this page: not the first table of a continued page, not the last of a page with more
-    /// pages to come.
-    fn learn_schema_columns(&mut self, rows: &cql::Rows, continued: bool) {
-        let col = |name: &str| rows.metadata.columns.iter().position(|c| c.name == name);
-        let (Some(ks_i), Some(tb_i), Some(col_i), Some(kind_i), Some(pos_i)) = (
-            col("keyspace_name"),
-            col("table_name"),
-            col("column_name"),
-            col("kind"),
-            col("position"),
-        ) else {
-            return;
+    /// Rows of a `system_schema` read (`cql_schema`); knowledge that changed flushes the cache.
+    fn learn_schema(&mut self, kind: SchemaRead, rows: &cql::Rows, continued: bool) {
+        let learned = match kind {
+            SchemaRead::Columns => self.schema.learn_columns(rows, continued),
+            SchemaRead::Tables => self.schema.learn_tables(rows),
+            SchemaRead::Views => self.schema.learn_views(rows),
         };
-        let text = |row: &[Option<Vec<u8>>], i: usize| {
-            row.get(i)
-                .and_then(|v| v.as_deref())
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .map(str::to_string)
-        };
-        // (table, partition-key columns with their positions), in row order.
-        let mut tables: Vec<((String, String), Vec<(i32, String)>)> = Vec::new();
-        for row in &rows.rows {
-            let (Some(ks), Some(tb), Some(name), Some(kind)) = (
-                text(row, ks_i),
-                text(row, tb_i),
-                text(row, col_i),
-                text(row, kind_i),
-            ) else {
-                return;
-            };
-            let t = (ks, tb);
-            if tables.last().map(|(last, _)| last) != Some(&t) {
-                tables.push((t, Vec::new()));
-            }
-            if kind == "partition_key" {
-                let pos = row
-                    .get(pos_i)
-                    .and_then(|v| v.as_deref())
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map(i32::from_be_bytes)
-                    .unwrap_or(-1);
-                if let Some((_, pks)) = tables.last_mut() {
-                    pks.push((pos, name));
-                }
-            }
+        if learned.changed {
+            self.cache.flush();
         }
-        let more = rows.metadata.flags & cql::rows_flags::HAS_MORE_PAGES != 0;
-        let n = tables.len();
-        for (i, (t, pks)) in tables.into_iter().enumerate() {
-            if (continued && i == 0) || (more && i + 1 == n) {
-                continue;
-            }
-            match pks.as_slice() {
-                [] => {}
-                [(_, only)] => {
-                    self.pk_generation += 1;
-                    self.partition_keys
-                        .entry(t.0)
-                        .or_default()
-                        .insert(t.1, Some(only.clone()));
-                }
-                _ => {
-                    self.pk_generation += 1;
-                    self.partition_keys
-                        .entry(t.0)
-                        .or_default()
-                        .insert(t.1, None);
-                }
-            }
+    }
+
+    /// A schema change (a DDL statement's result, or an event about anyone's DDL): what was
+    /// known of the table is forgotten until the driver's refresh reads it again.
+    fn schema_changed(&mut self, change: &cql::SchemaChange) {
+        if self.schema.forget(change).changed {
+            self.cache.flush();
         }
     }
 
@@ -1032,24 +1041,20 @@ impl AppSwitch {
             });
         let mut pk = None;
         if let Some(t) = &table {
-            match p.pk_indexes.as_slice() {
-                [i] => {
-                    if let Some(col) = p.bind_columns.get(*i as usize) {
-                        self.pk_generation += 1;
-                        self.partition_keys
-                            .entry(t.0.clone())
-                            .or_default()
-                            .insert(t.1.clone(), Some(col.name.clone()));
-                        pk = Some((*i as usize, col.typ.clone(), col.name.clone()));
+            let key = match p.pk_indexes.as_slice() {
+                [i] => p.bind_columns.get(*i as usize).map(|col| {
+                    pk = Some(*i as usize);
+                    PartitionKey::Single {
+                        column: col.name.clone(),
+                        typ: KeyType::from_cql_type(&col.typ),
                     }
-                }
-                [] => {}
-                _ => {
-                    self.pk_generation += 1;
-                    self.partition_keys
-                        .entry(t.0.clone())
-                        .or_default()
-                        .insert(t.1.clone(), None);
+                }),
+                [] => None,
+                _ => Some(PartitionKey::Compound),
+            };
+            if let Some(key) = key {
+                if self.schema.set_partition_key((&t.0, &t.1), key).changed {
+                    self.cache.flush();
                 }
             }
         }
@@ -1059,7 +1064,7 @@ impl AppSwitch {
                 statement,
                 table,
                 pk,
-                pk_check: Cell::new((0, false)),
+                pk_check: Cell::new((u64::MAX, None)),
             }),
         );
     }
@@ -1769,6 +1774,12 @@ impl AppSwitch {
                 let mut frames = std::mem::take(&mut self.frames_scratch);
                 let r = c.s2c.push_reusing(bytes, &mut frames, &mut self.spare_bufs);
                 for f in frames.iter() {
+                    if f.header.opcode == opcode::EVENT {
+                        if let Ok(Some(change)) = cql::parse_event_schema_change(&f.body) {
+                            self.schema_changed(&change);
+                        }
+                        continue;
+                    }
                     if f.header.opcode == opcode::READY || f.header.opcode == opcode::AUTHENTICATE {
                         if c.s2c.framing() == Framing::Segmented {
                             c.c2s.set_segmented();
@@ -1808,8 +1819,12 @@ impl AppSwitch {
                         ) => {
                             self.learn_prepared(&pr, statement, keyspace);
                         }
-                        (Pending::SchemaColumns { continued }, Some(ResultMsg::Rows(rows))) => {
-                            self.learn_schema_columns(&rows, continued);
+                        (Pending::SchemaRead { kind, continued }, Some(ResultMsg::Rows(rows))) => {
+                            self.learn_schema(kind, &rows, continued);
+                        }
+                        (p, Some(ResultMsg::SchemaChange(change))) => {
+                            self.schema_changed(&change);
+                            self.complete(p, true, None);
                         }
                         (p @ Pending::Read { .. }, None) if success => {
                             // Only a single-row Rows result in its canonical encoding is

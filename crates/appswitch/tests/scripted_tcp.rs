@@ -406,9 +406,10 @@ fn max_age_setting_is_checked() {
 mod cql_v5 {
     use super::*;
     use innet_appswitch::cql::{
-        self, opcode, ColumnSpec, CqlType, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
+        self, opcode, ColumnSpec, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
         RowsMetadata, Value,
     };
+    use innet_appswitch::cql_schema::tables_rows;
 
     fn seg(frames: &[u8]) -> Vec<u8> {
         let mut v = Vec::new();
@@ -435,14 +436,7 @@ mod cql_v5 {
             bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
             pk_indexes: vec![pk],
             bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: cols
-                .iter()
-                .map(|(n, t)| ColumnSpec {
-                    table: None,
-                    name: n.to_string(),
-                    typ: CqlType::Native(*t),
-                })
-                .collect(),
+            bind_columns: ColumnSpec::natives(cols),
             result: RowsMetadata {
                 flags: cql::rows_flags::NO_METADATA,
                 ..Default::default()
@@ -540,6 +534,25 @@ mod cql_v5 {
             ),
         ));
         let b = seg(&res);
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        // The driver's read of the tables' options: ks.kv has no default TTL.
+        let q = "SELECT * FROM system_schema.tables";
+        let params = QueryParams {
+            consistency: 1,
+            ..Default::default()
+        };
+        let b = seg(&cql::request_frame(
+            5,
+            6,
+            opcode::QUERY,
+            &cql::encode_query(5, q, &params),
+        ));
+        talk(&mut r, c, s, true, &b);
+        c += b.len() as u32;
+        let mut body = Vec::new();
+        cql::encode_rows(&tables_rows(&[("ks", "kv", 0)]), &mut body);
+        let b = seg(&cql::response_frame(5, 6, opcode::RESULT, &body));
         talk(&mut r, c, s, false, &b);
         s += b.len() as u32;
         let exec = |stream: i16, id: &[u8], p: &QueryParams| {
@@ -778,6 +791,7 @@ mod cql_schema {
     use innet_appswitch::cql::{
         self, opcode, ColumnSpec, CqlType, QueryParams, Rows, RowsMetadata,
     };
+    use innet_appswitch::cql_schema::tables_rows;
 
     fn query(stream: i16, text: &str) -> Vec<u8> {
         let p = QueryParams {
@@ -798,8 +812,18 @@ mod cql_schema {
             typ: CqlType::Native(cql::type_id::VARCHAR),
         }
     }
-    /// `system_schema.columns` rows: (keyspace, table, column, kind, position).
+    /// `system_schema.columns` rows: (keyspace, table, column, kind, position), all `text`.
     fn schema(rows: &[(&str, &str, &str, &str, i32)], flags: u32) -> Rows {
+        typed_schema(
+            &rows
+                .iter()
+                .map(|&(k, t, c, kind, p)| (k, t, c, kind, p, "text"))
+                .collect::<Vec<_>>(),
+            flags,
+        )
+    }
+    /// `system_schema.columns` rows: (keyspace, table, column, kind, position, type).
+    fn typed_schema(rows: &[(&str, &str, &str, &str, i32, &str)], flags: u32) -> Rows {
         let mut columns: Vec<ColumnSpec> = ["keyspace_name", "table_name", "column_name", "kind"]
             .iter()
             .map(|n| text_col(n))
@@ -809,23 +833,25 @@ mod cql_schema {
             name: "position".into(),
             typ: CqlType::Native(cql::type_id::INT),
         });
+        columns.push(text_col("type"));
         Rows {
             metadata: RowsMetadata {
                 flags: flags | cql::rows_flags::GLOBAL_TABLES_SPEC,
-                columns_count: 5,
+                columns_count: 6,
                 global_table: Some(("system_schema".into(), "columns".into())),
                 columns,
                 ..Default::default()
             },
             rows: rows
                 .iter()
-                .map(|(k, t, c, kind, p)| {
+                .map(|(k, t, c, kind, p, typ)| {
                     vec![
                         Some(k.as_bytes().to_vec()),
                         Some(t.as_bytes().to_vec()),
                         Some(c.as_bytes().to_vec()),
                         Some(kind.as_bytes().to_vec()),
                         Some(p.to_be_bytes().to_vec()),
+                        Some(typ.as_bytes().to_vec()),
                     ]
                 })
                 .collect(),
@@ -858,12 +884,49 @@ mod cql_schema {
         t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
     }
 
+    /// PREPARE `q` (stream 1) and the server's answer: prepared id `id` of ks.kv with bind
+    /// columns `cols`, the partition key at bind index `pk`.
+    fn prepare(t: &mut Talk, q: &str, id: &[u8], cols: Vec<ColumnSpec>, pk: u16) {
+        let prep = cql::request_frame(
+            4,
+            1,
+            opcode::PREPARE,
+            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+        );
+        assert_eq!(t.request(&prep), None);
+        let p = cql::Prepared {
+            id: id.to_vec(),
+            result_metadata_id: None,
+            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
+            pk_indexes: vec![pk],
+            bind_global_table: Some(("ks".into(), "kv".into())),
+            bind_columns: cols,
+            result: RowsMetadata {
+                flags: cql::rows_flags::NO_METADATA,
+                ..Default::default()
+            },
+        };
+        let mut b = Vec::new();
+        cql::encode_prepared(4, &p, &mut b);
+        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
+    }
+
+    /// The driver's read of `system_schema.tables` (`ttl` = default_time_to_live of each).
+    fn options(t: &mut Talk, stream: i16, tables: &[(&str, &str, i32)]) {
+        assert_eq!(
+            t.request(&query(stream, "SELECT * FROM system_schema.tables")),
+            None
+        );
+        t.reply(&result(stream, &tables_rows(tables)));
+    }
+
     /// Literal SELECTs become cacheable once the driver's read of system_schema.columns taught
     /// the table's single-column partition key; compound keys and partial pages teach nothing.
     #[test]
     fn partition_keys_learned_from_system_schema_columns() {
         let mut t = Talk::with("cql");
         ready(&mut t);
+        options(&mut t, 30, &[("ks", "kv", 0), ("ks", "cp", 0)]);
         let sel = |stream| query(stream, "SELECT v FROM ks.kv WHERE k = 'a'");
         let sel_cp = |stream| query(stream, "SELECT v FROM ks.cp WHERE a = 'a'");
         // Unknown partition key: never answered by the switch.
@@ -936,32 +999,17 @@ mod cql_schema {
     /// EXECUTE is no longer answered by the switch.
     #[test]
     fn prepared_select_stops_hitting_when_the_schema_shows_a_compound_key() {
-        use innet_appswitch::cql::{Prepared, Value};
+        use innet_appswitch::cql::Value;
         let mut t = Talk::with("cql");
         ready(&mut t);
-        let q = "SELECT v FROM ks.kv WHERE k = ?";
-        let prep = cql::request_frame(
-            4,
-            1,
-            opcode::PREPARE,
-            &[&(q.len() as i32).to_be_bytes()[..], q.as_bytes()].concat(),
+        options(&mut t, 30, &[("ks", "kv", 0)]);
+        prepare(
+            &mut t,
+            "SELECT v FROM ks.kv WHERE k = ?",
+            b"SEL",
+            vec![text_col("k")],
+            0,
         );
-        assert_eq!(t.request(&prep), None);
-        let p = Prepared {
-            id: b"SEL".to_vec(),
-            result_metadata_id: None,
-            bind_flags: cql::rows_flags::GLOBAL_TABLES_SPEC,
-            pk_indexes: vec![0],
-            bind_global_table: Some(("ks".into(), "kv".into())),
-            bind_columns: vec![text_col("k")],
-            result: RowsMetadata {
-                flags: cql::rows_flags::NO_METADATA,
-                ..Default::default()
-            },
-        };
-        let mut b = Vec::new();
-        cql::encode_prepared(4, &p, &mut b);
-        t.reply(&cql::response_frame(4, 1, opcode::RESULT, &b));
         let exec = |stream: i16| {
             let params = QueryParams {
                 consistency: 1,
@@ -997,5 +1045,234 @@ mod cql_schema {
             ),
         ));
         assert_eq!(t.request(&exec(5)), None, "no longer a single-key read");
+    }
+
+    /// A QUERY at consistency `cl`.
+    fn query_at(stream: i16, text: &str, cl: u16) -> Vec<u8> {
+        let p = QueryParams {
+            consistency: cl,
+            ..Default::default()
+        };
+        cql::request_frame(4, stream, opcode::QUERY, &cql::encode_query(4, text, &p))
+    }
+    /// Send a read; if forwarded, the server answers `v`. Whether the switch answered it.
+    fn hit(t: &mut Talk, req: &[u8], stream: i16, v: &str) -> bool {
+        match t.request(req) {
+            Some(_) => true,
+            None => {
+                t.reply(&result(stream, &value_rows(v)));
+                false
+            }
+        }
+    }
+    /// Send a write; the server answers Void.
+    fn write(t: &mut Talk, stream: i16, text: &str) {
+        assert_eq!(
+            t.request(&query(stream, text)),
+            None,
+            "writes are forwarded"
+        );
+        t.reply(&cql::response_frame(
+            4,
+            stream,
+            opcode::RESULT,
+            &[0, 0, 0, 1],
+        ));
+    }
+    /// A read of `text` is answered by the switch once learned.
+    fn learns(t: &mut Talk, text: &str) -> bool {
+        let _ = hit(t, &query(1, text), 1, "x");
+        hit(t, &query(2, text), 2, "x")
+    }
+    /// A switch that knows ks.kv (k text), ks.ts (k timestamp), ks.ttl (k int, default TTL),
+    /// ks.mv (a view keyed by text) and ks.dec (k decimal).
+    fn schema_known() -> Talk {
+        let mut t = Talk::with("cql");
+        ready(&mut t);
+        assert_eq!(
+            t.request(&query(3, "SELECT * FROM system_schema.columns")),
+            None
+        );
+        t.reply(&result(
+            3,
+            &typed_schema(
+                &[
+                    ("ks", "dec", "k", "partition_key", 0, "decimal"),
+                    ("ks", "kv", "k", "partition_key", 0, "text"),
+                    ("ks", "mv", "v", "partition_key", 0, "text"),
+                    ("ks", "ts", "k", "partition_key", 0, "timestamp"),
+                    ("ks", "ttl", "k", "partition_key", 0, "int"),
+                ],
+                0,
+            ),
+        ));
+        options(
+            &mut t,
+            4,
+            &[
+                ("ks", "dec", 0),
+                ("ks", "kv", 0),
+                ("ks", "ts", 0),
+                ("ks", "ttl", 60),
+            ],
+        );
+        t
+    }
+
+    /// Cases 1, 3, 5, 7 of issue 23: what is never answered from the cache.
+    #[test]
+    fn reads_whose_answer_the_switch_cannot_know_are_never_cached() {
+        let mut t = schema_known();
+        assert!(
+            learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"),
+            "the control case"
+        );
+        // 1. A table with a default TTL; a table whose options were never seen.
+        assert!(!learns(&mut t, "SELECT v FROM ks.ttl WHERE k = 1"));
+        // 3. A view (its rows change with writes to its base table).
+        assert!(!learns(&mut t, "SELECT k FROM ks.mv WHERE v = 'a'"));
+        // 4. A key type whose literal spellings the switch cannot compare.
+        assert!(!learns(&mut t, "SELECT v FROM ks.dec WHERE k = 1.0"));
+        // 5. Time-dependent selectors.
+        for s in [
+            "SELECT now() FROM ks.kv WHERE k = 'a'",
+            "SELECT toUnixTimestamp(now()) FROM ks.kv WHERE k = 'a'",
+            "SELECT ttl(v) FROM ks.kv WHERE k = 'a'",
+            "SELECT writetime(v) FROM ks.kv WHERE k = 'a'",
+        ] {
+            assert!(!learns(&mut t, s), "{s}");
+        }
+        // 7. The consistency level is part of the read: an answer at ONE is not one at TWO;
+        // SERIAL reads are never cached.
+        assert!(hit(
+            &mut t,
+            &query_at(5, "SELECT v FROM ks.kv WHERE k = 'a'", 1),
+            5,
+            "x"
+        ));
+        assert!(!hit(
+            &mut t,
+            &query_at(6, "SELECT v FROM ks.kv WHERE k = 'a'", 2),
+            6,
+            "x"
+        ));
+        assert!(!hit(
+            &mut t,
+            &query_at(7, "SELECT v FROM ks.kv WHERE k = 'a'", 8),
+            7,
+            "x"
+        ));
+        assert!(!hit(
+            &mut t,
+            &query_at(7, "SELECT v FROM ks.kv WHERE k = 'a'", 8),
+            7,
+            "x"
+        ));
+        // An ALTER seen as an event (from any client): the table is forgotten until the
+        // driver's refresh shows its options again.
+        assert!(hit(
+            &mut t,
+            &query(8, "SELECT v FROM ks.kv WHERE k = 'a'"),
+            8,
+            "x"
+        ));
+        let mut ev = Vec::new();
+        for s in ["SCHEMA_CHANGE", "UPDATED", "TABLE", "ks", "kv"] {
+            ev.extend_from_slice(&(s.len() as u16).to_be_bytes());
+            ev.extend_from_slice(s.as_bytes());
+        }
+        t.reply(&cql::response_frame(4, -1, opcode::EVENT, &ev));
+        assert!(!learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"));
+        options(&mut t, 9, &[("ks", "kv", 30)]);
+        assert!(!learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"));
+    }
+
+    /// Cases 2, 4, 8 of issue 23: writes invalidate what the reads of the same partition
+    /// cached, however they are spelled.
+    #[test]
+    fn writes_reach_the_reads_of_their_partition() {
+        let mut t = schema_known();
+        // 4. One timestamp, two spellings: a write with one invalidates a read with the other.
+        let by_text = "SELECT v FROM ks.ts WHERE k = '2020-01-01 00:00:00+0000'";
+        assert!(learns(&mut t, by_text));
+        assert!(hit(
+            &mut t,
+            &query(5, "SELECT v FROM ks.ts WHERE k = 1577836800000"),
+            5,
+            "x"
+        ));
+        write(
+            &mut t,
+            6,
+            "UPDATE ks.ts SET v = 'y' WHERE k = 1577836800000",
+        );
+        assert!(!hit(&mut t, &query(7, by_text), 7, "y"));
+        // 8. A comment that looks like another key.
+        assert!(learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'b'"));
+        write(
+            &mut t,
+            8,
+            "UPDATE ks.kv SET v = 'x' /* WHERE k = 'zz' IF */ WHERE k = 'b'",
+        );
+        assert!(!hit(
+            &mut t,
+            &query(9, "SELECT v FROM ks.kv WHERE k = 'b'"),
+            9,
+            "x"
+        ));
+        // 2. A TTL write whose keys the switch cannot tell makes the whole table volatile.
+        assert!(learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'c'"));
+        write(
+            &mut t,
+            10,
+            "UPDATE ks.kv USING TTL 5 SET v = 'x' WHERE k IN ('c', 'd')",
+        );
+        assert!(!learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'c'"));
+        assert!(!learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'e'"));
+        // ... and a BATCH with a TTL inside.
+        assert!(learns(&mut t, "SELECT v FROM ks.ts WHERE k = 1"));
+        write(
+            &mut t,
+            11,
+            "BEGIN BATCH INSERT INTO ks.ts (k, v) VALUES (1, 'x') USING TTL 9; APPLY BATCH",
+        );
+        assert!(!learns(&mut t, "SELECT v FROM ks.ts WHERE k = 1"));
+    }
+
+    /// Case 6 of issue 23: a bound value outside the key is part of what the read asks.
+    #[test]
+    fn bound_values_outside_the_key_are_part_of_the_read() {
+        use innet_appswitch::cql::Value;
+        let mut t = schema_known();
+        let cols =
+            ColumnSpec::natives(&[("arg0", cql::type_id::BLOB), ("k", cql::type_id::VARCHAR)]);
+        prepare(
+            &mut t,
+            "SELECT k, blobAsText(?) FROM ks.kv WHERE k = ?",
+            b"SEL",
+            cols,
+            1,
+        );
+        let exec = |stream: i16, arg: &[u8]| {
+            let params = QueryParams {
+                consistency: 1,
+                flags: cql::query_flags::VALUES,
+                values: vec![Value::Bytes(arg.to_vec()), Value::Bytes(b"a".to_vec())],
+                ..Default::default()
+            };
+            cql::request_frame(
+                4,
+                stream,
+                opcode::EXECUTE,
+                &cql::encode_execute(4, b"SEL", b"", &params),
+            )
+        };
+        assert!(!hit(&mut t, &exec(2, b"one"), 2, "one"));
+        assert!(hit(&mut t, &exec(3, b"one"), 3, "one"));
+        assert!(
+            !hit(&mut t, &exec(4, b"two"), 4, "two"),
+            "another value of the first marker"
+        );
+        assert!(hit(&mut t, &exec(5, b"two"), 5, "two"));
     }
 }
