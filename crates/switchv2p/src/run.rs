@@ -9,7 +9,7 @@ use innet_dataplane::fabric::{build_fabric, SwitchSite};
 use innet_dataplane::{L3Forward, SimSwitch};
 use innet_sim::apps::{FlowKind, FlowSpec};
 use innet_sim::engine::Node;
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_sim::host::{Host, HostConfig};
 use innet_sim::metrics::{Conservation, DropReason};
 use innet_sim::tcp::TcpConfig;
