@@ -10,7 +10,9 @@ summary.json in the baseline file (default scripts/summary_hashes.json). `compar
 and names every experiment whose summary differs, is new, or is gone; it exits 1 if any does.
 With `--out DIR` each summary is also written to DIR/NAME.json, so a difference can be read with
 `diff`. Summaries that carry wall-clock measurements are listed in the baseline as `volatile`
-keys: those keys are removed before hashing (the rest of the summary must still match).
+keys: those keys are removed before hashing (the rest of the summary must still match). A
+difference made on purpose is written in the baseline's `intended_changes` (name → why), with the
+new hash; `write` starts a fresh baseline at HEAD and drops them.
 
 Run it from a checkout whose extension is built (`pip install -e .` in that checkout's venv).
 """
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n}: {label}")
     same = len(hashes) - len(changed) - len(new)
     print(f"{same} of {len(expected)} summaries identical to the baseline ({old.get('commit', '?')})")
+    for n, why in old.get("intended_changes", {}).items():
+        print(f"  {n}: intended change since {old.get('commit', '?')}: {why}")
     return 1 if changed or new or gone else 0
 
 
