@@ -1,16 +1,24 @@
-"""The Python API: list experiments, run one, get pandas DataFrames back."""
+"""The Python API: list experiments, run one, get pandas DataFrames back.
+
+Every experiment comes from the one registry in Rust (``_native.list_experiments``). Its runner
+is the simulator (``_native.run_experiment``) or a Python module named by the registry, whose
+``run(name, params, progress)`` gets the parameters the registry resolved. pandas is imported
+only when a run returns its tables.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from innet import _native
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 InnetError = _native.InnetError
 UserInputError = _native.UserInputError
@@ -42,11 +50,9 @@ class Result:
 
 
 def list_experiments() -> list[dict[str, Any]]:
-    """Every experiment with its description and parameters (name, default, doc)."""
-    from innet import appswitch_experiments, appswitch_figs
-
-    return (list(_native.list_experiments()) + appswitch_experiments.list_experiments()
-            + appswitch_figs.list_experiments())
+    """Every experiment with its description, parameters (name, default, doc) and runner
+    (``"simulator"``, or ``"python"`` with the runner's ``module``), sorted by name."""
+    return list(_native.list_experiments())
 
 
 def _as_override(value: Any) -> str:
@@ -68,23 +74,18 @@ def run(
     ``innet.run("basic.fattree", quick=True, load=0.5)``."""
     merged = {**(overrides or {}), **params}
     ov = {k: _as_override(v) for k, v in merged.items()}
-    from innet import appswitch_experiments
+    module = _native.experiment_runner(experiment)
+    if module is None:
+        summary_json, tables = _native.run_experiment(experiment, ov, quick, progress)
+    else:
+        resolved = json.loads(_native.resolve_params(experiment, ov, quick))
+        summary_json, cols = importlib.import_module(module).run(experiment, resolved, progress or (lambda f: None))
+        tables = list(cols.items())
+    import pandas as pd  # after the run: the simulation does not wait for it
 
-    if experiment in appswitch_experiments.EXPERIMENTS:
-        # Real-packet experiments orchestrate processes (namespaces, servers): Python, not Rust.
-        summary_json, cols = appswitch_experiments.run(experiment, ov, quick, progress)
-        return Result(experiment=experiment, summary=json.loads(summary_json), summary_json=summary_json,
-                      tables={name: pd.DataFrame(c) for name, c in cols.items()})
-    from innet import appswitch_figs
-
-    if experiment in appswitch_figs.EXPERIMENTS:
-        summary_json, cols = appswitch_figs.run(experiment, ov, quick, progress)
-        return Result(experiment=experiment, summary=json.loads(summary_json), summary_json=summary_json,
-                      tables={name: pd.DataFrame(c) for name, c in cols.items()})
-    summary_json, tables = _native.run_experiment(experiment, ov, quick, progress)
     return Result(
         experiment=experiment,
         summary=json.loads(summary_json),
         summary_json=summary_json,
-        tables={name: pd.DataFrame(cols) for name, cols in tables},
+        tables={name: pd.DataFrame(c) for name, c in tables},
     )

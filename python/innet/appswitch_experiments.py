@@ -1,6 +1,7 @@
 """The application switch's experiments on real packets (they need root: network namespaces, a
 real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
-orchestrate processes; `innet run` and `innet list` see them through innet.api.
+orchestrate processes; crates/appswitch/src/experiments.rs declares them and
+innet.appswitch_runner runs them by name.
 
 appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
 values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
@@ -25,99 +26,12 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-EXPERIMENTS: dict[str, dict[str, Any]] = {
-    "appswitch.turnaround": {
-        "description": "Fig. 12 on real packets: Cassandra 5.0 + the application switch in network namespaces; "
-                       "mean turnaround normal vs with cache, hit vs miss (needs root)",
-        "params": [
-            ("queries", "1024", "read queries per run"),
-            ("cache_entries", "64", "switch cache capacity (keys)"),
-            ("zipf", "1.0", "Zipf exponent of the key popularity"),
-            ("tables", "16", "tables, name lengths 1..tables"),
-            ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL native protocol version (4 or 5)"),
-            ("seed", "1", "workload seed"),
-        ],
-        "quick": {"queries": "512", "tables": "8", "keys_per_table": "64"},
-    },
-    "appswitch.cachesize": {
-        "description": "Fig. 15 on real packets: mean turnaround and hit ratio vs cache size (4..1,024), Cassandra 5.0 (needs root)",
-        "params": [
-            ("sizes", "4,16,64,256,1024", "cache sizes (keys)"),
-            ("queries", "1000", "read queries per point"),
-            ("zipf", "1.0", "Zipf exponent"),
-            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
-        ],
-        "quick": {"sizes": "4,64,512", "queries": "400", "tables": "8", "keys_per_table": "64"},
-    },
-    "appswitch.skew": {
-        "description": "Fig. 16 on real packets: mean turnaround normal vs with cache for Zipf k = 0.5..1.5 (needs root)",
-        "params": [
-            ("zipfs", "0.5,0.75,1.0,1.25,1.5", "Zipf exponents"),
-            ("queries", "1024", "read queries per point"),
-            ("cache_entries", "64", "cache size"),
-            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
-        ],
-        "quick": {"zipfs": "0.5,1.5", "queries": "400", "tables": "8", "keys_per_table": "64"},
-    },
-    "appswitch.readwrite": {
-        "description": "Fig. 18 on real packets: mean turnaround normal vs with cache for read:write 10:0..0:10 (needs root)",
-        "params": [
-            ("read_ratios", "1.0,0.9,0.5,0.1,0.0", "fraction of reads (the rest are UPDATEs)"),
-            ("queries", "1024", "operations per point"),
-            ("cache_entries", "64", "cache size"), ("zipf", "1.0", "Zipf exponent"),
-            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
-        ],
-        "quick": {"read_ratios": "1.0,0.5,0.0", "queries": "400", "tables": "8", "keys_per_table": "64"},
-    },
-}
-
-# The paper's Fig. 12 (worded in §5.1): hit ratio 33 %, all −34 %, hit −84 %, miss +6 % vs normal.
-PAPER_FIG12 = {"hit_ratio": 0.33, "all_vs_normal": -0.34, "hit_vs_normal": -0.84, "miss_vs_normal": 0.06}
-
-
-def list_experiments() -> list[dict[str, Any]]:
-    return [{"name": name, "description": e["description"],
-             "params": [{"name": n, "default": d, "doc": doc} for n, d, doc in e["params"]]}
-            for name, e in EXPERIMENTS.items()]
-
-
-def _params(name: str, overrides: dict[str, str], quick: bool) -> dict[str, str]:
-    e = EXPERIMENTS[name]
-    p = {n: d for n, d, _ in e["params"]}
-    if quick:
-        p.update(e["quick"])
-    from innet import _native
-
-    for k, v in overrides.items():
-        if k not in p:
-            raise _native.UserInputError(f"{name}: unknown parameter '{k}'; known: {', '.join(p)}")
-        p[k] = v
-    for k, v in p.items():
-        try:
-            [float(x) for x in str(v).split(",")]
-        except ValueError:
-            raise _native.UserInputError(f"{name}: parameter {k}={v!r} is not a number (or a comma-separated list)") from None
-    return p
-
-
-def run(name: str, overrides: dict[str, str], quick: bool,
-        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
-    if name == "appswitch.turnaround":
-        return turnaround(_params(name, overrides, quick), progress or (lambda f: None))
-    if name in EXPERIMENTS:
-        return sweep(name, _params(name, overrides, quick), progress or (lambda f: None))
-    raise ValueError(f"unknown experiment '{name}'")
-
 
 def _floats(v: str) -> list[float]:
     return [float(x) for x in v.split(",") if x.strip()]
 
 
-def sweep(name: str, p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
     (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
     = the switch's hits / reads issued."""
@@ -215,7 +129,7 @@ def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
     return out
 
 
-def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet.netns import REPO, NetnsUnavailable, Topology
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
@@ -292,7 +206,6 @@ def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
             "normal": statistics.median([s[3] for s in normal]),
         },
         "vs_normal": {"all": rel(all_us), "hit": rel(hit_us), "miss": rel(miss_us)},
-        "paper": PAPER_FIG12,
         "switch": stats,
     }
     tables_out = {
@@ -308,7 +221,7 @@ def turnaround(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
     return json.dumps(summary, indent=2) + "\n", tables_out
 
 
-def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+def throughput(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.throughput (Fig. 23): packets per second through the application switch program,
     measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
     through the program in memory on one core (`innet bench switch`, crates/dataplane/src/real/
@@ -453,32 +366,8 @@ def throughput(p: dict[str, str], progress: Callable[[float], None]) -> tuple[st
         "switch_pps": min(v["switch_pps"] for v in app.values()),
         "switch_pps_by_case": {k: v["switch_pps"] for k, v in cases.items()},
         "target_pps": 2_000_000,
-        "paper_pps": 190_000,
         "cases": cases,
     }
     tables_out = {"cases": {"case": list(cases), **{f: [v.get(f) for v in cases.values()]
                                                     for f in ("switch_pps", "ns_per_frame", "frames", "hits", "misses")}}}
     return json.dumps(summary, indent=2) + "\n", tables_out
-
-
-# Registration of appswitch.throughput (kept at the end of the file, next to its function). It runs
-# without root or servers: the captures are replayed in memory.
-EXPERIMENTS["appswitch.throughput"] = {
-    "description": "Fig. 23: packets per second through the application switch program from a pcap replay "
-                   "(in memory, one core), CQL and Redis, all-hit and all-miss captures",
-    "params": [
-        ("exchanges", "10000", "request/answer/ACK exchanges per capture"),
-        ("repeat", "20", "replays of each capture"),
-    ],
-    "quick": {"exchanges": "1000", "repeat": "3"},
-    "run": throughput,
-}
-_run_without_own_runners = run
-
-
-def run(name: str, overrides: dict[str, str], quick: bool,  # noqa: F811 (adds the "run" hook)
-        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
-    own = EXPERIMENTS.get(name, {}).get("run")
-    if own is not None:
-        return own(_params(name, overrides, quick), progress or (lambda f: None))
-    return _run_without_own_runners(name, overrides, quick, progress)

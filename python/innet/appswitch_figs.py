@@ -1,6 +1,6 @@
 """The application switch's Figs. 17 and 19 on real packets (need root: network namespaces, a
-real Cassandra from Maven Central jars, `innet switch run`), registered next to
-appswitch_experiments in innet.api.
+real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs and run by
+innet.appswitch_runner.
 
 appswitch.connections (Fig. 17, §5.4): 1..64 connections per client, 1 or 2 client machines
 (two client namespaces bridged onto the switch's client port, each its own source address),
@@ -32,69 +32,6 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
-
-EXPERIMENTS: dict[str, dict[str, Any]] = {
-    "appswitch.connections": {
-        "description": "Fig. 17 on real packets: mean turnaround normal vs with cache for 1..64 connections "
-                       "per client and 1..2 client namespaces, Cassandra 5.0 (needs root)",
-        "params": [
-            ("conns", "1,2,4,8,16,32,64", "connections per client"),
-            ("clients", "1,2", "client machines (namespaces), 1 or 2"),
-            ("queries", "1024", "read queries per client per point"),
-            ("cache_entries", "64", "switch cache capacity (keys)"),
-            ("zipf", "1.0", "Zipf exponent"),
-            ("tables", "16", "tables"), ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
-        ],
-        "quick": {"conns": "1,8", "clients": "1,2", "queries": "150", "tables": "4", "keys_per_table": "64"},
-    },
-    "appswitch.lexical": {
-        "description": "Fig. 19 on real packets: mean turnaround with lexical analysis vs a fixed-offset key "
-                       "parser vs normal, literal SELECTs of fixed-length keys, Cassandra 5.0 (needs root)",
-        "params": [
-            ("key_lens", "4,8,16", "table-name and key lengths N (one table per point)"),
-            ("queries", "1024", "read queries per pass"),
-            ("rounds", "2", "passes per mode and point (mode order rotated per round)"),
-            ("cache_entries", "64", "switch cache capacity (keys)"),
-            ("zipf", "1.0", "Zipf exponent"),
-            ("tables", "16", "tables loaded (name lengths 1..tables)"), ("keys_per_table", "256", "keys per table"),
-            ("protocol", "5", "CQL protocol version"), ("seed", "1", "workload seed"),
-        ],
-        "quick": {"key_lens": "8", "queries": "300", "rounds": "1", "tables": "8", "keys_per_table": "64"},
-    },
-}
-
-# The paper's words: Fig. 17 "no significant increase in the average response time as the number of
-# connections ... increases"; Fig. 19 lexical analysis "about a 3% increase" over the fixed parser.
-PAPER = {
-    "appswitch.connections": {"claim": "no significant increase of mean turnaround with connections (1..64) and clients (1..2)"},
-    "appswitch.lexical": {"lexical_vs_fixed": 0.03},
-}
-
-
-def list_experiments() -> list[dict[str, Any]]:
-    return [{"name": name, "description": e["description"],
-             "params": [{"name": n, "default": d, "doc": doc} for n, d, doc in e["params"]]}
-            for name, e in EXPERIMENTS.items()]
-
-
-def run(name: str, overrides: dict[str, str], quick: bool,
-        progress: Callable[[float], None] | None = None) -> tuple[str, dict[str, dict[str, list]]]:
-    from innet import appswitch_experiments
-
-    saved = dict(appswitch_experiments.EXPERIMENTS)
-    appswitch_experiments.EXPERIMENTS.update(EXPERIMENTS)  # reuse its parameter checking
-    try:
-        p = appswitch_experiments._params(name, overrides, quick)
-    finally:
-        appswitch_experiments.EXPERIMENTS.clear()
-        appswitch_experiments.EXPERIMENTS.update(saved)
-    progress = progress or (lambda f: None)
-    if name == "appswitch.connections":
-        return connections(p, progress)
-    if name == "appswitch.lexical":
-        return lexical(p, progress)
-    raise ValueError(f"unknown experiment '{name}'")
 
 
 def _ints(v: str) -> list[int]:
@@ -184,7 +121,7 @@ def replay_hits_timeline(samples: list[tuple], capacity: int) -> list[bool]:
     return hit
 
 
-def connections(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     conns_list, clients_list = _ints(p["conns"]), _ints(p["clients"])
     from innet import _native
 
@@ -297,11 +234,11 @@ def connections(p: dict[str, str], progress: Callable[[float], None]) -> tuple[s
     summary = {"experiment": "appswitch.connections", "seed": seed, "params": p, "derived": derived,
                "hit_classification": "LRU replay on the send/receive timeline (hits_replay) vs the switch's counter "
                                      "(hits_switch, which hit_ratio uses)",
-               "points": results, "paper": PAPER["appswitch.connections"]}
+               "points": results}
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
 
 
-def lexical(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, dict]:
+def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
     from innet.appswitch_experiments import _lru_hits
     from innet.appswitch_workload import lexical_layout
@@ -390,6 +327,5 @@ def lexical(p: dict[str, str], progress: Callable[[float], None]) -> tuple[str, 
         _tear_down(t, cdir)
     lv = [x["lexical_vs_fixed"] for x in results if x.get("lexical_vs_fixed") is not None]
     derived = {"lexical_vs_fixed_pct": 100.0 * statistics.fmean(lv) if lv else None}
-    summary = {"experiment": "appswitch.lexical", "seed": seed, "params": p, "derived": derived, "points": results,
-               "paper": PAPER["appswitch.lexical"]}
+    summary = {"experiment": "appswitch.lexical", "seed": seed, "params": p, "derived": derived, "points": results}
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}

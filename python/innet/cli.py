@@ -3,6 +3,10 @@
 Contract (shared/DESIGN.md §4): ``innet run EXPERIMENT [--quick] [--set k=v ...] [--out DIR]
 [--json]`` writes DIR/summary.json, tables and plots; with ``--json`` stdout carries only the
 summary. User errors print one line ``innet: error: ...`` and exit 2; a broken invariant exits 1.
+
+Heavy modules (the simulator extension, pandas, matplotlib, rich, dask) are imported by the
+commands that use them, so ``innet --help`` and the start of a simulation stay fast
+(bench/startup.py measures both).
 """
 
 from __future__ import annotations
@@ -15,32 +19,17 @@ import tomllib
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from innet import api, plots
+from innet import cli_gigaflow, cli_sweep, cli_switch, cli_switchvm, cli_vswitch
+from innet.cli_args import UserError, parse_sets
 
 EXIT_USER = 2
 EXIT_INVARIANT = 1
 
 
-class UserError(Exception):
-    pass
-
-
 def _fail(msg: str, code: int = EXIT_USER) -> None:
     click.echo(f"innet: error: {msg}", err=True)
     sys.exit(code)
-
-
-def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for s in sets:
-        key, sep, value = s.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--set expects key=value, got '{s}'")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def _read_config(path: str) -> tuple[str | None, dict[str, str]]:
@@ -58,6 +47,8 @@ def _read_config(path: str) -> tuple[str | None, dict[str, str]]:
     params = data.get("params", {})
     if not isinstance(params, dict):
         raise UserError(f"{path}: [params] must be a table")
+    from innet import api
+
     return data.get("experiment"), {k: api._as_override(v) for k, v in params.items()}
 
 
@@ -69,6 +60,8 @@ def cli() -> None:
 @cli.command("list")
 def list_cmd() -> None:
     """Name every experiment."""
+    from innet import api
+
     for e in api.list_experiments():
         click.echo(f"{e['name']:28s} {e['description']}")
 
@@ -83,43 +76,72 @@ def list_cmd() -> None:
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
 def run_cmd(experiment: str, quick: bool, sets: tuple[str, ...], config: str | None, out: str | None, as_json: bool, no_plots: bool) -> None:
     """Run EXPERIMENT and write summary.json, tables and plots."""
+    from innet import api
+
     overrides: dict[str, str] = {}
     if config:
         cfg_exp, overrides = _read_config(config)
         if cfg_exp and cfg_exp != experiment:
             raise UserError(f"{config}: is for experiment '{cfg_exp}', not '{experiment}'")
-    overrides.update(_parse_sets(sets))
+    overrides.update(parse_sets(sets))
     known = {e["name"] for e in api.list_experiments()}
     if experiment not in known:
         raise UserError(f"unknown experiment '{experiment}'; `innet list` names them: {', '.join(sorted(known))}")
     out_dir = Path(out) if out else Path("results") / experiment
     result = _run_with_progress(experiment, quick, overrides)
     result.write(out_dir)
-    figures = [] if no_plots else plots.plot(experiment, result.summary, result.tables, out_dir)
+    figures = []
+    if not no_plots:
+        from innet import plots
+
+        figures = plots.plot(experiment, result.summary, result.tables, out_dir)
     if as_json:
         sys.stdout.write(result.summary_json)
         return
     _print_summary(experiment, result.summary, out_dir, figures)
 
 
-def _run_with_progress(experiment: str, quick: bool, overrides: dict[str, str]) -> api.Result:
+class _ProgressBar:
+    """A progress bar on stderr, drawn from the first progress report on: rich is imported then,
+    so the simulation does not wait for it to start."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar = None
+        self.task = None
+
+    def update(self, fraction: float) -> None:
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                                TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("run", total=1.0)
+        self.bar.update(self.task, completed=fraction)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _run_with_progress(experiment: str, quick: bool, overrides: dict[str, str]):
+    from innet import api
+
     if not sys.stderr.isatty():
         return api.run(experiment, quick=quick, overrides=overrides)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn(f"[bold]{experiment}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("run", total=1.0)
-        return api.run(experiment, quick=quick, overrides=overrides, progress=lambda f: bar.update(task, completed=f))
+    bar = _ProgressBar(experiment)
+    try:
+        return api.run(experiment, quick=quick, overrides=overrides, progress=bar.update)
+    finally:
+        bar.close()
 
 
 def _print_summary(experiment: str, summary: dict, out_dir: Path, figures: list[Path]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(title=f"{experiment} — {out_dir}/summary.json")
     table.add_column("metric")
@@ -190,6 +212,9 @@ def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, sce
         for rep in reports:
             click.echo(json.dumps(rep))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     t = Table(title="innet bench sim")
     t.add_column("measure")
     for rep in reports:
@@ -199,25 +224,8 @@ def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, sce
     Console().print(t)
 
 
-from innet import cli_sweep  # noqa: E402
-
-cli_sweep.register(cli)
-
-from innet import cli_gigaflow  # noqa: E402
-
-cli_gigaflow.register(cli)
-
-from innet import cli_switchvm  # noqa: E402
-
-cli_switchvm.register(cli)
-
-from innet import cli_vswitch  # noqa: E402
-
-cli_vswitch.register(cli)
-
-from innet import cli_switch  # noqa: E402
-
-cli_switch.register(cli)
+for _module in (cli_sweep, cli_gigaflow, cli_switchvm, cli_vswitch, cli_switch):
+    _module.register(cli)
 
 
 def main() -> None:
@@ -225,18 +233,20 @@ def main() -> None:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         _fail("aborted", 130)
-    except click.UsageError as e:
-        _fail(e.format_message())
     except click.ClickException as e:
         _fail(e.format_message())
     except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError, cli_vswitch.VswitchError, cli_switch.SwitchError) as e:  # noqa: B014
         _fail(str(e))
-    except api.InvariantError as e:
-        _fail(str(e), EXIT_INVARIANT)
-    except api.UserInputError as e:
-        _fail(str(e))
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as e:
+        # The simulator's errors; its extension is loaded only if a command used it.
+        native = sys.modules.get("innet._native")
+        if native is not None and isinstance(e, native.InvariantError):
+            _fail(str(e), EXIT_INVARIANT)
+        if native is not None and isinstance(e, native.UserInputError):
+            _fail(str(e))
+        raise
 
 
 if __name__ == "__main__":

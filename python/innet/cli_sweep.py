@@ -6,10 +6,8 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from innet import reproduce, sweep
+from innet.cli_args import parse_sets
 
 
 class SweepError(Exception):
@@ -17,6 +15,9 @@ class SweepError(Exception):
 
 
 def _progress_bar(label: str):
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     prog = Progress(
         TextColumn(f"[bold]{label}"),
         BarColumn(),
@@ -32,12 +33,6 @@ def _progress_bar(label: str):
     return prog, update
 
 
-def _parse_sets(sets: tuple[str, ...]) -> dict[str, str]:
-    from innet.cli import _parse_sets as parse  # the `innet run` rules, one place
-
-    return parse(sets)
-
-
 def register(cli: click.Group) -> None:
     @cli.command("sweep")
     @click.argument("experiment")
@@ -50,12 +45,14 @@ def register(cli: click.Group) -> None:
     @click.option("--quick", is_flag=True, help="Every point in its --quick form.")
     def sweep_cmd(experiment, grids, sets, repeat, scheduler, workers, out, quick):
         """Run EXPERIMENT at every point of a parameter grid on Dask."""
+        from innet import reproduce, sweep
+
         names = reproduce.available_experiments()
         if experiment not in names:
             raise SweepError(f"unknown experiment '{experiment}' (see `innet list`)")
         try:
             grid = sweep.parse_grid(grids)
-            points = sweep.expand(experiment, grid, repeat, _parse_sets(sets), quick)
+            points = sweep.expand(experiment, grid, repeat, parse_sets(sets), quick)
         except ValueError as e:
             raise SweepError(str(e)) from None
         out_dir = Path(out or f"sweeps/{experiment}")
@@ -76,6 +73,8 @@ def register(cli: click.Group) -> None:
     @click.option("--out", "out", default="reproduced", show_default=True, metavar="DIR")
     def reproduce_cmd(paper, quick, scheduler, workers, out):
         """Run the figure set of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch) or all."""
+        from innet import reproduce, sweep
+
         papers = reproduce.load_papers()
         chosen = list(papers) if paper == "all" else [paper]
         for name in chosen:
@@ -104,7 +103,9 @@ def register(cli: click.Group) -> None:
         """Write one self-contained HTML page from `innet reproduce` results."""
         if not Path(root).exists():
             raise SweepError(f"{root}: no such directory (run `innet reproduce` first)")
-        page, md = __import__("innet.report", fromlist=["build"]).build(root, quick)
+        from innet import report
+
+        page, md = report.build(root, quick)
         Path(output).write_text(page)
         if markdown:
             Path(markdown).write_text(md)

@@ -12,19 +12,11 @@ from pathlib import Path
 
 import click
 
+from innet.cli_args import parse_sets
+
 
 class SwitchError(Exception):
     """A user-facing error (exit 2, one line)."""
-
-
-def _sets(sets: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for s in sets:
-        key, sep, value = s.partition("=")
-        if not sep or not key.strip():
-            raise SwitchError(f"--set expects key=value, got '{s}'")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def register(cli: click.Group) -> None:
@@ -65,7 +57,7 @@ def register(cli: click.Group) -> None:
         from innet import _native
 
         try:
-            text, js = _native.switch_run(program, list(ports), _sets(sets), pcap=pcap, routes=list(routes),
+            text, js = _native.switch_run(program, list(ports), parse_sets(sets), pcap=pcap, routes=list(routes),
                                           duration_s=duration_s, stats=not no_stats, batch=batch,
                                           loss=loss, reorder=reorder, impair_seed=impair_seed)
         except _native.UserInputError as e:
@@ -91,7 +83,7 @@ def register(cli: click.Group) -> None:
         if not Path(pcap).is_file():
             raise SwitchError(f"{pcap}: no such file")
         try:
-            rep = json.loads(_native.bench_switch(pcap, program, _sets(sets), repeat=repeat))
+            rep = json.loads(_native.bench_switch(pcap, program, parse_sets(sets), repeat=repeat))
         except _native.UserInputError as e:
             raise SwitchError(str(e)) from None
         if as_json:

@@ -1,42 +1,18 @@
-"""Plots for run results: one consistent style, a per-experiment registry, and a generic
-fallback so every run gets at least one figure."""
+"""Plots for run results: the plot registered for the experiment (innet.plot_style's registry,
+filled by the plots_*.py modules and the basic plots here), or a generic fallback so every run
+gets at least one figure."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-PlotFn = Callable[[dict, dict[str, pd.DataFrame], Path], list[Path]]
-_REGISTRY: dict[str, PlotFn] = {}
-
-
-def register(experiment: str) -> Callable[[PlotFn], PlotFn]:
-    def deco(fn: PlotFn) -> PlotFn:
-        _REGISTRY[experiment] = fn
-        return fn
-
-    return deco
-
-
-def style() -> None:
-    plt.rcParams.update(
-        {
-            "figure.figsize": (6.0, 4.0),
-            "figure.dpi": 110,
-            "axes.grid": True,
-            "grid.alpha": 0.3,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-            "font.size": 10,
-        }
-    )
+# System plot modules register themselves on import.
+from innet import plots_appswitch, plots_gigaflow, plots_orbitcache, plots_switchv2p, plots_switchvm  # noqa: F401
+from innet.plot_style import REGISTRY, register, save, style
 
 
 def _cdf(ax, values: np.ndarray, label: str) -> None:
@@ -44,13 +20,6 @@ def _cdf(ax, values: np.ndarray, label: str) -> None:
     if v.size == 0:
         return
     ax.plot(v, np.arange(1, v.size + 1) / v.size, label=label)
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 @register("basic.fattree")
@@ -66,7 +35,7 @@ def plot_basic_fattree(summary: dict, tables: dict[str, pd.DataFrame], out: Path
     ax.set_ylabel("CDF over flows")
     ax.set_title(f"basic.fattree: {summary.get('trace', '')}, load {summary.get('offered_load', '')}")
     ax.legend()
-    paths.append(_save(fig, out / "fct_cdf.png"))
+    paths.append(save(fig, out / "fct_cdf.png"))
     fig, ax = plt.subplots()
     ax.scatter(done["size_bytes"], done["fct_us"], s=3, alpha=0.4)
     ax.set_xscale("log")
@@ -74,7 +43,7 @@ def plot_basic_fattree(summary: dict, tables: dict[str, pd.DataFrame], out: Path
     ax.set_xlabel("flow size (bytes)")
     ax.set_ylabel("FCT (µs)")
     ax.set_title("FCT by flow size")
-    paths.append(_save(fig, out / "fct_by_size.png"))
+    paths.append(save(fig, out / "fct_by_size.png"))
     return paths
 
 
@@ -92,26 +61,18 @@ def generic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[P
         ax.set_ylabel("CDF")
         ax.set_title(name)
         ax.legend()
-        paths.append(_save(fig, out / f"{name}_cdf.png"))
+        paths.append(save(fig, out / f"{name}_cdf.png"))
     if not paths:
         nums = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
         fig, ax = plt.subplots()
         ax.barh(list(nums), list(nums.values()))
         ax.set_xscale("symlog")
         ax.set_title("summary")
-        paths.append(_save(fig, out / "summary.png"))
+        paths.append(save(fig, out / "summary.png"))
     return paths
 
 
 def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
     style()
-    fn = _REGISTRY.get(experiment, generic)
+    fn = REGISTRY.get(experiment, generic)
     return fn(summary, tables, Path(out))
-
-
-# System plot modules register themselves on import.
-from innet import plots_switchv2p  # noqa: E402,F401
-from innet import plots_orbitcache  # noqa: E402,F401
-from innet import plots_switchvm  # noqa: E402,F401
-from innet import plots_gigaflow  # noqa: E402,F401
-from innet import plots_appswitch  # noqa: E402,F401

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from innet.plots import _save, register
+from innet.plot_style import register, save
 
 
 @register("appswitch.connections")
@@ -32,7 +32,7 @@ def plot_connections(summary: dict, tables: dict[str, pd.DataFrame], out: Path) 
     ax.set_ylabel("mean turnaround (µs)")
     ax2.set_ylabel("hit ratio")
     ax2.set_ylim(0, 1)
-    return [_save(fig, out / "connections.png")]
+    return [save(fig, out / "connections.png")]
 
 
 @register("appswitch.lexical")
@@ -52,4 +52,4 @@ def plot_lexical(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
     ax.set_xlabel("key (and table-name) length")
     ax.set_ylabel("mean turnaround (µs)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "lexical.png")]
+    return [save(fig, out / "lexical.png")]

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from innet.plots import _save, register
+from innet.plot_style import register, save
 
 
 def _bars(df: pd.DataFrame, metric: str, ylabel: str, out: Path, name: str, schemes: list[str]) -> Path:
@@ -27,7 +27,7 @@ def _bars(df: pd.DataFrame, metric: str, ylabel: str, out: Path, name: str, sche
         ax.set_title(f"{loc} locality")
         ax.set_ylabel(ylabel)
     axes[0][0].legend(fontsize=8)
-    return _save(fig, out / name)
+    return save(fig, out / name)
 
 
 @register("gigaflow.e2e")
@@ -63,7 +63,7 @@ def plot_tables(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> li
         ax.set_xlabel("LTM tables (K)")
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
-        paths.append(_save(fig, out / f"{metric}_vs_k.png"))
+        paths.append(save(fig, out / f"{metric}_vs_k.png"))
     return paths
 
 
@@ -76,7 +76,22 @@ def plot_partitioning(summary: dict, tables: dict[str, pd.DataFrame], out: Path)
     axes[0].set_ylabel("misses")
     axes[1].bar(df["scheme"], df["entries"])
     axes[1].set_ylabel("cache entries")
-    return [_save(fig, out / "partitioning.png")]
+    return [save(fig, out / "partitioning.png")]
+
+
+def _paper_table2() -> dict[str, dict[str, float]]:
+    """Table 2 as the reproduce manifest (papers/gigaflow.toml) holds it: {pipeline: {metric: value}}."""
+    from innet import reproduce
+
+    out: dict[str, dict[str, float]] = {}
+    for fig in reproduce.load_papers()["gigaflow"].figures:
+        if fig.experiment != "gigaflow.coverage":
+            continue
+        for n in fig.paper_numbers:
+            parts = n["metric"].split(".")
+            if len(parts) == 3 and parts[0] == "pipelines":
+                out.setdefault(parts[1], {})[parts[2]] = float(n["value"])
+    return out
 
 
 @register("gigaflow.coverage")
@@ -85,6 +100,9 @@ def plot_coverage(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> 
     df = tables["coverage"]
     if df.empty:
         return []
+    paper = _paper_table2()
+    df = df.assign(**{f"paper_{m}": [paper.get(p, {}).get(m, 0.0) for p in df["pipeline"]]
+                      for m in ("mf_coverage", "gf_coverage")})
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     x = np.arange(len(df))
     cols = [("mf_coverage", "MF (ours)"), ("gf_coverage", "GF (ours)"), ("paper_mf_coverage", "MF (paper)"), ("paper_gf_coverage", "GF (paper)")]
@@ -95,7 +113,7 @@ def plot_coverage(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> 
     ax.set_yscale("log")
     ax.set_ylabel("rule space (Megaflow-equivalents)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "coverage.png")]
+    return [save(fig, out / "coverage.png")]
 
 
 @register("gigaflow.dynamic")
@@ -114,7 +132,7 @@ def plot_dynamic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
     ax.set_ylabel("NIC hit rate")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize=8)
-    return [_save(fig, out / "dynamic_hit_rate.png")]
+    return [save(fig, out / "dynamic_hit_rate.png")]
 
 
 @register("gigaflow.search")
@@ -132,4 +150,4 @@ def plot_search(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> li
     ax.set_xticks(x + 0.2, [c.upper() for c in caches])
     ax.set_ylabel("cache lookups / s (one core)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "search_lookups.png")]
+    return [save(fig, out / "search_lookups.png")]

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from innet.plots import _save, register
+from innet.plot_style import register, save
 
 _SWEEPS = {
     "orbitcache.skew": ("zipf_alpha", "key distribution (Zipf α)"),
@@ -52,7 +52,7 @@ def _sweep(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Pa
         ax.set_xlabel(xlabel)
     axes[0].legend(fontsize=8)
     fig.suptitle(summary["experiment"])
-    return [_save(fig, out / "throughput.png")]
+    return [save(fig, out / "throughput.png")]
 
 
 for _name in _SWEEPS:
@@ -69,7 +69,7 @@ def plot_server_load(summary: dict, tables: dict[str, pd.DataFrame], out: Path) 
     ax.set_xlabel("emulated server (sorted by load)")
     ax.set_ylabel("load (KRPS)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "server_load.png")]
+    return [save(fig, out / "server_load.png")]
 
 
 @register("orbitcache.latency")
@@ -91,7 +91,7 @@ def plot_latency(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
         ax.set_yscale("log")
     axes[0].legend(fontsize=8)
     axes[2].legend(fontsize=7)
-    return [_save(fig, out / "latency.png")]
+    return [save(fig, out / "latency.png")]
 
 
 @register("orbitcache.dynamic")
@@ -107,4 +107,4 @@ def plot_dynamic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
         axes[1].plot(t["time_us"] / 1e3, t["overflow_ratio"], marker="o", markersize=2)
     axes[1].set_xlabel("time (ms)")
     axes[1].set_ylabel("overflow ratio (per controller period)")
-    return [_save(fig, out / "dynamic.png")]
+    return [save(fig, out / "dynamic.png")]

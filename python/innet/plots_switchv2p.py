@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from innet.plots import _save, register
+from innet.plot_style import register, save
 
 
 def _by_scheme(df: pd.DataFrame, key: str):
@@ -38,7 +38,7 @@ def plot_cachesize(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
         ax.set_ylabel(label)
     axes[0].legend(fontsize=8)
     fig.suptitle(f"{summary.get('experiment', '')}: {summary.get('trace', '')} on {summary.get('topology', '')}")
-    return [_save(fig, out / "cachesize.png")]
+    return [save(fig, out / "cachesize.png")]
 
 
 @register("switchv2p.migration")
@@ -60,7 +60,7 @@ def plot_migration(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
     for ax in axes[1:]:
         ax.set_yticklabels([])
     fig.suptitle("switchv2p.migration (Table 4)")
-    return [_save(fig, out / "migration.png")]
+    return [save(fig, out / "migration.png")]
 
 
 @register("switchv2p.hits_by_layer")
@@ -78,7 +78,7 @@ def plot_hits_by_layer(summary: dict, tables: dict[str, pd.DataFrame], out: Path
     ax.set_xlabel("share of cache hits")
     ax.set_title(f"switchv2p.hits_by_layer: {summary.get('trace', '')}")
     ax.legend()
-    return [_save(fig, out / "hits_by_layer.png")]
+    return [save(fig, out / "hits_by_layer.png")]
 
 
 @register("switchv2p.pod_bytes")
@@ -94,7 +94,7 @@ def plot_pod_bytes(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
     ax.set_xlabel("pod")
     ax.set_title("bytes processed per pod (GB)")
     fig.colorbar(im, ax=ax)
-    paths = [_save(fig, out / "pod_bytes.png")]
+    paths = [save(fig, out / "pod_bytes.png")]
     last = df["pod"].max()
     pod = df[df["pod"] == last]
     table = pod.pivot_table(index="scheme", columns="switch", values="bytes", sort=False)
@@ -104,7 +104,7 @@ def plot_pod_bytes(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
     ax.set_xticks(range(len(table.columns)), table.columns, rotation=45, fontsize=7)
     ax.set_title(f"bytes processed per switch of pod {last + 1} (GB)")
     fig.colorbar(im, ax=ax)
-    paths.append(_save(fig, out / "gateway_pod_switches.png"))
+    paths.append(save(fig, out / "gateway_pod_switches.png"))
     return paths
 
 
@@ -118,7 +118,7 @@ def _sweep(summary: dict, tables: dict[str, pd.DataFrame], out: Path, key: str, 
         ax.set_ylabel(label)
     axes[0].legend(fontsize=8)
     fig.suptitle(name)
-    return [_save(fig, out / f"{key}.png")]
+    return [save(fig, out / f"{key}.png")]
 
 
 @register("switchv2p.gateways")

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from innet.plots import _save, register
+from innet.plot_style import register, save
 
 
 @register("switchvm.overhead")
@@ -24,7 +24,7 @@ def plot_overhead(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> 
     for ax in axes:
         ax.set_xlabel("packet size (B)")
     axes[1].legend(fontsize=8)
-    return [_save(fig, out / "overhead.png")]
+    return [save(fig, out / "overhead.png")]
 
 
 @register("switchvm.latency")
@@ -39,7 +39,7 @@ def plot_latency(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
     ax.set_xlabel("throughput (Gb/s)")
     ax.set_ylabel("latency (µs)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "latency.png")]
+    return [save(fig, out / "latency.png")]
 
 
 @register("switchvm.lb")
@@ -58,7 +58,7 @@ def plot_lb(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[P
         ax.set_xlabel("load (K requests/s)")
         ax.set_yscale("log")
     axes[1].legend(fontsize=8)
-    paths.append(_save(fig, out / "lb_latency.png"))
+    paths.append(save(fig, out / "lb_latency.png"))
     if "timeline" in tables:
         tl = tables["timeline"]
         fig, ax = plt.subplots(figsize=(7.0, 3.6))
@@ -71,7 +71,7 @@ def plot_lb(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[P
         ax.set_xlabel("time (s)")
         ax.set_ylabel("latency (µs)")
         ax.legend(fontsize=8)
-        paths.append(_save(fig, out / "lb_replacement.png"))
+        paths.append(save(fig, out / "lb_replacement.png"))
     return paths
 
 
@@ -90,7 +90,7 @@ def plot_kvs(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[
     ax2.set_ylabel("hit ratio")
     ax2.set_ylim(0, 1.05)
     ax.legend(fontsize=8, loc="upper left")
-    return [_save(fig, out / "kvs_timeline.png")]
+    return [save(fig, out / "kvs_timeline.png")]
 
 
 @register("switchvm.isolation")
@@ -104,7 +104,7 @@ def plot_isolation(summary: dict, tables: dict[str, pd.DataFrame], out: Path) ->
     ax.set_xlabel("time (µs)")
     ax.set_ylabel("goodput (Gb/s)")
     ax.legend(fontsize=8)
-    return [_save(fig, out / "isolation.png")]
+    return [save(fig, out / "isolation.png")]
 
 
 @register("switchvm.tenants")
@@ -119,4 +119,4 @@ def plot_tenants(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> l
     ax2.plot(tl["t_s"], tl["tenants"], color="black", linewidth=0.8, label="authorized tenants")
     ax2.set_ylabel("tenants")
     ax.legend(fontsize=8, loc="upper left")
-    return [_save(fig, out / "tenants.png")]
+    return [save(fig, out / "tenants.png")]

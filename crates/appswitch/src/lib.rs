@@ -11,12 +11,14 @@ pub mod cql;
 pub mod cql_key;
 pub mod cql_schema;
 pub mod cql_statement;
+pub mod experiments;
 pub mod fixed_fields;
 pub mod memcache;
 pub mod migration;
 pub mod program;
 pub mod resp;
 
+pub use experiments::experiments;
 pub use program::{AppSwitch, Config, Counters, Protocol};
 
 use innet_dataplane::real::{FrameSwitch, ProgramSpec, RealConfig, RealSwitch, Settings};

@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use innet_dataplane::fabric::{build_fabric, l3_switch};
 use innet_sim::apps::FlowKind;
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_sim::host::HostConfig;
 use innet_sim::topology::{Topology, TopologySpec};
 use serde_json::{json, Map, Value};
 
-use crate::transport::tcp_config;
+use innet_sim::tcp::tcp_config;
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use innet_dataplane::fabric::{build_fabric, l3_switch};
 use innet_sim::apps::{FlowKind, FlowSpec};
-use innet_sim::experiment::{
+use innet_registry::{
     resolve_params, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput,
 };
 use innet_sim::host::HostConfig;
@@ -17,7 +17,7 @@ use innet_sim::topology::{Topology, TopologySpec};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::transport::tcp_config;
+use innet_sim::tcp::tcp_config;
 
 pub struct BasicFattree;
 

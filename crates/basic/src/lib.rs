@@ -3,9 +3,8 @@
 
 pub mod bench;
 pub mod fattree;
-pub mod transport;
 
-use innet_sim::experiment::Experiment;
+use innet_registry::Experiment;
 
 pub use bench::{bench_sim, BenchOptions, BenchReport};
 

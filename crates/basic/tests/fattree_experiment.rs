@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use innet_basic::experiments;
-use innet_sim::experiment::{Experiment, ExperimentError};
+use innet_registry::{Experiment, ExperimentError};
 
 fn fattree() -> Box<dyn Experiment> {
     experiments().into_iter().find(|e| e.info().name == "basic.fattree").expect("registered")

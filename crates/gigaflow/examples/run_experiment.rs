@@ -1,7 +1,7 @@
 //! `cargo run --release -p innet-gigaflow --example run_experiment -- NAME [--quick] [k=v ...]`:
 //! runs a `gigaflow.*` experiment without the Python front and prints its summary JSON and
 //! tables as CSV on stdout (a developer's shortcut; `innet run` is the product's way).
-use innet_sim::experiment::ColumnData;
+use innet_registry::ColumnData;
 use std::collections::BTreeMap;
 
 fn main() {

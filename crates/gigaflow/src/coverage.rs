@@ -134,15 +134,6 @@ pub fn gigaflow_coverage(g: &GigaflowCache) -> Coverage {
     c
 }
 
-/// The paper's Table 2 (high locality, MF 32K vs GF 4×8K), Megaflow-equivalents.
-pub const PAPER_TABLE2: [(&str, f64, f64); 5] = [
-    ("OFD", 32e3, 14.7e6),
-    ("PSC", 32e3, 4.9e6),
-    ("OLS", 32e3, 10.8e6),
-    ("ANT", 32e3, 1.3e6),
-    ("OTL", 32e3, 48e3),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::nic::{NicModel, Offload};
 use crate::partition::Scheme;
 use crate::pipebench::{self, Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
 use crate::slowpath::Pipeline;
-use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -671,7 +671,7 @@ impl Experiment for CoverageExp {
                 doc: "entries per LTM table",
             },
         ]);
-        ExperimentInfo { name: "gigaflow.coverage", description: "Rule-space coverage (Table 2): Megaflow-equivalents covered by MF 32K vs GF 4x8K after the traffic, per pipeline, beside the paper's numbers", params }
+        ExperimentInfo { name: "gigaflow.coverage", description: "Rule-space coverage (Table 2): Megaflow-equivalents covered by MF 32K vs GF 4x8K after the traffic, per pipeline", params }
     }
 
     fn run(
@@ -701,7 +701,7 @@ impl Experiment for CoverageExp {
         };
         let nic = p.common.nic();
         let mut tree = Map::new();
-        let mut rows: Vec<(String, f64, f64, f64, u64, u64, f64, f64)> = Vec::new();
+        let mut rows: Vec<(String, f64, f64, f64, u64, u64)> = Vec::new();
         for (i, name) in pipes.iter().enumerate() {
             let (_, pl, traffic) = inputs(name, loc, &p.common).map_err(ExperimentError::Input)?;
             let mf = run_cache(
@@ -717,11 +717,8 @@ impl Experiment for CoverageExp {
             .map_err(ExperimentError::Invariant)?;
             let g = run_cache(&pl, &traffic, &CacheSpec::Gigaflow(gf), nic)
                 .map_err(ExperimentError::Invariant)?;
-            let paper = crate::coverage::PAPER_TABLE2
-                .iter()
-                .find(|x| x.0.eq_ignore_ascii_case(name));
             let ratio = g.rule_space / mf.rule_space.max(1.0);
-            let mut v = json!({
+            let v = json!({
                 "mf_coverage": r6(mf.rule_space),
                 "gf_coverage": r6(g.rule_space),
                 "gf_chains_tag_only": r6(g.rule_space_tag_only),
@@ -731,14 +728,7 @@ impl Experiment for CoverageExp {
                 "mf_hit_rate": r6(mf.hit_rate()),
                 "gf_hit_rate": r6(g.hit_rate()),
             });
-            if let Some(&(_, pm, pg)) = paper {
-                let o = v.as_object_mut().unwrap();
-                o.insert("paper_mf_coverage".into(), json!(pm));
-                o.insert("paper_gf_coverage".into(), json!(pg));
-                o.insert("paper_gf_over_mf".into(), json!(r6(pg / pm)));
-            }
             tree.insert(name.clone(), v);
-            let (pm, pg) = paper.map(|x| (x.1, x.2)).unwrap_or((f64::NAN, f64::NAN));
             rows.push((
                 name.clone(),
                 mf.rule_space,
@@ -746,8 +736,6 @@ impl Experiment for CoverageExp {
                 g.rule_space_tag_only,
                 mf.entries as u64,
                 g.entries as u64,
-                pm,
-                pg,
             ));
             progress((i + 1) as f64 / pipes.len() as f64);
         }
@@ -768,9 +756,7 @@ impl Experiment for CoverageExp {
             .with("gf_coverage", f64s(&rows, |r| r.2))
             .with("gf_chains_tag_only", f64s(&rows, |r| r.3))
             .with("mf_entries", u64s(&rows, |r| r.4))
-            .with("gf_entries", u64s(&rows, |r| r.5))
-            .with("paper_mf_coverage", f64s(&rows, |r| r.6))
-            .with("paper_gf_coverage", f64s(&rows, |r| r.7));
+            .with("gf_entries", u64s(&rows, |r| r.5));
         Ok(RunOutput {
             summary,
             tables: vec![t],
@@ -1057,7 +1043,6 @@ impl Experiment for Dynamic {
         summary.insert("second_workload_flows_seen_before".into(), json!(shared));
         summary.insert("second_workload_flows_in_run".into(), json!(traffic.flows.len() - first_flows));
         summary.insert("second_workload_packets".into(), json!(traffic.packets.iter().filter(|x| x.flow as usize >= first_flows).count()));
-        summary.insert("paper".into(), json!({"mf_hit_rate_before": 0.84, "mf_hit_rate_after": 0.6118, "gf_hit_rate_after": 0.9326}));
         summary.insert("schemes".into(), Value::Object(schemes));
         let t = Table::new("series")
             .with("packet", ColumnData::U64(i_col))
@@ -1259,7 +1244,6 @@ impl Experiment for Search {
         p.common.describe(&mut summary);
         summary.insert("pipeline".into(), json!(p.pipeline));
         summary.insert("locality".into(), json!(loc_name(loc)));
-        summary.insert("paper_mean_latency_us".into(), json!({"mf_tss": 13.4, "mf_nm": 12.5, "gf_tss": 9.8, "gf_nm": 9.65}));
         summary.insert("schemes".into(), Value::Object(schemes));
         let t = Table::new("search")
             .with("cache", strs(&rows, |r| r.0.clone()))
@@ -1404,7 +1388,6 @@ mod tests {
             // Every GF entry chain a packet completes counts; it can not exceed the tag-linked chains.
             assert!(gf <= tag_only, "{x}");
             assert!(gf > mf, "{x}");
-            assert_eq!(x["paper_mf_coverage"].as_f64().unwrap(), 32e3);
         }
         assert_eq!(out.tables[0].rows(), 2);
     }

@@ -23,6 +23,7 @@ pub mod slowpath;
 pub mod trie;
 pub mod tss;
 
+pub use experiments::experiments;
 pub use fields::{Field, Flow};
 pub use flows::{parse_flows, Action, FlowRule, ParseError};
 pub use slowpath::{Pipeline, Trace};

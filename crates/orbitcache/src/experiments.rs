@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::report::round6;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

@@ -16,3 +16,8 @@ pub mod run;
 pub mod server;
 pub mod workload;
 pub use experiments::experiments;
+
+/// The programs this crate adds to the real switch: none yet (OrbitCache runs in the simulator).
+pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
+    Vec::new()
+}

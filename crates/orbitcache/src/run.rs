@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use innet_dataplane::{CpuPort, L3Forward, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_sim::metrics::{percentile, DropReason};
 use innet_sim::network::{Network, NodeId};
 use innet_sim::routing::Routing;

@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Zipf};
 use serde::Deserialize;
 
 use crate::keys::key_uniform;
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -1,7 +1,7 @@
 //! The paper's directions on short runs, and the correctness checkers doing their job.
 
 use innet_orbitcache::run::{run, search, RunResult, RunSpec, Scheme};
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 
 fn quick(scheme: Scheme) -> RunSpec {
     RunSpec { scheme, duration_us: 5_000.0, ..RunSpec::default() }

@@ -7,7 +7,7 @@ mod switch;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use innet_sim::experiment::{ColumnData, ExperimentError, RunOutput};
+use innet_registry::{ColumnData, ExperimentError, RunOutput, Runner};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -26,7 +26,8 @@ fn to_py_err(e: ExperimentError) -> PyErr {
     }
 }
 
-/// `[{name, description, params: [{name, default, doc}]}]`, sorted by name.
+/// `[{name, description, params: [{name, default, doc}], runner, module}]`, sorted by name;
+/// `runner` is "simulator" (run by `run_experiment`) or "python" (run by `module`'s `run`).
 #[pyfunction]
 fn list_experiments(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty(py);
@@ -44,9 +45,51 @@ fn list_experiments(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
             params.append(pd)?;
         }
         d.set_item("params", params)?;
+        match e.runner() {
+            Runner::Simulator => d.set_item("runner", "simulator")?,
+            Runner::Python { module, .. } => {
+                d.set_item("runner", "python")?;
+                d.set_item("module", module)?;
+            }
+        }
         out.append(d)?;
     }
     Ok(out)
+}
+
+/// The Python module that runs `name`, or None when the simulator runs it (`run_experiment`).
+#[pyfunction]
+fn experiment_runner(name: &str) -> PyResult<Option<&'static str>> {
+    Ok(match registry::find(name).map_err(to_py_err)?.runner() {
+        Runner::Simulator => None,
+        Runner::Python { module, .. } => Some(module),
+    })
+}
+
+/// The parameters a Python-run experiment gets: its defaults, then its quick values (with
+/// `quick`), then `overrides`, checked against its declared parameters; a JSON object in
+/// declaration order.
+#[pyfunction]
+#[pyo3(signature = (name, overrides, quick = false))]
+fn resolve_params(name: &str, overrides: BTreeMap<String, String>, quick: bool) -> PyResult<String> {
+    let exp = registry::find(name).map_err(to_py_err)?;
+    let info = exp.info();
+    let quick_values: &[(&str, &str)] = match exp.runner() {
+        Runner::Python { quick, .. } => quick,
+        Runner::Simulator => {
+            return Err(UserInputError::new_err(format!(
+                "{name} is run by the simulator, which resolves its own parameters"
+            )))
+        }
+    };
+    let mut table = innet_registry::resolve_table(&info, quick_values, quick, &overrides).map_err(to_py_err)?;
+    let mut out = serde_json::Map::new();
+    for p in &info.params {
+        if let Some(v) = table.remove(p.name) {
+            out.insert(p.name.to_string(), serde_json::to_value(v).map_err(|e| InnetError::new_err(e.to_string()))?);
+        }
+    }
+    Ok(serde_json::Value::Object(out).to_string())
 }
 
 fn column_to_py<'py>(py: Python<'py>, c: &ColumnData) -> PyResult<Bound<'py, PyAny>> {
@@ -70,7 +113,7 @@ fn run_experiment<'py>(
     quick: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(String, Bound<'py, PyList>)> {
-    let exp = registry::find(name).ok_or_else(|| to_py_err(ExperimentError::UnknownExperiment(name.to_string())))?;
+    let exp = registry::find(name).map_err(to_py_err)?;
     let result: Result<RunOutput, ExperimentError> = py.detach(|| {
         let mut last = Instant::now();
         let mut report = |f: f64| {
@@ -239,6 +282,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
     pipebench::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_runner, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_params, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;

@@ -1,27 +1,43 @@
-//! Every experiment of every crate, in one list (system crates add theirs here).
+//! The one table of every system crate's experiments and real-switch programs. A system crate
+//! exports `experiments()` (and, if it has programs for the real switch, `switch_programs()`)
+//! at its root and is added here once.
 
-use innet_sim::experiment::Experiment;
+use innet_dataplane::real::ProgramSpec;
+use innet_registry::{Experiment, ExperimentError};
 
+type Experiments = fn() -> Vec<Box<dyn Experiment>>;
+type Programs = fn() -> Vec<ProgramSpec>;
+
+const EXPERIMENTS: &[Experiments] = &[
+    innet_basic::experiments,
+    innet_switchv2p::experiments,
+    innet_orbitcache::experiments,
+    innet_gigaflow::experiments,
+    innet_switchvm::experiments,
+    innet_appswitch::experiments,
+];
+
+/// The real runtime's own programs first, then the system crates'.
+const SWITCH_PROGRAMS: &[Programs] = &[
+    innet_dataplane::real::builtin_programs,
+    innet_switchv2p::switch_programs,
+    innet_orbitcache::switch_programs,
+    innet_switchvm::switch_programs,
+    innet_appswitch::switch_programs,
+];
+
+/// Every experiment, sorted by name.
 pub fn all() -> Vec<Box<dyn Experiment>> {
-    let mut v = innet_basic::experiments();
-    v.extend(innet_switchv2p::experiments());
-    v.extend(innet_orbitcache::experiments());
-    v.extend(innet_switchvm::experiments());
-    v.extend(innet_gigaflow::experiments::experiments());
+    let mut v: Vec<Box<dyn Experiment>> = EXPERIMENTS.iter().flat_map(|f| f()).collect();
     v.sort_by_key(|e| e.info().name);
     v
 }
 
-pub fn find(name: &str) -> Option<Box<dyn Experiment>> {
-    all().into_iter().find(|e| e.info().name == name)
+pub fn find(name: &str) -> Result<Box<dyn Experiment>, ExperimentError> {
+    innet_registry::find(all(), name)
 }
 
-/// Every program the real-packet switch can run (`innet switch run --program NAME`): the
-/// runtime's own, then the system crates' (add yours here).
-#[allow(clippy::let_and_return, unused_mut)]
-pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
-    let mut v = innet_dataplane::real::builtin_programs();
-    v.extend(innet_switchvm::real::switch_programs());
-    v.extend(innet_appswitch::switch_programs());
-    v
+/// Every program the real-packet switch can run (`innet switch run --program NAME`).
+pub fn switch_programs() -> Vec<ProgramSpec> {
+    SWITCH_PROGRAMS.iter().flat_map(|f| f()).collect()
 }

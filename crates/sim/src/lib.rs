@@ -6,7 +6,6 @@
 pub mod apps;
 pub mod engine;
 pub mod event_queue;
-pub mod experiment;
 pub mod host;
 pub mod metrics;
 pub mod network;

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::engine::Simulator;
-use crate::experiment::{ColumnData, Table};
+use innet_registry::{ColumnData, Table};
 use crate::metrics::{mean, percentile, Conservation, DropReason};
 use crate::time::ps_to_us;
 use crate::topology::Topology;

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 
-use crate::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use crate::network::{LinkParams, Network, NodeId, PortId};
 use crate::time::{PS_PER_NS, PS_PER_US};
 

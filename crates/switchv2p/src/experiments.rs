@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use innet_sim::experiment::{
+use innet_registry::{
     resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table,
 };
 use innet_sim::report::round6;
@@ -160,7 +160,7 @@ impl Params {
     }
 
     fn spec_with_rows(&self, net: NetworkSpec, rows: Vec<innet_workloads::trace::TraceRow>, transport: Transport) -> Result<RunSpec, ExperimentError> {
-        let tcp = innet_basic::transport::tcp_config(&self.tcp_profile, &self.congestion_control)?;
+        let tcp = innet_sim::tcp::tcp_config(&self.tcp_profile, &self.congestion_control)?;
         let mut s = RunSpec::new(net, rows, transport, tcp);
         s.cache_fraction = self.cache_fraction;
         s.p_learn = self.p_learn;

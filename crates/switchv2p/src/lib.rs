@@ -26,6 +26,11 @@ pub mod traces;
 pub use scheme::Scheme;
 
 /// Every SwitchV2P experiment.
-pub fn experiments() -> Vec<Box<dyn innet_sim::experiment::Experiment>> {
+pub fn experiments() -> Vec<Box<dyn innet_registry::Experiment>> {
     experiments::all()
+}
+
+/// The programs this crate adds to the real switch: none yet (SwitchV2P runs in the simulator).
+pub fn switch_programs() -> Vec<innet_dataplane::real::ProgramSpec> {
+    Vec::new()
 }

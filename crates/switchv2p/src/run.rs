@@ -2,14 +2,14 @@
 //! place VMs, attach the trace, run, check the invariants, and collect the metrics every
 //! SwitchV2P experiment reports.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use innet_dataplane::fabric::{build_fabric, SwitchSite};
 use innet_dataplane::{L3Forward, SimSwitch};
 use innet_sim::apps::{FlowKind, FlowSpec};
 use innet_sim::engine::Node;
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_sim::host::{Host, HostConfig};
 use innet_sim::metrics::{Conservation, DropReason};
 use innet_sim::tcp::TcpConfig;
@@ -429,7 +429,9 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
 
     // Per trace flow: FCT = last completion − first start; FPL = first arrival − first start.
     let records = &fabric.sim.net.metrics.flows;
-    let mut per_flow: HashMap<u64, (u64, Option<u64>, Option<u64>, bool)> = HashMap::new();
+    // Ordered by flow id: the means below sum in this order, and a hash map's per-process order
+    // made their last bit (and so summary.json) differ between runs of the same seed.
+    let mut per_flow: BTreeMap<u64, (u64, Option<u64>, Option<u64>, bool)> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         let rec = &records[i];
         let e = per_flow.entry(r.flow_id).or_insert((first_start[&r.flow_id], None, None, true));

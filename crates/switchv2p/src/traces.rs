@@ -2,7 +2,7 @@
 //! (`src_vm,dst_vm,ts_ns,flow_id,size_bytes`), plus how each is carried (TCP or UDP packets).
 //! A user trace file is read with the same row format.
 
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_workloads::trace::TraceRow;
 use rand::{Rng, SeedableRng};
 

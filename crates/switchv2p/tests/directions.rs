@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use innet_switchv2p::experiments::{CacheSize, HitsByLayer, MigrationExp};
-use innet_sim::experiment::Experiment;
+use innet_registry::Experiment;
 use serde_json::Value;
 
 fn run(exp: &dyn Experiment, sets: &[(&str, &str)]) -> serde_json::Map<String, Value> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use innet_dataplane::SimSwitch;
 use innet_sim::engine::{Node, Simulator};
-use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::percentile;
 use innet_sim::network::{Network, NodeId};
 use innet_sim::report::round6;

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, Metadata, Program, SimSwitch, Verdict};
 use innet_sim::engine::{Node, Simulator};
-use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::{percentile, DropReason};
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Ipv4, Packet, PacketId, IP_PROTO_UDP, L4};

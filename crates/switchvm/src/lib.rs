@@ -21,3 +21,4 @@ pub mod tenants;
 pub mod testbed;
 pub mod traffic;
 pub use experiments::experiments;
+pub use real::switch_programs;

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_sim::experiment::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Encap, Ipv4, Packet, PacketId, Tunnel, IP_PROTO_UDP, L4};

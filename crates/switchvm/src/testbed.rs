@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use innet_sim::experiment::ExperimentError;
+use innet_registry::ExperimentError;
 use innet_sim::metrics::percentile;
 use innet_sim::network::{Network, NodeId};
 use innet_sim::packet::{Encap, Ipv4, Packet, Tunnel, IP_PROTO_UDP, L4};

@@ -101,6 +101,7 @@
 mod cc;
 mod config;
 mod endpoint;
+mod profiles;
 mod ranges;
 mod rtt;
 
@@ -110,6 +111,7 @@ mod tests;
 pub use crate::packet::TcpFlags;
 pub use config::{CongestionControl, TcpConfig, TcpConfigError};
 pub use endpoint::TcpEndpoint;
+pub use profiles::tcp_config;
 
 /// One TCP segment as the endpoint sees it: header fields and a virtual payload length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
-//! Named transport settings shared by experiments: TCP profiles (the SwitchV2P artifact's
-//! ns-3 settings, or Linux-like defaults) and congestion-control choice.
+//! Named TCP settings shared by experiments: profiles (the SwitchV2P artifact's ns-3 settings,
+//! Linux-like datacenter defaults, ns-3's defaults) and the congestion-control choice by name.
 
-use innet_sim::experiment::ExperimentError;
-use innet_sim::tcp::{CongestionControl, TcpConfig};
-use innet_sim::time::{PS_PER_MS, PS_PER_US};
+use innet_registry::ExperimentError;
+
+use super::{CongestionControl, TcpConfig};
+use crate::time::{PS_PER_MS, PS_PER_US};
 
 /// TCP settings by profile name and congestion control name.
 pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, ExperimentError> {

@@ -1,120 +1,11 @@
-//! The experiment contract shared by every system crate and the front end.
-//!
-//! An experiment has a name, documented parameters with defaults, and a `run` that turns a
-//! parameter set into a JSON summary plus columnar tables. The Python front (`innet run`) only
-//! ever talks to experiments through this module.
+//! Parameter resolution: defaults, then the `--quick` values, then the user's `--set`, checked
+//! against the declared [`ParamSpec`](crate::ParamSpec)s so a bad key or value names itself.
 
 use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 
-/// One documented parameter of an experiment (`--set name=value`).
-#[derive(Debug, Clone)]
-pub struct ParamSpec {
-    pub name: &'static str,
-    /// The default, written as a TOML literal (`0.3`, `"hadoop"`, `true`).
-    pub default: &'static str,
-    pub doc: &'static str,
-}
-
-/// Static description of an experiment, shown by `innet list`.
-#[derive(Debug, Clone)]
-pub struct ExperimentInfo {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub params: Vec<ParamSpec>,
-}
-
-/// A column of a result table. Columns of one table have equal lengths.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ColumnData {
-    U64(Vec<u64>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    Str(Vec<String>),
-    Bool(Vec<bool>),
-}
-
-impl ColumnData {
-    pub fn len(&self) -> usize {
-        match self {
-            ColumnData::U64(v) => v.len(),
-            ColumnData::I64(v) => v.len(),
-            ColumnData::F64(v) => v.len(),
-            ColumnData::Str(v) => v.len(),
-            ColumnData::Bool(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A named columnar table (written by the front end as Parquet).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Table {
-    pub name: String,
-    pub columns: Vec<(String, ColumnData)>,
-}
-
-impl Table {
-    pub fn new(name: impl Into<String>) -> Self {
-        Table { name: name.into(), columns: Vec::new() }
-    }
-    pub fn with(mut self, column: impl Into<String>, data: ColumnData) -> Self {
-        self.columns.push((column.into(), data));
-        self
-    }
-    pub fn rows(&self) -> usize {
-        self.columns.first().map(|(_, c)| c.len()).unwrap_or(0)
-    }
-}
-
-/// What a run produces: an ordered JSON summary and tables.
-#[derive(Debug, Clone, Default)]
-pub struct RunOutput {
-    /// Ordered summary object; serialised as-is into `summary.json`.
-    pub summary: serde_json::Map<String, serde_json::Value>,
-    pub tables: Vec<Table>,
-}
-
-impl RunOutput {
-    /// The summary as pretty JSON, byte-identical for identical summaries.
-    pub fn summary_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(&self.summary).expect("summary is plain JSON");
-        s.push('\n');
-        s
-    }
-}
-
-/// A user-facing error in an experiment's input: names the place and what was expected.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ExperimentError {
-    #[error("unknown experiment '{0}' (see `innet list`)")]
-    UnknownExperiment(String),
-    #[error("parameter '{field}': {message}")]
-    BadParam { field: String, message: String },
-    #[error("{0}")]
-    Input(String),
-    /// The simulation itself broke an invariant (e.g. packet conservation). Not a user error.
-    #[error("internal invariant violated: {0}")]
-    Invariant(String),
-}
-
-/// Progress reporting: called with a fraction in [0, 1] from time to time.
-pub type Progress<'a> = &'a mut dyn FnMut(f64);
-
-/// An experiment that can be listed and run.
-pub trait Experiment: Send + Sync {
-    fn info(&self) -> ExperimentInfo;
-    /// Run with `overrides` (from `--set k=v`, values as TOML literals or bare strings).
-    fn run(
-        &self,
-        overrides: &BTreeMap<String, String>,
-        quick: bool,
-        progress: Progress<'_>,
-    ) -> Result<RunOutput, ExperimentError>;
-}
+use crate::{ExperimentError, ExperimentInfo};
 
 /// Build a typed config from the experiment's defaults, the `--quick` overrides and the user's
 /// `--set` overrides, in that order. Unknown keys and ill-typed values are errors that name the key.
@@ -124,6 +15,21 @@ pub fn resolve_params<T: DeserializeOwned>(
     quick: bool,
     user: &BTreeMap<String, String>,
 ) -> Result<T, ExperimentError> {
+    let table = resolve_table(info, quick_overrides, quick, user)?;
+    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ExperimentError::BadParam {
+        field: "parameters".into(),
+        message: e.message().to_string(),
+    })
+}
+
+/// The resolved parameters as a TOML table, in the same order of precedence as
+/// [`resolve_params`] (for runners that are not typed Rust, such as the Python ones).
+pub fn resolve_table(
+    info: &ExperimentInfo,
+    quick_overrides: &[(&str, &str)],
+    quick: bool,
+    user: &BTreeMap<String, String>,
+) -> Result<toml::Table, ExperimentError> {
     let mut table = toml::Table::new();
     for p in &info.params {
         let v = parse_literal(p.default).map_err(|m| ExperimentError::BadParam {
@@ -187,10 +93,7 @@ pub fn resolve_params<T: DeserializeOwned>(
         };
         table.insert(k.clone(), v);
     }
-    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ExperimentError::BadParam {
-        field: "parameters".into(),
-        message: e.message().to_string(),
-    })
+    Ok(table)
 }
 
 fn parse_literal(s: &str) -> Result<toml::Value, String> {
@@ -218,6 +121,7 @@ fn kind_name(v: &toml::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ParamSpec;
 
     #[derive(serde::Deserialize, Debug)]
     #[serde(deny_unknown_fields)]

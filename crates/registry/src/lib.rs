@@ -1,0 +1,153 @@
+//! The experiment registry's contract: what every system crate declares and the front end runs.
+//!
+//! An experiment has a name, documented parameters with defaults ([`ParamSpec`]) and a runner:
+//! the simulator in this process ([`Experiment::run`] turns a parameter set into a JSON summary
+//! plus columnar tables) or a Python module for runs that orchestrate real processes
+//! ([`PythonExperiment`]). Each system crate exports `experiments()` at its root; `innet list`,
+//! `innet run`, sweeps and `innet reproduce` see every experiment only through this crate.
+
+mod output;
+mod params;
+
+use std::collections::BTreeMap;
+
+pub use output::{ColumnData, RunOutput, Table};
+pub use params::{resolve_params, resolve_table};
+
+/// One documented parameter of an experiment (`--set name=value`).
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    /// The default, written as a TOML literal (`0.3`, `"hadoop"`, `true`).
+    pub default: &'static str,
+    pub doc: &'static str,
+}
+
+/// Static description of an experiment, shown by `innet list`.
+#[derive(Debug, Clone)]
+pub struct ExperimentInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: Vec<ParamSpec>,
+}
+
+/// A user-facing error in an experiment's input: names the place and what was expected.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("unknown experiment '{0}' (see `innet list`)")]
+    UnknownExperiment(String),
+    #[error("parameter '{field}': {message}")]
+    BadParam { field: String, message: String },
+    #[error("{0}")]
+    Input(String),
+    /// The simulation itself broke an invariant (e.g. packet conservation). Not a user error.
+    #[error("internal invariant violated: {0}")]
+    Invariant(String),
+}
+
+/// Progress reporting: called with a fraction in [0, 1] from time to time.
+pub type Progress<'a> = &'a mut dyn FnMut(f64);
+
+/// Where an experiment's run happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// [`Experiment::run`], in this process (simulations and in-memory benchmarks).
+    Simulator,
+    /// `run(name, params, progress)` of a Python module, given the parameters resolved here
+    /// (defaults, then the `quick` values, then the user's): runs that start namespaces,
+    /// servers and switches as processes.
+    Python { module: &'static str, quick: &'static [(&'static str, &'static str)] },
+}
+
+/// An experiment that can be listed and run.
+pub trait Experiment: Send + Sync {
+    fn info(&self) -> ExperimentInfo;
+    /// Run with `overrides` (from `--set k=v`, values as TOML literals or bare strings).
+    fn run(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        quick: bool,
+        progress: Progress<'_>,
+    ) -> Result<RunOutput, ExperimentError>;
+    /// Who runs it; the simulator unless the experiment says otherwise.
+    fn runner(&self) -> Runner {
+        Runner::Simulator
+    }
+}
+
+/// An experiment declared here (name, parameters, quick form) and run by a Python module.
+#[derive(Debug, Clone)]
+pub struct PythonExperiment {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: Vec<ParamSpec>,
+    /// `--quick` values, as TOML literals.
+    pub quick: &'static [(&'static str, &'static str)],
+    /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch_runner`.
+    pub module: &'static str,
+}
+
+impl Experiment for PythonExperiment {
+    fn info(&self) -> ExperimentInfo {
+        ExperimentInfo { name: self.name, description: self.description, params: self.params.clone() }
+    }
+    fn run(
+        &self,
+        _overrides: &BTreeMap<String, String>,
+        _quick: bool,
+        _progress: Progress<'_>,
+    ) -> Result<RunOutput, ExperimentError> {
+        Err(ExperimentError::Input(format!(
+            "{} runs in Python ({}): use `innet run {}` or innet.run()",
+            self.name, self.module, self.name
+        )))
+    }
+    fn runner(&self) -> Runner {
+        Runner::Python { module: self.module, quick: self.quick }
+    }
+}
+
+/// The experiment called `name` in `all`, or an error naming it.
+pub fn find(all: Vec<Box<dyn Experiment>>, name: &str) -> Result<Box<dyn Experiment>, ExperimentError> {
+    all.into_iter()
+        .find(|e| e.info().name == name)
+        .ok_or_else(|| ExperimentError::UnknownExperiment(name.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PARAMS: &[ParamSpec] = &[ParamSpec { name: "queries", default: "100", doc: "queries" }];
+
+    fn python_experiment() -> PythonExperiment {
+        PythonExperiment {
+            name: "x.real",
+            description: "a real-packet run",
+            params: PARAMS.to_vec(),
+            quick: &[("queries", "10")],
+            module: "innet.x_runner",
+        }
+    }
+
+    #[test]
+    fn a_python_experiment_names_its_runner_and_is_not_run_here() {
+        let e = python_experiment();
+        assert_eq!(e.runner(), Runner::Python { module: "innet.x_runner", quick: &[("queries", "10")] });
+        assert_eq!(e.info().params.len(), 1);
+        let mut noop = |_: f64| {};
+        let err = e.run(&BTreeMap::new(), false, &mut noop).unwrap_err().to_string();
+        assert!(err.contains("x.real") && err.contains("innet.x_runner"), "{err}");
+        let t = resolve_table(&e.info(), e.quick, true, &BTreeMap::new()).unwrap();
+        assert_eq!(t["queries"].as_integer(), Some(10));
+    }
+
+    #[test]
+    fn find_names_the_unknown_experiment() {
+        let all: Vec<Box<dyn Experiment>> = vec![Box::new(python_experiment())];
+        assert!(find(all, "x.real").is_ok());
+        let all: Vec<Box<dyn Experiment>> = vec![Box::new(python_experiment())];
+        let err = find(all, "x.unreal").err().unwrap().to_string();
+        assert!(err.contains("'x.unreal'"), "{err}");
+    }
+}

@@ -1,0 +1,32 @@
+"""One experiment registry: every experiment, simulated or on real packets, is listed, resolved
+and run the same way (crates/registry; the appswitch ones run by innet.appswitch_runner)."""
+
+from __future__ import annotations
+
+import innet
+from innet import appswitch_runner
+
+
+def test_all_39_experiments_are_listed_once_with_their_runner():
+    exps = innet.list_experiments()
+    names = [e["name"] for e in exps]
+    assert len(names) == 39 and len(set(names)) == 39, names
+    python_run = {e["name"] for e in exps if e["runner"] == "python"}
+    assert python_run == {n for n in names if n.startswith("appswitch.")}
+    assert {e["module"] for e in exps if e["runner"] == "python"} == {"innet.appswitch_runner"}
+    assert all(e["runner"] == "simulator" and "module" not in e for e in exps if e["name"] not in python_run)
+    # The runner module runs exactly what the registry says it runs.
+    assert set(appswitch_runner.RUNNERS) == python_run
+    for e in exps:
+        assert e["params"] and all(p["doc"] and p["default"] for p in e["params"]), e["name"]
+
+
+def test_real_packet_experiment_parameters_are_checked_before_anything_starts(innet_cmd):
+    r = innet_cmd("run", "appswitch.turnaround", "--set", "queries=many")
+    assert r.returncode == 2, r.stderr
+    assert "'queries'" in r.stderr and "integer" in r.stderr and "Traceback" not in r.stderr
+    r = innet_cmd("run", "appswitch.cachesize", "--set", "sizes=4,lots")
+    assert r.returncode == 2, r.stderr
+    assert "sizes" in r.stderr and "comma-separated list of numbers" in r.stderr
+    r = innet_cmd("run", "appswitch.skew", "--set", "zipf_s=1")
+    assert r.returncode == 2 and "'zipf_s'" in r.stderr and "zipfs" in r.stderr, r.stderr
