@@ -6,6 +6,7 @@ A ``plot`` spec::
 
     plot = { table = "points", x = "cache_fraction", xlabel = "...", xscale = "log",
              series = "scheme", kind = "line",            # or "bar" (x categorical)
+             x_scale = 1e-6,                              # x values times this (units)
              panels = [ { y = "hit_rate", ylabel = "Hit rate (%)", scale = 100 }, ... ] }
 
 ``table = "summary"`` draws from the flattened summary instead: ``x`` is then a list of
@@ -30,8 +31,9 @@ import pandas as pd  # noqa: E402
 from innet import plots  # noqa: E402
 from innet.verdict import finite  # noqa: E402
 
-PANEL_W, PANEL_H = 3.4, 2.7
-TITLE_WRAP = 70
+PANEL_W, PANEL_H, MIN_W = 3.4, 2.7, 4.6
+# Characters of a 9-point title per inch of figure width, with a margin: titles wrap, never clip.
+CHARS_PER_INCH = 10
 
 
 
@@ -85,7 +87,9 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     n = len(panels)
     cols = min(n, int(spec.get("columns", 3)))
     nrows = math.ceil(n / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(PANEL_W * cols, PANEL_H * nrows + 0.6), squeeze=False)
+    width = max(PANEL_W * cols, MIN_W)
+    lines = textwrap.wrap(title, int(width * CHARS_PER_INCH))
+    fig, axes = plt.subplots(nrows, cols, figsize=(width, PANEL_H * nrows + 0.25 * len(lines) + 0.3), squeeze=False)
     drew = False
     for i, p in enumerate(panels):
         ax = axes[i // cols][i % cols]
@@ -102,7 +106,7 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
             ax.legend(fontsize=6, frameon=False)
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].set_visible(False)
-    fig.suptitle("\n".join(textwrap.wrap(title, TITLE_WRAP)), fontsize=9)
+    fig.suptitle("\n".join(lines), fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -129,7 +133,7 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
     if y not in df.columns or (x and x not in df.columns):
         return False
     keys = [c for c in (series, x) if c]
-    d = df.assign(_y=df[y].map(_num) * scale).dropna(subset=["_y"])
+    d = df.assign(_y=df[y].map(finite) * scale).dropna(subset=["_y"])
     if d.empty:
         return False
     g = d.groupby(keys, sort=False)["_y"].mean().reset_index() if keys else d
@@ -145,7 +149,7 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         ax.innet_categories = cats
     else:
         for name, sub in groups:
-            sub = sub.assign(_x=sub[x].map(_num)).dropna(subset=["_x"]).sort_values("_x")
+            sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
             ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
@@ -172,6 +176,7 @@ def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[di
             xpos = finite(xv)
             if xpos is None:
                 continue
+            xpos *= float(spec.get("x_scale", 1.0))
         ax.plot([xpos], [float(n["value"]) * scale], linestyle="none", marker="D", ms=6,
                 markerfacecolor="none" if approx else "black", markeredgecolor="black",
                 label=None if label in placed_label else label, zorder=5)

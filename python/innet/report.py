@@ -268,6 +268,12 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
         md.append(f"| {label} | " + " | ".join(str(counts[v]) for v in verdict.ORDER) + " |")
     h.append("</table>")
     md.append("")
+    multi = [c for es in collected.values() for e in es for c in e.compared if c.seeds_agree is not None]
+    if multi:
+        agree = sum(1 for c in multi if c.seeds_agree)
+        line = f"Seeds: {agree} of {len(multi)} verdicts judged on two or more seeds are the same on every seed."
+        h.append(f"<p>{line}</p>")
+        md += [line, ""]
     for paper in papers.values():
         entries = collected[paper.name]
         h.append(f"<h2 id='{paper.name}'>{html.escape(paper.title)}</h2><p>{html.escape(paper.venue)}</p>")
@@ -306,7 +312,8 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                 h.append("</table>")
                 md.append("")
             if fig.runnable:
-                cmd = f"innet reproduce {paper.name} --tier {tier}" + ("" if not fig.experiment else f"  (this entry: {reproduce.command(fig, tier)})")
+                entry = fig.results_of or fig.id
+                cmd = f"innet reproduce {paper.name}/{entry} --tier {tier}" + ("" if not fig.experiment else f"  (by hand: {reproduce.command(fig, tier)})")
                 h.append(f"<p class='prov'>Command: <code>{html.escape(cmd)}</code></p>")
                 md += [f"Command: `{cmd}`", ""]
             prov = _prov_text(e, tier, current)

@@ -31,6 +31,9 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[li
             raise PlanError(f"unknown paper '{name}'; expected all, one of {', '.join(papers)}, or PAPER/ENTRY")
     if only and not any(f.id == only for f in papers[chosen[0]].figures):
         raise PlanError(f"{paper} has no entry '{only}'; its entries: {', '.join(f.id for f in papers[chosen[0]].figures)}")
+    from innet import api
+
+    seeded = {e["name"] for e in api.list_experiments() if any(p["name"] == "seed" for p in e["params"])}
     have = reproduce.available_experiments()
     commit = provenance.current_commit()
     jobs, skipped = [], []
@@ -47,6 +50,9 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[li
                 skipped.append(f"{name}/{fig.id}: no experiment yet: {fig.experiment} is not registered in this build")
                 continue
             meta = {"commit": commit, "tier": tier, "paper": name, "figure": fig.id}
+            if seed is not None and fig.experiment not in seeded:
+                skipped.append(f"{name}/{fig.id}: {fig.experiment} has no seed (deterministic replay); --seed {seed} leaves it out")
+                continue
             jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seed), fig.out_dir(root, tier), meta,
                                           serial=fig.exclusive)))
     return jobs, skipped
