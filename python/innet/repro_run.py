@@ -46,6 +46,9 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[li
                 continue
             if fig.results_of:
                 continue  # drawn from the entry it names
+            if tier == "smoke" and not fig.smoke:
+                skipped.append(f"{name}/{fig.id}: left out of the smoke tier (a real server per run; see the manifest)")
+                continue
             if fig.experiment not in have:
                 skipped.append(f"{name}/{fig.id}: no experiment yet: {fig.experiment} is not registered in this build")
                 continue

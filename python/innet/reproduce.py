@@ -33,7 +33,7 @@ UNAVAILABLE_KINDS = ("hardware-only:", "no experiment yet:", "setup:", "summary:
 _FIGURE_KEYS = {
     "id", "title", "kind", "section", "panels", "experiment", "unavailable", "docs", "fixed", "grid",
     "quick_fixed", "quick_grid", "standard_fixed", "standard_grid", "full_fixed", "full_grid", "cost_s",
-    "x", "log_x", "series", "plot", "paper", "resources", "results_of", "exclusive",
+    "x", "log_x", "series", "plot", "paper", "resources", "results_of", "exclusive", "smoke",
 }
 _PAPER_KEYS = {"paper", "title", "venue", "docs", "figure"}
 
@@ -72,6 +72,9 @@ class Figure:
     results_of: str | None = None
     # Entries with the same value run one point at a time (real servers in shared namespaces).
     exclusive: str | None = None
+    # False: the smoke tier leaves this entry out (each run starts a real server; one sibling
+    # entry keeps the path exercised).
+    smoke: bool = True
 
     @property
     def runnable(self) -> bool:
@@ -142,7 +145,7 @@ def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
         full_fixed=_strs(fig.get("full_fixed", {})), full_grid=_grid(fig.get("full_grid", {})),
         cost_s=cost, x=fig.get("x"), log_x=bool(fig.get("log_x", False)), series=list(fig.get("series", [])),
         plot=dict(fig.get("plot", {})), paper_numbers=numbers, resources=dict(fig.get("resources", {})),
-        results_of=fig.get("results_of"), exclusive=fig.get("exclusive"),
+        results_of=fig.get("results_of"), exclusive=fig.get("exclusive"), smoke=bool(fig.get("smoke", True)),
     )
 
 
@@ -196,8 +199,8 @@ def n_points(fig: Figure, tier: str) -> int:
 
 
 def estimate_seconds(fig: Figure, tier: str) -> float:
-    """Expected single-core wall seconds of the figure at ``tier`` (0 when not runnable)."""
-    if fig.experiment is None:
+    """Expected single-core wall seconds of the figure at ``tier`` (0 when not run)."""
+    if fig.experiment is None or (tier == "smoke" and not fig.smoke):
         return 0.0
     return fig.cost_s.get(tier, 0.0) * n_points(fig, tier)
 

@@ -46,8 +46,13 @@ def test_every_entry_regenerates_or_says_why_and_names_a_registered_experiment()
                 assert f.experiment in have, f"{paper.name}/{f.id}: {f.experiment}"
                 if not f.results_of:
                     for tier in reproduce.TIERS:
-                        assert reproduce.estimate_seconds(f, tier) > 0, (f.id, tier)
+                        assert reproduce.estimate_seconds(f, tier) > 0 or (tier == "smoke" and not f.smoke), (f.id, tier)
             assert f.plot, f"{paper.name}/{f.id}: no figure spec"
+
+
+def test_the_smoke_tier_is_minutes():
+    total = sum(reproduce.estimate_seconds(f, "smoke") for p in reproduce.load_papers().values() for f in p.figures)
+    assert total / 2 <= 5 * 60, f"smoke tier estimate {total / 120:.1f} min on 2 workers"
 
 
 def test_the_standard_tier_is_sized_to_two_hours_on_two_cores():
