@@ -145,7 +145,7 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
             vals = dict(zip(sub[x].astype(str), sub["_y"])) if x else {"": sub["_y"].mean()}
             ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats],
                    width, label=str(name) or None)
-        ax.set_xticks(range(len(cats)), cats)
+        ax.set_xticks(range(len(cats)), cats, rotation=30 if len(cats) > 4 else 0)
         ax.innet_categories = cats
     else:
         for name, sub in groups:
