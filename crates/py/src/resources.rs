@@ -29,12 +29,26 @@ fn switchv2p(settings: &BTreeMap<String, String>) -> PyResult<(ResourceReport, s
         .parse()
         .ok()
         .filter(|f: &f64| f.is_finite() && *f >= 0.0)
-        .ok_or_else(|| UserInputError::new_err(format!("cache_fraction: expected a non-negative number, got '{raw}'")))?;
+        .ok_or_else(|| {
+            UserInputError::new_err(format!(
+                "cache_fraction: expected a non-negative number, got '{raw}'"
+            ))
+        })?;
     let ns = NetworkSpec::ft8_10k();
-    let extra: Vec<(u32, u32)> = ns.gateway_tors.iter().map(|&t| (t, ns.gateways_per_tor)).collect();
-    let topo = Topology::build(&ns.topo, &extra).map_err(|e| UserInputError::new_err(e.to_string()))?;
+    let extra: Vec<(u32, u32)> = ns
+        .gateway_tors
+        .iter()
+        .map(|&t| (t, ns.gateways_per_tor))
+        .collect();
+    let topo =
+        Topology::build(&ns.topo, &extra).map_err(|e| UserInputError::new_err(e.to_string()))?;
     let vms = ns.vm_count() as f64;
-    let (slots, caching) = cache_slots(Scheme::SwitchV2P, fraction * vms, &topo, ns.gateway_tors.len());
+    let (slots, caching) = cache_slots(
+        Scheme::SwitchV2P,
+        fraction * vms,
+        &topo,
+        ns.gateway_tors.len(),
+    );
     let cfg = V2pSwitchSettings {
         scheme: Scheme::SwitchV2P,
         role: V2pRole::Tor,
@@ -47,7 +61,12 @@ fn switchv2p(settings: &BTreeMap<String, String>) -> PyResult<(ResourceReport, s
         invalidation_spacing_ps: 0,
         num_switches: topo.switches.len(),
     };
-    let sw = V2pSwitch::new(cfg, Arc::new(FabricFacts::default()), V2pStats::shared(topo.switches.len()), Vec::new());
+    let sw = V2pSwitch::new(
+        cfg,
+        Arc::new(FabricFacts::default()),
+        V2pStats::shared(topo.switches.len()),
+        Vec::new(),
+    );
     let facts = json!({"topology": "ft8_10k", "cache_fraction": fraction, "cache_slots_per_switch": slots, "caching_switches": caching});
     Ok((sw.resources(), facts))
 }
