@@ -140,15 +140,11 @@ def _run_with_progress(experiment: str, quick: bool, overrides: dict[str, str]):
 
 def _print_summary(experiment: str, summary: dict, out_dir: Path, figures: list[Path]) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from innet import summary_table
 
     console = Console()
-    table = Table(title=f"{experiment} — {out_dir}/summary.json")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in summary.items():
-        table.add_row(k, json.dumps(v) if isinstance(v, (dict, list)) else str(v))
-    console.print(table)
+    summary_table.render(summary, f"{experiment} — {out_dir}/summary.json", console)
     if figures:
         console.print("plots: " + ", ".join(str(f) for f in figures))
 

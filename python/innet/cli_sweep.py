@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from innet import reproduce  # light: the manifest reader; sweep (pandas, dask) loads when a command runs
 from innet.cli_args import parse_sets
 
 
@@ -45,7 +46,7 @@ def register(cli: click.Group) -> None:
     @click.option("--quick", is_flag=True, help="Every point in its --quick form.")
     def sweep_cmd(experiment, grids, sets, repeat, scheduler, workers, out, quick):
         """Run EXPERIMENT at every point of a parameter grid on Dask."""
-        from innet import reproduce, sweep
+        from innet import sweep
 
         names = reproduce.available_experiments()
         if experiment not in names:
@@ -67,46 +68,49 @@ def register(cli: click.Group) -> None:
 
     @cli.command("reproduce")
     @click.argument("paper")
-    @click.option("--quick", is_flag=True, help="The quick form of every figure.")
+    @click.option("--tier", type=click.Choice(reproduce.TIERS), default=None,
+                  help="smoke (seconds, no verdicts), standard (default: the paper's regime, shorter) or full (the paper's sizes).")
+    @click.option("--quick", is_flag=True, help="Alias of --tier smoke.")
+    @click.option("--seed", default=None, metavar="N", help="Run every figure with this seed (a second seed shows agreement).")
     @click.option("--scheduler", default=None, metavar="ADDRESS", help="A running Dask scheduler (default: a local cluster).")
-    @click.option("--workers", default=None, type=int, help="Workers of the local cluster.")
+    @click.option("--workers", default=None, type=int, help="Workers of the local cluster (default: one per core).")
     @click.option("--out", "out", default="reproduced", show_default=True, metavar="DIR")
-    def reproduce_cmd(paper, quick, scheduler, workers, out):
-        """Run the figure set of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch) or all."""
-        from innet import reproduce, sweep
+    @click.option("--dry-run", is_flag=True, help="Print the plan and the expected time; run nothing.")
+    def reproduce_cmd(paper, tier, quick, seed, scheduler, workers, out, dry_run):
+        """Run every manifest entry of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch), all,
+        or one entry (PAPER/ENTRY, e.g. switchv2p/fig5a)."""
+        from innet import repro_run
 
-        papers = reproduce.load_papers()
-        chosen = list(papers) if paper == "all" else [paper]
-        for name in chosen:
-            if name not in papers:
-                raise SweepError(f"unknown paper '{name}'; expected all or one of {', '.join(papers)}")
-        have = reproduce.available_experiments()
-        root = Path(out)
-        for name in chosen:
-            for fig in papers[name].figures:
-                if fig.experiment not in have:
-                    click.echo(f"{name}/{fig.id}: not yet implemented in this build ({fig.experiment})")
-                    continue
-                points = reproduce.figure_points(fig, quick)
-                prog, update = _progress_bar(f"{name}/{fig.id}")
-                with prog:
-                    rep = sweep.run_sweep(points, fig.out_dir(root), scheduler=scheduler, workers=workers, on_progress=update)
-                click.echo(f"{name}/{fig.id}: {rep.done} run, {rep.skipped} already done, {rep.failed} failed")
-        click.echo(f"results under {root}; `innet report {root}` makes the page")
+        if quick and tier not in (None, "smoke"):
+            raise SweepError(f"--quick is --tier smoke; it cannot be combined with --tier {tier}")
+        tier = "smoke" if quick else (tier or reproduce.DEFAULT_TIER)
+        try:
+            repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run, echo=click.echo)
+        except repro_run.PlanError as e:
+            raise SweepError(str(e)) from None
 
     @cli.command("report")
     @click.argument("root", default="reproduced")
+    @click.option("--tier", type=click.Choice(reproduce.TIERS), default=None, help="Which tier's results (default standard).")
     @click.option("-o", "output", default="report.html", show_default=True, metavar="FILE.html")
-    @click.option("--markdown", default=None, metavar="FILE.md", help="Also write the tables as Markdown (e.g. docs/REPRODUCED.md).")
-    @click.option("--quick", is_flag=True, help="Name the --quick commands in the page.")
-    def report_cmd(root, output, markdown, quick):
-        """Write one self-contained HTML page from `innet reproduce` results."""
-        if not Path(root).exists():
-            raise SweepError(f"{root}: no such directory (run `innet reproduce` first)")
+    @click.option("--markdown", default=None, metavar="FILE.md", help="Also write the page as Markdown (e.g. docs/REPRODUCED.md), figures beside it.")
+    @click.option("--quick", is_flag=True, help="Alias of --tier smoke.")
+    def report_cmd(root, tier, output, markdown, quick):
+        """Write one self-contained HTML page (scoreboard, figures, verdicts, provenance) from `innet reproduce` results."""
         from innet import report
 
-        page, md = report.build(root, quick)
+        if quick:
+            tier = "smoke"
+        elif tier is None:  # the standard tier, or the only tier that was run
+            ran = [t for t in reproduce.TIERS if (Path(root) / t).exists()]
+            tier = reproduce.DEFAULT_TIER if reproduce.DEFAULT_TIER in ran or len(ran) != 1 else ran[0]
+        if not (Path(root) / tier).exists():
+            raise SweepError(f"{Path(root) / tier}: no such directory (run `innet reproduce all --tier {tier} --out {root}` first)")
+        fig_dir = Path(markdown).parent / "figures" / "reproduced" if markdown else None
+        page, md = report.build(root, tier, fig_dir, "figures/reproduced" if markdown else None)
         Path(output).write_text(page)
         if markdown:
             Path(markdown).write_text(md)
+        for line in report.scoreboard_lines(report.scoreboard(report.collect(root, tier)), tier):
+            click.echo(line)
         click.echo(f"report: {output}" + (f", {markdown}" if markdown else ""))

@@ -1,142 +1,324 @@
-"""One self-contained HTML page (and a Markdown twin) from the results of ``innet reproduce``:
-a section per paper, each figure's plot beside the paper's numbers, how far each result is from
-the paper, and the commands that produced it. Plots are embedded as base64 PNG: the page needs
-no network and no JavaScript."""
+"""What ``innet reproduce`` produced, judged: per manifest entry its points, its figure, each
+paper number against ours with a verdict, and its provenance; a scoreboard per paper and overall;
+one self-contained HTML page and a Markdown twin (docs/REPRODUCED.md) with the figures as PNGs.
+
+A metric is a summary key (``schemes.switchv2p.fct_improvement``) or a table selection
+(``points[scheme=switchv2p,cache_fraction=0.5].fct_improvement``), aggregated over the points of
+one seed by the number's ``agg`` (mean or max) and then averaged over seeds. With two or more
+seeds every verdict is also computed per seed, and the page says whether the seeds agree.
+"""
 
 from __future__ import annotations
 
 import base64
 import html
-import io
-import math
+import re
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from innet import paperfig, provenance, reproduce, sweep, verdict
+from innet.verdict import finite
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from innet import plots, reproduce, sweep  # noqa: E402
-
+SMOKE_NOTE = "smoke run: not comparable with the paper"
 CSS = """
-body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
+body { font-family: sans-serif; max-width: 1150px; margin: 2em auto; color: #222; padding: 0 1em; }
 h1 { border-bottom: 2px solid #444; } h2 { margin-top: 2em; border-bottom: 1px solid #aaa; }
-table { border-collapse: collapse; margin: 0.5em 0; } td, th { border: 1px solid #ccc; padding: 3px 8px; }
-th { background: #f0f0f0; } .status { font-weight: bold; } .missing { color: #a60; } .ok { color: #070; }
-.fig { display: flex; gap: 1.5em; align-items: flex-start; flex-wrap: wrap; } code { background: #f6f6f6; }
+h3 { margin-bottom: 0.3em; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; } td, th { border: 1px solid #ccc; padding: 3px 8px; vertical-align: top; }
+th { background: #f0f0f0; } .match { color: #070; } .direction { color: #850; } .mismatch { color: #b00; font-weight: bold; }
+.nc { color: #777; } .stale { color: #b00; font-weight: bold; } .unavail { color: #555; font-style: italic; }
+.prov { font-size: 0.8em; color: #555; } img { max-width: 100%; } code { background: #f6f6f6; overflow-wrap: anywhere; }
 """
+_CLASS = {verdict.MATCH: "match", verdict.DIRECTION: "direction", verdict.MISMATCH: "mismatch", verdict.NOT_COMPARABLE: "nc"}
+_SELECT = re.compile(r"^(?P<table>[A-Za-z_][\w]*)\[(?P<where>[^\]]*)\]\.(?P<col>.+)$")
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+@dataclass
+class Compared:
+    number: dict[str, Any]
+    ours: float | None
+    verdict: str
+    why: str
+    by_seed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def seeds_agree(self) -> bool | None:
+        vals = set(self.by_seed.values())
+        return None if len(self.by_seed) < 2 else len(vals) == 1
 
 
-def ours(df: pd.DataFrame, metric: str, agg: str = "mean") -> float | None:
-    col = f"m.{metric}"
-    if df.empty or col not in df.columns:
-        return None
-    vals = [x for x in (_num(v) for v in df.loc[df["status"] == "ok", col]) if x is not None]
-    if not vals:
-        return None
-    return max(vals) if agg == "max" else sum(vals) / len(vals)
+@dataclass
+class Entry:
+    fig: reproduce.Figure
+    status: str
+    rows: list[dict[str, Any]]
+    compared: list[Compared]
+    commits: list[str]
+    stale: bool
+    wall_s: float
+    seeds: list[str]
+    finished_at: float | None
 
 
-def _plot(fig: reproduce.Figure, df: pd.DataFrame) -> str | None:
-    ok = df[df["status"] == "ok"] if not df.empty else df
-    cols = [s for s in fig.series if f"m.{s}" in ok.columns]
-    if ok.empty or not cols:
-        return None
-    plots.style()
-    f, ax = plt.subplots(figsize=(6.0, 3.6))
-    if fig.x and fig.x in ok.columns and ok[fig.x].nunique() > 1:
-        d = ok.assign(_x=ok[fig.x].map(_num)).sort_values("_x")
-        for c in cols:
-            ax.plot(d["_x"], d[f"m.{c}"].map(_num), marker="o", label=c.split(".", 1)[-1])
-        ax.set_xlabel(fig.x.removeprefix("param."))
-        if fig.log_x:
-            ax.set_xscale("log")
-    else:
-        vals = [ok[f"m.{c}"].map(_num).mean() for c in cols]
-        ax.barh([c.split(".", 1)[-1] for c in cols], vals)
-    ax.set_title(fig.title, fontsize=9)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    buf = io.BytesIO()
-    f.tight_layout()
-    f.savefig(buf, format="png")
-    plt.close(f)
-    return base64.b64encode(buf.getvalue()).decode()
+
+def _seed(row: dict[str, Any]) -> str:
+    return str(row.get("param.seed", row.get("m.seed", "default")))
 
 
-def _rows(fig: reproduce.Figure, df: pd.DataFrame) -> list[dict[str, Any]]:
-    rows = []
+def metric_values(row: dict[str, Any], metric: str) -> list[float]:
+    """Every value of ``metric`` in one point (a summary key gives at most one)."""
+    m = _SELECT.match(metric)
+    if not m:
+        v = finite(row.get(f"m.{metric}"))
+        return [] if v is None else [v]
+    recs = (row.get("tables") or {}).get(m["table"], [])
+    conds = [c.split("=", 1) for c in m["where"].split(",") if "=" in c]
+    out = []
+    for rec in recs:
+        ok = True
+        for k, want in conds:
+            got = rec.get(k.strip())
+            gn, wn = finite(got), finite(want.strip())
+            if not (str(got) == want.strip() or (gn is not None and wn is not None and gn == wn)):
+                ok = False
+                break
+        v = finite(rec.get(m["col"])) if ok else None
+        if v is not None:
+            out.append(v)
+    return out
+
+
+def _agg(v: list[float], agg: str) -> float:
+    return max(v) if agg == "max" else min(v) if agg == "min" else sum(v) / len(v)
+
+
+def ours(rows: list[dict[str, Any]], metric: str, agg: str = "mean", where: dict[str, Any] | None = None) -> dict[str, float]:
+    """Per seed, the metric aggregated over that seed's points (those whose parameters match
+    ``where``). ``A / B`` is the ratio of two metrics, each aggregated first."""
+    rows = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in (where or {}).items())]
+    if " / " in metric:
+        num, den = metric.split(" / ", 1)
+        a, b = ours(rows, num.strip(), agg), ours(rows, den.strip(), agg)
+        return {s: a[s] / b[s] for s in a if s in b and b[s] != 0}
+    by_seed: dict[str, list[float]] = {}
+    for r in rows:
+        by_seed.setdefault(_seed(r), []).extend(metric_values(r, metric))
+    return {s: _agg(v, agg) for s, v in by_seed.items() if v}
+
+
+def compare(fig: reproduce.Figure, rows: list[dict[str, Any]], tier: str) -> list[Compared]:
+    out = []
+    comparable = tier != "smoke"
     for n in fig.paper_numbers:
-        o = ours(df, n["metric"], n.get("agg", "mean"))
-        paper = float(n["value"])
-        diff = None if o is None or paper == 0 else (o - paper) / abs(paper) * 100
-        rows.append({"label": n["label"], "metric": n["metric"], "paper": paper, "ours": o, "diff_pct": diff, "source": n.get("source", "")})
-    return rows
+        per_seed = ours(rows, n["metric"], n.get("agg", "mean"), n.get("where"))
+        o = sum(per_seed.values()) / len(per_seed) if per_seed else None
+        j = verdict.judge(n, o, comparable)
+        by_seed = {s: verdict.judge(n, v, comparable).verdict for s, v in per_seed.items()} if comparable else {}
+        out.append(Compared(n, o, j.verdict, j.why, by_seed))
+    return out
+
+
+def resource_row(fig: reproduce.Figure, tier: str) -> dict[str, Any]:
+    """A resource-table entry's one point, computed now from ``Program::resources()`` (it is
+    instant and depends on the code only, so it always belongs to the current commit)."""
+    import json as _json
+
+    from innet import _native
+
+    settings = {k: str(v) for k, v in fig.resources.items() if k != "program"}
+    t0 = time.perf_counter()
+    rep = _json.loads(_native.program_resources(fig.resources["program"], settings))
+    row: dict[str, Any] = {"status": "ok", "prov.commit": provenance.current_commit(), "prov.tier": tier,
+                           "wall_s": time.perf_counter() - t0, "finished_at": time.time(),
+                           "tables": {"blocks": rep["blocks"]}}
+    row.update({f"param.{k}": v for k, v in settings.items()})
+    row.update({f"m.{k}": v for k, v in sweep.flatten(rep).items()})
+    return row
+
+
+def load_rows(fig: reproduce.Figure, root: Path, tier: str) -> list[dict[str, Any]]:
+    if fig.resources:
+        return [resource_row(fig, tier)]
+    d = fig.out_dir(root, tier)
+    return [r for r in sweep.load_points(d).values() if r.get("status") == "ok"] if d.exists() else []
+
+
+def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[str, list[Entry]]:
+    """Every manifest entry of every paper with what ``root`` holds for ``tier``."""
+    root = Path(root)
+    current = provenance.current_commit()
+    out: dict[str, list[Entry]] = {}
+    for paper in reproduce.load_papers().values():
+        entries = []
+        for fig in paper.figures:
+            rows = load_rows(fig, root, tier) if fig.runnable else []
+            failed = [r for r in sweep.load_points(fig.out_dir(root, tier)).values() if r.get("status") != "ok"] if fig.experiment and fig.out_dir(root, tier).exists() else []
+            if fig.unavailable:
+                status = fig.unavailable
+            elif have is not None and fig.experiment and fig.experiment not in have:
+                status = f"no experiment yet: {fig.experiment} is not registered in this build"
+            elif rows:
+                status = f"{len(rows)} point{'s' if len(rows) != 1 else ''} run" + (f", {len(failed)} failed" if failed else "")
+            elif failed:
+                status = f"failed: {failed[0].get('error', '')[:300]}"
+            else:
+                status = "not run yet"
+            commits = sorted({str(r.get("prov.commit", provenance.UNKNOWN)) for r in rows})
+            entries.append(Entry(
+                fig=fig, status=status, rows=rows, compared=compare(fig, rows, tier), commits=commits,
+                stale=bool(rows) and any(provenance.is_stale(c, current) for c in commits),
+                wall_s=sum(float(r.get("wall_s") or 0) for r in rows), seeds=sorted({_seed(r) for r in rows}),
+                finished_at=max((float(r["finished_at"]) for r in rows if r.get("finished_at")), default=None),
+            ))
+        out[paper.name] = entries
+    return out
+
+
+def scoreboard(collected: dict[str, list[Entry]]) -> dict[str, dict[str, int]]:
+    """Counts of each verdict per paper and overall (key ``all``)."""
+    board = {}
+    every = []
+    for name, entries in collected.items():
+        vs = [c.verdict for e in entries for c in e.compared]
+        every += vs
+        board[name] = verdict.scoreboard(vs)
+    board["all"] = verdict.scoreboard(every)
+    return board
+
+
+def scoreboard_lines(board: dict[str, dict[str, int]], tier: str) -> list[str]:
+    """The scoreboard as aligned text lines (for the terminal)."""
+    if tier == "smoke":
+        return [f"{SMOKE_NOTE}: no verdicts"]
+    head = f"{'paper':12s} " + " ".join(f"{v:>15s}" for v in verdict.ORDER)
+    lines = [head]
+    for name, counts in board.items():
+        lines.append(f"{name:12s} " + " ".join(f"{counts[v]:>15d}" for v in verdict.ORDER))
+    return lines
 
 
 def _fmt(v: float | None) -> str:
     if v is None:
         return "—"
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.3g}"
     return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
-def build(root: str | Path, quick: bool = False) -> tuple[str, str]:
-    """(html, markdown) for the results under ``root`` (as ``innet reproduce`` writes them)."""
+def _tolerance(n: dict[str, Any]) -> str:
+    if n.get("tolerance") == "direction":
+        return f"direction (vs {n['direction_ref']:g})"
+    if "abs_tolerance" in n:
+        return f"±{float(n['abs_tolerance']):g}"
+    return f"±{float(n.get('tolerance', verdict.DEFAULT_TOLERANCE)):.0%}"
+
+
+def _docs_link(paper: reproduce.Paper, fig: reproduce.Figure, n: dict[str, Any], md: bool) -> str:
+    target = n.get("docs") or fig.docs or paper.docs
+    if not target:
+        return ""
+    target = target if target.startswith("docs/") else f"docs/{target}"
+    if md:  # REPRODUCED.md lives in docs/
+        return f"[why]({target.removeprefix('docs/')})"
+    return f"<span class='prov'>why: <code>{html.escape(target)}</code></span>"
+
+
+def _prov_text(e: Entry, tier: str, current: str) -> str:
+    if not e.rows:
+        return ""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e.finished_at)) if e.finished_at else "?"
+    stale = f" — STALE: made by {', '.join(e.commits)}, current is {current}" if e.stale else ""
+    params = ", ".join(f"{k.removeprefix('param.')}={v}" for k, v in sorted(e.rows[0].items()) if k.startswith("param."))
+    est = reproduce.estimate_seconds(e.fig, tier)
+    return (f"commit {', '.join(e.commits)} · tier {tier} · seeds {', '.join(e.seeds)} · wall {e.wall_s:,.0f} s"
+            f"{f' (manifest estimate {est:,.0f} s)' if est else ''} · "
+            f"finished {when} · parameters: {params or 'experiment defaults'}{stale}")
+
+
+def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str | Path | None = None,
+          figures_href: str | None = None) -> tuple[str, str]:
+    """(html, markdown) for ``root``'s ``tier`` results. With ``figures_dir`` the PNGs are also
+    written there and the Markdown links them through ``figures_href`` (default: the dir name)."""
     root = Path(root)
     have = reproduce.available_experiments()
     papers = reproduce.load_papers()
-    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>innet report</title><style>{CSS}</style></head><body>",
-         "<h1>innet: our numbers beside the papers'</h1>",
-         f"<p>Results under <code>{html.escape(str(root))}</code>; each figure names the command that produced it.</p>"]
-    md = ["# Reproduced figures", "", f"Generated by `innet report {root}` from the same data as the HTML report."]
-    if quick:
-        md.append("These are the `--quick` forms (seconds-long runs on small traces), so they show the pipeline and "
-                  "the directions, not the paper's scale; full-scale numbers are in docs/RESULTS.md.")
-        h.append("<p><b>Quick forms</b>: seconds-long runs on small traces; full-scale numbers are in docs/RESULTS.md.</p>")
+    collected = collect(root, tier, have)
+    board = scoreboard(collected)
+    current = provenance.current_commit()
+    fig_dir = Path(figures_dir) if figures_dir else None
+    href = figures_href or (fig_dir.name if fig_dir else "")
+    if fig_dir:
+        fig_dir.mkdir(parents=True, exist_ok=True)
+    h = [f"<!doctype html><html><head><meta charset='utf-8'><title>innet: reproduced figures</title><style>{CSS}</style></head><body>",
+         "<h1>innet: the five papers' evaluations, reproduced</h1>",
+         f"<p>Tier <b>{tier}</b>, results under <code>{html.escape(str(root))}</code>, page made at commit <code>{current}</code>.</p>"]
+    md = ["# Reproduced figures", "",
+          f"Generated by `innet report {root} --tier {tier}` at commit `{current}`; do not edit by hand.", ""]
+    # Scoreboard first.
+    if tier == "smoke":
+        h.append(f"<p class='nc'><b>{SMOKE_NOTE}.</b> No verdicts are drawn from smoke runs.</p>")
+        md += [f"**{SMOKE_NOTE}.** No verdicts are drawn from smoke runs.", ""]
+    h.append("<h2>Scoreboard</h2><table><tr><th>paper</th>" + "".join(f"<th>{v}</th>" for v in verdict.ORDER) + "</tr>")
+    md += ["## Scoreboard", "", "| paper | " + " | ".join(verdict.ORDER) + " |", "|---|" + "---:|" * len(verdict.ORDER)]
+    for name, counts in board.items():
+        label = "all papers" if name == "all" else name
+        h.append(f"<tr><td><a href='#{name}'>{label}</a></td>" + "".join(f"<td class='{_CLASS[v]}'>{counts[v]}</td>" for v in verdict.ORDER) + "</tr>")
+        md.append(f"| {label} | " + " | ".join(str(counts[v]) for v in verdict.ORDER) + " |")
+    h.append("</table>")
     md.append("")
+    multi = [c for es in collected.values() for e in es for c in e.compared if c.seeds_agree is not None]
+    if multi:
+        agree = sum(1 for c in multi if c.seeds_agree)
+        line = f"Seeds: {agree} of {len(multi)} verdicts judged on two or more seeds are the same on every seed."
+        h.append(f"<p>{line}</p>")
+        md += [line, ""]
     for paper in papers.values():
-        h.append(f"<h2 id='{paper.name}'>{html.escape(paper.title)}</h2><p>Paper: <code>{html.escape(paper.source)}</code></p>")
-        md += [f"## {paper.title}", ""]
-        for fig in paper.figures:
-            d = fig.out_dir(root)
-            res = d / sweep.RESULTS_FILE
-            df = pd.read_parquet(res) if res.exists() else pd.DataFrame()
-            if fig.experiment not in have:
-                status, cls = f"not yet implemented in this build ({fig.experiment} is not registered)", "missing"
-            elif df.empty:
-                status, cls = "not run yet", "missing"
-            else:
-                ok = int((df["status"] == "ok").sum())
-                status, cls = f"{ok} of {len(df)} points ok", "ok"
-            h.append(f"<h3>{html.escape(fig.title)}</h3><p class='status {cls}'>{html.escape(status)}</p>")
-            md += [f"### {fig.title}", "", f"Status: {status}", ""]
-            png = _plot(fig, df)
-            rows = _rows(fig, df)
-            h.append("<div class='fig'>")
+        entries = collected[paper.name]
+        h.append(f"<h2 id='{paper.name}'>{html.escape(paper.title)}</h2><p>{html.escape(paper.venue)}</p>")
+        md += [f"## {paper.title}", "", paper.venue, ""]
+        for e in entries:
+            fig = e.fig
+            h.append(f"<h3 id='{paper.name}-{fig.id}'>{html.escape(fig.title)}</h3>")
+            md += [f"### {fig.title}", ""]
+            meta = " · ".join(x for x in [fig.section, "panels: " + "; ".join(fig.panels) if fig.panels else ""] if x)
+            if meta:
+                h.append(f"<p class='prov'>{html.escape(meta)}</p>")
+                md += [f"_{meta}_", ""]
+            cls = "unavail" if fig.unavailable or e.status.startswith("no experiment") else ""
+            h.append(f"<p class='{cls}'>Status: {html.escape(e.status)}</p>")
+            md += [f"Status: {e.status}", ""]
+            png = paperfig.draw(fig.plot, fig.title, e.rows, fig.paper_numbers) if fig.plot and e.rows else None
             if png:
-                h.append(f"<img alt='{html.escape(fig.id)}' src='data:image/png;base64,{png}'>")
-            if rows:
-                h.append("<table><tr><th>what</th><th>paper</th><th>ours</th><th>difference</th><th>source</th></tr>")
-                md += ["| what | paper | ours | difference | source |", "|---|---:|---:|---:|---|"]
-                for r in rows:
-                    diff = "—" if r["diff_pct"] is None else f"{r['diff_pct']:+.0f} %"
-                    h.append(f"<tr><td>{html.escape(r['label'])}</td><td>{_fmt(r['paper'])}</td><td>{_fmt(r['ours'])}</td><td>{diff}</td><td>{html.escape(r['source'])}</td></tr>")
-                    md.append(f"| {r['label']} | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {diff} | {r['source']} |")
+                h.append(f"<img alt='{html.escape(fig.title)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
+                if fig_dir:
+                    name = f"{paper.name}-{fig.id}.png"
+                    (fig_dir / name).write_bytes(png)
+                    md += [f"![{fig.title}]({href}/{name})", ""]
+            if e.compared:
+                h.append("<table><tr><th>paper number</th><th>paper</th><th>ours</th><th>tolerance</th><th>verdict</th><th>seeds</th><th>source</th></tr>")
+                md += ["| paper number | paper | ours | tolerance | verdict | seeds | source |", "|---|---:|---:|---|---|---|---|"]
+                for c in e.compared:
+                    n = c.number
+                    paper_v = _fmt(float(n["value"])) + (" (approx.)" if n.get("approx") else "")
+                    link_h = f" {_docs_link(paper, fig, n, False)}" if c.verdict == verdict.MISMATCH else ""
+                    link_m = f" {_docs_link(paper, fig, n, True)}" if c.verdict == verdict.MISMATCH else ""
+                    agree = "" if c.seeds_agree is None else ("agree" if c.seeds_agree else "differ: " + ", ".join(f"{s}: {v}" for s, v in c.by_seed.items()))
+                    h.append(f"<tr><td>{html.escape(n['label'])}</td><td>{paper_v}</td><td>{_fmt(c.ours)}</td><td>{_tolerance(n)}</td>"
+                             f"<td class='{_CLASS[c.verdict]}' title='{html.escape(c.why)}'>{c.verdict}{link_h}</td><td>{html.escape(agree)}</td>"
+                             f"<td>{html.escape(n.get('source', ''))}</td></tr>")
+                    md.append(f"| {n['label']} | {paper_v} | {_fmt(c.ours)} | {_tolerance(n)} | {c.verdict}{link_m} | {agree} | {n.get('source', '')} |")
                 h.append("</table>")
                 md.append("")
-            h.append("</div>")
-            cmd = reproduce.command(fig, quick)
-            h.append(f"<p>Command: <code>{html.escape(cmd)}</code></p>")
-            md += [f"Command: `{cmd}`", ""]
+            if fig.runnable:
+                entry = fig.results_of or fig.id
+                cmd = f"innet reproduce {paper.name}/{entry} --tier {tier}" + ("" if not fig.experiment else f"  (by hand: {reproduce.command(fig, tier)})")
+                h.append(f"<p class='prov'>Command: <code>{html.escape(cmd)}</code></p>")
+                md += [f"Command: `{cmd}`", ""]
+            prov = _prov_text(e, tier, current)
+            if prov:
+                h.append(f"<p class='prov{' stale' if e.stale else ''}'>Provenance: {html.escape(prov)}</p>")
+                md += [f"Provenance: {prov}", ""]
     h.append("</body></html>")
     return "\n".join(h), "\n".join(md) + "\n"

@@ -9,8 +9,9 @@ Dask worker; results land as one Parquet dataset with a row per point.
 - A worker that dies mid-task is handled by Dask: the scheduler re-runs the task elsewhere
   (``retries`` bounds how often a task that *raises* is retried).
 
-Storage, under ``out``: ``points/<key>.json`` (one file per finished point, written atomically)
-and ``results.parquet`` (all points, rebuilt at the end of every sweep).
+Storage, under ``out``: ``points/<key>.json`` (one file per finished point, written atomically,
+with the run's small tables and any provenance the caller passes) and ``results.parquet`` (all
+points, rebuilt at the end of every sweep; tables stay in the point files).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import pandas as pd
 
 RESULTS_FILE = "results.parquet"
 POINTS_DIR = "points"
+# Tables up to this many rows are kept with a point (the per-scheme, per-axis-value tables that
+# figures are drawn from); longer ones (per-packet timelines) are left out of the store.
+MAX_TABLE_ROWS = 5000
 
 
 def code_version() -> str:
@@ -135,12 +139,14 @@ def run_point(experiment: str, overrides: dict[str, str], quick: bool) -> dict[s
     t0 = time.perf_counter()
     try:
         r = api.run(experiment, quick=quick, overrides=overrides)
-        return {"status": "ok", "error": "", "summary": r.summary, "wall_s": time.perf_counter() - t0}
+        tables = {name: json.loads(df.to_json(orient="records")) for name, df in r.tables.items()
+                  if len(df) <= MAX_TABLE_ROWS}
+        return {"status": "ok", "error": "", "summary": r.summary, "tables": tables, "wall_s": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
         return {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": time.perf_counter() - t0}
 
 
-def _row(point: Point, result: Mapping[str, Any]) -> dict[str, Any]:
+def _row(point: Point, result: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {
         "point": point.key,
         "experiment": point.experiment,
@@ -151,18 +157,22 @@ def _row(point: Point, result: Mapping[str, Any]) -> dict[str, Any]:
         "wall_s": result["wall_s"],
         "finished_at": time.time(),
     }
+    for k, v in (meta or {}).items():
+        row[f"prov.{k}"] = v
     for k, v in point.params:
         row[f"param.{k}"] = v
     for k, v in flatten(result.get("summary", {})).items():
         row[f"m.{k}"] = v
+    if result.get("tables"):
+        row["tables"] = result["tables"]
     return row
 
 
-def _write_point(out: Path, point: Point, result: Mapping[str, Any]) -> None:
+def _write_point(out: Path, point: Point, result: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> None:
     d = out / POINTS_DIR
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / f".{point.key}.tmp"
-    tmp.write_text(json.dumps(_row(point, result), default=str))
+    tmp.write_text(json.dumps(_row(point, result, meta), default=str))
     tmp.replace(d / f"{point.key}.json")
 
 
@@ -177,7 +187,7 @@ def load_points(out: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def write_dataset(out: str | Path) -> pd.DataFrame:
-    rows = list(load_points(out).values())
+    rows = [{k: v for k, v in r.items() if k != "tables"} for r in load_points(out).values()]
     df = pd.DataFrame(rows)
     if not df.empty:
         # Mixed-type metric columns (e.g. a number in one point, text in another) become text.
@@ -198,6 +208,19 @@ class SweepReport:
     dataset: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+@dataclass
+class Batch:
+    """Points whose results go under one directory (a sweep, or one figure of ``innet reproduce``)."""
+
+    points: list[Point]
+    out: Path
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    report: SweepReport | None = None
+    # Points of batches that share a serial group run one at a time (e.g. experiments that own
+    # the machine's network namespaces and a real server).
+    serial: str | None = None
+
+
 def run_sweep(
     points: list[Point],
     out: str | Path,
@@ -205,49 +228,103 @@ def run_sweep(
     workers: int | None = None,
     retries: int = 2,
     on_progress: Callable[[int, int, int, int], None] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> SweepReport:
     """Run the points not finished yet under ``out`` on Dask; returns counts and the dataset.
-    ``on_progress(done, running, failed, total)`` is called as tasks finish."""
+    ``on_progress(done, running, failed, total)`` is called as tasks finish; ``meta`` (e.g. the
+    commit and tier) is recorded with every point as ``prov.*`` columns."""
+    batch = Batch(points, Path(out), dict(meta or {}))
+    run_batches([batch], scheduler, workers, retries, on_progress)
+    assert batch.report is not None
+    return batch.report
+
+
+def run_batches(
+    batches: list[Batch],
+    scheduler: str | None = None,
+    workers: int | None = None,
+    retries: int = 2,
+    on_progress: Callable[[int, int, int, int], None] | None = None,
+    on_batch_done: Callable[[Batch], None] | None = None,
+) -> None:
+    """Run several batches on one Dask cluster, all points in flight together; each batch's
+    report (and dataset) is set when its last point lands, and ``on_batch_done`` is called."""
     from dask.distributed import Client, LocalCluster, as_completed
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    finished = {k for k, r in load_points(out).items() if r.get("status") == "ok"}
-    todo = [p for p in points if p.key not in finished]
-    report = SweepReport(total=len(points), skipped=len(points) - len(todo))
-    if todo:
-        cluster = None
-        if scheduler:
-            client = Client(scheduler, timeout="30s")
-        else:
-            n = workers or max(1, os.cpu_count() or 1)
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = Client(cluster)
-        try:
-            futures = {}
-            for p in todo:
-                f = client.submit(run_point, p.experiment, p.overrides(), p.quick, key=f"innet-{p.key}", retries=retries, pure=False)
-                futures[f] = p
-            running = len(futures)
+    todo: list[tuple[Batch, Point]] = []
+    left: dict[int, int] = {}
+    for i, b in enumerate(batches):
+        b.out.mkdir(parents=True, exist_ok=True)
+        finished = {k for k, r in load_points(b.out).items() if r.get("status") == "ok"}
+        mine = [p for p in dict.fromkeys(b.points) if p.key not in finished]
+        b.report = SweepReport(total=len(b.points), skipped=len(b.points) - len(mine))
+        todo += [(b, p) for p in mine]
+        left[i] = len(mine)
+    for i, b in enumerate(batches):
+        if not left[i]:
+            _finish(b, on_batch_done)
+    if not todo:
+        return
+    cluster = None
+    if scheduler:
+        client = Client(scheduler, timeout="30s")
+    else:
+        n = workers or max(1, os.cpu_count() or 1)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    done = failed = 0
+    try:
+        futures = {}
+        waiting: dict[str, list[tuple[Batch, Point]]] = {}
+
+        def submit(b: Batch, p: Point):
+            f = client.submit(run_point, p.experiment, p.overrides(), p.quick, key=f"innet-{p.key}", retries=retries, pure=False)
+            futures[f] = (b, p)
+            return f
+
+        first = []
+        for b, p in todo:
+            if b.serial and b.serial in waiting:
+                waiting[b.serial].append((b, p))
+                continue
+            if b.serial:
+                waiting[b.serial] = []
+            first.append(submit(b, p))
+        running = len(todo)
+        if on_progress:
+            on_progress(0, running, 0, len(todo))
+        index = {id(b): i for i, b in enumerate(batches)}
+        pending = as_completed(first)
+        for fut in pending:
+            b, p = futures[fut]
+            if b.serial and waiting.get(b.serial):
+                pending.add(submit(*waiting[b.serial].pop(0)))
+            try:
+                result = fut.result()
+            except Exception as e:  # noqa: BLE001 - e.g. the task's worker kept dying
+                result = {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": 0.0}
+            _write_point(b.out, p, result, b.meta)
+            running -= 1
+            assert b.report is not None
+            if result["status"] == "ok":
+                b.report.done += 1
+                done += 1
+            else:
+                b.report.failed += 1
+                failed += 1
             if on_progress:
-                on_progress(0, running, 0, len(todo))
-            for fut in as_completed(list(futures)):
-                p = futures[fut]
-                try:
-                    result = fut.result()
-                except Exception as e:  # noqa: BLE001 - e.g. the task's worker kept dying
-                    result = {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": 0.0}
-                _write_point(out, p, result)
-                running -= 1
-                if result["status"] == "ok":
-                    report.done += 1
-                else:
-                    report.failed += 1
-                if on_progress:
-                    on_progress(report.done, running, report.failed, len(todo))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
-    report.dataset = write_dataset(out)
-    return report
+                on_progress(done, running, failed, len(todo))
+            left[index[id(b)]] -= 1
+            if not left[index[id(b)]]:
+                _finish(b, on_batch_done)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _finish(b: Batch, on_batch_done: Callable[[Batch], None] | None) -> None:
+    assert b.report is not None
+    b.report.dataset = write_dataset(b.out)
+    if on_batch_done:
+        on_batch_done(b)

@@ -2,6 +2,7 @@
 //! and runs experiments, converts results to Python objects, and maps errors to exceptions.
 
 mod registry;
+mod resources;
 mod switch;
 
 use std::collections::BTreeMap;
@@ -293,6 +294,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_gigaflow, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_pipebench_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(resources::program_resources, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
     m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;

@@ -1,0 +1,110 @@
+//! `program_resources`: what a data-plane program declares through `Program::resources()`, set
+//! against Tofino-1's limits, for the papers' resource tables (SwitchV2P's Table 6). The program
+//! is built the way its experiment builds it; nothing here estimates what the model lacks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use innet_dataplane::state::{ResourceReport, SwitchLimits};
+use innet_dataplane::Program;
+use innet_sim::topology::Topology;
+use innet_switchv2p::run::{cache_slots, NetworkSpec};
+use innet_switchv2p::stats::V2pStats;
+use innet_switchv2p::switch::{FabricFacts, V2pRole, V2pSwitch, V2pSwitchSettings};
+use innet_switchv2p::Scheme;
+use pyo3::prelude::*;
+use serde_json::json;
+
+use crate::UserInputError;
+
+fn setting<'a>(settings: &'a BTreeMap<String, String>, key: &str, default: &'a str) -> &'a str {
+    settings.get(key).map(String::as_str).unwrap_or(default)
+}
+
+/// A SwitchV2P switch of FT8-10K at `cache_fraction` of the address space (the cache split over
+/// every switch, as `switchv2p.cachesize` does).
+fn switchv2p(settings: &BTreeMap<String, String>) -> PyResult<(ResourceReport, serde_json::Value)> {
+    let raw = setting(settings, "cache_fraction", "0.5");
+    let fraction: f64 = raw
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f >= 0.0)
+        .ok_or_else(|| {
+            UserInputError::new_err(format!(
+                "cache_fraction: expected a non-negative number, got '{raw}'"
+            ))
+        })?;
+    let ns = NetworkSpec::ft8_10k();
+    let extra: Vec<(u32, u32)> = ns
+        .gateway_tors
+        .iter()
+        .map(|&t| (t, ns.gateways_per_tor))
+        .collect();
+    let topo =
+        Topology::build(&ns.topo, &extra).map_err(|e| UserInputError::new_err(e.to_string()))?;
+    let vms = ns.vm_count() as f64;
+    let (slots, caching) = cache_slots(
+        Scheme::SwitchV2P,
+        fraction * vms,
+        &topo,
+        ns.gateway_tors.len(),
+    );
+    let cfg = V2pSwitchSettings {
+        scheme: Scheme::SwitchV2P,
+        role: V2pRole::Tor,
+        switch_id: 0,
+        switch_ip: 0,
+        cache_slots: slots,
+        hash_salt: 0,
+        p_learn: 0.005,
+        promote_requires_access_bit: false,
+        invalidation_spacing_ps: 0,
+        num_switches: topo.switches.len(),
+    };
+    let sw = V2pSwitch::new(
+        cfg,
+        Arc::new(FabricFacts::default()),
+        V2pStats::shared(topo.switches.len()),
+        Vec::new(),
+    );
+    let facts = json!({"topology": "ft8_10k", "cache_fraction": fraction, "cache_slots_per_switch": slots, "caching_switches": caching});
+    Ok((sw.resources(), facts))
+}
+
+/// `{program, facts, blocks: [...], totals, tofino1: {..._fraction}}` as JSON text. Fractions
+/// are of the whole pipe (12 stages), i.e. the average per stage, as the papers' tables give them.
+#[pyfunction]
+pub fn program_resources(program: &str, settings: BTreeMap<String, String>) -> PyResult<String> {
+    let (report, facts) = match program {
+        "switchv2p" => switchv2p(&settings)?,
+        other => {
+            return Err(UserInputError::new_err(format!(
+                "program_resources: no resource report for '{other}'; known: switchv2p"
+            )))
+        }
+    };
+    let lim = SwitchLimits::tofino1();
+    let stages = lim.stages as f64;
+    let blocks: Vec<serde_json::Value> = report
+        .entries()
+        .iter()
+        .map(|e| json!({"name": e.name, "kind": e.kind.as_str(), "entries": e.entries, "key_bits": e.key_bits,
+                        "value_bits": e.value_bits, "total_bits": e.total_bits}))
+        .collect();
+    let out = json!({
+        "program": report.program,
+        "facts": facts,
+        "blocks": blocks,
+        "totals": {"sram_bits": report.sram_bits(), "tcam_bits": report.tcam_bits(), "register_arrays": report.register_arrays()},
+        "limits": {"name": "tofino1", "stages": lim.stages, "sram_bits": lim.sram_bits_per_stage as f64 * stages,
+                   "tcam_bits": lim.tcam_bits_per_stage as f64 * stages, "stateful_alus": lim.register_arrays_per_stage as f64 * stages},
+        "tofino1": {
+            "sram_fraction": report.sram_bits() as f64 / (lim.sram_bits_per_stage as f64 * stages),
+            "tcam_fraction": report.tcam_bits() as f64 / (lim.tcam_bits_per_stage as f64 * stages),
+            "stateful_alu_fraction": report.register_arrays() as f64 / (lim.register_arrays_per_stage as f64 * stages),
+            "fits": report.check(&lim).is_ok(),
+        },
+        "not_modelled": ["match crossbar", "gateways", "VLIW instructions", "hash bits", "PHV containers", "logical tables"],
+    });
+    Ok(out.to_string())
+}

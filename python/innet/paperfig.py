@@ -1,0 +1,183 @@
+"""Figures drawn like the papers': the panels, axes, units, scales and series a manifest entry's
+``plot`` table declares, from the tables our runs stored, with the paper's values overlaid as
+black markers (hollow and labelled "approx." when read off the paper's figure).
+
+A ``plot`` spec::
+
+    plot = { table = "points", x = "cache_fraction", xlabel = "...", xscale = "log",
+             series = "scheme", kind = "line",            # or "bar" (x categorical)
+             x_scale = 1e-6,                              # x values times this (units)
+             panels = [ { y = "hit_rate", ylabel = "Hit rate (%)", scale = 100 }, ... ] }
+
+``table = "summary"`` draws from the flattened summary instead: ``x`` is then a list of
+categories (e.g. schemes) and each panel's ``y`` a metric template with ``{x}`` in it. A paper
+number is placed on a panel when it carries ``at = { panel = Y, x = X }``. ``filter = { col =
+value }`` (on the spec or on a panel) keeps the table rows with that value.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from innet import plots  # noqa: E402
+from innet.verdict import finite  # noqa: E402
+
+PANEL_W, PANEL_H, MIN_W = 3.4, 2.7, 4.6
+# Characters of a 9-point title per inch of figure width, with a margin: titles wrap, never clip.
+CHARS_PER_INCH = 10
+
+
+
+def table_frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
+    """One table from every ok point (with the point's seed as a column), concatenated."""
+    parts = []
+    for r in rows:
+        recs = (r.get("tables") or {}).get(table)
+        if recs:
+            df = pd.DataFrame(recs)
+            df["_seed"] = str(r.get("param.seed", r.get("m.seed", "")))
+            parts.append(df)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _summary_frame(rows: list[dict[str, Any]], spec: dict[str, Any]) -> pd.DataFrame:
+    """Rows (x, panel y values) from summary metrics, mean over points. ``x_param`` makes each
+    point's value of that parameter a category (e.g. one point per trace)."""
+    out = []
+    if spec.get("x_param"):
+        key = f"param.{spec['x_param']}"
+        cats = list(dict.fromkeys(str(r.get(key)) for r in rows))
+        for cat in cats:
+            mine = [r for r in rows if str(r.get(key)) == cat]
+            rec = {"_x": cat}
+            for p in spec.get("panels", []):
+                vals = [v for v in (finite(r.get("m." + p["y"])) for r in mine) if v is not None]
+                rec[p["y"]] = sum(vals) / len(vals) if vals else None
+            out.append(rec)
+        return pd.DataFrame(out)
+    for cat in spec.get("x", []):
+        rec: dict[str, Any] = {"_x": str(cat)}
+        for p in spec.get("panels", []):
+            vals = [finite(r.get("m." + p["y"].format(x=cat))) for r in rows]
+            vals = [v for v in vals if v is not None]
+            rec[p["y"]] = sum(vals) / len(vals) if vals else None
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: list[dict[str, Any]]) -> bytes | None:
+    """PNG bytes of the figure, or None when the runs hold nothing to draw."""
+    panels = spec.get("panels", [])
+    if not panels or not rows:
+        return None
+    from_summary = spec.get("table") == "summary"
+    df = _summary_frame(rows, spec) if from_summary else table_frame(rows, spec.get("table", "points"))
+    if df.empty:
+        return None
+    plots.style()
+    n = len(panels)
+    cols = min(n, int(spec.get("columns", 3)))
+    nrows = math.ceil(n / cols)
+    width = max(PANEL_W * cols, MIN_W)
+    lines = textwrap.wrap(title, int(width * CHARS_PER_INCH))
+    fig, axes = plt.subplots(nrows, cols, figsize=(width, PANEL_H * nrows + 0.25 * len(lines) + 0.3), squeeze=False)
+    drew = False
+    for i, p in enumerate(panels):
+        ax = axes[i // cols][i % cols]
+        drew |= _panel(ax, df, spec, p, from_summary)
+        _paper_markers(ax, spec, p, numbers, from_summary)
+        ax.set_ylabel(p.get("ylabel", p["y"]), fontsize=8)
+        ax.set_xlabel(spec.get("xlabel", spec.get("x", "")) if not from_summary else spec.get("xlabel", ""), fontsize=8)
+        if p.get("yscale"):
+            ax.set_yscale(p["yscale"])
+        if p.get("title"):
+            ax.set_title(p["title"], fontsize=8)
+        ax.tick_params(labelsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, frameon=False)
+    for j in range(n, nrows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    fig.suptitle("\n".join(lines), fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue() if drew else None
+
+
+def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_summary: bool) -> bool:
+    y, scale = p["y"], float(p.get("scale", 1.0))
+    if from_summary:
+        d = df.dropna(subset=[y])
+        if d.empty:
+            return False
+        cats = list(d["_x"])
+        ax.bar(range(len(cats)), d[y].astype(float) * scale, color="#4c72b0")
+        ax.set_xticks(range(len(cats)), cats, rotation=30)
+        ax.innet_categories = cats
+        return True
+    x, series = spec.get("x"), spec.get("series")
+    for col, want in {**spec.get("filter", {}), **p.get("filter", {})}.items():
+        if col not in df.columns:
+            return False
+        df = df[df[col].astype(str) == str(want)]
+    if y not in df.columns or (x and x not in df.columns):
+        return False
+    keys = [c for c in (series, x) if c]
+    d = df.assign(_y=df[y].map(finite) * scale).dropna(subset=["_y"])
+    if d.empty:
+        return False
+    g = d.groupby(keys, sort=False)["_y"].mean().reset_index() if keys else d
+    groups = list(g.groupby(series, sort=False)) if series else [("", g)]
+    if spec.get("kind", "line") == "bar":
+        cats = list(dict.fromkeys(g[x].astype(str))) if x else [""]
+        width = 0.8 / max(1, len(groups))
+        for k, (name, sub) in enumerate(groups):
+            vals = dict(zip(sub[x].astype(str), sub["_y"])) if x else {"": sub["_y"].mean()}
+            ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats],
+                   width, label=str(name) or None)
+        ax.set_xticks(range(len(cats)), cats, rotation=30 if len(cats) > 4 else 0)
+        ax.innet_categories = cats
+    else:
+        for name, sub in groups:
+            sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
+            ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
+        if spec.get("xscale"):
+            ax.set_xscale(spec["xscale"])
+    return True
+
+
+def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[dict[str, Any]], from_summary: bool) -> None:
+    scale = float(p.get("scale", 1.0))
+    kind = spec.get("kind", "line")
+    placed_label = set()
+    for n in numbers:
+        at = n.get("at")
+        if not at or at.get("panel") != p["y"]:
+            continue
+        approx = bool(n.get("approx"))
+        label = "paper (approx., read off the figure)" if approx else "paper (stated)"
+        xv = at.get("x")
+        if from_summary or kind == "bar":
+            cats = getattr(ax, "innet_categories", [])
+            if str(xv) not in cats:
+                continue
+            xpos: Any = cats.index(str(xv))
+        else:
+            xpos = finite(xv)
+            if xpos is None:
+                continue
+            xpos *= float(spec.get("x_scale", 1.0))
+        ax.plot([xpos], [float(n["value"]) * scale], linestyle="none", marker="D", ms=6,
+                markerfacecolor="none" if approx else "black", markeredgecolor="black",
+                label=None if label in placed_label else label, zorder=5)
+        placed_label.add(label)

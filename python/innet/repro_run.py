@@ -1,0 +1,105 @@
+"""``innet reproduce``: plan the manifest entries of a tier, say the expected time (standard,
+smoke) or core-hours (full) before starting, run every point on one Dask cluster with a line per
+finished figure, record provenance with each point, and end with the scoreboard."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from innet import provenance, reproduce, sweep
+
+
+class PlanError(ValueError):
+    """A user error in what to reproduce."""
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
+
+
+def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[list[tuple[reproduce.Figure, sweep.Batch]], list[str]]:
+    """The batches to run and the lines saying what will not run (and why)."""
+    papers = reproduce.load_papers()
+    paper, _, only = paper.partition("/")
+    chosen = list(papers) if paper == "all" else [paper]
+    for name in chosen:
+        if name not in papers:
+            raise PlanError(f"unknown paper '{name}'; expected all, one of {', '.join(papers)}, or PAPER/ENTRY")
+    if only and not any(f.id == only for f in papers[chosen[0]].figures):
+        raise PlanError(f"{paper} has no entry '{only}'; its entries: {', '.join(f.id for f in papers[chosen[0]].figures)}")
+    from innet import api
+
+    seeded = {e["name"] for e in api.list_experiments() if any(p["name"] == "seed" for p in e["params"])}
+    have = reproduce.available_experiments()
+    commit = provenance.current_commit()
+    jobs, skipped = [], []
+    for name in chosen:
+        for fig in papers[name].figures:
+            if only and fig.id != only:
+                continue
+            if not fig.experiment:
+                skipped.append(f"{name}/{fig.id}: " + ("computed by `innet report` from Program::resources()" if fig.resources else str(fig.unavailable)))
+                continue
+            if fig.results_of:
+                continue  # drawn from the entry it names
+            if tier == "smoke" and not fig.smoke:
+                skipped.append(f"{name}/{fig.id}: left out of the smoke tier (a real server per run; see the manifest)")
+                continue
+            if fig.experiment not in have:
+                skipped.append(f"{name}/{fig.id}: no experiment yet: {fig.experiment} is not registered in this build")
+                continue
+            meta = {"commit": commit, "tier": tier, "paper": name, "figure": fig.id}
+            if seed is not None and fig.experiment not in seeded:
+                skipped.append(f"{name}/{fig.id}: {fig.experiment} has no seed (deterministic replay); --seed {seed} leaves it out")
+                continue
+            jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seed), fig.out_dir(root, tier), meta,
+                                          serial=fig.exclusive)))
+    return jobs, skipped
+
+
+def _remaining_seconds(fig: reproduce.Figure, batch: sweep.Batch, tier: str) -> float:
+    done = {k for k, r in sweep.load_points(batch.out).items() if r.get("status") == "ok"} if batch.out.exists() else set()
+    left = sum(1 for p in batch.points if p.key not in done)
+    return fig.cost_s.get(tier, 0.0) * left
+
+
+def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: str | None = None, workers: int | None = None,
+        dry_run: bool = False, echo: Callable[[str], None] = print) -> None:
+    jobs, skipped = plan(paper, tier, root, seed)
+    for line in skipped:
+        echo(f"  not run: {line}")
+    n_workers = workers or (os.cpu_count() or 1)
+    costs = [_remaining_seconds(f, b, tier) for f, b in jobs]
+    total = sum(costs)
+    longest = max(costs, default=0.0)
+    if tier == "full":
+        echo(f"full tier: {len(jobs)} entries, estimated {total / 3600:.1f} core-hours"
+             + (f" on the Dask scheduler {scheduler}" if scheduler else f" (about {_hms(max(total / n_workers, longest))} on this machine's {n_workers} workers)"))
+    else:
+        echo(f"{tier} tier: {len(jobs)} entries, {sum(len(b.points) for _, b in jobs)} points; expected about "
+             f"{_hms(max(total / n_workers, longest))} on {n_workers} worker(s) ({total / 60:.0f} core-minutes not yet done)")
+    if dry_run:
+        for (fig, b), c in zip(jobs, costs):
+            echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), {c / 60:.1f} core-min left")
+        return
+    t0 = time.perf_counter()
+    done_figs = [0]
+    by_batch = {id(b): f for f, b in jobs}
+
+    def figure_done(b: sweep.Batch) -> None:
+        done_figs[0] += 1
+        f, r = by_batch[id(b)], b.report
+        assert r is not None
+        echo(f"[{done_figs[0]}/{len(jobs)}] {f.paper}/{f.id}: {r.done} run, {r.skipped} already done, {r.failed} failed "
+             f"({_hms(time.perf_counter() - t0)} elapsed)")
+
+    sweep.run_batches([b for _, b in jobs], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
+    from innet import report
+
+    echo(f"results under {root / tier} in {_hms(time.perf_counter() - t0)}; `innet report {root} --tier {tier}` makes the page")
+    for line in report.scoreboard_lines(report.scoreboard(report.collect(root, tier)), tier):
+        echo(line)

@@ -1,0 +1,231 @@
+"""The reproduction manifest, verdicts, tiers and provenance: the manifest covers every figure and
+table of each paper's evaluation; a planted wrong number is a mismatch, a missing metric is not
+comparable and a smoke run has no verdicts; tiers keep separate results and each resumes; a
+result from another commit is marked stale; multi-scheme summaries print a row per scheme."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from innet import provenance, report, reproduce, summary_table, verdict
+
+# The evaluation of each paper, entry by entry (figures, tables, and tables of numbers stated
+# only in the text). Losing one from the manifest fails here.
+EXPECTED = {
+    "switchv2p": {"table2", "table3", "fig5a", "fig5b", "fig5c", "fig5d", "fig6", "fig7", "fig8", "fig9", "table4",
+                  "fig10", "table5", "table5-alibaba", "table6"},
+    "orbitcache": {"fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig13-dtrace", "fig14", "fig15", "fig16", "fig17",
+                   "fig18a", "fig18b", "fig19", "resources"},
+    "gigaflow": {"table1", "fig3", "fig4", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14", "fig15", "table2",
+                 "fig16", "fig17", "fig18", "revalidation", "latency-hw", "fpga-resources", "fig19"},
+    "switchvm": {"fig6a", "fig6b", "fig7", "fig8", "fig9a", "fig9b", "fig10", "table3", "table4"},
+    "appswitch": {"setup", "fig12", "fig13", "fig15", "fig16", "fig17", "fig18", "fig19", "fig22", "fig23"},
+}
+
+
+def test_the_manifest_covers_every_figure_and_table_of_each_evaluation():
+    papers = reproduce.load_papers()
+    assert set(papers) == set(EXPECTED)
+    for name, ids in EXPECTED.items():
+        assert {f.id for f in papers[name].figures} == ids, name
+
+
+def test_every_entry_regenerates_or_says_why_and_names_a_registered_experiment():
+    have = reproduce.available_experiments()
+    for paper in reproduce.load_papers().values():
+        assert "shared/papers" not in paper.venue
+        for f in paper.figures:
+            if f.unavailable:
+                assert f.unavailable.startswith(reproduce.UNAVAILABLE_KINDS), f.id
+                assert len(f.unavailable) > 40, f"{paper.name}/{f.id}: say precisely why"
+                continue
+            assert f.runnable
+            if f.experiment:
+                assert f.experiment in have, f"{paper.name}/{f.id}: {f.experiment}"
+                if not f.results_of:
+                    for tier in reproduce.TIERS:
+                        assert reproduce.estimate_seconds(f, tier) > 0 or (tier == "smoke" and not f.smoke), (f.id, tier)
+            assert f.plot, f"{paper.name}/{f.id}: no figure spec"
+
+
+def test_the_smoke_tier_is_minutes():
+    total = sum(reproduce.estimate_seconds(f, "smoke") for p in reproduce.load_papers().values() for f in p.figures)
+    assert total / 2 <= 5 * 60, f"smoke tier estimate {total / 120:.1f} min on 2 workers"
+
+
+def test_the_standard_tier_is_sized_to_two_hours_on_two_cores():
+    total = sum(reproduce.estimate_seconds(f, "standard") for p in reproduce.load_papers().values() for f in p.figures)
+    assert total / 2 <= 2 * 3600, f"standard tier estimate {total / 7200:.2f} h on 2 workers"
+
+
+def test_manifest_errors_name_the_file_and_entry(tmp_path):
+    with pytest.raises(reproduce.ManifestError, match=r"fig1.*either 'experiment'.*or 'unavailable'"):
+        reproduce._figure("p", {"id": "fig1", "title": "t"}, "papers/p.toml figure #1")
+    with pytest.raises(reproduce.ManifestError, match=r"fig2.*must start with"):
+        reproduce._figure("p", {"id": "fig2", "title": "t", "unavailable": "later"}, "papers/p.toml figure #2")
+    with pytest.raises(reproduce.ManifestError, match=r"fig3.*paper\[0\].*tolerance"):
+        reproduce._figure("p", {"id": "fig3", "title": "t", "unavailable": "hardware-only: an FPGA",
+                                "paper": [{"label": "x", "metric": "m", "value": 1, "tolerance": "lots"}]}, "papers/p.toml")
+
+
+@pytest.mark.parametrize(
+    ("number", "ours", "expected"),
+    [
+        ({"label": "x", "metric": "m", "value": 10.0}, 12.9, verdict.MATCH),
+        ({"label": "x", "metric": "m", "value": 10.0}, 13.5, verdict.MISMATCH),  # planted wrong number
+        ({"label": "x", "metric": "m", "value": 10.0, "direction_ref": 1}, 25.0, verdict.DIRECTION),
+        ({"label": "x", "metric": "m", "value": 10.0, "direction_ref": 1}, 0.5, verdict.MISMATCH),
+        ({"label": "x", "metric": "m", "value": 0.0, "abs_tolerance": 0.01}, 0.005, verdict.MATCH),
+        ({"label": "x", "metric": "m", "value": 0.0}, 0.005, verdict.MISMATCH),
+        ({"label": "x", "metric": "m", "value": -0.84, "tolerance": "direction", "direction_ref": 0}, -0.84, verdict.DIRECTION),
+        ({"label": "x", "metric": "m", "value": -0.84, "tolerance": "direction", "direction_ref": 0}, 0.1, verdict.MISMATCH),
+        ({"label": "x", "metric": "m", "value": 10.0}, None, verdict.NOT_COMPARABLE),  # metric missing
+        ({"label": "x", "metric": "m", "value": 10.0}, float("nan"), verdict.NOT_COMPARABLE),
+    ],
+)
+def test_verdicts(number, ours, expected):
+    verdict.check_spec(number, "test")
+    assert verdict.judge(number, ours).verdict == expected
+
+
+def test_a_smoke_run_has_no_verdicts():
+    j = verdict.judge({"label": "x", "metric": "m", "value": 10.0}, 10.0, comparable=False)
+    assert j.verdict == verdict.NOT_COMPARABLE and "smoke" in j.why
+
+
+def _plant(root: Path, tier: str, paper: str, fig: str, rows: list[dict]) -> None:
+    d = root / tier / paper / fig / "points"
+    d.mkdir(parents=True)
+    for i, r in enumerate(rows):
+        (d / f"p{i}.json").write_text(json.dumps({"point": f"p{i}", "status": "ok", "wall_s": 1.0, "finished_at": 1.7e9, **r}))
+
+
+def _table4_row(**over) -> dict:
+    """A switchv2p.migration point holding the paper's own Table 4 values, except ``over``."""
+    fig = next(f for f in reproduce.load_papers()["switchv2p"].figures if f.id == "table4")
+    row = {f"m.{n['metric']}": n["value"] for n in fig.paper_numbers}
+    row.update({f"m.{k}": v for k, v in over.items()})
+    row["prov.commit"] = provenance.current_commit()
+    return row
+
+
+def test_planted_numbers_get_their_verdicts_and_the_page_links_the_mismatch(tmp_path):
+    row = _table4_row(**{"schemes.switchv2p.invalidation_packets": 2400})  # 100x the paper's 24
+    del row["m.schemes.nocache.last_misdelivered_us"]  # a metric our run lacks
+    _plant(tmp_path, "standard", "switchv2p", "table4", [row])
+    entry = next(e for e in report.collect(tmp_path, "standard")["switchv2p"] if e.fig.id == "table4")
+    by_label = {c.number["label"]: c.verdict for c in entry.compared}
+    assert by_label["SwitchV2P: invalidation packets"] == verdict.MISMATCH
+    assert by_label["NoCache: last misdelivered arrival (µs)"] == verdict.NOT_COMPARABLE
+    assert by_label["SwitchV2P: last misdelivered arrival (µs)"] == verdict.MATCH
+    page, md = report.build(tmp_path, "standard")
+    assert "mismatch <span class='prov'>why: <code>docs/switchv2p.md" in page
+    assert "| mismatch [why](switchv2p.md" in md
+    assert "shared/papers" not in page and "shared/papers" not in md
+    assert sum(c.verdict == verdict.MISMATCH for c in entry.compared) == 1
+    board = report.scoreboard(report.collect(tmp_path, "standard"))
+    assert board["all"][verdict.MATCH] >= 17 and sum(board["all"].values()) == sum(
+        len(f.paper_numbers) for p in reproduce.load_papers().values() for f in p.figures)
+    assert ">ok<" not in page and " ok " not in md
+
+
+def test_smoke_results_are_never_judged(tmp_path):
+    _plant(tmp_path, "smoke", "switchv2p", "table4", [_table4_row()])
+    collected = report.collect(tmp_path, "smoke")
+    assert all(c.verdict == verdict.NOT_COMPARABLE for e in collected.values() for x in e for c in x.compared)
+    page, md = report.build(tmp_path, "smoke")
+    assert report.SMOKE_NOTE in page and report.SMOKE_NOTE in md
+    assert report.scoreboard_lines(report.scoreboard(collected), "smoke") == [f"{report.SMOKE_NOTE}: no verdicts"]
+
+
+def test_two_seeds_are_compared_verdict_by_verdict(tmp_path):
+    good = _table4_row(**{"param.seed": "1"})
+    bad = _table4_row(**{"schemes.switchv2p.invalidation_packets": 2400})
+    good["param.seed"], bad["param.seed"] = "1", "2"
+    _plant(tmp_path, "standard", "switchv2p", "table4", [good, bad])
+    entry = next(e for e in report.collect(tmp_path, "standard")["switchv2p"] if e.fig.id == "table4")
+    inv = next(c for c in entry.compared if c.number["label"] == "SwitchV2P: invalidation packets")
+    assert inv.by_seed == {"1": verdict.MATCH, "2": verdict.MISMATCH} and inv.seeds_agree is False
+    assert entry.seeds == ["1", "2"]
+
+
+def test_results_of_another_commit_are_stale(tmp_path):
+    assert provenance.is_stale("0123456789ab", "fedcba987654")
+    assert not provenance.is_stale("fedcba987654", "fedcba987654")
+    assert provenance.is_stale("fedcba987654+dirty", "fedcba987654+dirty")
+    row = _table4_row()
+    row["prov.commit"] = "0123456789ab"
+    _plant(tmp_path, "standard", "switchv2p", "table4", [row])
+    entry = next(e for e in report.collect(tmp_path, "standard")["switchv2p"] if e.fig.id == "table4")
+    assert entry.stale and entry.commits == ["0123456789ab"]
+    page, _ = report.build(tmp_path, "standard")
+    assert "STALE: made by 0123456789ab" in page
+
+
+def test_table_selections_and_ratios():
+    row = {"param.seed": "1", "tables": {"points": [
+        {"scheme": "switchv2p", "cache_fraction": 0.5, "fct_improvement": 4.0},
+        {"scheme": "switchv2p", "cache_fraction": 10.0, "fct_improvement": 6.0},
+        {"scheme": "gwcache", "cache_fraction": 0.5, "fct_improvement": 2.0}]}}
+    assert report.ours([row], "points[scheme=switchv2p].fct_improvement", "max") == {"1": 6.0}
+    assert report.ours([row], "points[scheme=switchv2p,cache_fraction=0.5].fct_improvement") == {"1": 4.0}
+    assert report.ours([row], "points[scheme=switchv2p,cache_fraction=0.5].fct_improvement / points[scheme=gwcache].fct_improvement") == {"1": 2.0}
+    assert report.ours([row], "points[scheme=bluebird].fct_improvement") == {}
+
+
+def test_a_multi_scheme_summary_prints_a_row_per_scheme():
+    summary = {"experiment": "x", "seed": 1, "schemes": {
+        "nocache": {"fct_mean_us": 900.5, "hit_rate": 0.0, "drops": {"queue": 3}},
+        "switchv2p": {"fct_mean_us": 229.7, "hit_rate": 0.9, "drops": {"queue": 0}}}}
+    tabs = {name: (head, rows) for name, head, rows in summary_table.tables(summary)}
+    head, rows = tabs["schemes"]
+    assert head == ["scheme", "fct_mean_us", "hit_rate"]
+    assert [r[0] for r in rows] == ["nocache", "switchv2p"] and rows[1][1] == "229.7"
+    assert all("{" not in cell for r in rows for cell in r)
+
+
+def test_the_resource_table_comes_from_program_resources():
+    fig = next(f for f in reproduce.load_papers()["switchv2p"].figures if f.id == "table6")
+    row = report.resource_row(fig, "standard")
+    # 50 % of 10,240 addresses over 80 switches: 64 slots of 65 bits (32-bit key + 33-bit value).
+    assert row["m.facts.cache_slots_per_switch"] == 64
+    assert row["m.totals.sram_bits"] == 64 * 65
+    assert 0 < row["m.tofino1.sram_fraction"] < 0.001 and row["m.tofino1.fits"] is True
+
+
+def test_tiers_keep_separate_results_and_each_resumes(innet_cmd, tmp_path):
+    out = tmp_path / "rep"
+    r = innet_cmd("reproduce", "switchvm/fig7", "--tier", "smoke", "--workers", "1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "smoke tier: 1 entries" in r.stdout and "smoke run: not comparable with the paper: no verdicts" in r.stdout
+    r = innet_cmd("reproduce", "switchvm/fig7", "--tier", "standard", "--workers", "1", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "switchvm/fig7: 1 run, 0 already done" in r.stdout, r.stdout  # the smoke point is not reused
+    assert any(line.startswith("paper") and "direction only" in line for line in r.stdout.splitlines())  # scoreboard
+    r = innet_cmd("reproduce", "switchvm/fig7", "--quick", "--workers", "1", "--out", str(out))
+    assert "switchvm/fig7: 0 run, 1 already done" in r.stdout, r.stdout
+    smoke = json.loads(next((out / "smoke/switchvm/fig7/points").glob("*.json")).read_text())
+    std = json.loads(next((out / "standard/switchvm/fig7/points").glob("*.json")).read_text())
+    assert smoke["quick"] is True and std["quick"] is False
+    assert std["prov.tier"] == "standard" and std["prov.commit"] == provenance.current_commit()
+    assert std["tables"]["timeline"] and std["wall_s"] > 0
+    r = innet_cmd("reproduce", "switchvm/nope", "--out", str(out))
+    assert r.returncode == 2 and "switchvm has no entry 'nope'" in r.stderr
+
+
+def test_the_full_tier_prints_core_hours_first(innet_cmd, tmp_path):
+    r = innet_cmd("reproduce", "all", "--tier", "full", "--dry-run", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("full tier:"))
+    assert "core-hours" in lines[first] and not any("point(s)" in line for line in lines[:first])
+    r = innet_cmd("reproduce", "all", "--quick", "--tier", "full", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--quick is --tier smoke" in r.stderr
+
+
+def test_git_commit_is_recorded():
+    c = provenance.current_commit()
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True).stdout.strip()
+    assert c.removesuffix("+dirty") == head
