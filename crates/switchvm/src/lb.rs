@@ -112,6 +112,9 @@ pub struct LbSpec {
     pub link_gbps: f64,
     pub pipeline_ns: u64,
     pub seed: u64,
+    /// RackSched only: the second candidate is drawn from the other servers (the two choices
+    /// always differ), where LB3's two RAND selectors may pick one server twice.
+    pub distinct_choices: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -279,6 +282,8 @@ impl Node for LbServer {
 pub struct RackSched {
     pub servers: Vec<u32>,
     pub loads: Vec<u32>,
+    /// The two candidates always differ.
+    pub distinct: bool,
 }
 
 impl Program for RackSched {
@@ -289,7 +294,8 @@ impl Program for RackSched {
         let (src_port, dst_port) = pkt.l4.ports();
         let n = self.servers.len();
         if dst_port == REQ_PORT {
-            let (a, b) = (ctx.rng.gen_range(0..n), ctx.rng.gen_range(0..n));
+            let a = ctx.rng.gen_range(0..n);
+            let b = if self.distinct && n > 1 { (a + ctx.rng.gen_range(1..n)) % n } else { ctx.rng.gen_range(0..n) };
             let pick = if self.loads[a] > self.loads[b] { b } else { a };
             pkt.ip.dst = self.servers[pick];
         } else if src_port == REQ_PORT {
@@ -405,7 +411,7 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                     nodes.push(Box::new(sw));
                 }
                 Scheme::RackSched => {
-                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n] };
+                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices };
                     nodes.push(Box::new(SimSwitch::new(prog, rack.switch_index, rack.routing.clone(), &rack.net, nid)));
                 }
                 Scheme::ClientRandom => {
@@ -520,6 +526,7 @@ struct Params {
     link_gbps: f64,
     pipeline_ns: u64,
     seed: u64,
+    distinct_choices: bool,
 }
 
 fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
@@ -551,6 +558,7 @@ impl Experiment for LbExperiment {
                 p("link_gbps", "100.0", "link bandwidth"),
                 p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
                 p("seed", "1", "run seed"),
+                p("distinct_choices", "false", "RackSched only: its two candidates always differ (LB3's may coincide)"),
             ],
         }
     }
@@ -583,6 +591,7 @@ impl Experiment for LbExperiment {
             link_gbps: p.link_gbps,
             pipeline_ns: p.pipeline_ns,
             seed: p.seed,
+            distinct_choices: p.distinct_choices,
         };
         let total = (schemes.len() * rates.len() + usize::from(p.swap_rate > 0.0)) as f64;
         let mut rows: Vec<(Scheme, f64, LbResult)> = Vec::new();
@@ -674,7 +683,25 @@ mod tests {
             link_gbps: 100.0,
             pipeline_ns: 600,
             seed: 3,
+            distinct_choices: false,
         }
+    }
+
+    #[test]
+    fn two_distinct_choices_do_not_beat_two_random_ones_on_stale_loads() {
+        // With two servers, two independent draws name one server twice half of the time; drawing
+        // them distinct always compares both, yet the p99 does not improve: the loads are only as
+        // fresh as the last reply, so comparing both more often does not place better
+        // (RESULTS.md, Fig. 6's p99 ratio).
+        let at = |scheme, distinct| run(&LbSpec { distinct_choices: distinct, duration_s: 0.2, ..spec(scheme, 200_000.0) }).unwrap();
+        let (cr, same, distinct) = (at(Scheme::ClientRandom, false), at(Scheme::RackSched, false), at(Scheme::RackSched, true));
+        eprintln!(
+            "p50/p99 µs: random {:.0}/{:.0}, two random choices {:.0}/{:.0}, two distinct {:.0}/{:.0}",
+            cr.p50_us, cr.p99_us, same.p50_us, same.p99_us, distinct.p50_us, distinct.p99_us
+        );
+        assert!(distinct.p99_us < 0.8 * cr.p99_us && same.p99_us < 0.8 * cr.p99_us, "both balance");
+        assert!((distinct.p99_us / same.p99_us - 1.0).abs() < 0.15, "no gain from distinct choices");
+        assert!(distinct.per_server.iter().all(|&c| c > 10_000), "{:?}", distinct.per_server);
     }
 
     #[test]
