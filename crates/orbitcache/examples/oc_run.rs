@@ -1,6 +1,7 @@
 //! Run one rack configuration and print what it measured:
 //! `cargo run --release -p innet-orbitcache --example oc_run -- SCHEME OFFERED_RPS [key=value ...]`
-//! (keys: alpha, writes, duration_us, cache_size, search=1).
+//! (keys: alpha, writes, duration_us, cache_size, hkey_bits, period_us, window_us, service_ns,
+//! placement, size_seed, pipeline_ns, recirc_gbps, max_loss, search=1).
 
 use innet_orbitcache::run::{run, search, RunSpec, Scheme};
 
@@ -9,6 +10,7 @@ fn main() {
     let mut spec = RunSpec { scheme: Scheme::parse(args.first().map(String::as_str).unwrap_or("orbitcache")).unwrap(), ..Default::default() };
     spec.offered_rps = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2e6);
     let mut do_search = false;
+    let mut max_loss = 0.001;
     for kv in args.iter().skip(2) {
         let (k, v) = kv.split_once('=').expect("key=value");
         match k {
@@ -18,13 +20,20 @@ fn main() {
             "cache_size" => spec.cache_size = v.parse().unwrap(),
             "hkey_bits" => spec.hkey_bits = v.parse().unwrap(),
             "period_us" => spec.controller_period_us = v.parse().unwrap(),
+            "window_us" => spec.server_rate_window_us = v.parse().unwrap(),
+            "service_ns" => spec.server_service_ns = v.parse().unwrap(),
+            "placement" => spec.workload.large_placement = v.to_string(),
+            "size_seed" => spec.workload.size_seed = v.parse().unwrap(),
+            "pipeline_ns" => spec.switch_pipeline_ns = v.parse().unwrap(),
+            "recirc_gbps" => spec.recirculation_gbps = v.parse().unwrap(),
+            "max_loss" => max_loss = v.parse().unwrap(),
             "search" => do_search = v == "1",
             _ => panic!("unknown key {k}"),
         }
     }
     let t = std::time::Instant::now();
     let r = if do_search {
-        let s = search(&spec, spec.offered_rps, 0.02, 5, &mut |_| {}).unwrap();
+        let s = search(&spec, spec.offered_rps, max_loss, 5, &mut |_| {}).unwrap();
         println!("probes {:?}", s.probes);
         s.best
     } else {

@@ -71,6 +71,11 @@ pub struct RunSpec {
     pub server_rate_rps: f64,
     pub server_queue_requests: usize,
     pub server_ns_per_key_byte: f64,
+    /// How the servers' rate is enforced: 0 paces every request at 1/`server_rate_rps`; a
+    /// positive window counts requests in fixed windows of this length (the artifact's 1-s
+    /// receive counter, shortened to fit the run) and serves each in `server_service_ns`.
+    pub server_rate_window_us: f64,
+    pub server_service_ns: f64,
     /// Total offered load of all clients.
     pub offered_rps: f64,
     pub warmup_us: f64,
@@ -128,6 +133,8 @@ impl Default for RunSpec {
             server_rate_rps: 100_000.0,
             server_queue_requests: 128,
             server_ns_per_key_byte: 0.0,
+            server_rate_window_us: 5_000.0,
+            server_service_ns: 1_000.0,
             offered_rps: 2_000_000.0,
             warmup_us: 500.0,
             duration_us: 20_000.0,
@@ -208,6 +215,15 @@ impl RunSpec {
         }
         if !matches!(self.fault.as_str(), "none" | "skip_invalidation") {
             return Err(bad("fault", format!("expected \"none\" or \"skip_invalidation\", got \"{}\"", self.fault)));
+        }
+        if !(self.server_rate_window_us >= 0.0 && self.server_rate_window_us.is_finite()) {
+            return Err(bad("server_rate_window_us", format!("expected ≥ 0 (0 = paced), got {}", self.server_rate_window_us)));
+        }
+        if self.server_rate_window_us > 0.0 && !(self.server_service_ns > 0.0 && self.server_service_ns <= 1e9 / self.server_rate_rps) {
+            return Err(bad(
+                "server_service_ns",
+                format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns),
+            ));
         }
         if self.server_queue_requests == 0 {
             return Err(bad("server_queue_requests", "expected at least 1"));
@@ -410,6 +426,8 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
         } else {
             let cfg = ServerConfig {
                 rate_rps: spec.server_rate_rps,
+                rate_window_ps: (spec.server_rate_window_us > 0.0).then(|| us_ps(spec.server_rate_window_us)),
+                service_ps: (spec.server_service_ns * 1e3).round() as u64,
                 queue_requests: spec.server_queue_requests,
                 ns_per_key_byte: spec.server_ns_per_key_byte,
                 report_topk: period_ps.is_some() && spec.scheme == Scheme::OrbitCache,

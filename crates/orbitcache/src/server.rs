@@ -1,5 +1,5 @@
 //! A storage host: `partitions_per_server` emulated storage servers (one per UDP port), each a
-//! FIFO service queue paced at `rate_rps` with a finite request buffer, holding its partition's
+//! FIFO service queue limited to `rate_rps` with a finite request buffer, holding its partition's
 //! values (id → version and size), answering reads, corrections, writes and fetches as the
 //! artifact's server does, and — for dynamic caching — counting keys in a count-min sketch
 //! (5 rows) with a top-k list that it reports to the controller every period.
@@ -24,6 +24,12 @@ use crate::workload::WorkloadSpec;
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub rate_rps: f64,
+    /// How `rate_rps` is enforced. `None`: paced, every request takes 1/`rate_rps` of service.
+    /// `Some(window)`: the artifact's receive counter — requests take `service_ps` each, and at
+    /// most `rate_rps × window` start in one fixed window; the rest wait for the next window.
+    pub rate_window_ps: Option<u64>,
+    /// Service time per request under a window limit (the server's own speed).
+    pub service_ps: u64,
     /// Requests a partition can hold waiting (beyond the one in service).
     pub queue_requests: usize,
     /// Extra service time per key byte (the paper's Fig. 16: larger keys cost server CPU).
@@ -52,6 +58,9 @@ struct Req {
 struct Partition {
     queue: VecDeque<Req>,
     busy: bool,
+    /// The rate limit's current window and the requests started in it.
+    window: u64,
+    started_in_window: u64,
     /// Values written here: id → (version, size). Unwritten keys are (0, workload size).
     store: HashMap<u64, (u32, u32)>,
     sketch: Vec<u32>,
@@ -80,6 +89,8 @@ pub struct StorageHost {
     workload: Rc<WorkloadSpec>,
     cfg: ServerConfig,
     service_ps: u64,
+    /// Requests a partition may start per window (window limit only).
+    window_budget: u64,
     parts: Vec<Partition>,
     pub stats: Vec<PartitionStats>,
     key_buf: Vec<u8>,
@@ -98,7 +109,12 @@ impl StorageHost {
         cfg: ServerConfig,
     ) -> Self {
         let per = addressing.partitions_per_server as usize;
-        let service_ps = (1e12 / cfg.rate_rps + cfg.ns_per_key_byte * 1e3 * addressing.key_len as f64).round() as u64;
+        let per_request_ps = match cfg.rate_window_ps {
+            None => 1e12 / cfg.rate_rps,
+            Some(_) => cfg.service_ps as f64,
+        };
+        let service_ps = (per_request_ps + cfg.ns_per_key_byte * 1e3 * addressing.key_len as f64).round() as u64;
+        let window_budget = cfg.rate_window_ps.map_or(0, |w| ((cfg.rate_rps * w as f64 / 1e12).round() as u64).max(1));
         let parts = (0..per)
             .map(|_| Partition {
                 sketch: if cfg.report_topk { vec![0; SKETCH_ROWS * cfg.sketch_width] } else { Vec::new() },
@@ -113,6 +129,7 @@ impl StorageHost {
             addressing,
             workload,
             service_ps,
+            window_budget,
             parts,
             stats: vec![PartitionStats::default(); per],
             cfg,
@@ -165,8 +182,24 @@ impl StorageHost {
             return;
         }
         self.parts[p].busy = true;
-        let at = net.now_ps() + self.service_ps;
-        net.schedule_timer(me, at, (TIMER_SERVICE << 56) | p as u64);
+        let mut start = net.now_ps();
+        if let Some(w) = self.cfg.rate_window_ps {
+            let part = &mut self.parts[p];
+            let mut window = start / w;
+            if window != part.window {
+                part.window = window;
+                part.started_in_window = 0;
+            }
+            if part.started_in_window >= self.window_budget {
+                // This window's budget is spent: the request waits for the next one.
+                window += 1;
+                start = window * w;
+                part.window = window;
+                part.started_in_window = 0;
+            }
+            part.started_in_window += 1;
+        }
+        net.schedule_timer(me, start + self.service_ps, (TIMER_SERVICE << 56) | p as u64);
     }
 
     fn complete(&mut self, net: &mut Network, me: NodeId, p: usize) {

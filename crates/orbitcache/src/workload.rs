@@ -32,9 +32,11 @@ pub struct WorkloadSpec {
     /// Hot-in: every this many seconds the hottest and coldest `hot_in_keys` swap (0 = never).
     pub hot_in_period_s: f64,
     pub hot_in_keys: u64,
-    /// Where the large values of a bimodal workload sit: "hottest" (the artifact's set-up: the
-    /// hottest ⌈large_fraction × 128⌉ ranks hold large values, the rest are drawn per key) or
-    /// "random" (every key drawn independently, the paper's wording).
+    /// Where the large values of a bimodal workload sit: "artifact" (the ranks the artifact's
+    /// NetCache key file leaves out of the hottest 128 are large, `ARTIFACT_LARGE_RANKS`; the
+    /// rest are drawn per key), "hottest" (the artifact's OrbitCache preload: the hottest
+    /// ⌈large_fraction × 128⌉ ranks are large, the rest drawn) or "random" (every key drawn
+    /// independently, the paper's wording).
     pub large_placement: String,
     /// Seed of the per-key size draw.
     pub size_seed: u64,
@@ -55,11 +57,18 @@ impl Default for WorkloadSpec {
             write_ratio: 0.0,
             hot_in_period_s: 0.0,
             hot_in_keys: 128,
-            large_placement: "hottest".into(),
+            large_placement: "artifact".into(),
             size_seed: 0,
         }
     }
 }
+
+/// The ranks among the hottest 128 that the artifact's NetCache key file
+/// (netcache/gen_keys_10000_18.txt: 8,200 of the 10,000 hottest ranks, drawn uniformly as the
+/// paper's §5.1 says) leaves out, i.e. the items its NetCache could not cache — the placement
+/// behind the paper's NetCache and FarReach numbers. 32 of 128 (25 %); rank 0 is cacheable.
+pub const ARTIFACT_LARGE_RANKS: [u64; 32] =
+    [1, 4, 13, 18, 20, 21, 32, 33, 35, 41, 52, 53, 54, 59, 62, 63, 76, 77, 79, 81, 84, 91, 97, 100, 108, 112, 113, 116, 120, 123, 126, 127];
 
 /// Salt of the per-key size draw (fixed so every scheme and run sees the same sizes).
 const SIZE_SALT: u64 = 0x5EED_0F_5A1E;
@@ -105,8 +114,8 @@ impl WorkloadSpec {
                 return Err(bad(name, format!("expected a fraction in [0, 1], got {v}")));
             }
         }
-        if !matches!(self.large_placement.as_str(), "hottest" | "random") {
-            return Err(bad("large_placement", format!("expected \"hottest\" or \"random\", got \"{}\"", self.large_placement)));
+        if !matches!(self.large_placement.as_str(), "artifact" | "hottest" | "random") {
+            return Err(bad("large_placement", format!("expected \"artifact\", \"hottest\" or \"random\", got \"{}\"", self.large_placement)));
         }
         if self.hot_in_period_s < 0.0 {
             return Err(bad("hot_in_period_s", "expected ≥ 0 (0 turns hot-in off)"));
@@ -120,8 +129,12 @@ impl WorkloadSpec {
             "fixed" => self.fixed_value_bytes,
             _ => {
                 let hottest = (self.large_fraction * 128.0).ceil() as u64;
-                if self.large_placement == "hottest" && id < hottest {
-                    return self.large_value_bytes;
+                match self.large_placement.as_str() {
+                    "hottest" if id < hottest => return self.large_value_bytes,
+                    "artifact" if id < 128 => {
+                        return if ARTIFACT_LARGE_RANKS.contains(&id) { self.large_value_bytes } else { self.small_value_bytes };
+                    }
+                    _ => {}
                 }
                 if key_uniform(id, SIZE_SALT ^ self.size_seed) < self.large_fraction {
                     self.large_value_bytes
@@ -223,7 +236,11 @@ mod tests {
     #[test]
     fn bimodal_sizes_follow_the_fraction_and_bad_specs_are_named() {
         let spec = WorkloadSpec::default();
-        assert!((0..24).all(|k| spec.value_bytes(k) == 1024), "the artifact's hottest 24 ranks are large");
+        // The artifact's NetCache key file: rank 0 cacheable, rank 1 not, 32 of the top 128 large.
+        assert_eq!((spec.value_bytes(0), spec.value_bytes(1), spec.value_bytes(4)), (64, 1024, 1024));
+        assert_eq!((0..128).filter(|&k| spec.value_bytes(k) == 1024).count(), 32);
+        let hottest = WorkloadSpec { large_placement: "hottest".into(), ..Default::default() };
+        assert!((0..24).all(|k| hottest.value_bytes(k) == 1024), "the artifact's OrbitCache preload: the hottest 24 large");
         let large = (0..100_000u64).filter(|&k| spec.value_bytes(k) == 1024).count();
         assert!((17_000..19_000).contains(&large), "{large}");
         let e = WorkloadSpec { distribution: "pareto".into(), ..Default::default() }.validate(1416).unwrap_err();

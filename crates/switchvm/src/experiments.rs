@@ -3,12 +3,14 @@
 //! DPF named by the packet, and the DPF carried in the packet) and `switchvm.latency` (Fig. 8:
 //! latency vs load against plain L3 forwarding). Every packet really runs the private counter
 //! on the machine; the run checks that the counter equals the executions and that each packet
-//! carries the count it was given.
+//! carries the count it was given. Plain packets cross an L3 forwarding program instead. A
+//! pass costs a fixed part (parser, traffic manager, deparser) plus `stage_ns` per hardware
+//! stage the program occupies: 12 for SwitchVM (§5.1), `L3_FORWARD_STAGES` for L3 forwarding.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use innet_dataplane::SimSwitch;
+use innet_dataplane::{L3Forward, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
 use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::percentile;
@@ -65,8 +67,32 @@ pub struct BenchSpec {
     pub poisson: bool,
     pub duration_us: f64,
     pub link_gbps: f64,
-    pub pipeline_ns: u64,
+    /// The pass's fixed latency: parser, traffic manager, deparser (ns).
+    pub pipeline_fixed_ns: u64,
+    /// Latency of one hardware stage of the program (ns).
+    pub stage_ns: u64,
     pub seed: u64,
+}
+
+/// Stages of a P4 L3 forwarding program: the LPM route (egress port, next hop), then the
+/// next hop's MAC rewrite, which depends on it.
+pub const L3_FORWARD_STAGES: u32 = 2;
+
+impl BenchSpec {
+    /// The program's hardware stages: SwitchVM's whole machine for every invocation mode (on
+    /// an RMT pipeline latency belongs to the compiled program, not to the tables a packet
+    /// hits), L3 forwarding for plain packets.
+    pub fn stages(&self) -> u32 {
+        match self.mode {
+            Mode::Plain => L3_FORWARD_STAGES,
+            _ => crate::resources::pipeline_stages(&VmConfig::default()),
+        }
+    }
+
+    /// One pass through the switch (ns).
+    pub fn pipeline_ns(&self) -> u64 {
+        self.pipeline_fixed_ns + self.stage_ns * self.stages() as u64
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +105,8 @@ pub struct BenchResult {
     pub goodput_fraction: f64,
     pub latency_p50_us: f64,
     pub latency_p99_us: f64,
+    /// One pass through the switch for this mode's program (ns).
+    pub pipeline_ns: u64,
     pub executed: u64,
     pub violations: u64,
 }
@@ -96,7 +124,7 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
     }
     let topo_spec = TopologySpec {
         host_link_gbps: spec.link_gbps,
-        switch_pipeline_latency_ns: spec.pipeline_ns,
+        switch_pipeline_latency_ns: spec.pipeline_ns(),
         host_buffer_bytes: 1 << 30,
         ..TopologySpec::rack(2)
     };
@@ -142,7 +170,13 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
     for (id, n) in topo.nodes.iter().enumerate() {
         let node = id as NodeId;
         if n.role != Role::Host {
-            nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(machine.take().expect("a rack has one switch")), n.switch_index.unwrap(), routing.clone(), &net, node)));
+            let m = machine.take().expect("a rack has one switch");
+            let sw: Box<dyn Node> = if spec.mode == Mode::Plain {
+                Box::new(SimSwitch::new(L3Forward::default(), n.switch_index.unwrap(), routing.clone(), &net, node))
+            } else {
+                Box::new(SimSwitch::new(SwitchVmSwitch::new(m), n.switch_index.unwrap(), routing.clone(), &net, node))
+            };
+            nodes.push(sw);
             continue;
         }
         if n.host_index == Some(0) {
@@ -170,15 +204,17 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
     let sw_id = topo.nodes.iter().position(|n| n.role != Role::Host).unwrap() as NodeId;
     let sink_id = topo.hosts[1];
     let sent = sim.node::<Sender>(topo.hosts[0]).unwrap().sent;
-    let sw = sim.node::<SimSwitch<SwitchVmSwitch>>(sw_id).unwrap();
-    let executed = sw.program.counters.executed;
-    let violations = sw.program.machine.violations_total();
-    // The counters in switch memory (EU0 for the named DPF, EU1 for the default one).
-    let count_of = |eu: usize| -> u32 {
-        let lm = &sw.program.machine.mem[eu][0];
-        lm.translate(TENANT, COUNTER_ID).map(|p| lm.cells[p as usize]).unwrap_or(0)
+    let (executed, violations, counted) = match sim.node::<SimSwitch<SwitchVmSwitch>>(sw_id) {
+        Some(sw) => {
+            // The counters in switch memory (EU0 for the named DPF, EU1 for the default one).
+            let count_of = |eu: usize| -> u32 {
+                let lm = &sw.program.machine.mem[eu][0];
+                lm.translate(TENANT, COUNTER_ID).map(|p| lm.cells[p as usize]).unwrap_or(0)
+            };
+            (sw.program.counters.executed, sw.program.machine.violations_total(), count_of(0) as u64 + count_of(1) as u64)
+        }
+        None => (0, 0, 0), // plain packets cross the L3 forwarding program
     };
-    let counted = count_of(0) as u64 + count_of(1) as u64;
     let sink = sim.node::<Sink>(sink_id).unwrap();
     let received = sink.received;
     let mut lat = sink.latency_us.clone();
@@ -209,6 +245,7 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
         goodput_fraction: goodput_gbps / spec.link_gbps,
         latency_p50_us: percentile(&lat, 50.0),
         latency_p99_us: percentile(&lat, 99.0),
+        pipeline_ns: spec.pipeline_ns(),
         executed,
         violations,
     })
@@ -223,7 +260,8 @@ struct Params {
     poisson: bool,
     duration_us: f64,
     link_gbps: f64,
-    pipeline_ns: u64,
+    pipeline_fixed_ns: u64,
+    stage_ns: u64,
     seed: u64,
 }
 
@@ -239,7 +277,8 @@ fn params(modes: &'static str, sizes: &'static str, loads: &'static str, poisson
         p("poisson", poisson, "Poisson arrivals (else evenly spaced)"),
         p("duration_us", "200.0", "sending time (µs)"),
         p("link_gbps", "100.0", "link bandwidth"),
-        p("pipeline_ns", "600", "switch pipeline latency per pass (ns), the same for every mode"),
+        p("pipeline_fixed_ns", "360", "fixed part of a pass: parser, traffic manager, deparser (ns)"),
+        p("stage_ns", "20", "latency of one hardware stage (ns): a pass costs pipeline_fixed_ns + stage_ns × the program's stages (SwitchVM 12, L3 forwarding 2)"),
         p("seed", "1", "run seed"),
     ]
 }
@@ -273,7 +312,7 @@ impl Experiment for Bench {
         for &mode in &modes {
             for &size in &sizes {
                 for &load in &loads {
-                    let spec = BenchSpec { mode, frame_bytes: size, load, poisson: p.poisson, duration_us: p.duration_us, link_gbps: p.link_gbps, pipeline_ns: p.pipeline_ns, seed: p.seed };
+                    let spec = BenchSpec { mode, frame_bytes: size, load, poisson: p.poisson, duration_us: p.duration_us, link_gbps: p.link_gbps, pipeline_fixed_ns: p.pipeline_fixed_ns, stage_ns: p.stage_ns, seed: p.seed };
                     rows.push((mode, size, load, bench(&spec)?));
                     progress(rows.len() as f64 / total);
                 }
@@ -290,6 +329,7 @@ impl Experiment for Bench {
                     "goodput_fraction": round6(r.goodput_fraction),
                     "latency_p50_us": round6(r.latency_p50_us),
                     "latency_p99_us": round6(r.latency_p99_us),
+                    "pipeline_ns": r.pipeline_ns,
                     "executed": r.executed,
                     "violations": r.violations,
                 }),
@@ -310,6 +350,7 @@ impl Experiment for Bench {
             .with("goodput_fraction", f(&|r| r.goodput_fraction))
             .with("latency_p50_us", f(&|r| r.latency_p50_us))
             .with("latency_p99_us", f(&|r| r.latency_p99_us))
+            .with("pipeline_ns", ColumnData::U64(rows.iter().map(|r| r.3.pipeline_ns).collect()))
             .with("sent", ColumnData::U64(rows.iter().map(|r| r.3.sent).collect()))
             .with("received", ColumnData::U64(rows.iter().map(|r| r.3.received).collect()))
             .with("executed", ColumnData::U64(rows.iter().map(|r| r.3.executed).collect()));
@@ -337,9 +378,89 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             poisson: "true",
             quick: &[("duration_us", "50.0"), ("loads", "\"0.3,0.9\"")],
         }),
+        Box::new(ResourcesExperiment),
         Box::new(crate::lb::LbExperiment),
         Box::new(crate::kvs::KvsExperiment),
         Box::new(crate::tenants::IsolationExperiment),
         Box::new(crate::tenants::TenantsExperiment),
     ]
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceParams {
+    eus: u8,
+    lanes: u8,
+    mem_entries: u64,
+    segments_per_lane: u64,
+    direct_per_eu: u64,
+    code_slots: u64,
+    steering_entries: u64,
+}
+
+/// `switchvm.resources` (§5.1, Tables 3 and 4): the machine's declared blocks from
+/// `Program::resources()`, summed into stages, SRAM, TCAM and stateful ALUs of a Tofino-1 pipe,
+/// beside the paper's figures. Each metric is `NAME` (ours) with `paper_NAME` where the paper
+/// gives one.
+struct ResourcesExperiment;
+
+impl Experiment for ResourcesExperiment {
+    fn info(&self) -> ExperimentInfo {
+        ExperimentInfo {
+            name: "switchvm.resources",
+            description: "§5.1, Tables 3-4: SwitchVM's stages, SRAM, TCAM and stateful ALUs on Tofino-1, ours beside the paper's",
+            params: vec![
+                p("eus", "4", "execution units"),
+                p("lanes", "4", "lanes per EU"),
+                p("mem_entries", "45000", "32-bit cells per lane memory"),
+                p("segments_per_lane", "1500", "segment mappings (TCAM ranges) per lane"),
+                p("direct_per_eu", "45000", "direct mappings on lane 0 of each EU"),
+                p("code_slots", "4096", "in-switch instructions per stage kind"),
+                p("steering_entries", "32768", "steering rules"),
+            ],
+        }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: ResourceParams = resolve_params(&self.info(), &[], quick, overrides)?;
+        if !(1..=16).contains(&p.eus) || !(1..=8).contains(&p.lanes) {
+            return Err(ExperimentError::BadParam { field: "eus/lanes".into(), message: format!("expected 1..=16 EUs and 1..=8 lanes, got {} and {}", p.eus, p.lanes) });
+        }
+        let cfg = VmConfig {
+            eus: p.eus,
+            lanes: p.lanes,
+            mem_entries: p.mem_entries as usize,
+            segments_per_lane: p.segments_per_lane as usize,
+            direct_per_eu: p.direct_per_eu as usize,
+            code_slots: p.code_slots as usize,
+            steering_entries: p.steering_entries as usize,
+            ..VmConfig::default()
+        };
+        let prog = SwitchVmSwitch::new(Machine::new(cfg.clone()));
+        let report = innet_dataplane::Program::resources(&prog);
+        let fits = report.check(&innet_dataplane::state::SwitchLimits::tofino1());
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("switchvm.resources"));
+        for (name, ours, paper) in crate::resources::summary(&cfg) {
+            summary.insert(name.into(), json!(round6(ours)));
+            if let Some(v) = paper {
+                summary.insert(format!("paper_{name}"), json!(v));
+            }
+        }
+        summary.insert("fits_tofino1".into(), json!(fits.is_ok()));
+        if let Err(e) = fits {
+            summary.insert("fits_tofino1_error".into(), json!(e.to_string()));
+        }
+        let e = report.entries();
+        let table = Table::new("blocks")
+            .with("block", ColumnData::Str(e.iter().map(|b| b.name.clone()).collect()))
+            .with("kind", ColumnData::Str(e.iter().map(|b| b.kind.as_str().to_string()).collect()))
+            .with("entries", ColumnData::U64(e.iter().map(|b| b.entries).collect()))
+            .with("key_bits", ColumnData::U64(e.iter().map(|b| b.key_bits as u64).collect()))
+            .with("value_bits", ColumnData::U64(e.iter().map(|b| b.value_bits as u64).collect()))
+            .with("sram_bits", ColumnData::U64(e.iter().map(|b| b.sram_bits()).collect()))
+            .with("tcam_bits", ColumnData::U64(e.iter().map(|b| b.tcam_bits()).collect()));
+        progress(1.0);
+        Ok(RunOutput { summary, tables: vec![table] })
+    }
 }

@@ -112,6 +112,12 @@ pub struct LbSpec {
     pub link_gbps: f64,
     pub pipeline_ns: u64,
     pub seed: u64,
+    /// RackSched only: the second candidate is drawn from the other servers (the two choices
+    /// always differ), where LB3's two RAND selectors may pick one server twice.
+    pub distinct_choices: bool,
+    /// RackSched only: the switch adds one to a server's load when it sends it a request
+    /// (a fresh estimate between the replies that overwrite it).
+    pub count_dispatches: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -279,6 +285,10 @@ impl Node for LbServer {
 pub struct RackSched {
     pub servers: Vec<u32>,
     pub loads: Vec<u32>,
+    /// The two candidates always differ.
+    pub distinct: bool,
+    /// Add one to the chosen server's load on every dispatch.
+    pub count_dispatches: bool,
 }
 
 impl Program for RackSched {
@@ -289,8 +299,12 @@ impl Program for RackSched {
         let (src_port, dst_port) = pkt.l4.ports();
         let n = self.servers.len();
         if dst_port == REQ_PORT {
-            let (a, b) = (ctx.rng.gen_range(0..n), ctx.rng.gen_range(0..n));
+            let a = ctx.rng.gen_range(0..n);
+            let b = if self.distinct && n > 1 { (a + ctx.rng.gen_range(1..n)) % n } else { ctx.rng.gen_range(0..n) };
             let pick = if self.loads[a] > self.loads[b] { b } else { a };
+            if self.count_dispatches {
+                self.loads[pick] = self.loads[pick].saturating_add(1);
+            }
             pkt.ip.dst = self.servers[pick];
         } else if src_port == REQ_PORT {
             if let Some(b) = pkt.payload_bytes.as_ref().filter(|b| b.len() >= 16) {
@@ -405,7 +419,7 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                     nodes.push(Box::new(sw));
                 }
                 Scheme::RackSched => {
-                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n] };
+                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices, count_dispatches: spec.count_dispatches };
                     nodes.push(Box::new(SimSwitch::new(prog, rack.switch_index, rack.routing.clone(), &rack.net, nid)));
                 }
                 Scheme::ClientRandom => {
@@ -520,6 +534,8 @@ struct Params {
     link_gbps: f64,
     pipeline_ns: u64,
     seed: u64,
+    distinct_choices: bool,
+    count_dispatches: bool,
 }
 
 fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
@@ -551,6 +567,8 @@ impl Experiment for LbExperiment {
                 p("link_gbps", "100.0", "link bandwidth"),
                 p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
                 p("seed", "1", "run seed"),
+                p("distinct_choices", "false", "RackSched only: its two candidates always differ (LB3's may coincide)"),
+                p("count_dispatches", "false", "RackSched only: the switch adds one to a server's load per request it sends (fresher than the replies' reports)"),
             ],
         }
     }
@@ -583,6 +601,8 @@ impl Experiment for LbExperiment {
             link_gbps: p.link_gbps,
             pipeline_ns: p.pipeline_ns,
             seed: p.seed,
+            distinct_choices: p.distinct_choices,
+            count_dispatches: p.count_dispatches,
         };
         let total = (schemes.len() * rates.len() + usize::from(p.swap_rate > 0.0)) as f64;
         let mut rows: Vec<(Scheme, f64, LbResult)> = Vec::new();
@@ -674,7 +694,29 @@ mod tests {
             link_gbps: 100.0,
             pipeline_ns: 600,
             seed: 3,
+            distinct_choices: false,
+            count_dispatches: false,
         }
+    }
+
+    #[test]
+    fn neither_distinct_choices_nor_fresher_loads_shorten_two_servers_tail() {
+        // With two servers, two independent draws name one server twice half of the time; drawing
+        // them distinct always compares both, and counting dispatches keeps the loads fresh
+        // between replies — yet neither shortens the p99 (RESULTS.md, Fig. 6's p99 ratio).
+        let at = |scheme, distinct| run(&LbSpec { distinct_choices: distinct, duration_s: 0.2, ..spec(scheme, 200_000.0) }).unwrap();
+        let (cr, same, distinct) = (at(Scheme::ClientRandom, false), at(Scheme::RackSched, false), at(Scheme::RackSched, true));
+        eprintln!(
+            "p50/p99 µs: random {:.0}/{:.0}, two random choices {:.0}/{:.0}, two distinct {:.0}/{:.0}",
+            cr.p50_us, cr.p99_us, same.p50_us, same.p99_us, distinct.p50_us, distinct.p99_us
+        );
+        assert!(distinct.p99_us < 0.8 * cr.p99_us && same.p99_us < 0.8 * cr.p99_us, "both balance");
+        assert!((distinct.p99_us / same.p99_us - 1.0).abs() < 0.15, "no gain from distinct choices");
+        assert!(distinct.per_server.iter().all(|&c| c > 10_000), "{:?}", distinct.per_server);
+        let fresh = run(&LbSpec { count_dispatches: true, duration_s: 0.2, ..spec(Scheme::RackSched, 200_000.0) }).unwrap();
+        eprintln!("counting dispatches: p50/p99 µs {:.0}/{:.0}; p99 ratio to random {:.2}", fresh.p50_us, fresh.p99_us, cr.p99_us / fresh.p99_us);
+        // Fresher loads (the switch counts what it sends) do not shorten the tail either.
+        assert!((fresh.p99_us / same.p99_us - 1.0).abs() < 0.15, "no gain from counting dispatches");
     }
 
     #[test]

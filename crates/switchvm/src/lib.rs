@@ -16,6 +16,7 @@ pub mod machine;
 pub mod memory;
 pub mod program;
 pub mod real;
+pub mod resources;
 pub mod sandbox;
 pub mod tenants;
 pub mod testbed;

@@ -8,6 +8,7 @@
 //! goes on to the next pipe through the recirculation port; from the last pipe the NEXT_PC stays
 //! in the header for the next switch.
 
+use innet_dataplane::state::{ResourceEntry, ResourceReport};
 use innet_dataplane::{Ctx, Metadata, Program, Verdict};
 use innet_sim::packet::{Encap, Packet};
 use innet_wire::switchvm::OPTION_CLASS;
@@ -168,5 +169,18 @@ impl Program for SwitchVmSwitch {
             SteerAction::SetPort(p) => Verdict::Forward(p),
             SteerAction::Recirculate => Verdict::Recirculate,
         }
+    }
+
+    /// Every pipe's machine (pipes after the first prefixed `pipeN/`).
+    fn resources(&self) -> ResourceReport {
+        let mut r = crate::resources::report(&self.machine.cfg);
+        for (i, m) in self.next_pipes.iter().enumerate() {
+            let mut more = ResourceReport::new("switchvm");
+            for e in crate::resources::report(&m.cfg).entries() {
+                more.push(ResourceEntry { name: format!("pipe{}/{}", i + 1, e.name), ..e.clone() });
+            }
+            r.merge(more);
+        }
+        r
     }
 }

@@ -111,7 +111,7 @@ fn the_overhead_bench_counts_every_packet_in_every_mode() {
     use innet_switchvm::experiments::{bench, BenchSpec, Mode};
     let mut plain_goodput = 0.0;
     for mode in [Mode::Plain, Mode::Default, Mode::InSwitch, Mode::InPacket] {
-        let r = bench(&BenchSpec { mode, frame_bytes: 256, load: 1.0, poisson: false, duration_us: 10.0, link_gbps: 100.0, pipeline_ns: 600, seed: 1 }).unwrap();
+        let r = bench(&BenchSpec { mode, frame_bytes: 256, load: 1.0, poisson: false, duration_us: 10.0, link_gbps: 100.0, pipeline_fixed_ns: 360, stage_ns: 20, seed: 1 }).unwrap();
         eprintln!("{mode:?}: overhead {} B goodput {:.2} Gb/s executed {} received {}", r.overhead_bytes, r.goodput_gbps, r.executed, r.received);
         assert!(r.received > 0 && r.violations == 0);
         match mode {
@@ -127,6 +127,24 @@ fn the_overhead_bench_counts_every_packet_in_every_mode() {
             }
         }
     }
+}
+
+#[test]
+fn dpfs_cost_the_machine_s_pipeline_stages_and_l3_forwarding_costs_its_own() {
+    // Fig. 8: L3 forwarding has lower latency than every way of invoking a DPF, and the three
+    // DPF ways are equal. The difference is the stages: SwitchVM occupies 12, L3 forwarding 2,
+    // at stage_ns each; serialization of the extra header bytes is a few ns.
+    use innet_switchvm::experiments::{bench, BenchSpec, Mode};
+    let p50 = |mode| {
+        bench(&BenchSpec { mode, frame_bytes: 1500, load: 0.1, poisson: false, duration_us: 20.0, link_gbps: 100.0, pipeline_fixed_ns: 360, stage_ns: 20, seed: 1 })
+            .unwrap()
+            .latency_p50_us
+    };
+    let (plain, dflt, in_switch, in_packet) = (p50(Mode::Plain), p50(Mode::Default), p50(Mode::InSwitch), p50(Mode::InPacket));
+    eprintln!("p50 µs: plain {plain} default {dflt} in_switch {in_switch} in_packet {in_packet}");
+    // 10 stages × 20 ns = 200 ns more for the DPF path, less only what the header bytes add.
+    assert!(dflt - plain > 0.19 && in_switch - plain > 0.19, "DPFs pay SwitchVM's stages");
+    assert!((in_switch - dflt).abs() < 0.05 && (in_packet - in_switch) < 0.06, "the DPF ways differ only by header bytes");
 }
 
 #[test]
