@@ -194,7 +194,7 @@ fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec 
 
 fn trace_params() -> Vec<ParamSpec> {
     vec![
-        p("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts or video (UDP)"),
+        p("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts (request/response), microbursts_oneway or video (UDP)"),
         p("trace_file", "\"\"", "a trace CSV (src_vm,dst_vm,ts_ns,flow_id,size_bytes) instead of a generated one"),
         p("trace_transport", "\"tcp\"", "how trace_file rows travel: tcp (one connection per row) or udp (one 64 B packet per row)"),
         p("duration_ms", "25.0", "length of the generated trace (the artifact's traces span 25 ms)"),
