@@ -157,3 +157,19 @@ fn a_never_reset_timestamp_vector_sends_at_most_one_invalidation_per_switch() {
     let err = MigrationExp.run(&o, true, &mut |_| {}).unwrap_err().to_string();
     assert!(err.contains("invalidation_spacing") && err.contains("base_rtt"), "{err}");
 }
+
+#[test]
+fn microburst_replies_hit_at_the_servers_tor_and_put_switchv2p_ahead() {
+    // Request/response (the default): the request teaches the server's ToR the client (source
+    // learning), so the reply burst hits there. One-directional bursts have no such help and
+    // GwCache's larger per-switch caches win (the old trace's result).
+    let sets = |t| [("trace", t), ("duration_ms", "0.5"), ("cache_fractions", "0.5"), ("schemes", "nocache,gwcache,switchv2p")];
+    let rr = run(&CacheSize, &sets("microbursts"));
+    let hit = |s: &serde_json::Map<String, Value>, x| get(s, x, "hit_rate");
+    assert!(hit(&rr, "switchv2p") > 2.0 * hit(&rr, "gwcache"), "{rr:?}");
+    assert!(get(&rr, "switchv2p", "fct_mean_us") < get(&rr, "gwcache", "fct_mean_us"), "{rr:?}");
+    let tor = get(&rr, "switchv2p", "hits_tor");
+    assert!(tor > 0.9 * (tor + get(&rr, "switchv2p", "hits_spine") + get(&rr, "switchv2p", "hits_core")), "{rr:?}");
+    let ow = run(&CacheSize, &sets("microbursts_oneway"));
+    assert!(hit(&ow, "switchv2p") < hit(&ow, "gwcache"), "{ow:?}");
+}
