@@ -1,5 +1,6 @@
 //! Run one SwitchV2P experiment from the command line and print its summary:
-//! `cargo run --release -p innet-switchv2p --example v2p_run -- switchv2p.cachesize [--quick] [k=v ...]`.
+//! `cargo run --release -p innet-switchv2p --example v2p_run -- switchv2p.cachesize [--quick] [--tables] [k=v ...]`
+//! (`--tables` prints the result tables after the summary, one JSON object per line).
 use std::collections::BTreeMap;
 
 fn main() {
@@ -22,6 +23,11 @@ fn main() {
     match exp.run(&overrides, quick, &mut |_| {}) {
         Ok(out) => {
             println!("{}", out.summary_json());
+            if args.iter().any(|a| a == "--tables") {
+                for t in &out.tables {
+                    println!("{}", table_json(t));
+                }
+            }
             eprintln!("wall time: {:.2} s", t.elapsed().as_secs_f64());
         }
         Err(e) => {
@@ -29,4 +35,22 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// One table as `{"table": name, column: [values...], ...}`.
+fn table_json(t: &innet_sim::experiment::Table) -> serde_json::Value {
+    use innet_sim::experiment::ColumnData;
+    let mut m = serde_json::Map::new();
+    m.insert("table".into(), t.name.clone().into());
+    for (name, c) in &t.columns {
+        let v: serde_json::Value = match c {
+            ColumnData::U64(v) => v.clone().into(),
+            ColumnData::I64(v) => v.clone().into(),
+            ColumnData::F64(v) => v.clone().into(),
+            ColumnData::Str(v) => v.clone().into(),
+            ColumnData::Bool(v) => v.clone().into(),
+        };
+        m.insert(name.clone(), v);
+    }
+    serde_json::Value::Object(m)
 }

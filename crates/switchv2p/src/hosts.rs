@@ -22,7 +22,6 @@ use crate::switch::{tunnel_tags, tunnel_tags_mut};
 
 const TOKEN_KIND_SHIFT: u32 = 48;
 const TOKEN_RESEND: u64 = 1;
-const TOKEN_INSTALL: u64 = 2;
 
 /// Packets a vswitch keeps until a timer sends them on.
 #[derive(Default)]
@@ -84,8 +83,9 @@ pub struct HostSettings {
     /// through the gateway so switches on the way can invalidate; otherwise, and under every
     /// other scheme, the old server forwards it to the new one (a follow-me rule).
     pub bounce_hits_via_gateway: bool,
-    /// OnDemand: after a miss the host installs the mapping this much later (the lookup).
-    pub ondemand_install_delay_ps: u64,
+    /// OnDemand: VMs whose mappings every host holds from the start (the migration study
+    /// measures the cost of updating a mapping hosts already use, as the artifact does).
+    pub ondemand_preinstalled: Vec<u32>,
     /// OnDemand: how long the control plane takes to update mappings hosts already hold.
     pub ondemand_update_delay_ps: u64,
 }
@@ -97,14 +97,16 @@ pub struct V2pHostVswitch {
     gateways: Arc<Vec<u32>>,
     stats: SharedStats,
     held: Holder,
-    /// OnDemand: VIPs this host may send to directly, and lookups in progress.
+    /// OnDemand: VIPs this host may send to directly. A miss goes through a gateway (the
+    /// "first lookup in the gateway", whose 40 µs is the miss penalty); the host learns a VIP
+    /// from the packets it receives, so the reply to a miss teaches it (the artifact).
     learned: HashSet<u32>,
-    pending: HashSet<u32>,
 }
 
 impl V2pHostVswitch {
     pub fn new(cfg: HostSettings, dir: Arc<Directory>, gateways: Arc<Vec<u32>>, stats: SharedStats) -> Self {
-        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned: HashSet::new(), pending: HashSet::new() }
+        let learned = cfg.ondemand_preinstalled.iter().map(|&vm| Directory::vip(vm)).collect();
+        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned }
     }
 
     fn encapsulate(&self, net: &mut Network, host: &HostAddr, pkt: PacketId, pip: u32) {
@@ -126,14 +128,7 @@ impl Vswitch for V2pHostVswitch {
                 // The host's copy of the directory lags behind migrations by the update delay.
                 self.dir.pip_at(vip, now.saturating_sub(self.cfg.ondemand_update_delay_ps))
             }
-            HostMode::OnDemand => {
-                if self.pending.insert(vip) {
-                    let at = now + self.cfg.ondemand_install_delay_ps;
-                    host.vswitch_timer(net, at, (TOKEN_INSTALL << TOKEN_KIND_SHIFT) | vip as u64);
-                }
-                Some(gateway_for(&self.gateways, flow))
-            }
-            HostMode::Gateway => Some(gateway_for(&self.gateways, flow)),
+            HostMode::OnDemand | HostMode::Gateway => Some(gateway_for(&self.gateways, flow)),
         };
         match pip {
             Some(pip) => {
@@ -198,20 +193,10 @@ impl Vswitch for V2pHostVswitch {
 
     fn timer(&mut self, net: &mut Network, host: &HostAddr, token: u64) {
         let (kind, rest) = split_token(token);
-        match kind {
-            TOKEN_RESEND => {
-                if let Some(p) = self.held.release(rest) {
-                    host.send_raw(net, p);
-                }
+        if kind == TOKEN_RESEND {
+            if let Some(p) = self.held.release(rest) {
+                host.send_raw(net, p);
             }
-            TOKEN_INSTALL => {
-                let vip = rest as u32;
-                self.pending.remove(&vip);
-                if self.learned.insert(vip) {
-                    self.stats.borrow_mut().host_installs += 1;
-                }
-            }
-            _ => {}
         }
     }
 

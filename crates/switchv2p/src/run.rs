@@ -84,8 +84,12 @@ pub struct RunSpec {
     pub p_learn: f64,
     pub gateway_processing_ps: u64,
     pub misdelivery_delay_ps: u64,
-    pub ondemand_install_delay_ps: u64,
+    /// OnDemand: VMs every host holds a mapping for at the start.
+    pub ondemand_preinstalled: Vec<u32>,
     pub ondemand_update_delay_ps: u64,
+    /// Timestamp vector: minimum time between two invalidations to one switch; `None` is the
+    /// base RTT (the paper's text), `u64::MAX` never resets (the artifact's bit array).
+    pub invalidation_spacing_ps: Option<u64>,
     pub promote_requires_access_bit: bool,
     pub bluebird: BluebirdSettings,
     /// Entries written into switch caches before the run: (switch index, VM, server index).
@@ -112,8 +116,9 @@ impl RunSpec {
             p_learn: 0.005,
             gateway_processing_ps: 40 * PS_PER_US,
             misdelivery_delay_ps: 10 * PS_PER_US,
-            ondemand_install_delay_ps: 40 * PS_PER_US,
+            ondemand_preinstalled: Vec::new(),
             ondemand_update_delay_ps: PS_PER_MS,
+            invalidation_spacing_ps: None,
             promote_requires_access_bit: false,
             bluebird: BluebirdSettings::default(),
             controller_time_limit_s: 60.0,
@@ -307,7 +312,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let stats = V2pStats::shared(topo.switches.len());
     let total_entries = spec.cache_fraction * vm_count as f64;
     let (slots, caching) = cache_slots(scheme, total_entries, &topo, ns.gateway_tors.len());
-    let invalidation_spacing_ps = base_rtt_ps(&ns.topo);
+    let invalidation_spacing_ps = spec.invalidation_spacing_ps.unwrap_or_else(|| base_rtt_ps(&ns.topo));
     let server_ips: HashSet<u32> = (0..servers).map(server_ip).collect();
     let mut salt_rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5a17);
     let salts: Vec<u32> = (0..topo.switches.len()).map(|_| salt_rng.gen()).collect();
@@ -371,7 +376,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
         tunnel: spec.tunnel.clone(),
         misdelivery_delay_ps: spec.misdelivery_delay_ps,
         bounce_hits_via_gateway: scheme.is_switchv2p(),
-        ondemand_install_delay_ps: spec.ondemand_install_delay_ps,
+        ondemand_preinstalled: spec.ondemand_preinstalled.clone(),
         ondemand_update_delay_ps: spec.ondemand_update_delay_ps,
     };
     for (i, &h) in fabric.topo.hosts.clone().iter().enumerate() {

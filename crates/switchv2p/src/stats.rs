@@ -41,8 +41,6 @@ pub struct V2pStats {
     /// Bluebird: packets through the switch CPU path, and those its queue dropped.
     pub cpu_packets: u64,
     pub cpu_drops: u64,
-    /// OnDemand: mappings the hosts installed.
-    pub host_installs: u64,
     /// Invariant violations (must stay 0): a packet resolved to a PIP that never held its VIP;
     /// a tenant packet ending anywhere but at its VM.
     pub resolved_to_foreign_pip: u64,

@@ -179,7 +179,7 @@ impl V2pSwitch {
                     self.stats.borrow_mut().invalidations_suppressed += 1;
                     return;
                 }
-                self.ts_vector[slot] = ctx.now_ps + self.cfg.invalidation_spacing_ps;
+                self.ts_vector[slot] = ctx.now_ps.saturating_add(self.cfg.invalidation_spacing_ps);
             }
         }
         if hit_switch == self.cfg.switch_id {

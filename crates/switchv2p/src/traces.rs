@@ -59,7 +59,10 @@ pub fn load(req: &TraceRequest<'_>) -> Result<(Vec<TraceRow>, Transport), Experi
             let cdf = innet_workloads::cdf_by_name(req.name).map_err(|m| bad("trace", m))?;
             Ok((vm_flows(&cdf, req)?, Transport::Tcp))
         }
-        "microbursts" => Ok((microbursts(&MicroburstSpec::default(), req.servers * req.vms_per_server, req.duration_ns, req.seed)?, udp())),
+        "microbursts" | "microbursts_oneway" => {
+            let spec = MicroburstSpec { replies: req.name == "microbursts", ..MicroburstSpec::default() };
+            Ok((microbursts(&spec, req.servers * req.vms_per_server, req.duration_ns, req.seed)?, udp()))
+        }
         "video" => Ok((video(req.servers, req.vms_per_server, 64, req.duration_ns, req.seed)?, udp())),
         "alibaba" => {
             let spec = AlibabaSpec::default();
@@ -67,7 +70,7 @@ pub fn load(req: &TraceRequest<'_>) -> Result<(Vec<TraceRow>, Transport), Experi
         }
         other => Err(bad(
             "trace",
-            format!("unknown trace '{other}'; expected hadoop, websearch, microbursts, video or alibaba, or set trace_file"),
+            format!("unknown trace '{other}'; expected hadoop, websearch, microbursts, microbursts_oneway, video or alibaba, or set trace_file"),
         )),
     }
 }
@@ -77,9 +80,13 @@ fn udp() -> Transport {
 }
 
 /// Microbursts: short trains of UDP packets (64 B each, one row per packet, the burst's rows
-/// sharing a flow id). Bursts start as a Poisson process; each goes from a uniformly random VM
-/// to a VM of a hot set (destination reuse), lasts a log-normal time calibrated so its 99th
-/// percentile is `p99_burst_us` (the paper: 158 µs), and sends one packet every `gap_ns`.
+/// sharing a flow id). Exchanges start as a Poisson process between a uniformly random client VM
+/// and a VM of a hot set (destination reuse). With `replies` (the default; the paper's sources
+/// measure microbursts as request/response traffic) the client sends a one-packet request (odd
+/// flow id) and the server answers `reply_after_us` later with the burst (the next, even flow
+/// id); without, the burst goes from the client to the hot VM (one-directional). A burst lasts a
+/// log-normal time calibrated so its 99th percentile is `p99_burst_us` (the paper: 158 µs) and
+/// sends one packet every `gap_ns`.
 #[derive(Debug, Clone)]
 pub struct MicroburstSpec {
     pub bursts_per_ms: f64,
@@ -90,11 +97,16 @@ pub struct MicroburstSpec {
     pub hot_destinations: u32,
     /// Popularity skew among them: Zipf exponent (0 = uniform).
     pub zipf_exponent: f64,
+    /// Request/response exchanges (the burst is the reply) instead of one-directional bursts.
+    pub replies: bool,
+    /// Server time between a request's send and the reply burst's start: longer than a request's
+    /// path through a gateway (40 µs + ~12 µs), so the reply follows the request's arrival.
+    pub reply_after_us: f64,
 }
 
 impl Default for MicroburstSpec {
     fn default() -> Self {
-        MicroburstSpec { bursts_per_ms: 2_000.0, median_burst_us: 20.0, p99_burst_us: 158.0, gap_ns: 2_000, hot_destinations: 4_096, zipf_exponent: 0.0 }
+        MicroburstSpec { bursts_per_ms: 2_000.0, median_burst_us: 20.0, p99_burst_us: 158.0, gap_ns: 2_000, hot_destinations: 4_096, zipf_exponent: 0.0, replies: true, reply_after_us: 60.0 }
     }
 }
 
@@ -104,6 +116,9 @@ const Z99: f64 = 2.326_347_874;
 pub fn microbursts(spec: &MicroburstSpec, vms: u32, duration_ns: u64, seed: u64) -> Result<Vec<TraceRow>, ExperimentError> {
     if vms < 2 || spec.hot_destinations == 0 || spec.gap_ns == 0 || !(spec.bursts_per_ms > 0.0) {
         return Err(bad("trace", "microbursts need at least 2 VMs, a positive burst rate, gap and hot set"));
+    }
+    if !(spec.reply_after_us >= 0.0 && spec.reply_after_us.is_finite()) {
+        return Err(bad("trace", "microbursts need a reply delay >= 0"));
     }
     if !(spec.p99_burst_us > spec.median_burst_us && spec.median_burst_us > 0.0) {
         return Err(bad("trace", "microbursts need 0 < median burst < p99 burst"));
@@ -134,8 +149,14 @@ pub fn microbursts(spec: &MicroburstSpec, vms: u32, duration_ns: u64, seed: u64)
         }
         let len_ns = (rand_distr::Distribution::sample(&dur, &mut rng) * 1000.0) as u64;
         let packets = (len_ns / spec.gap_ns).max(1);
+        let (from, to, start, flow_id) = if spec.replies {
+            rows.push(TraceRow { src_vm: src, dst_vm: dst, ts_ns: t as u64, flow_id: 2 * id - 1, size_bytes: UDP_PAYLOAD_BYTES as u64 });
+            (dst, src, t as u64 + (spec.reply_after_us * 1000.0) as u64, 2 * id)
+        } else {
+            (src, dst, t as u64, id)
+        };
         for k in 0..packets {
-            rows.push(TraceRow { src_vm: src, dst_vm: dst, ts_ns: t as u64 + k * spec.gap_ns, flow_id: id, size_bytes: UDP_PAYLOAD_BYTES as u64 });
+            rows.push(TraceRow { src_vm: from, dst_vm: to, ts_ns: start + k * spec.gap_ns, flow_id, size_bytes: UDP_PAYLOAD_BYTES as u64 });
         }
     }
     rows.sort_by_key(|r| r.ts_ns);
@@ -290,8 +311,21 @@ mod tests {
     #[test]
     fn microbursts_have_the_papers_burst_tail_and_reuse() {
         let rows = microbursts(&MicroburstSpec::default(), 10_240, 25_000_000, 1).unwrap();
-        let mut bursts: std::collections::HashMap<u64, (u64, u64)> = Default::default();
+        // Every request (odd flow, one packet) is answered by the burst (the next flow id) from
+        // the VM it went to, back to its sender, 60 µs later.
+        let mut first: std::collections::HashMap<u64, &TraceRow> = Default::default();
+        let mut packets: std::collections::HashMap<u64, usize> = Default::default();
         for r in &rows {
+            first.entry(r.flow_id).or_insert(r);
+            *packets.entry(r.flow_id).or_default() += 1;
+        }
+        for (id, req) in first.iter().filter(|(id, _)| *id % 2 == 1) {
+            assert_eq!(packets[id], 1);
+            let reply = first[&(id + 1)];
+            assert_eq!((reply.src_vm, reply.dst_vm, reply.ts_ns), (req.dst_vm, req.src_vm, req.ts_ns + 60_000));
+        }
+        let mut bursts: std::collections::HashMap<u64, (u64, u64)> = Default::default();
+        for r in rows.iter().filter(|r| r.flow_id % 2 == 0) {
             let e = bursts.entry(r.flow_id).or_insert((u64::MAX, 0));
             e.0 = e.0.min(r.ts_ns);
             e.1 = e.1.max(r.ts_ns);
@@ -302,6 +336,8 @@ mod tests {
         assert!((120.0..200.0).contains(&p99_us), "p99 burst {p99_us} µs");
         let (_, _, ten) = destination_reuse(&rows);
         assert!(ten > 2_600, "{ten} destinations in >= 10 flows");
+        let oneway = microbursts(&MicroburstSpec { replies: false, ..MicroburstSpec::default() }, 10_240, 25_000_000, 1).unwrap();
+        assert!(oneway.iter().all(|r| first.get(&(2 * r.flow_id)).is_some_and(|b| b.src_vm == r.dst_vm)), "same exchanges, one direction");
     }
 
     #[test]
@@ -337,5 +373,17 @@ mod tests {
         }
         let hot_calls: u64 = calls[..hot].iter().sum();
         assert!(hot_calls as f64 / rows.len() as f64 > 0.94);
+        // What bounds first-packet hits (docs/switchv2p.md): callers are uniform, so most calls
+        // go to a callee called before somewhere, but few to one called before from the same
+        // rack (1,024 VMs per ToR on FT16-400K) — the sender's ToR rarely holds the mapping.
+        let mut seen = std::collections::HashSet::new();
+        let mut seen_from_rack = std::collections::HashSet::new();
+        let (mut again, mut again_rack) = (0usize, 0usize);
+        for r in &rows {
+            again += !seen.insert(r.dst_vm) as usize;
+            again_rack += !seen_from_rack.insert((r.src_vm / 1_024, r.dst_vm)) as usize;
+        }
+        let n = rows.len() as f64;
+        assert!(again as f64 / n > 0.85 && (again_rack as f64 / n) < 0.03, "{again} / {again_rack} of {n}");
     }
 }

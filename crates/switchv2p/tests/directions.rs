@@ -52,6 +52,8 @@ fn timestamp_vector_cuts_invalidations_and_invalidations_end_misdelivery_early()
     assert!(get(&s, "switchv2p", "misdelivered_packets") < get(&s, "switchv2p_noinval", "misdelivered_packets"));
     // OnDemand's hosts keep stale mappings for 1 ms: by far the most misdelivered packets.
     assert!(get(&s, "ondemand", "misdelivered_packets") > 3.0 * get(&s, "switchv2p", "misdelivered_packets"), "{s:?}");
+    // Its hosts already held the VM's mapping (Table 4: 0 % gateway packets).
+    assert_eq!(get(&s, "ondemand", "gateway_packets_fraction"), 0.0, "{s:?}");
     // Every packet was delivered (the run checks it) and SwitchV2P keeps most off the gateways.
     assert!(get(&s, "switchv2p", "gateway_packets_fraction") < 0.2, "{s:?}");
     assert_eq!(get(&s, "nocache", "gateway_packets_fraction"), 1.0);
@@ -115,4 +117,59 @@ fn ten_times_fewer_gateways_barely_move_switchv2p_but_choke_nocache() {
     let fct = |scheme: &str, gws: &str| s["schemes"][scheme][gws]["fct_mean_us"].as_f64().unwrap();
     assert!(fct("switchv2p", "4") < 1.15 * fct("switchv2p", "40"), "{s:?}");
     assert!(fct("nocache", "4") > 2.0 * fct("nocache", "40"), "{s:?}");
+}
+
+#[test]
+fn ondemand_hosts_learn_from_what_they_receive_not_from_their_own_misses() {
+    use innet_switchv2p::run::{run_scheme, NetworkSpec, RunSpec, Transport};
+    use innet_workloads::trace::TraceRow;
+    // VM 5 sends VM 900 a UDP packet every 100 µs: nothing ever comes back, so the sender never
+    // learns and every packet takes the gateway (the miss penalty is the gateway's 40 µs).
+    let one_way: Vec<TraceRow> =
+        (0..10).map(|i| TraceRow { src_vm: 5, dst_vm: 900, ts_ns: i * 100_000, flow_id: 1, size_bytes: 64 }).collect();
+    // Then VM 900 answers once at 1.05 ms: VM 5's server learns it, and later packets go direct.
+    let mut answered = one_way.clone();
+    answered.push(TraceRow { src_vm: 900, dst_vm: 5, ts_ns: 1_050_000, flow_id: 2, size_bytes: 64 });
+    answered.extend((0..5).map(|i| TraceRow { src_vm: 5, dst_vm: 900, ts_ns: 1_200_000 + i * 100_000, flow_id: 3, size_bytes: 64 }));
+    let udp = Transport::UdpPacket { payload_bytes: 64 };
+    let mut spec = RunSpec::new(NetworkSpec::ft8_10k(), one_way, udp, Default::default());
+    spec.stop_ps = 10_000_000_000;
+    let r = run_scheme(&spec, innet_switchv2p::Scheme::OnDemand, &mut |_| {}).unwrap();
+    assert_eq!(r.stats.gateway_packets, 10, "a host learns nothing from its own misses");
+    let mut spec = RunSpec::new(NetworkSpec::ft8_10k(), answered, udp, Default::default());
+    spec.stop_ps = 10_000_000_000;
+    let r = run_scheme(&spec, innet_switchv2p::Scheme::OnDemand, &mut |_| {}).unwrap();
+    // VM 900's server learned VM 5 from the packets it received, so the answer goes direct too.
+    assert_eq!(r.stats.tenant_packets_delivered, 16);
+    assert_eq!(r.stats.gateway_packets, 10, "after the answer every packet of VM 5 goes direct");
+}
+
+#[test]
+fn a_never_reset_timestamp_vector_sends_at_most_one_invalidation_per_switch() {
+    // The artifact's never-cleared bit array (Table 4's 24 packets) against the paper's text
+    // (one per switch per base RTT while stale hits continue).
+    let rtt = run(&MigrationExp, &[("schemes", "nocache,switchv2p")]);
+    let never = run(&MigrationExp, &[("schemes", "nocache,switchv2p"), ("invalidation_spacing", "never")]);
+    let inv = |s: &serde_json::Map<String, Value>| get(s, "switchv2p", "invalidation_packets");
+    assert!(inv(&never) > 0.0 && inv(&never) <= 80.0, "80 switches: {never:?}");
+    assert!(inv(&never) < inv(&rtt), "{rtt:?} {never:?}");
+    let o: BTreeMap<String, String> = [("invalidation_spacing".to_string(), "soon".to_string())].into();
+    let err = MigrationExp.run(&o, true, &mut |_| {}).unwrap_err().to_string();
+    assert!(err.contains("invalidation_spacing") && err.contains("base_rtt"), "{err}");
+}
+
+#[test]
+fn microburst_replies_hit_at_the_servers_tor_and_put_switchv2p_ahead() {
+    // Request/response (the default): the request teaches the server's ToR the client (source
+    // learning), so the reply burst hits there. One-directional bursts have no such help and
+    // GwCache's larger per-switch caches win (the old trace's result).
+    let sets = |t| [("trace", t), ("duration_ms", "0.5"), ("cache_fractions", "0.5"), ("schemes", "nocache,gwcache,switchv2p")];
+    let rr = run(&CacheSize, &sets("microbursts"));
+    let hit = |s: &serde_json::Map<String, Value>, x| get(s, x, "hit_rate");
+    assert!(hit(&rr, "switchv2p") > 2.0 * hit(&rr, "gwcache"), "{rr:?}");
+    assert!(get(&rr, "switchv2p", "fct_mean_us") < get(&rr, "gwcache", "fct_mean_us"), "{rr:?}");
+    let tor = get(&rr, "switchv2p", "hits_tor");
+    assert!(tor > 0.9 * (tor + get(&rr, "switchv2p", "hits_spine") + get(&rr, "switchv2p", "hits_core")), "{rr:?}");
+    let ow = run(&CacheSize, &sets("microbursts_oneway"));
+    assert!(hit(&ow, "switchv2p") < hit(&ow, "gwcache"), "{ow:?}");
 }
