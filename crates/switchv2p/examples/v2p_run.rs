@@ -38,8 +38,8 @@ fn main() {
 }
 
 /// One table as `{"table": name, column: [values...], ...}`.
-fn table_json(t: &innet_sim::experiment::Table) -> serde_json::Value {
-    use innet_sim::experiment::ColumnData;
+fn table_json(t: &innet_registry::Table) -> serde_json::Value {
+    use innet_registry::ColumnData;
     let mut m = serde_json::Map::new();
     m.insert("table".into(), t.name.clone().into());
     for (name, c) in &t.columns {

@@ -399,16 +399,15 @@ struct ResourceParams {
 }
 
 /// `switchvm.resources` (§5.1, Tables 3 and 4): the machine's declared blocks from
-/// `Program::resources()`, summed into stages, SRAM, TCAM and stateful ALUs of a Tofino-1 pipe,
-/// beside the paper's figures. Each metric is `NAME` (ours) with `paper_NAME` where the paper
-/// gives one.
+/// `Program::resources()`, summed into stages, SRAM, TCAM and stateful ALUs of a Tofino-1 pipe
+/// (the paper's figures are in the reproduce manifest).
 struct ResourcesExperiment;
 
 impl Experiment for ResourcesExperiment {
     fn info(&self) -> ExperimentInfo {
         ExperimentInfo {
             name: "switchvm.resources",
-            description: "§5.1, Tables 3-4: SwitchVM's stages, SRAM, TCAM and stateful ALUs on Tofino-1, ours beside the paper's",
+            description: "§5.1, Tables 3-4: SwitchVM's stages, SRAM, TCAM and stateful ALUs on Tofino-1, from Program::resources()",
             params: vec![
                 p("eus", "4", "execution units"),
                 p("lanes", "4", "lanes per EU"),
@@ -441,11 +440,8 @@ impl Experiment for ResourcesExperiment {
         let fits = report.check(&innet_dataplane::state::SwitchLimits::tofino1());
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("switchvm.resources"));
-        for (name, ours, paper) in crate::resources::summary(&cfg) {
+        for (name, ours) in crate::resources::summary(&cfg) {
             summary.insert(name.into(), json!(round6(ours)));
-            if let Some(v) = paper {
-                summary.insert(format!("paper_{name}"), json!(v));
-            }
         }
         summary.insert("fits_tofino1".into(), json!(fits.is_ok()));
         if let Err(e) = fits {
