@@ -3,7 +3,8 @@
 //! options — raw, even malformed-looking ones — urgent pointer, padding); random bytes never
 //! panic; whatever wire's own parser accepts as plain IPv4/TCP/UDP, the runtime accepts too.
 
-use innet_dataplane::real::frame::{blank_packet, emit_into, make_reply, parse_into, Refusal};
+use innet_wire::phv::codec::{emit_into, parse_into, Refusal};
+use innet_wire::phv::edit::{blank_packet, make_reply};
 use innet_wire::checksum;
 use proptest::prelude::*;
 
@@ -103,7 +104,7 @@ proptest! {
                 let mut out = Vec::new();
                 emit_into(&p, &mut out).unwrap();
                 prop_assert_eq!(&out, &f);
-                prop_assert_eq!(innet_dataplane::real::frame::payload(&p), &payload[..]);
+                prop_assert_eq!(innet_wire::phv::edit::payload(&p), &payload[..]);
                 // A reply emits a frame that parses back.
                 make_reply(&mut p, true);
                 emit_into(&p, &mut out).unwrap();
@@ -153,8 +154,9 @@ proptest! {
 }
 
 mod tunnels {
-    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
-    use innet_sim::packet::Encap;
+    use innet_wire::phv::codec::{emit_into, parse_into};
+    use innet_wire::phv::edit::blank_packet;
+    use innet_wire::phv::Encap;
     use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
     use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
     use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
@@ -237,10 +239,9 @@ mod tunnels {
 /// right) and reads back to the same packet.
 mod fast_paths {
     use super::{build, words};
-    use innet_dataplane::real::frame::{
-        blank_packet, emit_into, parse_into, parse_into_full, set_payload,
-    };
-    use innet_sim::packet::L4;
+    use innet_wire::phv::codec::{emit_into, parse_into, parse_into_full};
+    use innet_wire::phv::edit::{blank_packet, set_payload};
+    use innet_wire::phv::L4;
     use proptest::prelude::*;
 
     proptest! {
@@ -308,7 +309,7 @@ mod fast_paths {
             let mut q = blank_packet();
             match parse_into_full(&out, &mut q) {
                 Ok(()) => prop_assert_eq!(&q, &p),
-                Err(innet_dataplane::real::frame::Refusal::Unsupported(why)) => {
+                Err(innet_wire::phv::codec::Refusal::Unsupported(why)) => {
                     prop_assert!(why.contains("other zero"), "{}", why)
                 }
                 Err(e) => prop_assert!(false, "emitted frame refused: {}", e),
