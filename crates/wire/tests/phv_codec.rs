@@ -1,4 +1,4 @@
-//! Properties of the real runtime's frame ↔ Packet conversion: every frame `parse_into` accepts
+//! Properties of the packet codec (frame ↔ Packet, `phv::codec`): every frame `parse_into` accepts
 //! re-emits byte-identically (whatever its MACs, VLAN tag, IP options, DF/reserved bits, TCP
 //! options — raw, even malformed-looking ones — urgent pointer, padding); random bytes never
 //! panic; whatever wire's own parser accepts as plain IPv4/TCP/UDP, the runtime accepts too.
@@ -316,4 +316,26 @@ mod fast_paths {
             }
         }
     }
+}
+
+/// A plain UDP tunnel (which a real frame cannot be parsed into: the port is not known) is
+/// emitted as wire's own frame parser reads it when told the port: outer IPv4/UDP with right
+/// lengths and checksums around the inner packet.
+#[test]
+fn udp_tunnel_emits_as_wires_parser_reads_it() {
+    use innet_wire::frame::{parse_frame_with, EncapRepr, L4Repr};
+    use innet_wire::phv::{Encap, Ipv4, Packet, Tunnel, WireExtras, IP_PROTO_UDP, L4};
+    let mut p = Packet::new(Ipv4::new(0xC0A8_0001, 0xC0A8_0002, IP_PROTO_UDP), L4::Udp { src_port: 7, dst_port: 8 }, 5);
+    p.payload_bytes = Some(Box::new(b"hello".to_vec()));
+    p.tunnel = Some(Tunnel { outer: Ipv4::new(0x0A00_0001, 0x0A00_0002, IP_PROTO_UDP), encap: Encap::Udp { src_port: 4000, dst_port: 4789 } });
+    p.wire = Some(Box::new(WireExtras { eth_dst: [2; 6], eth_src: [4; 6], ..Default::default() }));
+    let mut out = Vec::new();
+    emit_into(&p, &mut out).unwrap();
+    assert_eq!(out.len() as u32 + 4, p.frame_bytes());
+    let f = parse_frame_with(&out, &[4789]).expect("valid lengths and checksums");
+    let t = f.tunnel.expect("tunnel");
+    assert_eq!(t.encap, EncapRepr::Udp { src_port: 4000, dst_port: 4789 });
+    assert_eq!(u32::from(t.outer.dst), 0x0A00_0002);
+    assert_eq!(f.l4, L4Repr::Udp { src_port: 7, dst_port: 8 });
+    assert_eq!(f.payload, b"hello");
 }

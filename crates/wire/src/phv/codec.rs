@@ -176,7 +176,7 @@ pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
 /// else (and then `pkt` may be partly written: the caller parses the frame in full, which
 /// overwrites it and gives the precise refusal). When it returns true, `pkt` is exactly what
 /// [`parse_impl`] makes of the frame (test `fast_parse_equals_full_parse` in
-/// crates/dataplane/tests/real_frame.rs).
+/// crates/wire/tests/phv_codec.rs).
 fn parse_plain_tcp(frame: &[u8], pkt: &mut Packet) -> bool {
     if frame.len() < 14 + 20 || frame[12] != 0x08 || frame[13] != 0x00 {
         return false;
