@@ -1,7 +1,7 @@
 """Real forwarding rate of `innet switch run --program forward` between two veth ports:
 `python3 bench/switch/veth_rate.py PAYLOAD_BYTES [SECONDS]` (root). Builds the client/switch/server
-namespaces, blasts UDP from the client (crates/dataplane/examples/udp_blast.rs, built with
-`cargo build --release -p innet-dataplane --example udp_blast`), counts at the server, and prints
+namespaces, blasts UDP from the client (crates/switch/examples/udp_blast.rs, built with
+`cargo build --release -p innet-switch --example udp_blast`), counts at the server, and prints
 one JSON line with what was offered, forwarded by the switch and received."""
 import json, os, sys, subprocess, time
 from innet.netns import Topology

@@ -1,11 +1,12 @@
-//! The real-packet runtime's frame ↔ Packet conversion (innet-dataplane `real::frame`): it must
+//! The packet codec, frame ↔ Packet (innet-wire `phv::codec`): it must
 //! never panic, and whatever `parse_into` accepts must `emit_into` to the very same bytes.
 //! A reply built from it (`make_reply`) must emit a frame crates/wire parses (checksums right).
 //! Inputs whose first byte is odd get their IPv4/TCP/UDP checksums fixed first, so mutations
 //! reach the layers below a checksum.
 #![no_main]
 
-use innet_dataplane::real::frame::{blank_packet, emit_into, make_reply, parse_into};
+use innet_wire::phv::codec::{emit_into, parse_into};
+use innet_wire::phv::edit::{blank_packet, make_reply};
 use innet_wire::checksum;
 use innet_wire::ethernet::{EthernetPacket, ETHERTYPE_IPV4};
 use innet_wire::ipv4::{Ipv4Packet, PROTO_TCP, PROTO_UDP};

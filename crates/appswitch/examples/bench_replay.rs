@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 
 use innet_appswitch::build_appswitch;
-use innet_dataplane::real::bench::replay;
-use innet_dataplane::real::Settings;
+use innet_switch::real::bench::replay;
+use innet_switch::real::Settings;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -49,7 +49,7 @@ fn main() {
                 .collect(),
         );
         let mut sw = if forward {
-            innet_dataplane::real::builtin_programs()
+            innet_switch::real::builtin_programs()
                 .into_iter()
                 .find(|p| p.name == "forward")
                 .expect("the forward program is built in")

@@ -18,7 +18,7 @@
 //!   - hit: `SET key:7 V` and `+OK` (write-through: the cache takes V), then `exchanges` ×
 //!     (GET key:7, client ACK of the switch's reply).
 
-use innet_dataplane::real::frame::TcpFrame;
+use innet_wire::phv::codec::TcpFrame;
 use innet_wire::pcap::PcapWriter;
 use innet_wire::tcp::{flags, TcpOption};
 use innet_wire::Ipv4Addr;

@@ -21,8 +21,8 @@ pub mod resp;
 pub use experiments::experiments;
 pub use program::{AppSwitch, Config, Counters, Protocol};
 
-use innet_dataplane::real::{FrameSwitch, ProgramSpec, RealConfig, RealSwitch, Settings};
-use innet_dataplane::NoControl;
+use innet_switch::real::{FrameSwitch, ProgramSpec, RealConfig, RealSwitch, Settings};
+use innet_switch::NoControl;
 
 /// Build the application switch for the real runtime from `--set` knobs.
 pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn FrameSwitch>, String> {

@@ -11,10 +11,10 @@ use std::rc::Rc;
 /// hasher instead of SipHash.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-use innet_dataplane::program::TcpReply;
-use innet_dataplane::real::frame::{set_payload, set_tcp_options};
-use innet_dataplane::{Ctx, Metadata, Program, Verdict};
-use innet_sim::packet::{Packet, TcpFlags, L4};
+use innet_switch::program::TcpReply;
+use innet_wire::phv::edit::{set_payload, set_tcp_options};
+use innet_switch::{Ctx, Metadata, Program, Verdict};
+use innet_wire::phv::{Packet, TcpFlags, L4};
 
 use crate::cache::{Cache, ReadToken, WriteToken};
 use crate::compression::{self, Compression};
@@ -1297,7 +1297,7 @@ impl AppSwitch {
         conn: &mut Conn,
         pkt: &mut Packet,
         data: &[u8],
-        h: innet_sim::packet::TcpHeader,
+        h: innet_wire::phv::TcpHeader,
         meta: &Metadata,
         ctx: &mut Ctx<'_>,
     ) -> Verdict {
@@ -1707,7 +1707,7 @@ impl AppSwitch {
         conn: &mut Conn,
         pkt: &mut Packet,
         data: &[u8],
-        h: innet_sim::packet::TcpHeader,
+        h: innet_wire::phv::TcpHeader,
     ) -> Verdict {
         let s0 = conn.mig.server_pos(h.seq);
         let s1 = s0 + data.len() as i64;

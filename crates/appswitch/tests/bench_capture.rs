@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 
 use innet_appswitch::bench_capture::{capture, Case};
 use innet_appswitch::build_appswitch;
-use innet_dataplane::real::{Settings, TxBatch};
+use innet_switch::real::{Settings, TxBatch};
 use innet_wire::frame::{parse_frame, L4Repr};
 
 const EXCHANGES: u32 = 300;
 
-fn report(sw: &dyn innet_dataplane::real::FrameSwitch) -> BTreeMap<String, u64> {
+fn report(sw: &dyn innet_switch::real::FrameSwitch) -> BTreeMap<String, u64> {
     sw.report()
         .into_iter()
         .filter_map(|(k, v)| Some((k, v.parse().ok()?)))

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use innet_appswitch::switch_programs;
-use innet_dataplane::real::frame::TcpFrame;
-use innet_dataplane::real::{FrameSwitch, TxBatch};
+use innet_wire::phv::codec::TcpFrame;
+use innet_switch::real::{FrameSwitch, TxBatch};
 use innet_wire::frame::{parse_frame, L4Repr};
 use innet_wire::tcp::{flags, TcpOption, TcpRepr};
 use innet_wire::Ipv4Addr;

@@ -1,14 +1,14 @@
-//! The programmable switch: the `Program` trait (P4-like ingress/egress with externs), the
-//! default L3 forwarding program, the simulated RMT switch runtime and the real-packet
-//! (AF_PACKET) runtime.
+//! The simulated RMT switch: runs an `innet_switch` program on the simulator's ports
+//! (`sim_switch`), and assembles fabrics of switches and hosts (`fabric`). The program contract,
+//! stateful blocks, L3 forwarding and the real-packet runtime live in `innet_switch` (which has
+//! no simulator in it) and are re-exported here, so simulation code names one crate.
 
 pub mod fabric;
-pub mod l3;
-pub mod program;
-pub mod real;
 pub mod sim_switch;
-pub mod state;
 
-pub use l3::L3Forward;
-pub use program::{Ctx, Digest, EgressVerdict, Instance, Metadata, Program, TcpReply, Verdict};
-pub use sim_switch::{ControlPlane, CpuPort, NoControl, SimSwitch, SwitchConfig};
+pub use innet_switch::{control, l3, program, real, state};
+pub use innet_switch::{
+    ControlPlane, Ctx, Digest, EgressVerdict, Instance, L3Forward, Metadata, NextHop, NoControl,
+    Program, Router, TcpReply, Verdict,
+};
+pub use sim_switch::{CpuPort, SimSwitch, SwitchConfig};

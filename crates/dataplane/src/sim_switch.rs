@@ -14,29 +14,12 @@ use innet_sim::engine::Node;
 use innet_sim::metrics::DropReason;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Packet, PacketId};
-use innet_sim::routing::{NextHop, Routing};
-use rand_chacha::ChaCha8Rng;
-
-use crate::program::{
-    Actions, Ctx, Digest, EgressVerdict, Instance, Metadata, Program, Router, Verdict,
+use innet_sim::routing::{self, Routing};
+use innet_switch::program::{
+    Actions, Ctx, Digest, EgressVerdict, Instance, Metadata, NextHop, Program, Router, Verdict,
 };
-
-/// The switch's control plane: plain code with a handle on the program's tables and registers.
-pub trait ControlPlane<P: Program>: 'static {
-    /// A digest from the data plane, delivered `control_latency_ps` after it was sent.
-    fn digest(&mut self, _program: &mut P, _digest: Digest, _ctx: &mut Ctx<'_>) {}
-    /// A control timer set with [`Ctx::set_control_timer`] fired.
-    fn timer(&mut self, _program: &mut P, _token: u64, _ctx: &mut Ctx<'_>) {}
-    /// A packet the data plane sent to the CPU (`Verdict::ToCpu`) arrived; the control plane may
-    /// rewrite it and says where it goes next (packet-out). The default drops it.
-    fn packet_in(&mut self, _program: &mut P, _pkt: &mut Packet, _ctx: &mut Ctx<'_>) -> Verdict {
-        Verdict::Drop
-    }
-}
-
-/// No control plane.
-pub struct NoControl;
-impl<P: Program> ControlPlane<P> for NoControl {}
+use innet_switch::{ControlPlane, NoControl};
+use rand_chacha::ChaCha8Rng;
 
 /// Per-switch settings of the runtime.
 #[derive(Debug, Clone)]
@@ -99,7 +82,11 @@ struct SimRouter<'a> {
 impl Router for SimRouter<'_> {
     #[inline]
     fn next_hop(&self, pkt: &Packet) -> NextHop {
-        self.routing.fibs[self.switch_index as usize].next_hop(self.routing, pkt)
+        match self.routing.fibs[self.switch_index as usize].next_hop(self.routing, pkt) {
+            routing::NextHop::Port(p) => NextHop::Port(p),
+            routing::NextHop::ToSelf => NextHop::ToSelf,
+            routing::NextHop::NoRoute => NextHop::NoRoute,
+        }
     }
 }
 
@@ -198,7 +185,7 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
                 let hop = self.routing.fibs[self.switch_index as usize]
                     .next_hop(&self.routing, net.pkt(id));
                 match hop {
-                    NextHop::Port(p) => self.egress(net, me, id, p, 0, meta),
+                    routing::NextHop::Port(p) => self.egress(net, me, id, p, 0, meta),
                     _ => {
                         self.counters.no_route += 1;
                         net.drop_packet(id, DropReason::NoRoute);
@@ -332,15 +319,9 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             net.schedule_timer(me, now + self.cfg.control_latency_ps, TIMER_DIGEST << 56);
         }
         let clones: Vec<_> = actions.clones.drain(..).collect();
-        let mut generated: Vec<_> = actions.generated.drain(..).collect();
-        // Frames a program wrote whole (`Ctx::reply_tcp` on wire packets): read back as packets.
-        for (port, buf) in actions.frames.drain(..) {
-            let mut pkt = crate::real::frame::blank_packet();
-            if crate::real::frame::parse_into(&buf, &mut pkt).is_ok() {
-                generated.push((pkt, Verdict::Forward(port)));
-            }
-            actions.spare_frames.push(buf);
-        }
+        // (No `actions.frames`: the simulator leaves `takes_frames` false, so `Ctx::reply_tcp`
+        // generates packets.)
+        let generated: Vec<_> = actions.generated.drain(..).collect();
         self.actions = actions;
         for (pkt, dest) in clones {
             self.counters.clones += 1;
@@ -367,15 +348,15 @@ impl<P: Program, C: ControlPlane<P>> SimSwitch<P, C> {
             routing: &self.routing,
             switch_index: self.switch_index,
         };
-        let mut ctx = Ctx {
+        let mut ctx = Ctx::new(
             now_ps,
-            switch_id: self.switch_index,
-            num_ports: self.num_ports,
-            recirculation_port: self.recirculation_port,
-            router: &router,
-            rng: &mut self.rng,
-            actions: &mut self.actions,
-        };
+            self.switch_index,
+            self.num_ports,
+            self.recirculation_port,
+            &router,
+            &mut self.rng,
+            &mut self.actions,
+        );
         f(&mut self.program, &mut self.control, &mut ctx)
     }
 }

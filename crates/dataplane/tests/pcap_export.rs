@@ -146,7 +146,7 @@ fn tunnelled_packets_are_captured_with_their_geneve_header_and_options() {
             options: vec![0x01, 0x02, 0x03, 0x01, 9, 9, 9, 9],
         },
     });
-    let bytes = packet_frame(&p, [2; 6], [4; 6]).emit().unwrap();
+    let bytes = packet_frame(&p, [2; 6], [4; 6]).unwrap();
     assert_eq!(bytes.len() as u32 + 4, p.frame_bytes());
     let f = parse_frame(&bytes).unwrap();
     let EncapRepr::Geneve { geneve, .. } = &f.tunnel.as_ref().unwrap().encap else {

@@ -1,5 +1,5 @@
 //! pcap export of chosen nodes' traffic: a [`PacketTap`] that turns each simulated packet into
-//! its exact frame bytes (crates/wire) and writes it, with the simulated time, to a pcap file
+//! its exact frame bytes (the one codec, `innet_wire::phv::codec`) and writes it, with the simulated time, to a pcap file
 //! that tshark and Wireshark read.
 //!
 //! Payload bytes the simulation never materialized are written as zeros; MAC addresses are
@@ -9,112 +9,64 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufWriter;
-use std::net::Ipv4Addr;
 
-use innet_wire::ethernet::{EthernetRepr, Mac, ETHERTYPE_IPV4};
-use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
-use innet_wire::geneve::{GeneveOption, GenevePacket, GeneveRepr, PROTOCOL_ETHERNET};
-use innet_wire::ipv4::Ipv4Repr;
+use innet_wire::ethernet::Mac;
 use innet_wire::pcap::PcapWriter;
-use innet_wire::tcp::{TcpOption, TcpRepr};
+use innet_wire::phv::codec::{emit_into, EmitError};
+use innet_wire::phv::WireExtras;
+use innet_wire::tcp::{options_bytes, TcpOption};
 
 use crate::network::{Network, NodeId, PacketTap, TapDirection};
-use crate::packet::{Encap, Ipv4, Packet, L4, ETHERNET_FCS_BYTES};
+use crate::packet::{Packet, L4, ETHERNET_FCS_BYTES};
 
 pub fn node_mac(node: NodeId) -> Mac {
     let b = node.to_be_bytes();
     [0x02, 0x00, b[0], b[1], b[2], b[3]]
 }
 
-fn ip_repr(ip: &Ipv4) -> Ipv4Repr {
-    Ipv4Repr {
-        src: Ipv4Addr::from(ip.src),
-        dst: Ipv4Addr::from(ip.dst),
-        protocol: ip.protocol,
-        ttl: ip.ttl,
-        dscp: ip.dscp,
-        ecn: ip.ecn,
-        ident: ip.ident,
-        dont_fragment: false,
-        options: Vec::new(),
-        payload_len: 0,
-    }
-}
-
-fn tcp_options(bytes: u8) -> Vec<TcpOption> {
-    match bytes {
+/// The option bytes a simulated TCP header of `bytes` option bytes is written with.
+fn tcp_options(bytes: u8) -> Vec<u8> {
+    let opts = match bytes {
         0 => vec![],
         4 => vec![TcpOption::Mss(1460)],
         8 => vec![TcpOption::Mss(1460), TcpOption::WindowScale(0)],
         12 => vec![TcpOption::Mss(1460), TcpOption::WindowScale(0), TcpOption::SackPermitted],
         n => vec![TcpOption::Mss(1460), TcpOption::Unknown { kind: 253, data: vec![0; (n as usize).saturating_sub(6)] }],
-    }
+    };
+    options_bytes(&opts)
 }
 
-/// The frame a simulated packet would be on the wire between `src_mac` and `dst_mac`.
-pub fn packet_frame(pkt: &Packet, src_mac: Mac, dst_mac: Mac) -> FrameRepr {
-    let l4 = match pkt.l4 {
-        L4::Udp { src_port, dst_port } => L4Repr::Udp { src_port, dst_port },
-        L4::Tcp(h) => L4Repr::Tcp(TcpRepr {
-            src_port: h.src_port,
-            dst_port: h.dst_port,
-            seq: h.seq,
-            ack: h.ack,
-            flags: h.flags.0,
-            window: h.window.min(u16::MAX as u32) as u16,
-            urgent: 0,
-            options: tcp_options(h.options_bytes),
-            payload_len: 0,
-        }),
-        L4::Other => L4Repr::Other,
-    };
-    let mut payload = vec![0u8; pkt.payload_len as usize];
-    if let Some(b) = &pkt.payload_bytes {
-        let n = b.len().min(payload.len());
-        payload[..n].copy_from_slice(&b[..n]);
-    }
-    let tunnel = pkt.tunnel.as_ref().map(|t| TunnelRepr {
-        outer: ip_repr(&t.outer),
-        encap: match &t.encap {
-            Encap::IpInIp | Encap::IpInIpTagged { .. } => EncapRepr::IpInIp,
-            Encap::Udp { src_port, dst_port } => EncapRepr::Udp { src_port: *src_port, dst_port: *dst_port },
-            Encap::Geneve { src_port, vni, options } => {
-                // Options are TLVs the simulation built; the 8-byte stub header lets the wire
-                // crate's iterator read them.
-                let mut hdr = vec![(options.len() / 4) as u8, 0, 0x65, 0x58, 0, 0, 0, 0];
-                hdr.extend_from_slice(options);
-                let opts = GenevePacket::new_checked(&hdr[..])
-                    .map(|g| {
-                        g.options()
-                            .filter_map(|o| o.ok())
-                            .map(|(class, kind, data)| GeneveOption { class, kind, data: data.to_vec() })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let inner_mac = |a: u32| {
-                    let b = a.to_be_bytes();
-                    [0x02, 0x01, b[0], b[1], b[2], b[3]]
-                };
-                EncapRepr::Geneve {
-                    src_port: *src_port,
-                    geneve: GeneveRepr { oam: false, critical: false, protocol: PROTOCOL_ETHERNET, vni: *vni, options: opts },
-                    inner_eth: EthernetRepr {
-                        dst: inner_mac(pkt.ip.dst),
-                        src: inner_mac(pkt.ip.src),
-                        vlan_tci: None,
-                        ethertype: ETHERTYPE_IPV4,
-                    },
-                }
-            }
-        },
+/// A simulated packet as it would be on the wire between `src_mac` and `dst_mac`: `pkt` with
+/// the frame details a simulation does not carry made up (MACs, TCP option bytes, Geneve's
+/// inner MACs from the inner addresses) and a window above 16 bits clamped, ready for the
+/// codec. A packet that already has its wire extras (one that came from a real frame) keeps
+/// them, MACs aside.
+pub fn wire_packet(pkt: &Packet, src_mac: Mac, dst_mac: Mac) -> Packet {
+    let mut p = pkt.clone();
+    let w = p.wire.get_or_insert_with(|| {
+        let inner_mac = |a: u32| {
+            let b = a.to_be_bytes();
+            [0x02, 0x01, b[0], b[1], b[2], b[3]]
+        };
+        let mut w = WireExtras { inner_eth_dst: inner_mac(pkt.ip.dst), inner_eth_src: inner_mac(pkt.ip.src), ..Default::default() };
+        if let L4::Tcp(h) = &pkt.l4 {
+            w.tcp_options.set(&tcp_options(h.options_bytes));
+        }
+        Box::new(w)
     });
-    FrameRepr {
-        eth: EthernetRepr { dst: dst_mac, src: src_mac, vlan_tci: None, ethertype: ETHERTYPE_IPV4 },
-        tunnel,
-        ip: ip_repr(&pkt.ip),
-        l4,
-        payload,
+    w.eth_src = src_mac;
+    w.eth_dst = dst_mac;
+    if let L4::Tcp(h) = &mut p.l4 {
+        h.window = h.window.min(u16::MAX as u32);
     }
+    p
+}
+
+/// The frame bytes of a simulated packet between `src_mac` and `dst_mac` (no FCS, no padding).
+pub fn packet_frame(pkt: &Packet, src_mac: Mac, dst_mac: Mac) -> Result<Vec<u8>, EmitError> {
+    let mut out = Vec::new();
+    emit_into(&wire_packet(pkt, src_mac, dst_mac), &mut out)?;
+    Ok(out)
 }
 
 /// Writes the traffic of chosen nodes to a pcap file.
@@ -158,7 +110,7 @@ impl PacketTap for PcapTap {
             TapDirection::Tx => (node, other),
             TapDirection::Rx => (other, node),
         };
-        let mut frame = match packet_frame(pkt, node_mac(src), node_mac(dst)).emit() {
+        let mut frame = match packet_frame(pkt, node_mac(src), node_mac(dst)) {
             Ok(f) => f,
             Err(e) => {
                 self.error = Some(format!("{}: packet {} cannot be encoded: {e}", self.path, pkt.uid));

@@ -1,6 +1,12 @@
-//! Whole frames: Ethernet, IPv4, then UDP/TCP/other, optionally inside a tunnel (IP-in-IP, a
-//! UDP tunnel on a known port, or Geneve with an inner Ethernet frame). `parse_frame` takes a
-//! frame apart, validating every layer; `FrameRepr::emit` puts one together byte-exactly.
+//! Whole frames as the per-header `Repr`s put together: Ethernet, IPv4, then UDP/TCP/other,
+//! optionally inside a tunnel (IP-in-IP, a UDP tunnel on a known port, or Geneve with an inner
+//! Ethernet frame). `parse_frame` takes a frame apart, validating every layer; `FrameRepr::emit`
+//! puts one together byte-exactly.
+//!
+//! This is not the packet codec: runtime code (both switch runtimes, pcap export) turns frames
+//! into packets and back only through `phv::codec`. `FrameRepr` is built from the header
+//! `Repr`s alone, independently of that codec, which is why tests and fuzz targets use it as
+//! the oracle the codec's output is checked against.
 
 use crate::ethernet::{EthernetPacket, EthernetRepr, ETHERTYPE_IPV4};
 use crate::geneve::{GenevePacket, GeneveRepr, PROTOCOL_ETHERNET, UDP_PORT as GENEVE_PORT};

@@ -1,7 +1,7 @@
 //! Byte-exact packet formats, in smoltcp's split: a `*Packet<T: AsRef<[u8]>>` view reads and
 //! writes fields in place and is only built by `new_checked` after the buffer was checked
 //! long enough (so getters never panic); a `*Repr` is the parsed, validated header that
-//! `parse`s from a view and `emit`s into one. `frame` puts the layers together; `pcap` writes
+//! `parse`s from a view and `emit`s into one. `phv` is the parsed packet both runtimes share, with the one frame codec; `pcap` writes
 //! and reads capture files.
 
 pub mod checksum;
@@ -11,6 +11,7 @@ pub mod geneve;
 pub mod ipip;
 pub mod ipv4;
 pub mod pcap;
+pub mod phv;
 pub mod orbitcache;
 pub mod switchv2p;
 pub mod switchvm;

@@ -9,6 +9,7 @@ use crate::{be16, be32, put16, put32, Error, Result};
 
 pub const MIN_HEADER_LEN: usize = 20;
 
+/// The flag bits, as on the wire.
 pub mod flags {
     pub const FIN: u8 = 0x01;
     pub const SYN: u8 = 0x02;
@@ -18,6 +19,25 @@ pub mod flags {
     pub const URG: u8 = 0x20;
     pub const ECE: u8 = 0x40;
     pub const CWR: u8 = 0x80;
+}
+
+/// A TCP header's flag byte (the packet header stack's field; the bits are [`flags`]').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: u8 = flags::FIN;
+    pub const SYN: u8 = flags::SYN;
+    pub const RST: u8 = flags::RST;
+    pub const PSH: u8 = flags::PSH;
+    pub const ACK: u8 = flags::ACK;
+    pub const URG: u8 = flags::URG;
+    pub const ECE: u8 = flags::ECE;
+    pub const CWR: u8 = flags::CWR;
+    #[inline]
+    pub fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -222,6 +242,13 @@ pub fn parse_options(mut b: &[u8]) -> Result<Vec<TcpOption>> {
 /// Encoded length of options, padded with NOPs/EOL to a multiple of 4.
 pub fn options_len(opts: &[TcpOption]) -> usize {
     opts.iter().map(TcpOption::len).sum::<usize>().div_ceil(4) * 4
+}
+
+/// The options' bytes as a header carries them (padded to a multiple of 4).
+pub fn options_bytes(opts: &[TcpOption]) -> Vec<u8> {
+    let mut b = vec![0; options_len(opts)];
+    emit_options(opts, &mut b);
+    b
 }
 
 fn emit_options(opts: &[TcpOption], buf: &mut [u8]) {

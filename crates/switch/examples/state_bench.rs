@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use innet_dataplane::state::{
+use innet_switch::state::{
     ExactTable, HashAlgorithm, HashUnit, KeyLayout, LpmTable, RegisterArray, TernaryTable,
 };
 use rand::{Rng, SeedableRng};

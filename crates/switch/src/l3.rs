@@ -1,10 +1,9 @@
 //! The default program: plain IPv4 forwarding on the switch's routes (shortest path, per-flow
 //! ECMP), with TTL decrement. Every other program falls back to this for what it doesn't own.
 
-use innet_sim::packet::Packet;
-use innet_sim::routing::NextHop;
+use innet_wire::phv::Packet;
 
-use crate::program::{decrement_ttl, Ctx, Metadata, Program, Verdict};
+use crate::program::{decrement_ttl, Ctx, Metadata, NextHop, Program, Verdict};
 
 #[derive(Debug, Default, Clone)]
 pub struct L3Forward {

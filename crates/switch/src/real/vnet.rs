@@ -49,7 +49,7 @@ pub fn complete_checksum(frame: &mut [u8], v: &Vnet) -> bool {
     if field + 2 > frame.len() || start > frame.len() {
         return false;
     }
-    let mut c = checksum::finish(super::frame::sum_folded(&frame[start..]));
+    let mut c = checksum::finish(checksum::sum(&frame[start..]));
     // UDP over IPv4 sends a computed 0 as 0xFFFF (0 means "no checksum").
     let udp =
         frame.len() > 23 && frame[12..14] == [0x08, 0x00] && frame[23] == 17 && v.csum_offset == 6;
@@ -138,7 +138,7 @@ pub fn segment_tcp4(
         scratch[tcp_at + 16..tcp_at + 18].fill(0);
         let seg_len = (thl + chunk.len()) as u16;
         let pseudo = checksum::sum(&src) + checksum::sum(&dst) + 6 + seg_len as u32;
-        let c = checksum::finish(pseudo + super::frame::sum_folded(&scratch[tcp_at..]));
+        let c = checksum::finish(pseudo + checksum::sum(&scratch[tcp_at..]));
         scratch[tcp_at + 16..tcp_at + 18].copy_from_slice(&c.to_be_bytes());
         each(scratch);
     }

@@ -6,22 +6,24 @@
 //! learned the destination MAC (flood when unknown); `Recirculate` → the program runs again
 //! at once (up to `max_recirculations`); `Multicast(g)` → the configured group's ports;
 //! `Consume` / `Drop` → counted; `ToCpu` → the control plane's `packet_in`, whose verdict is
-//! then carried out (a packet-out). Frames the program cannot see (see [`super::frame`]) go
+//! then carried out (a packet-out). Frames the program cannot see (see [`innet_wire::phv::codec`]) go
 //! raw to the other port(s).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use innet_sim::packet::Packet;
-use innet_sim::routing::NextHop;
+use innet_wire::phv::codec::{emit_into, parse_into, Refusal};
+use innet_wire::phv::edit::blank_packet;
+use innet_wire::phv::Packet;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::frame::{blank_packet, emit_into, parse_into, Refusal};
 use super::pcap_log::PcapLog;
 use super::routes::RouteTable;
-use crate::program::{Actions, Ctx, EgressVerdict, Instance, Metadata, Program, Router, Verdict};
-use crate::sim_switch::ControlPlane;
+use crate::control::ControlPlane;
+use crate::program::{
+    Actions, Ctx, EgressVerdict, Instance, Metadata, NextHop, Program, Router, Verdict,
+};
 
 /// Counters of one port.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -274,7 +276,8 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             stats: SwitchStats::new(cfg.num_ports),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
-            actions: Actions::default(),
+            // The real device's output is frames: `reply_tcp` may write them directly.
+            actions: Actions { takes_frames: true, ..Default::default() },
             timers: BinaryHeap::new(),
             timer_seq: 0,
             macs: HashMap::new(),
@@ -303,15 +306,15 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
             macs: &self.macs,
             routes: &self.cfg.routes,
         };
-        let mut ctx = Ctx {
-            now_ps: self.now_ps,
-            switch_id: 0,
-            num_ports: self.cfg.num_ports,
-            recirculation_port: self.cfg.num_ports,
-            router: &router,
-            rng: &mut self.rng,
-            actions: &mut self.actions,
-        };
+        let mut ctx = Ctx::new(
+            self.now_ps,
+            0,
+            self.cfg.num_ports,
+            self.cfg.num_ports,
+            &router,
+            &mut self.rng,
+            &mut self.actions,
+        );
         f(&mut self.program, &mut self.control, &mut ctx)
     }
 

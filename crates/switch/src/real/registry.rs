@@ -4,11 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use innet_sim::packet::Packet;
+use innet_wire::phv::Packet;
 
 use super::switch::{FrameSwitch, RealConfig, RealSwitch};
 use crate::program::{Ctx, Metadata, Program, Verdict};
-use crate::sim_switch::NoControl;
+use crate::control::NoControl;
 
 /// `--set key=value` pairs for a program. Each getter marks its key as used; `finish` fails on
 /// keys no one asked for, naming them and the known ones, so a typo is an error, not a default.

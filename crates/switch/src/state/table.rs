@@ -1,6 +1,7 @@
 //! Match-action tables with a declared key layout: exact (hash map), ternary (value/mask/
 //! priority, first match in priority order) and LPM (longest prefix on one field, per-length
-//! hash maps). Each has a default action, hit/miss counters and resource accounting.
+//! hash maps). What they share — name, layout, capacity, default action, hit/miss counters,
+//! errors and resource accounting — is one [`TableCore`] each kind derefs to.
 //!
 //! Keys are `u128`: wide enough for a 5-tuple (104 bits), an IPv6 address, or a 128-bit
 //! hashed object key, while staying `Copy`, one compare and one cheap hash, so lookups never
@@ -191,59 +192,42 @@ impl Counters {
     }
 }
 
-fn action_bits_of<A>() -> u32 {
-    (std::mem::size_of::<A>() * 8) as u32
-}
-
-fn check_capacity(name: &Arc<str>, capacity: usize) -> Result<(), StateError> {
-    if capacity == 0 {
-        Err(StateError::ZeroSize { name: name.clone() })
-    } else {
-        Ok(())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-
-/// Exact-match table of at most `capacity` entries.
+/// What every table kind shares: name, key layout, capacity, default action, declared
+/// action-data width, hit/miss counters, and the errors and resource entry built from them.
+/// Each kind (exact, ternary, LPM) holds one and derefs to it, so these accessors exist once;
+/// the kinds add only how they store and match entries.
 #[derive(Debug, Clone)]
-pub struct ExactTable<A> {
+pub struct TableCore<A> {
     name: Arc<str>,
     layout: KeyLayout,
     capacity: usize,
-    entries: KeyMap<A>,
     default_action: A,
     action_bits: u32,
     counters: Counters,
+    kind: ResourceKind,
 }
 
-impl<A: Copy> ExactTable<A> {
-    /// Memory for all `capacity` entries is reserved here, so inserts up to capacity never
-    /// rehash.
-    pub fn new(
+impl<A> TableCore<A> {
+    fn new(
         name: &str,
         layout: KeyLayout,
         capacity: usize,
         default_action: A,
+        kind: ResourceKind,
     ) -> Result<Self, StateError> {
         let name: Arc<str> = name.into();
-        check_capacity(&name, capacity)?;
-        Ok(Self {
+        if capacity == 0 {
+            return Err(StateError::ZeroSize { name });
+        }
+        Ok(TableCore {
             name,
             layout,
             capacity,
-            entries: key_map(capacity),
             default_action,
-            action_bits: action_bits_of::<A>(),
+            action_bits: (std::mem::size_of::<A>() * 8) as u32,
             counters: Counters::default(),
+            kind,
         })
-    }
-
-    /// Declares the action-data width for resource accounting (default: `size_of::<A>()`
-    /// bits, an overestimate when `A` carries padding or an enum tag).
-    pub fn with_action_bits(mut self, bits: u32) -> Self {
-        self.action_bits = bits;
-        self
     }
 
     pub fn name(&self) -> &str {
@@ -254,12 +238,6 @@ impl<A: Copy> ExactTable<A> {
     }
     pub fn capacity(&self) -> usize {
         self.capacity
-    }
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
     pub fn counters(&self) -> TableCounters {
         self.counters.get()
@@ -274,6 +252,17 @@ impl<A: Copy> ExactTable<A> {
         self.default_action = action;
     }
 
+    /// A data-plane result: counted as a hit or miss.
+    #[inline]
+    fn count<'a>(&self, hit: Option<&'a A>) -> Option<&'a A> {
+        self.counters.count(hit)
+    }
+    /// A data-plane apply: the hit's action or the default action.
+    #[inline]
+    fn or_default<'a>(&'a self, hit: Option<&'a A>) -> &'a A {
+        hit.unwrap_or(&self.default_action)
+    }
+
     fn check_key(&self, key: Key) -> Result<(), StateError> {
         if self.layout.fits(key) {
             Ok(())
@@ -285,21 +274,113 @@ impl<A: Copy> ExactTable<A> {
             })
         }
     }
+    /// `TableFull` when `len` entries already fill the table.
+    fn check_room(&self, len: usize) -> Result<(), StateError> {
+        if len >= self.capacity {
+            Err(StateError::TableFull {
+                name: self.name.clone(),
+                capacity: self.capacity,
+            })
+        } else {
+            Ok(())
+        }
+    }
+    fn duplicate(&self) -> StateError {
+        StateError::DuplicateEntry {
+            name: self.name.clone(),
+        }
+    }
+    fn not_found(&self) -> StateError {
+        StateError::EntryNotFound {
+            name: self.name.clone(),
+        }
+    }
+
+    fn resources(&self) -> ResourceReport {
+        let mut report = ResourceReport::new(&self.name);
+        report.push(ResourceEntry::new(
+            &self.name,
+            self.kind,
+            self.capacity as u64,
+            self.layout.total_bits,
+            self.action_bits,
+        ));
+        report
+    }
+}
+
+/// `Deref` to the [`TableCore`], `Resources`, and `with_action_bits` for a table kind.
+macro_rules! table_kind {
+    ($table:ident) => {
+        impl<A> std::ops::Deref for $table<A> {
+            type Target = TableCore<A>;
+            fn deref(&self) -> &TableCore<A> {
+                &self.core
+            }
+        }
+        impl<A> std::ops::DerefMut for $table<A> {
+            fn deref_mut(&mut self) -> &mut TableCore<A> {
+                &mut self.core
+            }
+        }
+        impl<A> Resources for $table<A> {
+            fn resources(&self) -> ResourceReport {
+                self.core.resources()
+            }
+        }
+        impl<A> $table<A> {
+            /// Declares the action-data width for resource accounting (default:
+            /// `size_of::<A>()` bits, an overestimate when `A` carries padding or an enum tag).
+            pub fn with_action_bits(mut self, bits: u32) -> Self {
+                self.core.action_bits = bits;
+                self
+            }
+        }
+    };
+}
+
+table_kind!(ExactTable);
+table_kind!(TernaryTable);
+table_kind!(LpmTable);
+
+// ---------------------------------------------------------------------------------------------
+
+/// Exact-match table of at most `capacity` entries.
+#[derive(Debug, Clone)]
+pub struct ExactTable<A> {
+    core: TableCore<A>,
+    entries: KeyMap<A>,
+}
+
+impl<A: Copy> ExactTable<A> {
+    /// Memory for all `capacity` entries is reserved here, so inserts up to capacity never
+    /// rehash.
+    pub fn new(
+        name: &str,
+        layout: KeyLayout,
+        capacity: usize,
+        default_action: A,
+    ) -> Result<Self, StateError> {
+        Ok(Self {
+            core: TableCore::new(name, layout, capacity, default_action, ResourceKind::Exact)?,
+            entries: key_map(capacity),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 
     /// Adds an entry; an existing key is `DuplicateEntry`, a full table `TableFull`.
     pub fn insert(&mut self, key: Key, action: A) -> Result<(), StateError> {
-        self.check_key(key)?;
+        self.core.check_key(key)?;
         if self.entries.contains_key(&key) {
-            return Err(StateError::DuplicateEntry {
-                name: self.name.clone(),
-            });
+            return Err(self.core.duplicate());
         }
-        if self.entries.len() >= self.capacity {
-            return Err(StateError::TableFull {
-                name: self.name.clone(),
-                capacity: self.capacity,
-            });
-        }
+        self.core.check_room(self.entries.len())?;
         self.entries.insert(key, action);
         Ok(())
     }
@@ -308,18 +389,12 @@ impl<A: Copy> ExactTable<A> {
     pub fn modify(&mut self, key: Key, action: A) -> Result<A, StateError> {
         match self.entries.get_mut(&key) {
             Some(slot) => Ok(std::mem::replace(slot, action)),
-            None => Err(StateError::EntryNotFound {
-                name: self.name.clone(),
-            }),
+            None => Err(self.core.not_found()),
         }
     }
 
     pub fn delete(&mut self, key: Key) -> Result<A, StateError> {
-        self.entries
-            .remove(&key)
-            .ok_or_else(|| StateError::EntryNotFound {
-                name: self.name.clone(),
-            })
+        self.entries.remove(&key).ok_or_else(|| self.core.not_found())
     }
 
     pub fn clear(&mut self) {
@@ -328,12 +403,12 @@ impl<A: Copy> ExactTable<A> {
 
     /// Data-plane lookup: the entry's action, counted as a hit or miss.
     pub fn lookup(&self, key: Key) -> Option<&A> {
-        self.counters.count(self.entries.get(&key))
+        self.core.count(self.entries.get(&key))
     }
 
     /// Data-plane apply: the entry's action or, on a miss, the default action.
     pub fn apply(&self, key: Key) -> &A {
-        self.lookup(key).unwrap_or(&self.default_action)
+        self.core.or_default(self.lookup(key))
     }
 
     /// Control-plane read; not counted.
@@ -346,20 +421,6 @@ impl<A: Copy> ExactTable<A> {
         let mut all: Vec<(Key, A)> = self.entries.iter().map(|(k, a)| (*k, *a)).collect();
         all.sort_unstable_by_key(|(k, _)| *k);
         all
-    }
-}
-
-impl<A> Resources for ExactTable<A> {
-    fn resources(&self) -> ResourceReport {
-        let mut report = ResourceReport::new(&self.name);
-        report.push(ResourceEntry::new(
-            &self.name,
-            ResourceKind::Exact,
-            self.capacity as u64,
-            self.layout.total_bits,
-            self.action_bits,
-        ));
-        report
     }
 }
 
@@ -401,16 +462,11 @@ struct TernaryEntry<A> {
 /// cost grows with the number of distinct masks, not entries.
 #[derive(Debug, Clone)]
 pub struct TernaryTable<A> {
-    name: Arc<str>,
-    layout: KeyLayout,
-    capacity: usize,
+    core: TableCore<A>,
     entries: Vec<TernaryEntry<A>>,
     /// Mask groups sorted by `max_priority`, highest first.
     groups: Vec<MaskGroup<A>>,
     next_handle: u64,
-    default_action: A,
-    action_bits: u32,
-    counters: Counters,
 }
 
 impl<A: Copy> TernaryTable<A> {
@@ -420,52 +476,19 @@ impl<A: Copy> TernaryTable<A> {
         capacity: usize,
         default_action: A,
     ) -> Result<Self, StateError> {
-        let name: Arc<str> = name.into();
-        check_capacity(&name, capacity)?;
         Ok(Self {
-            name,
-            layout,
-            capacity,
+            core: TableCore::new(name, layout, capacity, default_action, ResourceKind::Ternary)?,
             entries: Vec::with_capacity(capacity),
             groups: Vec::new(),
             next_handle: 0,
-            default_action,
-            action_bits: action_bits_of::<A>(),
-            counters: Counters::default(),
         })
     }
 
-    pub fn with_action_bits(mut self, bits: u32) -> Self {
-        self.action_bits = bits;
-        self
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    pub fn layout(&self) -> &KeyLayout {
-        &self.layout
-    }
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
     pub fn len(&self) -> usize {
         self.entries.len()
     }
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-    pub fn counters(&self) -> TableCounters {
-        self.counters.get()
-    }
-    pub fn reset_counters(&self) {
-        self.counters.reset()
-    }
-    pub fn default_action(&self) -> &A {
-        &self.default_action
-    }
-    pub fn set_default_action(&mut self, action: A) {
-        self.default_action = action;
     }
 
     /// Adds an entry (`value` is stored masked). The same (value, mask, priority) twice is
@@ -477,27 +500,13 @@ impl<A: Copy> TernaryTable<A> {
         priority: u32,
         action: A,
     ) -> Result<EntryHandle, StateError> {
-        for k in [value, mask] {
-            if !self.layout.fits(k) {
-                return Err(StateError::KeyTooWide {
-                    name: self.name.clone(),
-                    key: k,
-                    layout_bits: self.layout.total_bits,
-                });
-            }
-        }
+        self.core.check_key(value)?;
+        self.core.check_key(mask)?;
         let value = value & mask;
         if self.find(value, mask, priority).is_some() {
-            return Err(StateError::DuplicateEntry {
-                name: self.name.clone(),
-            });
+            return Err(self.core.duplicate());
         }
-        if self.entries.len() >= self.capacity {
-            return Err(StateError::TableFull {
-                name: self.name.clone(),
-                capacity: self.capacity,
-            });
-        }
+        self.core.check_room(self.entries.len())?;
         let handle = EntryHandle(self.next_handle);
         self.next_handle += 1;
         // After every entry of priority >= ours: the newest handle goes last among its ties.
@@ -563,9 +572,7 @@ impl<A: Copy> TernaryTable<A> {
         self.entries
             .iter()
             .position(|e| e.handle == handle)
-            .ok_or_else(|| StateError::EntryNotFound {
-                name: self.name.clone(),
-            })
+            .ok_or_else(|| self.core.not_found())
     }
 
     pub fn modify(&mut self, handle: EntryHandle, action: A) -> Result<A, StateError> {
@@ -637,16 +644,16 @@ impl<A: Copy> TernaryTable<A> {
 
     /// Data-plane lookup: the winning entry's action, counted.
     pub fn lookup(&self, key: Key) -> Option<&A> {
-        let hit = if self.layout.fits(key) {
+        let hit = if self.core.layout.fits(key) {
             self.best(key).map(|s| &s.action)
         } else {
             None
         };
-        self.counters.count(hit)
+        self.core.count(hit)
     }
 
     pub fn apply(&self, key: Key) -> &A {
-        self.lookup(key).unwrap_or(&self.default_action)
+        self.core.or_default(self.lookup(key))
     }
 
     /// Entries in match order: (value, mask, priority, handle, action).
@@ -654,20 +661,6 @@ impl<A: Copy> TernaryTable<A> {
         self.entries
             .iter()
             .map(|e| (e.value, e.mask, e.priority, e.handle, &e.action))
-    }
-}
-
-impl<A> Resources for TernaryTable<A> {
-    fn resources(&self) -> ResourceReport {
-        let mut report = ResourceReport::new(&self.name);
-        report.push(ResourceEntry::new(
-            &self.name,
-            ResourceKind::Ternary,
-            self.capacity as u64,
-            self.layout.total_bits,
-            self.action_bits,
-        ));
-        report
     }
 }
 
@@ -683,10 +676,8 @@ const FILTER_WORDS: usize = (1 << FILTER_BITS) / 64;
 /// top 16 address bits per length (lengths ≥ 16) skips most lengths without a probe.
 #[derive(Debug, Clone)]
 pub struct LpmTable<A> {
-    name: Arc<str>,
-    layout: KeyLayout,
+    core: TableCore<A>,
     key_bits: u32,
-    capacity: usize,
     len: usize,
     by_length: Vec<KeyMap<A>>,
     /// Non-empty prefix lengths, longest first.
@@ -697,9 +688,6 @@ pub struct LpmTable<A> {
     /// bitmap is rebuilt.
     filters: Vec<Vec<u64>>,
     stale_deletes: Vec<usize>,
-    default_action: A,
-    action_bits: u32,
-    counters: Counters,
 }
 
 impl<A: Copy> LpmTable<A> {
@@ -710,65 +698,33 @@ impl<A: Copy> LpmTable<A> {
         capacity: usize,
         default_action: A,
     ) -> Result<Self, StateError> {
-        let name: Arc<str> = name.into();
-        check_capacity(&name, capacity)?;
-        if layout.fields.len() != 1 {
+        let core = TableCore::new(name, layout, capacity, default_action, ResourceKind::Lpm)?;
+        if core.layout.fields.len() != 1 {
             return Err(StateError::LpmNeedsOneField {
-                name,
-                fields: layout.fields.len(),
+                name: core.name,
+                fields: core.layout.fields.len(),
             });
         }
-        let key_bits = layout.total_bits;
+        let key_bits = core.layout.total_bits;
         Ok(Self {
-            name,
-            layout,
+            core,
             key_bits,
-            capacity,
             len: 0,
             by_length: (0..=key_bits).map(|_| key_map(0)).collect(),
             lengths_in_use: Vec::new(),
             filters: vec![Vec::new(); key_bits as usize + 1],
             stale_deletes: vec![0; key_bits as usize + 1],
-            default_action,
-            action_bits: action_bits_of::<A>(),
-            counters: Counters::default(),
         })
     }
 
-    pub fn with_action_bits(mut self, bits: u32) -> Self {
-        self.action_bits = bits;
-        self
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    pub fn layout(&self) -> &KeyLayout {
-        &self.layout
-    }
     pub fn key_bits(&self) -> u32 {
         self.key_bits
-    }
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
     pub fn len(&self) -> usize {
         self.len
     }
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-    pub fn counters(&self) -> TableCounters {
-        self.counters.get()
-    }
-    pub fn reset_counters(&self) {
-        self.counters.reset()
-    }
-    pub fn default_action(&self) -> &A {
-        &self.default_action
-    }
-    pub fn set_default_action(&mut self, action: A) {
-        self.default_action = action;
     }
 
     fn filtered(&self, prefix_len: u32) -> bool {
@@ -818,16 +774,9 @@ impl<A: Copy> LpmTable<A> {
         self.check_prefix(prefix, prefix_len)?;
         let map = &self.by_length[prefix_len as usize];
         if map.contains_key(&prefix) {
-            return Err(StateError::DuplicateEntry {
-                name: self.name.clone(),
-            });
+            return Err(self.core.duplicate());
         }
-        if self.len >= self.capacity {
-            return Err(StateError::TableFull {
-                name: self.name.clone(),
-                capacity: self.capacity,
-            });
-        }
+        self.core.check_room(self.len)?;
         let map = &mut self.by_length[prefix_len as usize];
         let was_empty = map.is_empty();
         map.insert(prefix, action);
@@ -851,20 +800,16 @@ impl<A: Copy> LpmTable<A> {
         self.check_prefix(prefix, prefix_len)?;
         match self.by_length[prefix_len as usize].get_mut(&prefix) {
             Some(slot) => Ok(std::mem::replace(slot, action)),
-            None => Err(StateError::EntryNotFound {
-                name: self.name.clone(),
-            }),
+            None => Err(self.core.not_found()),
         }
     }
 
     pub fn delete(&mut self, prefix: Key, prefix_len: u32) -> Result<A, StateError> {
         self.check_prefix(prefix, prefix_len)?;
         let map = &mut self.by_length[prefix_len as usize];
-        let action = map
-            .remove(&prefix)
-            .ok_or_else(|| StateError::EntryNotFound {
-                name: self.name.clone(),
-            })?;
+        let Some(action) = map.remove(&prefix) else {
+            return Err(self.core.not_found());
+        };
         self.len -= 1;
         let l = prefix_len as usize;
         if map.is_empty() {
@@ -922,26 +867,11 @@ impl<A: Copy> LpmTable<A> {
 
     /// Data-plane lookup: the longest matching prefix's action, counted.
     pub fn lookup(&self, addr: Key) -> Option<&A> {
-        self.counters
-            .count(self.longest_match(addr).map(|(_, a)| a))
+        self.core.count(self.longest_match(addr).map(|(_, a)| a))
     }
 
     pub fn apply(&self, addr: Key) -> &A {
-        self.lookup(addr).unwrap_or(&self.default_action)
-    }
-}
-
-impl<A> Resources for LpmTable<A> {
-    fn resources(&self) -> ResourceReport {
-        let mut report = ResourceReport::new(&self.name);
-        report.push(ResourceEntry::new(
-            &self.name,
-            ResourceKind::Lpm,
-            self.capacity as u64,
-            self.key_bits,
-            self.action_bits,
-        ));
-        report
+        self.core.or_default(self.lookup(addr))
     }
 }
 
@@ -989,6 +919,49 @@ mod tests {
         let full = KeyLayout::new(&[("v6", 128)]).unwrap();
         assert_eq!(full.pack(&[u128::MAX]).unwrap(), u128::MAX);
         assert_eq!(five_tuple().total_bits(), 104);
+    }
+
+    /// What the three kinds share through `TableCore` behaves the same in each: zero capacity
+    /// refused, a full table refused with its name, the default action on a miss (and a new one
+    /// once set), hit/miss counts, a resource entry of the kind's type and declared widths.
+    #[test]
+    fn every_kind_shares_the_core() {
+        use crate::state::resources::ResourceKind;
+        let one = || KeyLayout::new(&[("dst", 32)]).unwrap();
+        assert!(matches!(ExactTable::new("e", one(), 0, 0u16), Err(StateError::ZeroSize { .. })));
+        assert!(matches!(TernaryTable::new("t", one(), 0, 0u16), Err(StateError::ZeroSize { .. })));
+        assert!(matches!(LpmTable::new("l", one(), 0, 0u16), Err(StateError::ZeroSize { .. })));
+        let mut e = ExactTable::new("e", one(), 1, 7u16).unwrap().with_action_bits(5);
+        let mut t = TernaryTable::new("t", one(), 1, 7u16).unwrap().with_action_bits(5);
+        let mut l = LpmTable::new("l", one(), 1, 7u16).unwrap().with_action_bits(5);
+        e.insert(1, 1).unwrap();
+        t.insert(1, u32::MAX as Key, 0, 1).unwrap();
+        l.insert(1, 32, 1).unwrap();
+        let full = |r: Result<(), StateError>, name: &str| match r {
+            Err(StateError::TableFull { name: n, capacity: 1 }) => assert_eq!(&*n, name),
+            other => panic!("{name}: {other:?}"),
+        };
+        full(e.insert(2, 2), "e");
+        full(t.insert(2, u32::MAX as Key, 0, 2).map(|_| ()), "t");
+        full(l.insert(2, 32, 2), "l");
+        e.set_default_action(9);
+        t.set_default_action(9);
+        l.set_default_action(9);
+        for (name, hit, miss, counters, report) in [
+            ("e", *e.apply(1), *e.apply(3), e.counters(), e.resources()),
+            ("t", *t.apply(1), *t.apply(3), t.counters(), t.resources()),
+            ("l", *l.apply(1), *l.apply(3), l.counters(), l.resources()),
+        ] {
+            assert_eq!((hit, miss), (1, 9), "{name}");
+            assert_eq!(counters, TableCounters { hits: 1, misses: 1 }, "{name}");
+            let r = &report.entries()[0];
+            assert_eq!((r.name.as_str(), r.entries, r.key_bits, r.value_bits), (name, 1, 32, 5));
+        }
+        assert_eq!(e.resources().entries()[0].kind, ResourceKind::Exact);
+        assert_eq!(t.resources().entries()[0].kind, ResourceKind::Ternary);
+        assert_eq!(l.resources().entries()[0].kind, ResourceKind::Lpm);
+        e.reset_counters();
+        assert_eq!(e.counters(), TableCounters::default());
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! Properties of the real runtime's frame ↔ Packet conversion: every frame `parse_into` accepts
+//! Properties of the packet codec (frame ↔ Packet, `phv::codec`): every frame `parse_into` accepts
 //! re-emits byte-identically (whatever its MACs, VLAN tag, IP options, DF/reserved bits, TCP
 //! options — raw, even malformed-looking ones — urgent pointer, padding); random bytes never
 //! panic; whatever wire's own parser accepts as plain IPv4/TCP/UDP, the runtime accepts too.
 
-use innet_dataplane::real::frame::{blank_packet, emit_into, make_reply, parse_into, Refusal};
+use innet_wire::phv::codec::{emit_into, parse_into, Refusal};
+use innet_wire::phv::edit::{blank_packet, make_reply};
 use innet_wire::checksum;
 use proptest::prelude::*;
 
@@ -103,7 +104,7 @@ proptest! {
                 let mut out = Vec::new();
                 emit_into(&p, &mut out).unwrap();
                 prop_assert_eq!(&out, &f);
-                prop_assert_eq!(innet_dataplane::real::frame::payload(&p), &payload[..]);
+                prop_assert_eq!(innet_wire::phv::edit::payload(&p), &payload[..]);
                 // A reply emits a frame that parses back.
                 make_reply(&mut p, true);
                 emit_into(&p, &mut out).unwrap();
@@ -153,8 +154,9 @@ proptest! {
 }
 
 mod tunnels {
-    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
-    use innet_sim::packet::Encap;
+    use innet_wire::phv::codec::{emit_into, parse_into};
+    use innet_wire::phv::edit::blank_packet;
+    use innet_wire::phv::Encap;
     use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
     use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
     use innet_wire::geneve::{GeneveOption, GeneveRepr, PROTOCOL_ETHERNET};
@@ -237,10 +239,9 @@ mod tunnels {
 /// right) and reads back to the same packet.
 mod fast_paths {
     use super::{build, words};
-    use innet_dataplane::real::frame::{
-        blank_packet, emit_into, parse_into, parse_into_full, set_payload,
-    };
-    use innet_sim::packet::L4;
+    use innet_wire::phv::codec::{emit_into, parse_into, parse_into_full};
+    use innet_wire::phv::edit::{blank_packet, set_payload};
+    use innet_wire::phv::L4;
     use proptest::prelude::*;
 
     proptest! {
@@ -308,11 +309,33 @@ mod fast_paths {
             let mut q = blank_packet();
             match parse_into_full(&out, &mut q) {
                 Ok(()) => prop_assert_eq!(&q, &p),
-                Err(innet_dataplane::real::frame::Refusal::Unsupported(why)) => {
+                Err(innet_wire::phv::codec::Refusal::Unsupported(why)) => {
                     prop_assert!(why.contains("other zero"), "{}", why)
                 }
                 Err(e) => prop_assert!(false, "emitted frame refused: {}", e),
             }
         }
     }
+}
+
+/// A plain UDP tunnel (which a real frame cannot be parsed into: the port is not known) is
+/// emitted as wire's own frame parser reads it when told the port: outer IPv4/UDP with right
+/// lengths and checksums around the inner packet.
+#[test]
+fn udp_tunnel_emits_as_wires_parser_reads_it() {
+    use innet_wire::frame::{parse_frame_with, EncapRepr, L4Repr};
+    use innet_wire::phv::{Encap, Ipv4, Packet, Tunnel, WireExtras, IP_PROTO_UDP, L4};
+    let mut p = Packet::new(Ipv4::new(0xC0A8_0001, 0xC0A8_0002, IP_PROTO_UDP), L4::Udp { src_port: 7, dst_port: 8 }, 5);
+    p.payload_bytes = Some(Box::new(b"hello".to_vec()));
+    p.tunnel = Some(Tunnel { outer: Ipv4::new(0x0A00_0001, 0x0A00_0002, IP_PROTO_UDP), encap: Encap::Udp { src_port: 4000, dst_port: 4789 } });
+    p.wire = Some(Box::new(WireExtras { eth_dst: [2; 6], eth_src: [4; 6], ..Default::default() }));
+    let mut out = Vec::new();
+    emit_into(&p, &mut out).unwrap();
+    assert_eq!(out.len() as u32 + 4, p.frame_bytes());
+    let f = parse_frame_with(&out, &[4789]).expect("valid lengths and checksums");
+    let t = f.tunnel.expect("tunnel");
+    assert_eq!(t.encap, EncapRepr::Udp { src_port: 4000, dst_port: 4789 });
+    assert_eq!(u32::from(t.outer.dst), 0x0A00_0002);
+    assert_eq!(f.l4, L4Repr::Udp { src_port: 7, dst_port: 8 });
+    assert_eq!(f.payload, b"hello");
 }

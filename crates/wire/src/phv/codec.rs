@@ -1,20 +1,19 @@
-//! Real frames ↔ the program's [`Packet`]: `parse_into` turns an Ethernet/IPv4 frame into the
-//! simulator's header stack plus [`WireExtras`] (MACs, raw options, padding) and the payload
-//! bytes; `emit_into` writes a packet back as a frame, recomputing lengths and checksums.
-//! A frame `parse_into` accepts and no one changes re-emits byte-identically.
+//! The one frame codec: `parse_into` turns an Ethernet/IPv4 frame into the header stack plus
+//! [`WireExtras`] (MACs, raw options, padding) and the payload bytes; `emit_into` writes a
+//! packet back as a frame, recomputing lengths and checksums. A frame `parse_into` accepts and
+//! no one changes re-emits byte-identically. Plain IPv4/TCP, the common frame, has a fast path
+//! each way; `write_tcp_frame` writes one from its fields without a [`Packet`].
 //!
 //! Frames the header stack cannot carry (not IPv4, fragments, a bad checksum, ...) are refused
-//! with a [`Refusal`]; the runtime then forwards them raw, untouched.
+//! with a [`Refusal`]; the real runtime then forwards them raw, untouched.
 
-use innet_sim::packet::{
-    Encap, Ipv4, OptionBytes, Packet, TcpFlags, TcpHeader, Tunnel, WireExtras, L4,
-};
-use innet_wire::checksum;
-use innet_wire::ethernet::{EthernetPacket, ETHERTYPE_IPV4, ETHERTYPE_VLAN};
-use innet_wire::geneve::{PROTOCOL_ETHERNET, UDP_PORT as GENEVE_PORT};
-use innet_wire::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP, PROTO_UDP};
-use innet_wire::tcp::TcpPacket;
-use innet_wire::Ipv4Addr;
+use super::{Encap, Ipv4, OptionBytes, Packet, TcpFlags, TcpHeader, Tunnel, WireExtras, L4, NO_FLOW};
+use crate::checksum;
+use crate::ethernet::{EthernetPacket, ETHERTYPE_IPV4, ETHERTYPE_VLAN};
+use crate::geneve::{PROTOCOL_ETHERNET, UDP_PORT as GENEVE_PORT};
+use crate::ipv4::{Ipv4Packet, PROTO_IPIP, PROTO_TCP, PROTO_UDP};
+use crate::tcp::TcpPacket;
+use crate::{be16, Ipv4Addr};
 
 /// Why a frame was not handed to the program as a [`Packet`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +24,7 @@ pub enum Refusal {
     /// as the other one's-complement zero): passed raw.
     Unsupported(&'static str),
     /// Truncated or inconsistent: which header and what was wrong.
-    Malformed(innet_wire::Error),
+    Malformed(crate::Error),
 }
 
 impl std::fmt::Display for Refusal {
@@ -39,11 +38,11 @@ impl std::fmt::Display for Refusal {
 }
 
 fn malformed(header: &'static str, msg: impl Into<String>) -> Refusal {
-    Refusal::Malformed(innet_wire::Error::new(header, msg))
+    Refusal::Malformed(crate::Error::new(header, msg))
 }
 
-impl From<innet_wire::Error> for Refusal {
-    fn from(e: innet_wire::Error) -> Self {
+impl From<crate::Error> for Refusal {
+    fn from(e: crate::Error) -> Self {
         Refusal::Malformed(e)
     }
 }
@@ -53,62 +52,6 @@ impl From<innet_wire::Error> for Refusal {
 #[error("emit: {0}")]
 pub struct EmitError(pub String);
 
-/// A fresh packet with empty wire extras and payload buffer, for [`parse_into`] to fill.
-pub fn blank_packet() -> Packet {
-    let mut p = Packet::new(Ipv4::default(), L4::Other, 0);
-    p.wire = Some(Box::default());
-    p.payload_bytes = Some(Box::default());
-    p
-}
-
-#[inline]
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-/// One's-complement sum of `data` as 16-bit big-endian words (an odd last byte padded with
-/// zero), folded to 16 bits but not complemented. Same value as `innet_wire::checksum::sum`
-/// folded, with eight times fewer additions: the bytes are summed as native little-endian
-/// 64-bit words into a 128-bit accumulator and the folded sum byte-swapped at the end (RFC 1071
-/// §2: the sum is independent of byte order up to that swap, and 2^16 ≡ 1 mod 0xFFFF makes the
-/// word size irrelevant). 0 only for all-zero data, as the word-by-word fold.
-#[inline]
-pub fn sum_folded(data: &[u8]) -> u32 {
-    let mut acc: u128 = 0;
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        acc += u64::from_le_bytes(c.try_into().expect("8 bytes")) as u128;
-    }
-    // The last 0..7 bytes in 4-, 2- and 1-byte little-endian pieces (each starts at an even
-    // offset, so each is a whole number of 16-bit words, the odd last byte the low half of one).
-    let mut rest = chunks.remainder();
-    if rest.len() >= 4 {
-        acc += u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as u128;
-        rest = &rest[4..];
-    }
-    if rest.len() >= 2 {
-        acc += u16::from_le_bytes([rest[0], rest[1]]) as u128;
-        rest = &rest[2..];
-    }
-    if let [b] = rest {
-        acc += *b as u128;
-    }
-    // Fold 128 → 64 → 32 → 16 bits with end-around carry (each step keeps the sum modulo
-    // 0xFFFF, which divides 2^64 − 1 and 2^32 − 1, and gives 0 only for a zero sum).
-    let (x, c) = (acc as u64).overflowing_add((acc >> 64) as u64);
-    let x = x + c as u64;
-    let (x, c) = (x as u32).overflowing_add((x >> 32) as u32);
-    let x = x + c as u32;
-    let (x, c) = (x as u16).overflowing_add((x >> 16) as u16);
-    let x = x + c as u16;
-    x.swap_bytes() as u32
-}
-
-/// Pseudo-header sum of a TCP/UDP segment (not folded), from the addresses as u32.
-#[inline]
-fn pseudo_sum(src: u32, dst: u32, proto: u8, len: usize) -> u32 {
-    (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) + proto as u32 + len as u32
-}
 
 /// Checksum of a transport segment over the IPv4 pseudo-header, with the checksum field (at
 /// `field`, an even offset) counted as zero.
@@ -121,8 +64,8 @@ fn l4_checksum(src: Ipv4Addr, dst: Ipv4Addr, proto: u8, seg: &[u8], field: usize
 fn l4_checksum_u32(src: u32, dst: u32, proto: u8, seg: &[u8], field: usize) -> u16 {
     let stored = u16::from_be_bytes([seg[field], seg[field + 1]]) as u32;
     // Sum the whole segment, then take the stored field out (one's-complement subtraction).
-    let all = sum_folded(seg) + (0xFFFF - stored);
-    checksum::finish(pseudo_sum(src, dst, proto, seg.len() as u16 as usize) + all)
+    let all = checksum::sum(seg) + (0xFFFF - stored);
+    checksum::finish(checksum::pseudo_header_u32(src, dst, proto, seg.len() as u16) + all)
 }
 
 /// One IPv4 header taken apart: the header stack's fields, the raw flags/fragment field and
@@ -141,7 +84,7 @@ fn parse_ipv4(l3: &[u8]) -> Result<IpParts<'_>, Refusal> {
     let total = ipp.total_len() as usize;
     let stored = ipp.header_checksum();
     // The header summed whole (32-bit words) with the stored field taken out again.
-    let computed = checksum::finish(sum_folded(&l3[..hl]) + (0xFFFF - stored as u32));
+    let computed = checksum::finish(checksum::sum(&l3[..hl]) + (0xFFFF - stored as u32));
     if stored != computed {
         if stored == !computed {
             return Err(Refusal::Unsupported(
@@ -233,7 +176,7 @@ pub fn parse_into(frame: &[u8], pkt: &mut Packet) -> Result<(), Refusal> {
 /// else (and then `pkt` may be partly written: the caller parses the frame in full, which
 /// overwrites it and gives the precise refusal). When it returns true, `pkt` is exactly what
 /// [`parse_impl`] makes of the frame (test `fast_parse_equals_full_parse` in
-/// crates/dataplane/tests/real_frame.rs).
+/// crates/wire/tests/phv_codec.rs).
 fn parse_plain_tcp(frame: &[u8], pkt: &mut Packet) -> bool {
     if frame.len() < 14 + 20 || frame[12] != 0x08 || frame[13] != 0x00 {
         return false;
@@ -250,7 +193,7 @@ fn parse_plain_tcp(frame: &[u8], pkt: &mut Packet) -> bool {
         return false;
     }
     let stored = be16(l3, 10);
-    if stored != checksum::finish(sum_folded(&l3[..hl]) + (0xFFFF - stored as u32)) {
+    if stored != checksum::finish(checksum::sum(&l3[..hl]) + (0xFFFF - stored as u32)) {
         return false;
     }
     let body = &l3[hl..total];
@@ -310,7 +253,7 @@ fn parse_plain_tcp(frame: &[u8], pkt: &mut Packet) -> bool {
         options_bytes: (thl - 20) as u8,
     });
     pkt.uid = 0;
-    pkt.flow_id = innet_sim::packet::NO_FLOW;
+    pkt.flow_id = NO_FLOW;
     pkt.created_ps = 0;
     pkt.hops = 0;
     pkt.is_data = pkt.payload_len > 0;
@@ -478,7 +421,7 @@ fn parse_impl(frame: &[u8], pkt: &mut Packet, tunnels: bool) -> Result<(), Refus
     pkt.ip = ipx.ip;
     pkt.l4 = l4;
     pkt.uid = 0;
-    pkt.flow_id = innet_sim::packet::NO_FLOW;
+    pkt.flow_id = NO_FLOW;
     pkt.created_ps = 0;
     pkt.hops = 0;
     pkt.is_data = pkt.payload_len > 0;
@@ -517,7 +460,7 @@ fn push_ipv4_header(
     h[9] = proto;
     h[12..16].copy_from_slice(&ip.src.to_be_bytes());
     h[16..20].copy_from_slice(&ip.dst.to_be_bytes());
-    let c = checksum::finish(sum_folded(&h) + sum_folded(options));
+    let c = checksum::finish(checksum::sum(&h) + checksum::sum(options));
     h[10..12].copy_from_slice(&c.to_be_bytes());
     out.extend_from_slice(&h);
     out.extend_from_slice(options);
@@ -532,7 +475,7 @@ fn push_ipv4_header(
 pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
     out.clear();
     let Some(wire) = pkt.wire.as_deref() else {
-        return Err(EmitError("packet has no wire extras (MAC addresses); set `pkt.wire` (see real::frame::make_reply)".into()));
+        return Err(EmitError("packet has no wire extras (MAC addresses); set `pkt.wire` (see phv::edit::make_reply)".into()));
     };
     let ip = &pkt.ip;
     let (l4_len, proto) = match &pkt.l4 {
@@ -575,7 +518,7 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
     }
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
     // Tunnel.
-    let mut geneve_udp_at = None;
+    let mut tunnel_udp_at = None;
     if let Some(t) = &pkt.tunnel {
         let oopts = wire.outer_ip_options.as_slice();
         match &t.encap {
@@ -614,7 +557,7 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
                     wire.outer_ip_flags_fragment,
                     oopts,
                 )?;
-                geneve_udp_at = Some(out.len());
+                tunnel_udp_at = Some(out.len());
                 out.extend_from_slice(&src_port.to_be_bytes());
                 out.extend_from_slice(&GENEVE_PORT.to_be_bytes());
                 out.extend_from_slice(&(udp_len as u16).to_be_bytes());
@@ -629,10 +572,21 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
                 out.extend_from_slice(&wire.inner_eth_src);
                 out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
             }
-            Encap::Udp { .. } => {
-                return Err(EmitError(
-                    "plain UDP tunnels are not emitted by the real runtime".into(),
-                ))
+            Encap::Udp { src_port, dst_port } => {
+                let udp_len = 8 + inner_total;
+                push_ipv4_header(
+                    out,
+                    &t.outer,
+                    PROTO_UDP,
+                    20 + oopts.len() + udp_len,
+                    wire.outer_ip_flags_fragment,
+                    oopts,
+                )?;
+                tunnel_udp_at = Some(out.len());
+                out.extend_from_slice(&src_port.to_be_bytes());
+                out.extend_from_slice(&dst_port.to_be_bytes());
+                out.extend_from_slice(&(udp_len as u16).to_be_bytes());
+                out.extend_from_slice(&[0, 0]);
             }
         }
     }
@@ -692,7 +646,7 @@ pub fn emit_into(pkt: &Packet, out: &mut Vec<u8>) -> Result<(), EmitError> {
         }
         _ => {}
     }
-    if let (Some(at), Some(t)) = (geneve_udp_at, &pkt.tunnel) {
+    if let (Some(at), Some(t)) = (tunnel_udp_at, &pkt.tunnel) {
         if !wire.outer_udp_checksum_zero {
             let (os, od) = (Ipv4Addr::from(t.outer.src), Ipv4Addr::from(t.outer.dst));
             let c = l4_checksum(os, od, PROTO_UDP, &out[at..], 6);
@@ -761,7 +715,7 @@ fn emit_plain_tcp(
         if !ip_opts.is_empty() {
             x[20..].copy_from_slice(ip_opts);
         }
-        let c = checksum::finish(sum_folded(x));
+        let c = checksum::finish(checksum::sum(x));
         x[10..12].copy_from_slice(&c.to_be_bytes());
     }
     n += ihl;
@@ -790,13 +744,8 @@ fn emit_plain_tcp(
         // The header is a whole number of 32-bit words, so the payload's words line up; the
         // zero filler past the materialized bytes adds nothing.
         let c = checksum::finish(
-            pseudo_sum(
-                ip.src,
-                ip.dst,
-                PROTO_TCP,
-                (thl + payload_len) as u16 as usize,
-            ) + sum_folded(t)
-                + sum_folded(bytes),
+            checksum::pseudo_header_u32(ip.src, ip.dst, PROTO_TCP, (thl + payload_len) as u16) + checksum::sum(t)
+                + checksum::sum(bytes),
         );
         t[16..18].copy_from_slice(&c.to_be_bytes());
     }
@@ -903,7 +852,7 @@ pub fn write_tcp_frame(
         if !ip_opts.is_empty() {
             x[20..].copy_from_slice(ip_opts);
         }
-        let c = checksum::finish(sum_folded(x));
+        let c = checksum::finish(checksum::sum(x));
         x[10..12].copy_from_slice(&c.to_be_bytes());
     }
     n += ihl;
@@ -924,13 +873,8 @@ pub fn write_tcp_frame(
         // The header is a whole number of 32-bit words, so the payload's words line up; the
         // zero filler past the materialized bytes adds nothing.
         let c = checksum::finish(
-            pseudo_sum(
-                ip.src,
-                ip.dst,
-                PROTO_TCP,
-                (thl + payload_len) as u16 as usize,
-            ) + sum_folded(t)
-                + sum_folded(payload),
+            checksum::pseudo_header_u32(ip.src, ip.dst, PROTO_TCP, (thl + payload_len) as u16) + checksum::sum(t)
+                + checksum::sum(payload),
         );
         t[16..18].copy_from_slice(&c.to_be_bytes());
     }
@@ -948,89 +892,6 @@ pub fn write_tcp_frame(
     Ok(())
 }
 
-/// Turn `pkt` (a copy of a received packet) into a packet going back to its sender: MACs, IP
-/// addresses (outer ones and inner MACs too, when tunnelled) and ports swapped, TTL 64, new IP ident 0, no padding trailer, no payload. A TCP
-/// reply keeps the request's options only if `keep_tcp_options` (e.g. timestamps a program
-/// rewrites); otherwise it has none. The caller then sets seq/ack/flags/window and the payload.
-pub fn make_reply(pkt: &mut Packet, keep_tcp_options: bool) {
-    let w = pkt.wire.get_or_insert_with(Box::default);
-    std::mem::swap(&mut w.eth_dst, &mut w.eth_src);
-    w.trailer.clear();
-    w.ip_options = OptionBytes::default();
-    w.udp_checksum_zero = false;
-    w.tcp_urgent = 0;
-    w.tcp_reserved_bits = 0;
-    if !keep_tcp_options {
-        w.tcp_options = OptionBytes::default();
-    }
-    let opts = w.tcp_options.len() as u8;
-    std::mem::swap(&mut w.inner_eth_dst, &mut w.inner_eth_src);
-    if let Some(t) = &mut pkt.tunnel {
-        std::mem::swap(&mut t.outer.src, &mut t.outer.dst);
-        t.outer.ttl = 64;
-    }
-    std::mem::swap(&mut pkt.ip.src, &mut pkt.ip.dst);
-    pkt.ip.ttl = 64;
-    pkt.ip.ident = 0;
-    pkt.ip.ecn = 0;
-    match &mut pkt.l4 {
-        L4::Udp { src_port, dst_port } => std::mem::swap(src_port, dst_port),
-        L4::Tcp(h) => {
-            std::mem::swap(&mut h.src_port, &mut h.dst_port);
-            h.options_bytes = opts;
-        }
-        L4::Other => {}
-    }
-    set_payload(pkt, &[]);
-}
-
-/// Replace the payload bytes (and `payload_len`).
-pub fn set_payload(pkt: &mut Packet, bytes: &[u8]) {
-    let b = pkt.payload_bytes.get_or_insert_with(Box::default);
-    b.clear();
-    b.extend_from_slice(bytes);
-    pkt.payload_len = bytes.len() as u32;
-}
-
-/// The payload bytes a received packet carries (empty if none were materialized).
-pub fn payload(pkt: &Packet) -> &[u8] {
-    pkt.payload_bytes
-        .as_deref()
-        .map(|v| v.as_slice())
-        .unwrap_or(&[])
-}
-
-/// Replace the TCP options (raw bytes, a multiple of 4 up to 40), keeping `options_bytes` in
-/// step. False if the packet is not TCP or the options do not fit.
-pub fn set_tcp_options(pkt: &mut Packet, raw: &[u8]) -> bool {
-    let L4::Tcp(h) = &mut pkt.l4 else {
-        return false;
-    };
-    let w = pkt.wire.get_or_insert_with(Box::default);
-    if !w.tcp_options.set(raw) {
-        return false;
-    }
-    h.options_bytes = raw.len() as u8;
-    true
-}
-
-/// The parsed TCP options of a packet (timestamps, SACK, MSS, ...), via crates/wire.
-pub fn tcp_options(pkt: &Packet) -> innet_wire::Result<Vec<innet_wire::tcp::TcpOption>> {
-    match pkt.wire.as_deref() {
-        Some(w) => innet_wire::tcp::parse_options(w.tcp_options.as_slice()),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// A brand-new packet with the given wire extras (e.g. a clone of a received packet's), for
-/// programs that generate traffic.
-pub fn new_wire_packet(ip: Ipv4, l4: L4, wire: WireExtras) -> Packet {
-    let mut p = Packet::new(ip, l4, 0);
-    p.wire = Some(Box::new(wire));
-    p.payload_bytes = Some(Box::default());
-    p
-}
-
 /// One TCP segment as an Ethernet/IPv4 frame with correct lengths and checksums, for test rigs
 /// and benchmark captures (the one builder they share). MACs default to 02:00:00:00:00:01 →
 /// 02:00:00:00:00:02, TTL 64, DF set, IP ident 1, window 500, no options.
@@ -1042,11 +903,11 @@ pub struct TcpFrame<'a> {
     pub dst: (Ipv4Addr, u16),
     pub seq: u32,
     pub ack: u32,
-    /// TCP flags (`innet_wire::tcp::flags`).
+    /// TCP flags (`crate::tcp::flags`).
     pub flags: u8,
     pub window: u16,
     pub ident: u16,
-    pub options: Vec<innet_wire::tcp::TcpOption>,
+    pub options: Vec<crate::tcp::TcpOption>,
     pub payload: &'a [u8],
 }
 
@@ -1071,7 +932,7 @@ impl<'a> TcpFrame<'a> {
         self.payload = payload;
         self
     }
-    pub fn options(mut self, options: Vec<innet_wire::tcp::TcpOption>) -> Self {
+    pub fn options(mut self, options: Vec<crate::tcp::TcpOption>) -> Self {
         self.options = options;
         self
     }
@@ -1081,53 +942,50 @@ impl<'a> TcpFrame<'a> {
     }
     /// The frame's bytes. Panics only if the options do not fit in 40 bytes (a caller's bug).
     pub fn emit(&self) -> Vec<u8> {
-        use innet_wire::ethernet::EthernetRepr;
-        use innet_wire::frame::{FrameRepr, L4Repr};
-        use innet_wire::ipv4::Ipv4Repr;
-        use innet_wire::tcp::TcpRepr;
-        FrameRepr {
-            eth: EthernetRepr {
-                dst: self.eth_dst,
-                src: self.eth_src,
-                vlan_tci: None,
-                ethertype: ETHERTYPE_IPV4,
-            },
-            tunnel: None,
-            ip: Ipv4Repr {
-                src: self.src.0,
-                dst: self.dst.0,
-                protocol: PROTO_TCP,
-                ttl: 64,
-                dscp: 0,
-                ecn: 0,
-                ident: self.ident,
-                dont_fragment: true,
-                options: vec![],
-                payload_len: 0,
-            },
-            l4: L4Repr::Tcp(TcpRepr {
-                src_port: self.src.1,
-                dst_port: self.dst.1,
-                seq: self.seq,
-                ack: self.ack,
-                flags: self.flags,
-                window: self.window,
-                urgent: 0,
-                options: self.options.clone(),
-                payload_len: self.payload.len(),
-            }),
-            payload: self.payload.to_vec(),
-        }
-        .emit()
-        .expect("TcpFrame: options longer than 40 bytes")
+        let options = crate::tcp::options_bytes(&self.options);
+        let ip = Ipv4 {
+            src: u32::from(self.src.0),
+            dst: u32::from(self.dst.0),
+            protocol: PROTO_TCP,
+            ttl: 64,
+            dscp: 0,
+            ecn: 0,
+            ident: self.ident,
+        };
+        let tcp = TcpHeader {
+            src_port: self.src.1,
+            dst_port: self.dst.1,
+            seq: self.seq,
+            ack: self.ack,
+            flags: TcpFlags(self.flags),
+            window: self.window as u32,
+            options_bytes: options.len() as u8,
+        };
+        let headers = TcpFrameHeaders {
+            eth_dst: self.eth_dst,
+            eth_src: self.eth_src,
+            vlan_tci: None,
+            ip,
+            ip_flags_fragment: 0x4000, // DF
+            ip_options: &[],
+            tcp,
+            tcp_reserved_bits: 0,
+            tcp_urgent: 0,
+            tcp_options: &options,
+        };
+        let mut out = Vec::new();
+        write_tcp_frame(&headers, self.payload, self.payload.len(), &[], &mut out)
+            .expect("TcpFrame: options longer than 40 bytes");
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use innet_wire::frame::L4Repr;
-    use innet_wire::tcp::TcpOption;
+    use crate::frame::L4Repr;
+    use crate::phv::edit::{blank_packet, make_reply, payload, set_payload, tcp_options};
+    use crate::tcp::TcpOption;
 
     fn tcp_frame(payload: &[u8], options: Vec<TcpOption>) -> Vec<u8> {
         TcpFrame::new(
@@ -1167,7 +1025,7 @@ mod tests {
         }
         set_payload(&mut p, b"a longer payload");
         emit_into(&p, &mut out).unwrap();
-        let g = innet_wire::frame::parse_frame(&out).unwrap();
+        let g = crate::frame::parse_frame(&out).unwrap();
         match g.l4 {
             L4Repr::Tcp(t) => assert_eq!(t.seq, 7777),
             _ => panic!(),
@@ -1185,7 +1043,7 @@ mod tests {
         set_payload(&mut r, b"VALUE");
         let mut out = Vec::new();
         emit_into(&r, &mut out).unwrap();
-        let g = innet_wire::frame::parse_frame(&out).unwrap();
+        let g = crate::frame::parse_frame(&out).unwrap();
         assert_eq!(g.eth.dst, [2, 0, 0, 0, 0, 1]);
         assert_eq!(g.ip.src, Ipv4Addr::new(10, 0, 0, 2));
         match g.l4 {
@@ -1244,22 +1102,3 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod sum_tests {
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn fast_sum_equals_the_wire_crates_sum(
-            data in prop::collection::vec(any::<u8>(), 0..300),
-            ones in 0usize..300, zeros in 0usize..20,
-        ) {
-            // The folded sums themselves (not only the checksums): 0 and 0xFFFF differ.
-            let fold = |mut x: u32| { while x >> 16 != 0 { x = (x & 0xFFFF) + (x >> 16); } x };
-            for d in [data.clone(), vec![0xFF; ones], vec![0; zeros], [vec![0xFF; ones], data].concat()] {
-                let slow = fold(innet_wire::checksum::sum(&d));
-                prop_assert_eq!(slow, super::sum_folded(&d), "{:02x?}", d);
-            }
-        }
-    }
-}

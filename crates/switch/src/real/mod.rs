@@ -1,10 +1,9 @@
 //! The real-packet switch: the same [`crate::Program`] attached to Linux interfaces with
-//! AF_PACKET. `frame` converts frames to and from the program's `Packet`; the runtime around it
-//! (sockets, batching, checksum offload, timers, counters) lives in the sibling modules.
+//! AF_PACKET. Frames become the program's `Packet` and back through `innet_wire::phv::codec`;
+//! the runtime around it (sockets, batching, checksum offload, timers, counters) lives here.
 
 pub mod afpacket;
 pub mod bench;
-pub mod frame;
 pub mod pcap_log;
 pub mod registry;
 pub mod routes;

@@ -5,11 +5,9 @@
 //! The same program type runs in the simulated switch and in the real-packet switch; the context
 //! hides which runtime is underneath.
 
-use innet_sim::packet::{Ipv4, Packet, TcpFlags, TcpHeader, WireExtras, L4};
-
-use crate::real::frame::{
-    make_reply, set_payload, set_tcp_options, write_tcp_frame, TcpFrameHeaders,
-};
+use innet_wire::phv::codec::{write_tcp_frame, TcpFrameHeaders};
+use innet_wire::phv::edit::{make_reply, set_payload, set_tcp_options};
+use innet_wire::phv::{Ipv4, Packet, TcpFlags, TcpHeader, WireExtras, L4};
 
 /// What [`Ctx::reply_tcp`] sends: the segment's own fields (the rest comes from the packet
 /// it answers).
@@ -24,8 +22,17 @@ pub struct TcpReply<'a> {
     pub options: &'a [u8],
     pub payload: &'a [u8],
 }
-use innet_sim::routing::NextHop;
 use rand_chacha::ChaCha8Rng;
+
+/// A forwarding table's answer for a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextHop {
+    /// Out of this local port.
+    Port(u16),
+    /// The destination is this switch itself.
+    ToSelf,
+    NoRoute,
+}
 
 /// How a packet instance came to be in the pipeline (P4's `instance_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +105,10 @@ pub struct Actions {
     /// Packets the runtime recycled, handed out by [`Ctx::copy_headers`] (no allocation per
     /// generated packet). Not an action: `clear` and `is_empty` ignore it.
     pub spare: Vec<Packet>,
+    /// A device property, not an action: whether the runtime takes whole frames from
+    /// [`Ctx::reply_tcp`] (the real switch, whose output is frames) or wants packets (the
+    /// simulator, whose output is packets; false by default).
+    pub takes_frames: bool,
 }
 
 impl Actions {
@@ -138,6 +149,18 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// The context of one pass; the runtime collects what the program asks for in `actions`.
+    pub fn new(
+        now_ps: u64,
+        switch_id: u32,
+        num_ports: u16,
+        recirculation_port: u16,
+        router: &'a dyn Router,
+        rng: &'a mut ChaCha8Rng,
+        actions: &'a mut Actions,
+    ) -> Self {
+        Ctx { now_ps, switch_id, num_ports, recirculation_port, router, rng, actions }
+    }
     /// Copy `pkt` (as it is now) to another destination (I2E/E2E clone via the PRE).
     pub fn clone_to(&mut self, pkt: &Packet, dest: Verdict) {
         self.actions.clones.push((pkt.clone(), dest));
@@ -170,16 +193,19 @@ impl<'a> Ctx<'a> {
         p
     }
     /// A TCP segment back to the sender of `to` (a received packet), sent out of `port`: the
-    /// headers [`crate::real::frame::make_reply`] makes (MACs, addresses and ports swapped, TTL
+    /// headers [`innet_wire::phv::edit::make_reply`] makes (MACs, addresses and ports swapped, TTL
     /// 64, IP ident 0, ECN 0, no IP options, no trailer) with `seg`'s sequence numbers, flags,
     /// window, TCP options and payload. On the real runtime a plain (untunnelled) IPv4/TCP `to`
     /// gets its reply written as a frame at once, in a reused buffer that the runtime queues for
     /// transmission as it is: no `Packet`, no egress pass (for programs whose egress does not
     /// touch their own replies). Anything else — a tunnelled packet, TCP options that do not
-    /// fit, the simulator — goes the general way: a packet built by `copy_headers` +
+    /// fit, a runtime that wants packets (the simulator: `Actions::takes_frames` false) — goes
+    /// the general way: a packet built by `copy_headers` +
     /// `make_reply` and generated towards `port` (with the egress pass).
     pub fn reply_tcp(&mut self, to: &Packet, port: u16, seg: &TcpReply<'_>) {
-        if let (None, Some(w), L4::Tcp(h)) = (&to.tunnel, to.wire.as_deref(), &to.l4) {
+        if let (true, None, Some(w), L4::Tcp(h)) =
+            (self.actions.takes_frames, &to.tunnel, to.wire.as_deref(), &to.l4)
+        {
             if seg.options.len() <= 40 && seg.options.len() % 4 == 0 {
                 let mut buf = self.actions.spare_frames.pop().unwrap_or_default();
                 let hdr = TcpFrameHeaders {
@@ -328,7 +354,7 @@ fn copy_wire(d: &mut WireExtras, s: &WireExtras) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use innet_sim::packet::{Encap, Ipv4, OptionBytes, TcpHeader, Tunnel, L4};
+    use innet_wire::phv::{Encap, Ipv4, OptionBytes, TcpHeader, Tunnel, L4};
     use rand::SeedableRng;
 
     /// A reply built in a recycled packet equals a clone of the template without payload,
@@ -414,11 +440,12 @@ mod tests {
 
     /// `reply_tcp` writes the very frame the general way (a packet by `copy_headers` +
     /// `make_reply`, emitted) gives, for requests with and without a VLAN tag, IP options, TCP
-    /// options, urgent pointer, reserved bits and padding; a tunnelled request goes the
-    /// general way.
+    /// options, urgent pointer, reserved bits and padding; a tunnelled request, and any request
+    /// on a runtime that wants packets (the simulator), goes the general way.
     #[test]
     fn reply_tcp_frame_equals_the_packet_way() {
-        use crate::real::frame::{blank_packet, emit_into, parse_into, TcpFrame};
+        use innet_wire::phv::codec::{emit_into, parse_into, TcpFrame};
+        use innet_wire::phv::edit::blank_packet;
         use innet_wire::tcp::TcpOption;
         use innet_wire::Ipv4Addr;
         struct NoRoute;
@@ -479,17 +506,6 @@ mod tests {
                 options: if opts { &ts } else { &[] },
                 payload: b"the answer",
             };
-            let mut actions = Actions::default();
-            let mut ctx = Ctx {
-                now_ps: 0,
-                switch_id: 0,
-                num_ports: 2,
-                recirculation_port: 2,
-                router: &NoRoute,
-                rng: &mut rng,
-                actions: &mut actions,
-            };
-            ctx.reply_tcp(&req, 0, &seg);
             // The general way, by hand.
             let mut r = req.clone();
             make_reply(&mut r, false);
@@ -503,7 +519,11 @@ mod tests {
             set_payload(&mut r, seg.payload);
             let mut want = Vec::new();
             emit_into(&r, &mut want).unwrap();
-            if tunnel {
+            for takes_frames in [true, false] {
+            let mut actions = Actions { takes_frames, ..Default::default() };
+            let mut ctx = Ctx::new(0, 0, 2, 2, &NoRoute, &mut rng, &mut actions);
+            ctx.reply_tcp(&req, 0, &seg);
+            if tunnel || !takes_frames {
                 assert!(actions.frames.is_empty());
                 assert_eq!(actions.generated.len(), 1);
                 let mut got = Vec::new();
@@ -518,6 +538,7 @@ mod tests {
                     actions.frames[0].1, want,
                     "vlan {vlan} opts {opts} pad {pad}"
                 );
+            }
             }
         }
     }

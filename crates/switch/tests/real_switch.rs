@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use innet_dataplane::real::frame::{make_reply, set_payload, TcpFrame};
-use innet_dataplane::real::{builtin_programs, FrameSwitch, RealConfig, RealSwitch, TxBatch};
-use innet_dataplane::{Ctx, Metadata, NoControl, Program, Verdict};
-use innet_sim::packet::{Ipv4, Packet, L4};
+use innet_wire::phv::codec::TcpFrame;
+use innet_wire::phv::edit::{make_reply, set_payload};
+use innet_switch::real::{builtin_programs, FrameSwitch, RealConfig, RealSwitch, TxBatch};
+use innet_switch::{Ctx, Metadata, NoControl, Program, Verdict};
+use innet_wire::phv::{Ipv4, Packet, L4};
 use innet_wire::frame::parse_frame;
 use innet_wire::tcp::TcpOption;
 use innet_wire::Ipv4Addr;
@@ -150,7 +151,8 @@ fn generated_reply_goes_back_with_right_checksums() {
 
 #[test]
 fn ipip_with_a_garbage_inside_is_plain_ipv4_not_malformed() {
-    use innet_dataplane::real::frame::{blank_packet, emit_into, parse_into};
+    use innet_wire::phv::codec::{emit_into, parse_into};
+    use innet_wire::phv::edit::blank_packet;
     let mut f = tcp_frame(b"");
     // Turn it into IP-in-IP whose "inner packet" is the TCP header bytes (not IPv4).
     f[14 + 9] = 4;
@@ -193,7 +195,7 @@ fn multicast_copies_go_to_the_group_and_a_bad_member_is_counted_not_a_panic() {
 
 mod never_crash {
     use super::*;
-    use innet_dataplane::real::vnet::{complete_checksum, segment_tcp4, Vnet};
+    use innet_switch::real::vnet::{complete_checksum, segment_tcp4, Vnet};
     use proptest::prelude::*;
 
     proptest! {
@@ -216,7 +218,7 @@ mod never_crash {
             sw.on_frame(port, &bytes, [0; 10], 0, &mut tx);
             for p in 0..2 {
                 for (_, f) in tx.port(p).queued() {
-                    prop_assert!(f == &bytes || innet_dataplane::real::frame::parse_into(f, &mut innet_dataplane::real::frame::blank_packet()).is_ok());
+                    prop_assert!(f == &bytes || innet_wire::phv::codec::parse_into(f, &mut innet_wire::phv::edit::blank_packet()).is_ok());
                 }
             }
         }
