@@ -1,8 +1,10 @@
 """The house's layering, checked from the sources (DESIGN.md §2):
 
 - Rust crates (`cargo metadata`): the registry and wire depend on no innet crate; a system crate
-  depends only on wire / sim / dataplane / workloads / registry — never on a sibling system or on
-  `basic`; only the PyO3 crate sees every system.
+  depends only on wire / switch / sim / dataplane / workloads / registry — never on a sibling
+  system or on `basic`; only the PyO3 crate sees every system. The real-packet runtime (`switch`)
+  and the application switch reach neither the simulator nor the simulated switch, even
+  transitively (docs/architecture.md, "Crates").
 - Python (`ast` over python/innet): no import cycles among the package's modules, counting
   imports inside functions too (a lazy import that closes a loop is still a loop).
 """
@@ -21,14 +23,15 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "python" / "innet"
 
 SYSTEMS = {"innet-switchv2p", "innet-orbitcache", "innet-gigaflow", "innet-switchvm", "innet-appswitch"}
-LOWER_LAYERS = {"innet-wire", "innet-sim", "innet-dataplane", "innet-workloads", "innet-registry"}
+LOWER_LAYERS = {"innet-wire", "innet-switch", "innet-sim", "innet-dataplane", "innet-workloads", "innet-registry"}
 # Who may depend on whom, for every workspace crate but the PyO3 front (which sees all).
 ALLOWED = {
     "innet-registry": set(),
     "innet-wire": set(),
     "innet-workloads": set(),
+    "innet-switch": {"innet-wire"},
     "innet-sim": {"innet-wire", "innet-registry"},
-    "innet-dataplane": {"innet-wire", "innet-sim", "innet-registry"},
+    "innet-dataplane": {"innet-wire", "innet-switch", "innet-sim", "innet-registry"},
     "innet-basic": LOWER_LAYERS,
     **{s: LOWER_LAYERS for s in SYSTEMS},
 }
@@ -52,6 +55,18 @@ def test_crates_depend_only_on_lower_layers():
     assert not unlisted, f"crates without a layering rule here: {sorted(unlisted)}"
     bad = {c: sorted(d - ALLOWED[c]) for c, d in deps.items() if c in ALLOWED and d - ALLOWED[c]}
     assert not bad, f"dependencies outside the crate's layer (DESIGN.md §2): {bad}"
+
+
+def test_real_packet_crates_build_without_the_simulator():
+    deps = workspace_deps()
+    for krate in ("innet-switch", "innet-appswitch"):
+        seen, todo = set(), [krate]
+        while todo:
+            for d in deps[todo.pop()] - seen:
+                seen.add(d)
+                todo.append(d)
+        assert "innet-wire" in seen, f"{krate}: the walk should reach the packet layer, saw {sorted(seen)}"
+        assert not seen & {"innet-sim", "innet-dataplane"}, f"{krate} reaches the simulator: {sorted(seen)}"
 
 
 def module_imports() -> dict[str, set[str]]:
