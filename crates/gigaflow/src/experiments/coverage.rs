@@ -1,0 +1,180 @@
+//! `gigaflow.coverage` (Table 2): rule-space coverage in Megaflow-equivalents of MF and GF after
+//! the traffic, beside the paper's numbers.
+
+use super::*;
+
+pub(super) struct CoverageExp;
+
+#[derive(Deserialize)]
+struct CoverageParams {
+    #[serde(flatten)]
+    common: Common,
+    pipelines: String,
+    locality: String,
+    mf_entries: usize,
+    gf_tables: usize,
+    gf_entries: usize,
+}
+
+impl Experiment for CoverageExp {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec {
+                name: "pipelines",
+                default: "\"OFD,PSC,OLS,ANT,OTL\"",
+                doc: "Pipebench pipelines (Table 2)",
+            },
+            ParamSpec {
+                name: "locality",
+                default: "\"high\"",
+                doc: "traffic locality (Table 2: high)",
+            },
+            ParamSpec {
+                name: "mf_entries",
+                default: "32000",
+                doc: "Megaflow cache entries (MF 32K)",
+            },
+            ParamSpec {
+                name: "gf_tables",
+                default: "4",
+                doc: "Gigaflow LTM tables (K)",
+            },
+            ParamSpec {
+                name: "gf_entries",
+                default: "8000",
+                doc: "entries per LTM table",
+            },
+        ]);
+        ExperimentInfo { name: "gigaflow.coverage", description: "Rule-space coverage (Table 2): Megaflow-equivalents covered by MF 32K vs GF 4x8K after the traffic, per pipeline, beside the paper's numbers", params }
+    }
+
+    fn run(
+        &self,
+        overrides: &BTreeMap<String, String>,
+        quick: bool,
+        progress: Progress<'_>,
+    ) -> Result<RunOutput, ExperimentError> {
+        let p: CoverageParams = resolve_params(
+            &self.info(),
+            &[
+                ("rules", "1000"),
+                ("flows", "3000"),
+                ("pipelines", "\"PSC,OFD\""),
+                ("mf_entries", "960"),
+                ("gf_entries", "240"),
+            ],
+            quick,
+            overrides,
+        )?;
+        let pipes = split_list("pipelines", &p.pipelines)?;
+        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+        let gf = GigaflowConfig {
+            tables: p.gf_tables,
+            entries_per_table: p.gf_entries,
+            ..p.common.gf()
+        };
+        let nic = p.common.nic();
+        let mut tree = Map::new();
+        let mut rows: Vec<(String, f64, f64, f64, u64, u64, f64, f64)> = Vec::new();
+        for (i, name) in pipes.iter().enumerate() {
+            let (_, pl, traffic) = inputs(name, loc, &p.common).map_err(ExperimentError::Input)?;
+            let mf = run_cache(
+                &pl,
+                &traffic,
+                &CacheSpec::Megaflow {
+                    entries: p.mf_entries,
+                    eviction: Eviction::None,
+                    max_masks: usize::MAX,
+                },
+                nic,
+            )
+            .map_err(ExperimentError::Invariant)?;
+            let g = run_cache(&pl, &traffic, &CacheSpec::Gigaflow(gf), nic)
+                .map_err(ExperimentError::Invariant)?;
+            let paper = crate::coverage::PAPER_TABLE2
+                .iter()
+                .find(|x| x.0.eq_ignore_ascii_case(name));
+            let ratio = g.rule_space / mf.rule_space.max(1.0);
+            let mut v = json!({
+                "mf_coverage": r6(mf.rule_space),
+                "gf_coverage": r6(g.rule_space),
+                "gf_chains_tag_only": r6(g.rule_space_tag_only),
+                "gf_over_mf": r6(ratio),
+                "mf_entries": mf.entries,
+                "gf_entries": g.entries,
+                "mf_hit_rate": r6(mf.hit_rate()),
+                "gf_hit_rate": r6(g.hit_rate()),
+            });
+            if let Some(&(_, pm, pg)) = paper {
+                let o = v.as_object_mut().unwrap();
+                o.insert("paper_mf_coverage".into(), json!(pm));
+                o.insert("paper_gf_coverage".into(), json!(pg));
+                o.insert("paper_gf_over_mf".into(), json!(r6(pg / pm)));
+            }
+            tree.insert(name.clone(), v);
+            let (pm, pg) = paper.map(|x| (x.1, x.2)).unwrap_or((f64::NAN, f64::NAN));
+            rows.push((
+                name.clone(),
+                mf.rule_space,
+                g.rule_space,
+                g.rule_space_tag_only,
+                mf.entries as u64,
+                g.entries as u64,
+                pm,
+                pg,
+            ));
+            progress((i + 1) as f64 / pipes.len() as f64);
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.coverage"));
+        p.common.describe(&mut summary);
+        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
+        summary.insert(
+            "gf".into(),
+            json!(format!("{}x{}", p.gf_tables, p.gf_entries)),
+        );
+        summary.insert("definition".into(), json!("Megaflow-equivalents: MF entries; GF entry chains (start tag -> ... -> end, increasing tables) whose adjacent entries a packet can pass after rewrites"));
+        summary.insert("pipelines".into(), Value::Object(tree));
+        let t = Table::new("coverage")
+            .with("pipeline", strs(&rows, |r| r.0.clone()))
+            .with("mf_coverage", f64s(&rows, |r| r.1))
+            .with("gf_coverage", f64s(&rows, |r| r.2))
+            .with("gf_chains_tag_only", f64s(&rows, |r| r.3))
+            .with("mf_entries", u64s(&rows, |r| r.4))
+            .with("gf_entries", u64s(&rows, |r| r.5))
+            .with("paper_mf_coverage", f64s(&rows, |r| r.6))
+            .with("paper_gf_coverage", f64s(&rows, |r| r.7));
+        Ok(RunOutput {
+            summary,
+            tables: vec![t],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::tests::run;
+
+    #[test]
+    fn coverage_quick_gf_covers_more_than_mf_and_feasible_is_bounded() {
+        let out = run(&CoverageExp, &[]);
+        for name in ["PSC", "OFD"] {
+            let x = &out.summary["pipelines"][name];
+            let (mf, gf, tag_only) = (
+                x["mf_coverage"].as_f64().unwrap(),
+                x["gf_coverage"].as_f64().unwrap(),
+                x["gf_chains_tag_only"].as_f64().unwrap(),
+            );
+            // MF covers one traversal per entry.
+            assert_eq!(mf, x["mf_entries"].as_u64().unwrap() as f64, "{x}");
+            // Every GF entry chain a packet completes counts; it can not exceed the tag-linked chains.
+            assert!(gf <= tag_only, "{x}");
+            assert!(gf > mf, "{x}");
+            assert_eq!(x["paper_mf_coverage"].as_f64().unwrap(), 32e3);
+        }
+        assert_eq!(out.tables[0].rows(), 2);
+    }
+}
