@@ -12,6 +12,7 @@
 //! headers (the NIC carries them as P4 metadata).
 
 use crate::actions::{apply_ops, window_ops, CachedOp};
+use crate::coverage::UniqueMappings;
 use crate::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
@@ -180,6 +181,8 @@ pub struct GigaflowCache {
     pub tables: Vec<TssTable<LtmEntry>>,
     pub tags: Tags,
     pub stats: GigaflowStats,
+    /// Installs by unique mapping, for Table 2's rule-space estimate ([`crate::coverage`]).
+    pub mappings: UniqueMappings,
     partitioner: Partitioner,
     rng: ChaCha8Rng,
     touched: Vec<(usize, EntryId)>,
@@ -202,6 +205,7 @@ impl GigaflowCache {
             tables: (0..cfg.tables).map(|_| TssTable::new(cfg.entries_per_table)).collect(),
             stats: GigaflowStats { table_hits: vec![0; cfg.tables], table_inserted: vec![0; cfg.tables], table_recycled: vec![0; cfg.tables], ..Default::default() },
             tags,
+            mappings: UniqueMappings::default(),
             partitioner: Partitioner::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             touched: Vec::with_capacity(cfg.tables),
@@ -381,15 +385,13 @@ impl GigaflowCache {
             cost.rulegen_ns = t1.elapsed().as_nanos() as u64;
             return cost;
         }
-        for e in built {
-            self.put(e, now_ns);
-        }
+        self.put_mapping(built, now_ns);
         if self.cfg.repair && !self.would_hit(&trace.initial_flow) {
             let n = trace.visits.len();
             if let Some(&k) = self.available().first() {
                 if let Some(e) = self.build(trace, &Segment { start: 0, end: n - 1, table: k }) {
                     if self.masks_fit(std::slice::from_ref(&e)) {
-                        self.put(e, now_ns);
+                        self.put_mapping(vec![e], now_ns);
                         self.stats.repairs += 1;
                     }
                 }
@@ -414,17 +416,34 @@ impl GigaflowCache {
         })
     }
 
-    fn put(&mut self, e: NewEntry, now_ns: u64) {
+    /// Installs the entries of one mapping, counting the ones it adds under that mapping.
+    fn put_mapping(&mut self, built: Vec<NewEntry>, now_ns: u64) {
+        let parts = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
+        let m = self.mappings.mapping(parts, self.tables.len());
+        for e in built {
+            let table = e.table;
+            if self.put(e, now_ns) {
+                self.mappings.added(m, table);
+            }
+        }
+    }
+
+    /// Installs one entry, or recycles the identical one; true when it was added.
+    fn put(&mut self, e: NewEntry, now_ns: u64) -> bool {
         let t = &mut self.tables[e.table];
         let key = e.entry.start_flow;
         if let Some(id) = t.find_exact(e.tag, &e.mask, e.priority, &key) {
             t.get_mut(id).payload.refs += 1;
             self.stats.entries_recycled += 1;
             self.stats.table_recycled[e.table] += 1;
+            false
         } else if !t.is_full() {
             t.insert(e.tag, &e.mask, e.priority, &key, e.entry, now_ns);
             self.stats.entries_inserted += 1;
             self.stats.table_inserted[e.table] += 1;
+            true
+        } else {
+            false
         }
     }
 
