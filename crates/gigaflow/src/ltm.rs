@@ -292,6 +292,10 @@ impl GigaflowCache {
                 self.sets = sets;
                 segs
             }
+            Scheme::DisjointArtifact => {
+                let sets: Vec<u8> = visits.iter().map(|v| field_set(&v.window_wildcards)).collect();
+                partition::disjoint_artifact(&sets, available)
+            }
             Scheme::Random => partition::random(visits.len(), available, &mut self.rng),
             Scheme::OneToOne => partition::one_to_one(visits.len(), available),
         };
