@@ -27,6 +27,19 @@ use std::collections::HashMap;
 /// One LTM table's part of a mapping: (LTM table, tag, next tag, wildcard).
 pub type MappingPart = (usize, u16, u16, Flow);
 
+/// A wildcard reduced to the fields it examines (each examined field all ones): the key of the
+/// artifact's unused alternative, mappings equal by their field sets
+/// (`mapping_equal_with_bit_wildcards`), used to show how much the full wildcards split them.
+pub fn fields_only(mask: &Flow) -> Flow {
+    let mut m = Flow::default();
+    for f in crate::fields::Field::all() {
+        if mask.get(f) != 0 {
+            m.set(f, f.full_mask());
+        }
+    }
+    m
+}
+
 /// The unique mappings of a Gigaflow cache's installs and the entries each added per table
 /// (the artifact's `unique_mappings_cache_occupancy`).
 #[derive(Default)]
@@ -62,6 +75,11 @@ impl UniqueMappings {
 
     /// Table 2's Megaflow-equivalents, as the artifact estimates them, floored at `upcalls`.
     pub fn estimate(&self, upcalls: u64) -> f64 {
+        self.sum().max(upcalls) as f64
+    }
+
+    /// The mappings' contributions before the floor.
+    pub fn sum(&self) -> u64 {
         let mut total = 0u64;
         for (overlaps, counts) in &self.tallies {
             let largest = counts.iter().copied().max().unwrap_or(0);
@@ -72,7 +90,7 @@ impl UniqueMappings {
                 total += non_zero.windows(2).map(|w| w[0] * w[1]).max().unwrap_or(1).max(1);
             }
         }
-        total.max(upcalls) as f64
+        total
     }
 }
 
@@ -126,6 +144,10 @@ fn chains_to(a: &Node, b: &Node) -> bool {
 pub struct Coverage {
     /// Table 2's count: the artifact's estimate over unique mappings ([`UniqueMappings`]).
     pub estimate: f64,
+    /// The estimate's sum over mappings before the floor at the upcalls.
+    pub mapping_sum: f64,
+    /// The same sum with mappings keyed by field sets instead of full wildcards.
+    pub mapping_sum_by_fields: f64,
     /// Chains whose adjacent entries a packet can pass.
     pub feasible: f64,
     /// Chains linked by tags alone (an upper bound).
@@ -184,7 +206,12 @@ pub fn gigaflow_coverage(g: &GigaflowCache, upcalls: u64) -> Coverage {
             later_by_tag.entry(n.tag).or_default().push((k, i));
         }
     }
-    let mut c = Coverage { estimate: g.mappings.estimate(upcalls), ..Coverage::default() };
+    let mut c = Coverage {
+        estimate: g.mappings.estimate(upcalls),
+        mapping_sum: g.mappings.sum() as f64,
+        mapping_sum_by_fields: g.mappings_by_fields.sum() as f64,
+        ..Coverage::default()
+    };
     for (k, t) in tables.iter().enumerate() {
         for (i, n) in t.iter().enumerate() {
             if n.tag == TAG_START {
@@ -313,6 +340,13 @@ mod tests {
         assert_eq!(u.estimate(0), 18.0 + 30.0);
         // Floored at the upcalls (the artifact's "hard to estimate").
         assert_eq!(u.estimate(1000), 1000.0);
+        assert_eq!(u.sum(), 48);
+        // Keyed by field sets, A and B's ACL wildcards stay apart (B's adds dl_dst), two
+        // prefix lengths of one field do not.
+        let mut short = acl;
+        short.set(Field::NwSrc, 0xffff_0000);
+        assert_eq!(fields_only(&short), fields_only(&acl));
+        assert_ne!(fields_only(&both), fields_only(&acl));
         assert_eq!(u.len(), 4);
     }
 }

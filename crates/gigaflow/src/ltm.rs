@@ -183,6 +183,8 @@ pub struct GigaflowCache {
     pub stats: GigaflowStats,
     /// Installs by unique mapping, for Table 2's rule-space estimate ([`crate::coverage`]).
     pub mappings: UniqueMappings,
+    /// The same installs with mappings keyed by field sets ([`crate::coverage::fields_only`]).
+    pub mappings_by_fields: UniqueMappings,
     partitioner: Partitioner,
     rng: ChaCha8Rng,
     touched: Vec<(usize, EntryId)>,
@@ -206,6 +208,7 @@ impl GigaflowCache {
             stats: GigaflowStats { table_hits: vec![0; cfg.tables], table_inserted: vec![0; cfg.tables], table_recycled: vec![0; cfg.tables], ..Default::default() },
             tags,
             mappings: UniqueMappings::default(),
+            mappings_by_fields: UniqueMappings::default(),
             partitioner: Partitioner::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             touched: Vec::with_capacity(cfg.tables),
@@ -422,12 +425,15 @@ impl GigaflowCache {
 
     /// Installs the entries of one mapping, counting the ones it adds under that mapping.
     fn put_mapping(&mut self, built: Vec<NewEntry>, now_ns: u64) {
-        let parts = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
+        let parts: Vec<_> = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
+        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::coverage::fields_only(&m))).collect();
         let m = self.mappings.mapping(parts, self.tables.len());
+        let mc = self.mappings_by_fields.mapping(coarse, self.tables.len());
         for e in built {
             let table = e.table;
             if self.put(e, now_ns) {
                 self.mappings.added(m, table);
+                self.mappings_by_fields.added(mc, table);
             }
         }
     }

@@ -194,7 +194,7 @@ impl<'a> Offload<'a> {
         match &self.cache {
             NicCache::Megaflow(m) => {
                 let n = m.len() as f64;
-                crate::coverage::Coverage { estimate: n, feasible: n, chains_tag_only: n }
+                crate::coverage::Coverage { estimate: n, mapping_sum: n, mapping_sum_by_fields: n, feasible: n, chains_tag_only: n }
             }
             NicCache::Gigaflow(g) => crate::coverage::gigaflow_coverage(g, self.stats.upcalls),
         }

@@ -102,6 +102,8 @@ impl Experiment for CoverageExp {
                 "gf_feasible_chains": r6(g.rule_space_feasible),
                 "gf_chains_tag_only": r6(g.rule_space_tag_only),
                 "gf_unique_mappings": g.unique_mappings,
+                "gf_mapping_sum": r6(g.mapping_sum),
+                "gf_mapping_sum_by_field_sets": r6(g.mapping_sum_by_fields),
                 "gf_upcalls": g.misses,
                 "gf_over_mf": r6(ratio),
                 "mf_entries": mf.entries,

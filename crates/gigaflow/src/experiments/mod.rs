@@ -49,8 +49,12 @@ pub struct RunResult {
     pub rule_space_feasible: f64,
     /// Gigaflow entry chains linked by tags alone (an upper bound of `rule_space_feasible`).
     pub rule_space_tag_only: f64,
-    /// Unique mappings Gigaflow's installs used (0 for Megaflow).
+    /// Unique mappings Gigaflow's installs used (0 for Megaflow), and the estimate's sum over
+    /// them before the floor at the upcalls, with mappings keyed by full wildcards (the
+    /// artifact) and by field sets.
     pub unique_mappings: usize,
+    pub mapping_sum: f64,
+    pub mapping_sum_by_fields: f64,
     pub mean_latency_us: f64,
     pub slowpath_us_per_miss: f64,
     pub recycled: u64,
@@ -137,6 +141,8 @@ pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
         rule_space: cov.estimate,
         rule_space_feasible: cov.feasible,
         rule_space_tag_only: cov.chains_tag_only,
+        mapping_sum: cov.mapping_sum,
+        mapping_sum_by_fields: cov.mapping_sum_by_fields,
         unique_mappings: match &o.cache {
             crate::nic::NicCache::Megaflow(_) => 0,
             crate::nic::NicCache::Gigaflow(g) => g.mappings.len(),
