@@ -10,7 +10,7 @@ PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipel
 def test_listed(innet_cmd):
     r = innet_cmd("list")
     assert r.returncode == 0, r.stderr
-    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search"):
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search", "gigaflow.cpu"):
         assert name in r.stdout
 
 
@@ -79,3 +79,14 @@ def test_coverage_dynamic_search_quick_with_plots(innet_cmd, tmp_path):
         x = s["schemes"][k]
         assert x["same_entry"] + x["equal_priority_ties"] == x["queries"]
     assert (tmp_path / "search" / "search_lookups.png").is_file()
+
+
+def test_cpu_quick_with_plot(innet_cmd, tmp_path):
+    """Fig. 13 in its quick form: the three parts per miss and the stacked figure."""
+    r = innet_cmd("run", "gigaflow.cpu", "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for name in ("PSC", "OFD"):
+        x = s["pipelines"][name]
+        assert x["traversal_us_per_miss"] > 0 and x["gigaflow_overhead_pct"] > 0
+    assert (tmp_path / "cpu_breakdown.png").is_file()

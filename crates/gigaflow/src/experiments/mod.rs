@@ -7,6 +7,7 @@ mod partitioning;
 mod tables;
 mod revalidation;
 mod coverage;
+mod cpu;
 mod dynamic;
 mod search;
 
@@ -359,7 +360,7 @@ fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String
 
 /// Every Gigaflow experiment, registered in one place.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search)]
+    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search), Box::new(cpu::Cpu)]
 }
 
 #[cfg(test)]
