@@ -1,5 +1,5 @@
 """Plots of the Gigaflow experiments: Figs. 8-12 (e2e), 14-15 (tables), 16 (partitioning),
-17 (search), 18 (dynamic) and Table 2 (coverage)."""
+17 (search), 18 (dynamic), 13 (cpu) and Table 2 (coverage)."""
 
 from __future__ import annotations
 
@@ -151,3 +151,20 @@ def plot_search(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> li
     ax.set_ylabel("cache lookups / s (one core)")
     ax.legend(fontsize=8)
     return [save(fig, out / "search_lookups.png")]
+
+
+@register("gigaflow.cpu")
+def plot_cpu(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 13: slow-path time per miss, stacked: pipeline traversal, partitioning, rule generation."""
+    df = tables["cpu"]
+    if df.empty:
+        return []
+    med = df.groupby("pipeline", sort=False)[["traversal_us_per_miss", "partition_us_per_miss", "rulegen_us_per_miss"]].median()
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    bottom = np.zeros(len(med))
+    for col, label in [("traversal_us_per_miss", "userspace pipeline"), ("partition_us_per_miss", "sub-traversal partitioning"), ("rulegen_us_per_miss", "LTM rule generation")]:
+        ax.bar(med.index, med[col], bottom=bottom, label=label)
+        bottom += med[col].to_numpy()
+    ax.set_ylabel("µs per miss (this machine)")
+    ax.legend(fontsize=8)
+    return [save(fig, out / "cpu_breakdown.png")]

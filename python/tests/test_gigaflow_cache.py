@@ -10,7 +10,7 @@ PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipel
 def test_listed(innet_cmd):
     r = innet_cmd("list")
     assert r.returncode == 0, r.stderr
-    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search"):
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search", "gigaflow.cpu"):
         assert name in r.stdout
 
 
@@ -24,7 +24,9 @@ def test_e2e_quick_summary(innet_cmd, tmp_path):
             for k in ("hit_rate", "misses", "entries", "rule_space_coverage", "mean_latency_us", "slowpath_us_per_miss"):
                 assert k in x
             assert x["entries"] <= x["capacity"]
-        assert gf["rule_space_coverage"] > 10 * mf["rule_space_coverage"]
+        # The feasible cross product dwarfs MF's entries; Table 2's count is floored at the upcalls.
+        assert gf["rule_space_feasible_chains"] > 10 * mf["rule_space_coverage"]
+        assert gf["rule_space_coverage"] >= gf["misses"]
         assert mf["sub_traversal_reoccurrence"] == 1.0 and gf["sub_traversal_reoccurrence"] > 1.0
     assert (tmp_path / "summary.json").is_file()
     for fig in ("hit_rate", "reoccurrence"):
@@ -35,7 +37,7 @@ def test_partitioning_quick(innet_cmd, tmp_path):
     r = innet_cmd("run", "gigaflow.partitioning", "--quick", "--out", str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert set(s["schemes"]) == {"mf", "rnd", "dp", "1-1"}
+    assert set(s["schemes"]) == {"mf", "rnd", "dp", "dp-artifact", "1-1"}
 
 
 def test_bad_parameter(innet_cmd, tmp_path):
@@ -62,7 +64,8 @@ def test_coverage_dynamic_search_quick_with_plots(innet_cmd, tmp_path):
     for name in ("PSC", "OFD"):
         x = s["pipelines"][name]
         assert x["mf_coverage"] == x["mf_entries"]
-        assert x["mf_coverage"] < x["gf_coverage"] <= x["gf_chains_tag_only"]
+        assert x["mf_coverage"] < x["gf_feasible_chains"] <= x["gf_chains_tag_only"]
+        assert x["gf_coverage"] == max(x["gf_upcalls"], x["gf_mapping_sum"])
     assert (tmp_path / "cov" / "coverage.png").is_file()
     r = innet_cmd("run", "gigaflow.dynamic", "--quick", "--out", str(tmp_path / "dyn"), "--json")
     assert r.returncode == 0, r.stderr
@@ -76,3 +79,14 @@ def test_coverage_dynamic_search_quick_with_plots(innet_cmd, tmp_path):
         x = s["schemes"][k]
         assert x["same_entry"] + x["equal_priority_ties"] == x["queries"]
     assert (tmp_path / "search" / "search_lookups.png").is_file()
+
+
+def test_cpu_quick_with_plot(innet_cmd, tmp_path):
+    """Fig. 13 in its quick form: the three parts per miss and the stacked figure."""
+    r = innet_cmd("run", "gigaflow.cpu", "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for name in ("PSC", "OFD"):
+        x = s["pipelines"][name]
+        assert x["traversal_us_per_miss"] > 0 and x["gigaflow_overhead_pct"] > 0
+    assert (tmp_path / "cpu_breakdown.png").is_file()

@@ -30,3 +30,12 @@ def test_bad_flow_file_names_line_and_column(innet_cmd, tmp_path):
     r = innet_cmd("vswitch", "trace", str(bad), "in_port=1")
     assert r.returncode == 2
     assert "line 2, column 36" in r.stderr and r.stdout == ""
+
+
+def test_trace_takes_icmp_type_and_code(innet_cmd):
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "l3_router.flows"),
+                  "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0")
+    assert r.returncode == 0, r.stderr
+    assert "nw_frag=no,icmp_type=0x8/0xff" in r.stdout
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "l3_router.flows"), "in_port=1,icmp,icmp_type=8/0xf0")
+    assert r.returncode == 2 and "exact" in r.stderr

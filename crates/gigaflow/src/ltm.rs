@@ -12,6 +12,7 @@
 //! headers (the NIC carries them as P4 metadata).
 
 use crate::actions::{apply_ops, window_ops, CachedOp};
+use crate::coverage::UniqueMappings;
 use crate::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
@@ -180,6 +181,10 @@ pub struct GigaflowCache {
     pub tables: Vec<TssTable<LtmEntry>>,
     pub tags: Tags,
     pub stats: GigaflowStats,
+    /// Installs by unique mapping, for Table 2's rule-space estimate ([`crate::coverage`]).
+    pub mappings: UniqueMappings,
+    /// The same installs with mappings keyed by field sets ([`crate::coverage::fields_only`]).
+    pub mappings_by_fields: UniqueMappings,
     partitioner: Partitioner,
     rng: ChaCha8Rng,
     touched: Vec<(usize, EntryId)>,
@@ -202,6 +207,8 @@ impl GigaflowCache {
             tables: (0..cfg.tables).map(|_| TssTable::new(cfg.entries_per_table)).collect(),
             stats: GigaflowStats { table_hits: vec![0; cfg.tables], table_inserted: vec![0; cfg.tables], table_recycled: vec![0; cfg.tables], ..Default::default() },
             tags,
+            mappings: UniqueMappings::default(),
+            mappings_by_fields: UniqueMappings::default(),
             partitioner: Partitioner::default(),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             touched: Vec::with_capacity(cfg.tables),
@@ -287,6 +294,10 @@ impl GigaflowCache {
                 let segs = self.partitioner.disjoint(&sets, available);
                 self.sets = sets;
                 segs
+            }
+            Scheme::DisjointArtifact => {
+                let sets: Vec<u8> = visits.iter().map(|v| field_set(&v.window_wildcards)).collect();
+                partition::disjoint_artifact(&sets, available)
             }
             Scheme::Random => partition::random(visits.len(), available, &mut self.rng),
             Scheme::OneToOne => partition::one_to_one(visits.len(), available),
@@ -381,15 +392,13 @@ impl GigaflowCache {
             cost.rulegen_ns = t1.elapsed().as_nanos() as u64;
             return cost;
         }
-        for e in built {
-            self.put(e, now_ns);
-        }
+        self.put_mapping(built, now_ns);
         if self.cfg.repair && !self.would_hit(&trace.initial_flow) {
             let n = trace.visits.len();
             if let Some(&k) = self.available().first() {
                 if let Some(e) = self.build(trace, &Segment { start: 0, end: n - 1, table: k }) {
                     if self.masks_fit(std::slice::from_ref(&e)) {
-                        self.put(e, now_ns);
+                        self.put_mapping(vec![e], now_ns);
                         self.stats.repairs += 1;
                     }
                 }
@@ -414,17 +423,37 @@ impl GigaflowCache {
         })
     }
 
-    fn put(&mut self, e: NewEntry, now_ns: u64) {
+    /// Installs the entries of one mapping, counting the ones it adds under that mapping.
+    fn put_mapping(&mut self, built: Vec<NewEntry>, now_ns: u64) {
+        let parts: Vec<_> = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
+        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::coverage::fields_only(&m))).collect();
+        let m = self.mappings.mapping(parts, self.tables.len());
+        let mc = self.mappings_by_fields.mapping(coarse, self.tables.len());
+        for e in built {
+            let table = e.table;
+            if self.put(e, now_ns) {
+                self.mappings.added(m, table);
+                self.mappings_by_fields.added(mc, table);
+            }
+        }
+    }
+
+    /// Installs one entry, or recycles the identical one; true when it was added.
+    fn put(&mut self, e: NewEntry, now_ns: u64) -> bool {
         let t = &mut self.tables[e.table];
         let key = e.entry.start_flow;
         if let Some(id) = t.find_exact(e.tag, &e.mask, e.priority, &key) {
             t.get_mut(id).payload.refs += 1;
             self.stats.entries_recycled += 1;
             self.stats.table_recycled[e.table] += 1;
+            false
         } else if !t.is_full() {
             t.insert(e.tag, &e.mask, e.priority, &key, e.entry, now_ns);
             self.stats.entries_inserted += 1;
             self.stats.table_inserted[e.table] += 1;
+            true
+        } else {
+            false
         }
     }
 

@@ -183,17 +183,20 @@ impl<'a> Offload<'a> {
         }
     }
 
-    /// Megaflow-equivalents the cache covers (a Megaflow entry covers one; Gigaflow: the
-    /// entry chains a packet can complete, [`crate::coverage`]).
+    /// Megaflow-equivalents the cache covers (Table 2): a Megaflow entry covers one; Gigaflow:
+    /// the artifact's estimate over unique mappings ([`crate::coverage`]).
     pub fn rule_space(&self) -> f64 {
-        self.coverage().feasible
+        self.coverage().estimate
     }
 
     /// Rule-space coverage, feasible chains and the tag-only upper bound.
     pub fn coverage(&self) -> crate::coverage::Coverage {
         match &self.cache {
-            NicCache::Megaflow(m) => crate::coverage::Coverage { feasible: m.len() as f64, chains_tag_only: m.len() as f64 },
-            NicCache::Gigaflow(g) => crate::coverage::gigaflow_coverage(g),
+            NicCache::Megaflow(m) => {
+                let n = m.len() as f64;
+                crate::coverage::Coverage { estimate: n, mapping_sum: n, mapping_sum_by_fields: n, feasible: n, chains_tag_only: n }
+            }
+            NicCache::Gigaflow(g) => crate::coverage::gigaflow_coverage(g, self.stats.upcalls),
         }
     }
 

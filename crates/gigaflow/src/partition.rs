@@ -42,6 +42,11 @@ impl Segment {
 pub enum Scheme {
     /// Disjoint partitioning (the paper's DP).
     Disjoint,
+    /// The artifact's DP as its code scores it (`maximize_optimality_dp`): a coupled segment
+    /// scores 10 × (length − 1), ties keep the earliest cut, a sub-problem scoring 0 maps
+    /// nothing (a prefix can stay unmapped) and a traversal scoring 0 becomes one whole entry in
+    /// the first available table.
+    DisjointArtifact,
     /// Random cut points and a random number of segments (RND).
     Random,
     /// One segment per lookup (1-1); the tail is merged when lookups outnumber tables.
@@ -52,14 +57,16 @@ impl Scheme {
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
             "dp" | "disjoint" => Ok(Scheme::Disjoint),
+            "dp-artifact" => Ok(Scheme::DisjointArtifact),
             "rnd" | "random" => Ok(Scheme::Random),
             "1-1" | "one-to-one" => Ok(Scheme::OneToOne),
-            _ => Err(format!("partitioning scheme `{s}`: expected `dp`, `rnd` or `1-1`")),
+            _ => Err(format!("partitioning scheme `{s}`: expected `dp`, `dp-artifact`, `rnd` or `1-1`")),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Scheme::Disjoint => "dp",
+            Scheme::DisjointArtifact => "dp-artifact",
             Scheme::Random => "rnd",
             Scheme::OneToOne => "1-1",
         }
@@ -184,6 +191,55 @@ impl Partitioner {
     }
 }
 
+/// The artifact's coupling score of lookups `s..=e`: 10 per lookup joined to a chain-coupled
+/// segment, 0 for a single lookup, an empty range or a segment crossing a boundary.
+fn artifact_coupling(sets: &[u8], s: usize, e: usize) -> u32 {
+    if s >= e || e >= sets.len() || !coupled(&sets[s..=e]) {
+        0
+    } else {
+        10 * (e - s) as u32
+    }
+}
+
+/// The artifact's DP (see [`Scheme::DisjointArtifact`]): OPT(e, g) maps lookups 0..=e onto
+/// available tables 0..=g; for g > 0 it tries every cut t in −1..=e, the candidate being
+/// OPT(t, g − 1) plus the coupling of t+1..=e placed on table g, and keeps the first candidate
+/// scoring strictly more than 0 and every earlier one. Segments are in traversal order.
+pub fn disjoint_artifact(sets: &[u8], available: &[usize]) -> Vec<Segment> {
+    let (n, m) = (sets.len(), available.len());
+    if n == 0 || m == 0 {
+        return Vec::new();
+    }
+    // opt[g][e + 1]: (score, segments as (start, end, table index)).
+    let mut opt: Vec<Vec<(u32, Vec<(usize, usize, usize)>)>> = vec![vec![(0, Vec::new()); n + 1]; m];
+    for e in 0..n {
+        opt[0][e + 1] = (artifact_coupling(sets, 0, e), vec![(0, e, 0)]);
+    }
+    for g in 1..m {
+        for e in 0..n {
+            let mut best: (u32, Vec<(usize, usize, usize)>) = (0, Vec::new());
+            for t in -1..=(e as i64) {
+                let sub = &opt[g - 1][(t + 1) as usize];
+                let start = (t + 1) as usize;
+                let cand = sub.0 + artifact_coupling(sets, start, e);
+                if cand > best.0 {
+                    let mut segs = sub.1.clone();
+                    if start <= e {
+                        segs.push((start, e, g));
+                    }
+                    best = (cand, segs);
+                }
+            }
+            opt[g][e + 1] = best;
+        }
+    }
+    let (score, segs) = &opt[m - 1][n];
+    if *score == 0 {
+        return vec![Segment { start: 0, end: n - 1, table: available[0] }];
+    }
+    segs.iter().map(|&(start, end, g)| Segment { start, end, table: available[g] }).collect()
+}
+
 /// Random partitioning: a uniformly drawn number of segments (1..=min(n, tables)), random cut
 /// points, placed on a random increasing choice of the available tables.
 pub fn random<R: Rng>(n: usize, available: &[usize], rng: &mut R) -> Vec<Segment> {
@@ -266,6 +322,22 @@ mod tests {
         let two = p.disjoint(&sets, &[0, 2]);
         assert_eq!(lens(&two), vec![3, 3]);
         assert_eq!(score(&sets, &lens(&two)), (3, -2));
+    }
+
+    #[test]
+    fn the_artifacts_dp_scores_joins_and_can_leave_a_prefix_unmapped() {
+        // Fig. 7's traversal: {ETH,IP} | {dTCP} | {sTCP} scores 10·2 + 10·1 + 0, each segment
+        // on a later table than the one before.
+        let sets = [ETH, ETH | IP, ETH | IP, DTCP, DTCP, STCP];
+        let segs = disjoint_artifact(&sets, &[0, 1, 2, 3]);
+        assert_eq!(lens(&segs), vec![3, 2, 1], "{segs:?}");
+        assert!(segs.windows(2).all(|w| w[0].end + 1 == w[1].start && w[0].table < w[1].table));
+        // Fully coupled: one entry in the last table.
+        assert_eq!(disjoint_artifact(&[ETH, ETH | IP, IP], &[0, 1, 2, 3]), vec![Segment { start: 0, end: 2, table: 3 }]);
+        // Nothing coupled (PSC-like L2 | route | ACL): one whole entry in the first table.
+        assert_eq!(disjoint_artifact(&[ETH, IP, DTCP], &[1, 2, 3]), vec![Segment { start: 0, end: 2, table: 1 }]);
+        // Only the tail couples: the unscored prefix is left unmapped.
+        assert_eq!(disjoint_artifact(&[ETH, IP, DTCP, DTCP], &[0, 1, 2, 3]), vec![Segment { start: 2, end: 3, table: 3 }]);
     }
 
     #[test]

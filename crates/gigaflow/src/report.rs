@@ -7,14 +7,74 @@ use crate::flows::{parse_flow_line, Action, ParseError};
 use crate::slowpath::{Pipeline, Trace};
 
 /// Parses a packet written like an OVS trace flow: exact values, unspecified fields are zero.
+/// Takes what `ofproto/trace` takes for the fields this slow path models (ICMP's 8-bit
+/// `icmp_type`/`icmp_code` included) and the packet-only fields OVS prints on its `Flow:` line,
+/// so that line pastes back: `nw_ecn` (the ToS byte's low bits), `nw_frag=no`, `recirc_id=0`,
+/// `eth`, and `nw_ttl`/`tcp_flags`, which are read and checked but cannot change a trace (the
+/// flow language refuses matches on them and no action reads them).
 pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
-    let rule = parse_flow_line(&format!("{text},actions=drop"), 1)?;
+    let err = |column: usize, message: String| ParseError { line: 1, column, message };
+    // Packet-only tokens are blanked (columns kept) before the rest goes to the flow parser.
+    let mut rest = String::with_capacity(text.len());
+    let mut ecn = None;
+    let mut start = 0;
+    for piece in text.split_inclusive(|c: char| c == ',' || c.is_whitespace()) {
+        let tok = piece.trim_end_matches(|c: char| c == ',' || c.is_whitespace());
+        let column = start + 1;
+        start += piece.len();
+        let (key, val) = tok.split_once('=').map_or((tok, None), |(k, v)| (k, Some(v)));
+        let number = |max: u64| -> Result<u64, ParseError> {
+            let v = val.filter(|v| !v.is_empty()).ok_or_else(|| err(column, format!("expected a value after '{key}='")))?;
+            crate::flows::parse_uint(v, max).map_err(|m| err(column, format!("{key}: {m}")))
+        };
+        match key {
+            "nw_ecn" | "ip_ecn" => ecn = Some(number(3)?),
+            "nw_ttl" | "ip_ttl" => {
+                number(255)?;
+            }
+            "tcp_flags" => {
+                // A number or flag names joined by '|', as OVS prints them (`syn|ack`).
+                const NAMES: [&str; 9] = ["fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"];
+                let names_ok = val.is_some_and(|v| !v.is_empty() && v.split('|').all(|n| NAMES.contains(&n)));
+                if !names_ok {
+                    number(0xfff).map_err(|e| err(column, format!("{}, or flag names ({}) joined by '|'", e.message, NAMES.join(", "))))?;
+                }
+            }
+            "recirc_id" if number(u32::MAX as u64)? != 0 => {
+                return Err(err(column, "recirc_id must be 0: recirculation is not modelled".into()));
+            }
+            "recirc_id" => {}
+            "eth" if val.is_none() => {}
+            "nw_frag" | "ip_frag" => match val {
+                Some("no") => {}
+                _ => return Err(err(column, format!("{key}: only 'no' (an unfragmented packet) is modelled"))),
+            },
+            _ => {
+                rest.push_str(piece);
+                continue;
+            }
+        }
+        rest.push_str(&" ".repeat(piece.len()));
+    }
+    let rule = parse_flow_line(&format!("{rest},actions=drop"), 1)?;
     let mut flow = Flow::default();
+    let icmp = rule.match_value(Field::NwProto).map(|(v, _)| v) == Some(IPPROTO_ICMP);
     for m in &rule.matches {
-        if m.mask != m.field.full_mask() && !(m.field == Field::NwTos && m.mask == 0xfc) && (m.field != Field::VlanTci) {
-            return Err(ParseError { line: 1, column: 1, message: format!("{} must be an exact value in a packet, not a mask", m.field.name()) });
+        let exact = m.mask == m.field.full_mask()
+            || (m.field == Field::NwTos && m.mask == 0xfc)
+            || m.field == Field::VlanTci
+            // icmp_type and icmp_code are the low 8 bits of tp_src and tp_dst.
+            || (icmp && matches!(m.field, Field::TpSrc | Field::TpDst) && m.mask == 0xff);
+        if !exact {
+            return Err(err(1, format!("{} must be an exact value in a packet, not a mask", m.field.name())));
         }
         flow.set(m.field, m.value);
+    }
+    if let Some(e) = ecn {
+        if !flow.is_ip() {
+            return Err(err(1, "nw_ecn needs 'ip' (dl_type=0x0800)".into()));
+        }
+        flow.set(Field::NwTos, flow.get(Field::NwTos) | e);
     }
     Ok(flow)
 }
@@ -238,5 +298,38 @@ mod tests {
         assert_eq!(v["outputs"], serde_json::json!([2]));
         let e = trace_command(flows, "in_port=1,nw_dst=10.0.0.1").unwrap_err();
         assert!(e.contains("'ip'"), "{e}");
+    }
+
+    #[test]
+    fn icmp_type_and_code_are_exact_packet_fields() {
+        let p = parse_packet("in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0").unwrap();
+        assert_eq!((p.get(Field::TpSrc), p.get(Field::TpDst), p.get(Field::NwProto)), (8, 0, IPPROTO_ICMP));
+        // The l3_router's echo-request rule (icmp,icmp_type=8) takes it; type 0 does not.
+        let flows = include_str!("../pipelines/l3_router.flows");
+        let (echo, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0").unwrap();
+        let (reply, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=0,icmp_code=0").unwrap();
+        // As OVS prints it: icmp_type is tp_src's low byte (checked against real OVS).
+        assert!(echo.contains("Megaflow: recirc_id=0,eth,icmp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.3,nw_frag=no,icmp_type=0x8/0xff\n"), "{echo}");
+        assert!(echo.contains(", priority 90") && !reply.contains("priority 90"), "{reply}");
+        // A mask is still refused, and a type too large for 8 bits names the field.
+        let e = parse_packet("icmp,icmp_type=8/0xf").unwrap_err();
+        assert!(e.message.contains("exact"), "{e}");
+        assert!(parse_packet("icmp,icmp_type=300").is_err());
+    }
+
+    #[test]
+    fn the_flow_line_ovs_prints_parses_back() {
+        let line = "tcp,in_port=1,vlan_tci=0x0000,dl_src=00:00:00:00:00:00,dl_dst=00:00:00:00:00:00,nw_src=192.168.0.1,nw_dst=10.1.2.3,nw_tos=0,nw_ecn=2,nw_ttl=64,nw_frag=no,tp_src=0,tp_dst=80,tcp_flags=syn|ack";
+        let p = parse_packet(line).unwrap();
+        assert_eq!((p.get(Field::NwDst), p.get(Field::TpDst), p.get(Field::NwTos)), (0x0a01_0203, 80, 2));
+        let e = parse_packet("tcp,nw_frag=first").unwrap_err();
+        assert!(e.message.contains("nw_frag") && e.column == 5, "{e}");
+        assert!(parse_packet("tcp,tcp_flags=0x12").is_ok());
+        assert!(parse_packet("tcp,tcp_flags=syn|bogus").unwrap_err().message.contains("flag names"));
+        let e = parse_packet("recirc_id=3,tcp").unwrap_err();
+        assert!(e.message.contains("recirc_id"), "{e}");
+        // Columns of the flow parser's errors still point into the text as written.
+        let e = parse_packet("nw_ttl=3,tcp,frob=1").unwrap_err();
+        assert_eq!(e.column, 14, "{e}");
     }
 }

@@ -85,12 +85,12 @@ proptest! {
     fn cache_hits_equal_the_slow_path(
         seed in any::<u64>(), n_tables in 2u8..8, rules in 3usize..16,
         k in 1usize..6, entries in 2usize..48, max_masks in 3usize..64,
-        scheme in 0u8..3, ev in 0u8..3, idle in any::<bool>(),
+        scheme in 0u8..4, ev in 0u8..3, idle in any::<bool>(),
     ) {
         let p = Pipeline::parse(&random_pipeline(seed, n_tables, rules, 4)).unwrap();
         let packets = stream(&p, 250, seed);
         let mut mf = MegaflowCache::new(entries * k, eviction(ev));
-        let scheme = [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne][scheme as usize];
+        let scheme = [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne, Scheme::DisjointArtifact][scheme as usize];
         let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0 };
         let mut gf = GigaflowCache::new(cfg).unwrap();
         check(&p, &packets, &mut mf, &mut gf);

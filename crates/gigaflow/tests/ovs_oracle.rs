@@ -201,3 +201,35 @@ fn the_comparison_notices_a_different_pipeline() {
     assert!(megaflow_diff > 0, "a changed pipeline went unnoticed in the Megaflows");
     assert!(action_diff > 0, "a changed pipeline went unnoticed in the actions");
 }
+
+#[test]
+fn packet_descriptions_ovs_accepts_trace_the_same_here() {
+    // `innet vswitch trace` takes the packet text `ofproto/trace` takes: each description goes
+    // to both, and the Megaflow text and outputs must agree; the `Flow:` line OVS prints for
+    // it must parse back to the same packet.
+    assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
+    let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
+    let path = pipeline_path("l3_router.flows");
+    ovs.load_flows(&path).unwrap();
+    let pipeline = Pipeline::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let packets = [
+        "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0",
+        "in_port=1,icmp,nw_src=192.168.0.1,nw_dst=10.1.2.9,icmp_type=0,icmp_code=0",
+        "in_port=2,icmp,nw_dst=10.1.9.9,icmp_type=3,icmp_code=1",
+        "in_port=3,icmp,nw_src=192.168.4.4,nw_dst=172.16.0.1,icmp_type=8,icmp_code=0,nw_ttl=64",
+        "in_port=1,tcp,nw_dst=10.1.2.4,tp_src=1234,tp_dst=80,tcp_flags=0x002",
+        "in_port=2,udp,nw_dst=10.200.0.1,udp_src=53,udp_dst=53,nw_ecn=1,nw_frag=no",
+        "in_port=1,ip,nw_proto=47,nw_dst=10.1.2.4,nw_tos=32",
+    ];
+    for text in packets {
+        let theirs = ovs.trace(text).unwrap_or_else(|e| panic!("OVS refused {text}: {e}"));
+        let p = innet_gigaflow::report::parse_packet(text).unwrap_or_else(|e| panic!("we refused {text}: {e}"));
+        let ours = pipeline.trace(&p);
+        assert_eq!(innet_gigaflow::report::format_megaflow(&ours), theirs.megaflow_line, "{text}\n{}", theirs.text);
+        let outs = parse_datapath_actions(&theirs.actions_line, &p, ovs.dp_to_of()).unwrap();
+        assert!(same_outputs(&ours.outputs, &outs), "{text}: ours {:?}\n{}", ours.outputs, theirs.text);
+        let flow_line = theirs.text.lines().find_map(|l| l.strip_prefix("Flow: ")).expect("a Flow: line");
+        let back = innet_gigaflow::report::parse_packet(flow_line).unwrap_or_else(|e| panic!("OVS's Flow line {flow_line}: {e}"));
+        assert_eq!(back, p, "{flow_line}");
+    }
+}

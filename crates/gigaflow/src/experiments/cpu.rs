@@ -1,0 +1,131 @@
+//! `gigaflow.cpu` (Fig. 13): the slow path's time per miss split into the userspace pipeline
+//! (the traversal), sub-traversal partitioning and LTM rule generation, per pipeline, measured on
+//! this machine from our own code with Gigaflow 4×8K; the Gigaflow overhead (partitioning + rule
+//! generation over the pipeline) beside the paper's. Repeats are interleaved across pipelines;
+//! medians are reported. The times depend on the machine and its load, so unlike the other
+//! experiments' summaries this one is not byte-identical across runs (as `gigaflow.search`).
+
+use super::*;
+
+pub(super) struct Cpu;
+
+#[derive(Deserialize)]
+struct CpuParams {
+    #[serde(flatten)]
+    common: Common,
+    pipelines: String,
+    locality: String,
+    gf_tables: usize,
+    gf_entries: usize,
+    repeats: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+impl Experiment for Cpu {
+    fn info(&self) -> ExperimentInfo {
+        let mut params = common_params();
+        params.extend([
+            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines (Fig. 13)" },
+            ParamSpec { name: "locality", default: "\"high\"", doc: "traffic locality: high or low" },
+            ParamSpec { name: "gf_tables", default: "4", doc: "Gigaflow LTM tables (K)" },
+            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
+            ParamSpec { name: "repeats", default: "3", doc: "runs per pipeline, interleaved across pipelines (medians reported)" },
+        ]);
+        ExperimentInfo { name: "gigaflow.cpu", description: "Slow-path time per miss split into pipeline traversal, sub-traversal partitioning and LTM rule generation, per pipeline, measured on this machine (Fig. 13)", params }
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let p: CpuParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC,OFD\""), ("gf_entries", "240"), ("repeats", "1")], quick, overrides)?;
+        if p.repeats == 0 {
+            return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
+        }
+        let pipes = split_list("pipelines", &p.pipelines)?;
+        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+        let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() });
+        let nic = p.common.nic();
+        let loaded: Vec<(Pipeline, Traffic)> = pipes
+            .iter()
+            .map(|name| inputs(name, loc, &p.common).map(|(_, pl, t)| (pl, t)))
+            .collect::<Result<_, _>>()
+            .map_err(ExperimentError::Input)?;
+        // rows: (pipeline, repeat, misses, [traversal, partition, rulegen] µs per miss)
+        let mut rows: Vec<(String, u64, u64, [f64; 3])> = Vec::new();
+        let total = (p.repeats * pipes.len()) as f64;
+        for r in 0..p.repeats {
+            for (name, (pl, traffic)) in pipes.iter().zip(&loaded) {
+                let res = run_cache(pl, traffic, &gf, nic).map_err(ExperimentError::Invariant)?;
+                rows.push((name.clone(), r as u64, res.misses, res.clock_us));
+                progress(rows.len() as f64 / total);
+            }
+        }
+        let mut tree = Map::new();
+        for name in &pipes {
+            let mine: Vec<&(String, u64, u64, [f64; 3])> = rows.iter().filter(|x| &x.0 == name).collect();
+            let part = |i: usize| median(mine.iter().map(|x| x.3[i]).collect());
+            let (traversal, partition, rulegen) = (part(0), part(1), part(2));
+            let mut v = json!({
+                "misses": mine[0].2,
+                "traversal_us_per_miss": r6(traversal),
+                "partition_us_per_miss": r6(partition),
+                "rulegen_us_per_miss": r6(rulegen),
+                "gigaflow_overhead_pct": r6(100.0 * (partition + rulegen) / traversal.max(1e-9)),
+            });
+            tree.insert(name.clone(), v);
+        }
+        let mut summary = Map::new();
+        summary.insert("experiment".into(), json!("gigaflow.cpu"));
+        p.common.describe(&mut summary);
+        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("gf".into(), json!(format!("{}x{}", p.gf_tables, p.gf_entries)));
+        summary.insert("repeats".into(), json!(p.repeats));
+        summary.insert("measured_on_this_machine".into(), json!(true));
+        summary.insert("pipelines".into(), Value::Object(tree));
+        let t = Table::new("cpu")
+            .with("pipeline", strs(&rows, |x| x.0.clone()))
+            .with("repeat", u64s(&rows, |x| x.1))
+            .with("misses", u64s(&rows, |x| x.2))
+            .with("traversal_us_per_miss", f64s(&rows, |x| r6(x.3[0])))
+            .with("partition_us_per_miss", f64s(&rows, |x| r6(x.3[1])))
+            .with("rulegen_us_per_miss", f64s(&rows, |x| r6(x.3[2])));
+        Ok(RunOutput { summary, tables: vec![t] })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::tests::run;
+
+    #[test]
+    fn cpu_quick_splits_every_miss_into_three_measured_parts() {
+        let out = run(&Cpu, &[("repeats", "2")]);
+        for name in ["PSC", "OFD"] {
+            let x = &out.summary["pipelines"][name];
+            assert!(x["misses"].as_u64().unwrap() > 0, "{x}");
+            // Every miss walks the pipeline; Gigaflow partitions and builds entries for it.
+            for k in ["traversal_us_per_miss", "partition_us_per_miss", "rulegen_us_per_miss"] {
+                assert!(x[k].as_f64().unwrap() > 0.0, "{k}: {x}");
+            }
+            assert!(x["gigaflow_overhead_pct"].as_f64().unwrap() > 0.0, "{x}");
+        }
+        // Repeats interleaved: PSC, OFD, PSC, OFD; the misses do not depend on the repeat.
+        assert_eq!(out.tables[0].rows(), 4);
+        let ColumnData::Str(p) = &out.tables[0].columns[0].1 else { panic!() };
+        assert_eq!(p, &["PSC", "OFD", "PSC", "OFD"]);
+        let ColumnData::U64(m) = &out.tables[0].columns[2].1 else { panic!() };
+        assert_eq!((m[0], m[1]), (m[2], m[3]));
+        let o: BTreeMap<String, String> = [("repeats".to_string(), "0".to_string())].into();
+        assert!(Cpu.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("repeats"));
+    }
+}

@@ -1,0 +1,383 @@
+//! Gigaflow's experiments, one module per experiment over the shared inputs, runs and summary
+//! helpers here. Every run replays Pipebench traffic through a NIC cache in front of our slow
+//! path ([`crate::nic::Offload`]).
+
+mod e2e;
+mod partitioning;
+mod tables;
+mod revalidation;
+mod coverage;
+mod cpu;
+mod dynamic;
+mod search;
+
+pub use dynamic::{two_workloads, TwoWorkloads};
+
+use crate::ltm::GigaflowConfig;
+use crate::megaflow::Eviction;
+use crate::nic::{NicModel, Offload};
+use crate::partition::Scheme;
+use crate::pipebench::{self, Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
+use crate::slowpath::Pipeline;
+use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// Which cache a run uses.
+#[derive(Clone, Debug)]
+pub enum CacheSpec {
+    Megaflow { entries: usize, eviction: Eviction, max_masks: usize },
+    Gigaflow(GigaflowConfig),
+}
+
+/// What one (pipeline, locality, cache) run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub packets: u64,
+    pub hits: u64,
+    /// Upcalls to the slow path (the paper's "cache misses"): every NIC miss by default, those
+    /// the host datapath's Megaflow cache missed too when it has one (`host_entries`).
+    pub misses: u64,
+    /// Packets the NIC missed (`packets - hits`) and those of them the host cache handled.
+    pub nic_misses: u64,
+    pub host_hits: u64,
+    pub entries: usize,
+    pub capacity: usize,
+    /// Table 2's Megaflow-equivalents (the artifact's estimate; a Megaflow's entries).
+    pub rule_space: f64,
+    /// Gigaflow entry chains a packet can complete (an exact count beside the estimate).
+    pub rule_space_feasible: f64,
+    /// Gigaflow entry chains linked by tags alone (an upper bound of `rule_space_feasible`).
+    pub rule_space_tag_only: f64,
+    /// Unique mappings Gigaflow's installs used (0 for Megaflow), and the estimate's sum over
+    /// them before the floor at the upcalls, with mappings keyed by full wildcards (the
+    /// artifact) and by field sets.
+    pub unique_mappings: usize,
+    pub mapping_sum: f64,
+    pub mapping_sum_by_fields: f64,
+    pub mean_latency_us: f64,
+    pub slowpath_us_per_miss: f64,
+    pub recycled: u64,
+    pub rejected: u64,
+    /// Upcalls per installed entry (Fig. 11; see `GigaflowStats::reoccurrence`): overall and per
+    /// LTM table. A Megaflow is never produced twice (the packet would have hit it): 1, no tables.
+    pub reoccurrence: f64,
+    pub reoccurrence_per_table: Vec<f64>,
+    /// Wall-clock slow-path split on this machine (µs per miss): traversal, partition, rulegen.
+    pub clock_us: [f64; 3],
+}
+
+impl RunResult {
+    pub fn hit_rate(&self) -> f64 {
+        self.hits as f64 / self.packets.max(1) as f64
+    }
+}
+
+/// A fresh NIC cache of shape `cache` in front of `pipeline`.
+pub fn offload<'a>(
+    pipeline: &'a Pipeline,
+    cache: &CacheSpec,
+    nic: NicModel,
+) -> Result<Offload<'a>, String> {
+    Ok(match cache {
+        CacheSpec::Megaflow {
+            entries,
+            eviction,
+            max_masks,
+        } => Offload::megaflow_with_masks(pipeline, *entries, *eviction, *max_masks, nic),
+        CacheSpec::Gigaflow(cfg) => Offload::gigaflow(pipeline, *cfg, nic)?,
+    })
+}
+
+/// Replays `traffic` through `cache` in front of `pipeline`.
+pub fn run_cache(
+    pipeline: &Pipeline,
+    traffic: &Traffic,
+    cache: &CacheSpec,
+    nic: NicModel,
+) -> Result<RunResult, String> {
+    let mut o = offload(pipeline, cache, nic)?;
+    for (t, pkt) in traffic.iter() {
+        o.process(pkt, t);
+    }
+    result_of(&o)
+}
+
+/// What a replayed offload measured, after checking its counters.
+pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
+    let s = o.stats;
+    let cs = o.cache_stats();
+    if s.hits + s.misses != s.packets || s.host_hits + s.upcalls != s.misses || cs.hits != s.hits || cs.packets != s.packets {
+        return Err(format!(
+            "counters not conserved: {} hits + {} NIC misses ({} host hits + {} upcalls) != {} packets",
+            s.hits, s.misses, s.host_hits, s.upcalls, s.packets
+        ));
+    }
+    if o.entries() > o.capacity() {
+        return Err(format!(
+            "cache holds {} entries, capacity {}",
+            o.entries(),
+            o.capacity()
+        ));
+    }
+    let (recycled, rejected, (reoccurrence_per_table, reoccurrence)) = match &o.cache {
+        crate::nic::NicCache::Megaflow(m) => (0, m.stats.rejected_full + m.stats.rejected_masks, (Vec::new(), 1.0)),
+        crate::nic::NicCache::Gigaflow(g) => (
+            g.stats.entries_recycled,
+            g.stats.rejected_full + g.stats.rejected_masks,
+            g.stats.reoccurrence(),
+        ),
+    };
+    let m = s.upcalls.max(1) as f64 * 1e3;
+    let cov = o.coverage();
+    Ok(RunResult {
+        packets: s.packets,
+        hits: s.hits,
+        misses: s.upcalls,
+        nic_misses: s.misses,
+        host_hits: s.host_hits,
+        entries: o.entries(),
+        capacity: o.capacity(),
+        rule_space: cov.estimate,
+        rule_space_feasible: cov.feasible,
+        rule_space_tag_only: cov.chains_tag_only,
+        mapping_sum: cov.mapping_sum,
+        mapping_sum_by_fields: cov.mapping_sum_by_fields,
+        unique_mappings: match &o.cache {
+            crate::nic::NicCache::Megaflow(_) => 0,
+            crate::nic::NicCache::Gigaflow(g) => g.mappings.len(),
+        },
+        mean_latency_us: o.mean_latency_us(),
+        slowpath_us_per_miss: o.slowpath_us_per_miss(),
+        recycled,
+        rejected,
+        reoccurrence,
+        reoccurrence_per_table,
+        clock_us: [
+            s.clock.traversal_ns as f64 / m,
+            s.clock.partition_ns as f64 / m,
+            s.clock.rulegen_ns as f64 / m,
+        ],
+    })
+}
+
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn result_json(r: &RunResult) -> Value {
+    json!({
+        "hit_rate": r6(r.hit_rate()),
+        "misses": r.misses,
+        "entries": r.entries,
+        "capacity": r.capacity,
+        "rule_space_coverage": r6(r.rule_space),
+        "rule_space_feasible_chains": r6(r.rule_space_feasible),
+        "rule_space_chains_tag_only": r6(r.rule_space_tag_only),
+        "mean_latency_us": r6(r.mean_latency_us),
+        "slowpath_us_per_miss": r6(r.slowpath_us_per_miss),
+        "packets": r.packets,
+        "hits": r.hits,
+        "nic_misses": r.nic_misses,
+        "host_hits": r.host_hits,
+        "recycled_entries": r.recycled,
+        "rejected_installs": r.rejected,
+        "sub_traversal_reoccurrence": r6(r.reoccurrence),
+        "sub_traversal_reoccurrence_per_table": r.reoccurrence_per_table.iter().map(|&x| r6(x)).collect::<Vec<_>>(),
+    })
+}
+
+fn split_list(field: &str, s: &str) -> Result<Vec<String>, ExperimentError> {
+    let v: Vec<String> = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+    if v.is_empty() {
+        return Err(ExperimentError::BadParam { field: field.into(), message: "expected a comma-separated, non-empty list".into() });
+    }
+    Ok(v)
+}
+
+fn bad(field: &str) -> impl Fn(String) -> ExperimentError + '_ {
+    move |m| ExperimentError::BadParam { field: field.into(), message: m }
+}
+
+/// Inputs shared by the experiments.
+#[derive(Deserialize)]
+struct Common {
+    rules: usize,
+    flows: usize,
+    profile: String,
+    seed: u64,
+    flow_size_shape: f64,
+    timing: String,
+    host_entries: usize,
+    align: bool,
+    fresh_source_ports: bool,
+    sampled_headers: bool,
+}
+
+impl Common {
+    /// Puts the seed and the inputs' settings into a summary, so a summary says which traffic
+    /// and cache behaviour produced it.
+    fn describe(&self, summary: &mut Map<String, Value>) {
+        summary.insert("seed".into(), json!(self.seed));
+        summary.insert(
+            "settings".into(),
+            json!({
+                "profile": self.profile,
+                "timing": self.timing,
+                "flow_size_shape": self.flow_size_shape,
+                "fresh_source_ports": self.fresh_source_ports,
+                "sampled_headers": self.sampled_headers,
+                "align": self.align,
+                "host_entries": self.host_entries,
+            }),
+        );
+    }
+
+    /// The Gigaflow defaults with this run's seed and install alignment.
+    fn gf(&self) -> GigaflowConfig {
+        GigaflowConfig { seed: self.seed, align: self.align, ..GigaflowConfig::default() }
+    }
+
+    fn nic(&self) -> NicModel {
+        NicModel { host_cache_entries: self.host_entries, ..NicModel::default() }
+    }
+
+    fn traffic(&self, locality: Locality, seed: u64) -> Result<TrafficConfig, String> {
+        Ok(TrafficConfig {
+            n_flows: self.flows,
+            locality,
+            seed,
+            pareto_shape: self.flow_size_shape,
+            timing: Timing::parse(&self.timing)?,
+            fresh_source_ports: self.fresh_source_ports,
+            sampled_headers: self.sampled_headers,
+            ..TrafficConfig::default()
+        })
+    }
+}
+
+fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
+    let profile = Profile::parse(&c.profile)?;
+    let rs = pipebench::render_pipeline(name, profile, c.rules, c.seed)?;
+    let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
+    let t = pipebench::generate_traffic(&rs, &c.traffic(loc, c.seed)?)?;
+    Ok((rs, p, t))
+}
+
+fn loc_name(l: Locality) -> &'static str {
+    match l {
+        Locality::High => "high",
+        Locality::Low => "low",
+    }
+}
+
+fn common_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec { name: "rules", default: "10000", doc: "ClassBench rules mapped into each pipeline (paper: 10K)" },
+        ParamSpec { name: "flows", default: "100000", doc: "unique flows of the traffic (paper: 100K)" },
+        ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
+        ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
+        ParamSpec { name: "flow_size_shape", default: "1.2", doc: "Pareto shape of packets per flow (1.2: mean ~5 packets; smaller: heavier tail, more packets per flow)" },
+        ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
+        ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
+        ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
+        ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
+        ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
+    ]
+}
+
+/// A row of the points table.
+struct Row {
+    pipeline: String,
+    locality: &'static str,
+    scheme: String,
+    r: RunResult,
+}
+
+fn points_table(rows: &[Row]) -> Table {
+    let f = |g: fn(&RunResult) -> f64| f64s(rows, move |x| r6(g(&x.r)));
+    Table::new("points")
+        .with("pipeline", strs(rows, |x| x.pipeline.clone()))
+        .with("locality", strs(rows, |x| x.locality.to_string()))
+        .with("scheme", strs(rows, |x| x.scheme.clone()))
+        .with("packets", u64s(rows, |x| x.r.packets))
+        .with("hit_rate", f(|r| r.hit_rate()))
+        .with("misses", u64s(rows, |x| x.r.misses))
+        .with("entries", u64s(rows, |x| x.r.entries as u64))
+        .with("rule_space_coverage", f(|r| r.rule_space))
+        .with("mean_latency_us", f(|r| r.mean_latency_us))
+        .with("slowpath_us_per_miss", f(|r| r.slowpath_us_per_miss))
+        .with("sub_traversal_reoccurrence", f(|r| r.reoccurrence))
+        .with("clock_traversal_us_per_miss", f(|r| r.clock_us[0]))
+        .with("clock_partition_us_per_miss", f(|r| r.clock_us[1]))
+        .with("clock_rulegen_us_per_miss", f(|r| r.clock_us[2]))
+}
+
+/// A table column of one value per row.
+fn f64s<T>(rows: &[T], f: impl Fn(&T) -> f64) -> ColumnData {
+    ColumnData::F64(rows.iter().map(f).collect())
+}
+fn u64s<T>(rows: &[T], f: impl Fn(&T) -> u64) -> ColumnData {
+    ColumnData::U64(rows.iter().map(f).collect())
+}
+fn strs<T>(rows: &[T], f: impl Fn(&T) -> String) -> ColumnData {
+    ColumnData::Str(rows.iter().map(f).collect())
+}
+
+/// Inserts `value` at summary[pipelines][pipeline][locality][scheme].
+fn put(tree: &mut Map<String, Value>, pipeline: &str, locality: &str, scheme: &str, value: Value) {
+    let p = tree.entry(pipeline.to_string()).or_insert_with(|| json!({}));
+    let l = p.as_object_mut().unwrap().entry(locality.to_string()).or_insert_with(|| json!({}));
+    l.as_object_mut().unwrap().insert(scheme.to_string(), value);
+}
+
+/// The `localities` parameter: a list of `high` and `low`.
+fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
+    split_list("localities", list)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))
+}
+
+/// Runs every named cache on the traffic of every (pipeline, locality): the results by
+/// pipeline → locality → cache name, and one points-table row per run.
+fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String, CacheSpec)], progress: Progress<'_>) -> Result<(Map<String, Value>, Vec<Row>), ExperimentError> {
+    let nic = common.nic();
+    let mut tree = Map::new();
+    let mut rows = Vec::new();
+    let total = (pipes.len() * locs.len() * caches.len()) as f64;
+    for name in pipes {
+        for &loc in locs {
+            let (_, pl, traffic) = inputs(name, loc, common).map_err(ExperimentError::Input)?;
+            for (cache, spec) in caches {
+                let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
+                put(&mut tree, name, loc_name(loc), cache, result_json(&r));
+                rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: cache.clone(), r });
+                progress(rows.len() as f64 / total);
+            }
+        }
+    }
+    Ok((tree, rows))
+}
+
+/// Every Gigaflow experiment, registered in one place.
+pub fn experiments() -> Vec<Box<dyn Experiment>> {
+    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search), Box::new(cpu::Cpu)]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn run(e: &dyn Experiment, sets: &[(&str, &str)]) -> RunOutput {
+        let o: BTreeMap<String, String> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        e.run(&o, true, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn bad_parameters_name_the_field() {
+        let o: BTreeMap<String, String> = [("partitioning".to_string(), "zigzag".to_string())].into();
+        let e = e2e::E2e.run(&o, true, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("partitioning"), "{e}");
+        let o: BTreeMap<String, String> = [("ks".to_string(), "0".to_string())].into();
+        assert!(tables::Tables.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("ks"));
+    }
+}
