@@ -80,17 +80,18 @@ def plot_partitioning(summary: dict, tables: dict[str, pd.DataFrame], out: Path)
 
 
 def _paper_table2() -> dict[str, dict[str, float]]:
-    """Table 2 as the reproduce manifest (papers/gigaflow.toml) holds it: {pipeline: {metric: value}}."""
+    """Table 2 as the reproduce manifest (papers/gigaflow.toml, entry table2) holds it:
+    {pipeline: {"mf_coverage" | "gf_coverage": value}}."""
     from innet import reproduce
 
     out: dict[str, dict[str, float]] = {}
     for fig in reproduce.load_papers()["gigaflow"].figures:
-        if fig.experiment != "gigaflow.coverage":
+        if fig.id != "table2":
             continue
         for n in fig.paper_numbers:
-            parts = n["metric"].split(".")
-            if len(parts) == 3 and parts[0] == "pipelines":
-                out.setdefault(parts[1], {})[parts[2]] = float(n["value"])
+            parts = n["metric"].split(".")  # pipelines.<P>.<locality>.<mf|gf>.rule_space_coverage
+            if len(parts) == 5 and parts[0] == "pipelines" and parts[4] == "rule_space_coverage":
+                out.setdefault(parts[1], {})[f"{parts[3]}_coverage"] = float(n["value"])
     return out
 
 

@@ -76,7 +76,7 @@ impl Experiment for CoverageExp {
         };
         let nic = p.common.nic();
         let mut tree = Map::new();
-        let mut rows: Vec<(String, f64, f64, f64, f64, u64, u64, f64, f64)> = Vec::new();
+        let mut rows: Vec<(String, f64, f64, f64, f64, u64, u64)> = Vec::new();
         for (i, name) in pipes.iter().enumerate() {
             let (_, pl, traffic) = inputs(name, loc, &p.common).map_err(ExperimentError::Input)?;
             let mf = run_cache(

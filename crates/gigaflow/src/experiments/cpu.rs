@@ -74,7 +74,7 @@ impl Experiment for Cpu {
             let mine: Vec<&(String, u64, u64, [f64; 3])> = rows.iter().filter(|x| &x.0 == name).collect();
             let part = |i: usize| median(mine.iter().map(|x| x.3[i]).collect());
             let (traversal, partition, rulegen) = (part(0), part(1), part(2));
-            let mut v = json!({
+            let v = json!({
                 "misses": mine[0].2,
                 "traversal_us_per_miss": r6(traversal),
                 "partition_us_per_miss": r6(partition),
