@@ -1162,12 +1162,6 @@ mod cql_schema {
             7,
             "x"
         ));
-        assert!(!hit(
-            &mut t,
-            &query_at(7, "SELECT v FROM ks.kv WHERE k = 'a'", 8),
-            7,
-            "x"
-        ));
         // An ALTER seen as an event (from any client): the table is forgotten until the
         // driver's refresh shows its options again.
         assert!(hit(
