@@ -32,7 +32,7 @@ pub struct NicModel {
     pub slowpath: SlowPathCost,
 }
 
-/// Modelled slow-path cost of one miss, by part (ns of this machine; see docs/RESULTS.md).
+/// Modelled slow-path cost of one miss, by part (ns of this machine; see docs/results/gigaflow.md).
 #[derive(Clone, Copy, Debug)]
 pub struct SlowPathCost {
     /// Per vSwitch table lookup of the traversal (actions, recording, one classifier call).
@@ -53,7 +53,7 @@ impl Default for NicModel {
 
 impl Default for SlowPathCost {
     fn default() -> Self {
-        // Calibrated with `innet bench gigaflow` (docs/RESULTS.md, "Gigaflow caches"): the
+        // Calibrated with `innet bench gigaflow` (docs/results/gigaflow.md, "Gigaflow caches"): the
         // first calibration (unloaded box) gave 150 ns per lookup, 50 ns per subtable, 10 ns per
         // DP cell, 5 µs per entry; the gf-speed changes (classifier probe, tuple pruning in the
         // cache tables) cut the per-subtable cost to ~1/4 and the per-entry cost to ~1/2 (new/old

@@ -703,7 +703,7 @@ mod tests {
     fn neither_distinct_choices_nor_fresher_loads_shorten_two_servers_tail() {
         // With two servers, two independent draws name one server twice half of the time; drawing
         // them distinct always compares both, and counting dispatches keeps the loads fresh
-        // between replies — yet neither shortens the p99 (RESULTS.md, Fig. 6's p99 ratio).
+        // between replies — yet neither shortens the p99 (docs/results/switchvm.md, Fig. 6's p99 ratio).
         let at = |scheme, distinct| run(&LbSpec { distinct_choices: distinct, duration_s: 0.2, ..spec(scheme, 200_000.0) }).unwrap();
         let (cr, same, distinct) = (at(Scheme::ClientRandom, false), at(Scheme::RackSched, false), at(Scheme::RackSched, true));
         eprintln!(
