@@ -49,7 +49,7 @@ impl NetCacheConfig {
 }
 
 /// Salt of the NetCache key-file draw (independent of the value-size draw's).
-const KEY_FILE_SALT: u64 = 0x6E7C_ACE_F11E;
+const KEY_FILE_SALT: u64 = 0x6E7_CACE_F11E;
 
 /// Whether rank `id` is in a NetCache key file holding a uniform `fraction` of the hottest ranks
 /// (the paper's §5.1/§5.2 key files; `seed` picks the draw).
