@@ -195,6 +195,16 @@ def test_the_resource_table_comes_from_program_resources():
     assert 0 < row["m.tofino1.sram_fraction"] < 0.001 and row["m.tofino1.fits"] is True
 
 
+
+def test_orbitcache_resources_come_from_its_switch():
+    fig = next(f for f in reproduce.load_papers()["orbitcache"].figures if f.id == "resources")
+    row = report.resource_row(fig, "standard")
+    # 8,192 lookup entries (128-bit key, 32-bit index), per-index state 8+8+1+32+16+16+16 bits,
+    # 8 request-table slots per index of 32+16+32+32 bits, two 64-bit counters.
+    assert row["m.totals.sram_bits"] == 8192 * 160 + 8192 * 97 + 8192 * 8 * 112 + 2 * 64
+    assert row["m.totals.register_arrays"] == 13 and row["m.tofino1.fits"] is True
+    assert 0.05 < row["m.tofino1.sram_block_fraction"] < 0.15
+
 def test_tiers_keep_separate_results_and_each_resumes(innet_cmd, tmp_path):
     out = tmp_path / "rep"
     r = innet_cmd("reproduce", "switchvm/fig7", "--tier", "smoke", "--workers", "1", "--out", str(out))

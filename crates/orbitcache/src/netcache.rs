@@ -29,6 +29,10 @@ pub struct NetCacheConfig {
     /// Largest key the lookup table matches.
     pub max_key_bytes: usize,
     pub write_back: bool,
+    /// Every key in the controller's key file is cached whatever its value size, with a value of
+    /// at most `max_value_bytes()` standing in for it — the artifact's NetCache answers with a
+    /// dummy 64-B payload (Fig. 13's key files choose keys independently of value sizes).
+    pub dummy_values: bool,
     pub key_len: usize,
     /// Hot-key detection: count-min rows × width, threshold; Bloom filter rows × bits.
     pub cm_rows: usize,
@@ -42,6 +46,15 @@ impl NetCacheConfig {
     pub fn max_value_bytes(&self) -> u32 {
         self.stages * self.bytes_per_stage
     }
+}
+
+/// Salt of the NetCache key-file draw (independent of the value-size draw's).
+const KEY_FILE_SALT: u64 = 0x6E7_CACE_F11E;
+
+/// Whether rank `id` is in a NetCache key file holding a uniform `fraction` of the hottest ranks
+/// (the paper's §5.1/§5.2 key files; `seed` picks the draw).
+pub fn in_netcache_key_file(id: u64, fraction: f64, seed: u64) -> bool {
+    keys::key_uniform(id, KEY_FILE_SALT ^ seed) < fraction
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,7 +98,18 @@ impl NetCacheSwitch {
 
     /// Whether an item of this key length and value size can live in the data plane.
     pub fn cacheable(&self, key_len: usize, value_bytes: u32) -> bool {
-        key_len <= self.cfg.max_key_bytes && value_bytes <= self.cfg.max_value_bytes()
+        key_len <= self.cfg.max_key_bytes && self.stored_len(value_bytes).is_some()
+    }
+
+    /// The value bytes the stages hold for a value of `value_bytes`: all of it if it fits, a
+    /// dummy of the stages' size with `dummy_values`, otherwise none (not cacheable).
+    pub fn stored_len(&self, value_bytes: u32) -> Option<u32> {
+        let max = self.cfg.max_value_bytes();
+        if value_bytes <= max {
+            Some(value_bytes)
+        } else {
+            self.cfg.dummy_values.then_some(max)
+        }
     }
 
     /// Control plane: install an item with its value (the controller's register writes).
@@ -175,7 +199,7 @@ impl Program for NetCacheSwitch {
             Op::Write => {
                 let Some(i) = idx else { return Verdict::Route };
                 let new_len = kv::value(pkt, key_len).map(|(_, l)| l).unwrap_or(0);
-                if self.cfg.write_back && self.valid[i] && new_len <= self.cfg.max_value_bytes() {
+                if let (true, true, Some(new_len)) = (self.cfg.write_back, self.valid[i], self.stored_len(new_len)) {
                     // FarReach: update in place, answer from the switch, write back later.
                     let (old, _) = self.value[i];
                     let stamp = Stamp { key_id: old.key_id, version: old.version + 1 };
@@ -199,8 +223,8 @@ impl Program for NetCacheSwitch {
             }
             Op::WriteReply | Op::FetchReply if h.cached == CACHED_SWITCH && h.flag != FLAG_SWITCH_REPLY => {
                 if let (Some(i), Some(v)) = (idx, kv::value(pkt, key_len)) {
-                    if v.1 <= self.cfg.max_value_bytes() {
-                        self.value[i] = v;
+                    if let Some(len) = self.stored_len(v.1) {
+                        self.value[i] = (v.0, len);
                         self.valid[i] = true;
                         self.counters.refreshes += 1;
                     } else {

@@ -327,6 +327,7 @@ impl Program for OrbitSwitch {
         for (name, entries, width) in [
             ("state", n, 8),
             ("generation", n, 8),
+            ("fetching", n, 1),
             ("popularity", n, 32),
             ("qlen", n, 16),
             ("front", n, 16),

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 use crate::client::{Client, ClientConfig, ClientStats};
 use crate::controller::{OrbitControl, OrbitControlConfig, Tick, TOKEN_PRELOAD};
-use crate::netcache::{NetCacheConfig, NetCacheControl, NetCacheSwitch, NC_TOKEN_START};
+use crate::netcache::{in_netcache_key_file, NetCacheConfig, NetCacheControl, NetCacheSwitch, NC_TOKEN_START};
 use crate::orbit_switch::{OrbitSwitch, OrbitSwitchConfig};
 use crate::pegasus::PegasusSwitch;
 use crate::rack::Addressing;
@@ -102,6 +102,14 @@ pub struct RunSpec {
     pub report_min_count: u32,
     /// NetCache / FarReach
     pub netcache_entries: usize,
+    /// The NetCache key file of Fig. 13 (§5.2: "the cacheable item ratio is controlled by
+    /// choosing keys with a uniform distribution independent of the portion of 64-B values"):
+    /// `Some(f)` caches a uniform draw of `f` of the `netcache_entries` hottest ranks
+    /// (`netcache_key_seed`), whatever their value size, holding a dummy value of at most the
+    /// stages' bytes as the artifact's NetCache does; `None` caches the hottest items whose value
+    /// fits (the cacheable ratio is then the portion of small values).
+    pub netcache_key_fraction: Option<f64>,
+    pub netcache_key_seed: u64,
     pub netcache_stages: u32,
     pub netcache_bytes_per_stage: u32,
     pub snapshot_period_us: f64,
@@ -156,6 +164,8 @@ impl Default for RunSpec {
             overflow_target: 0.05,
             report_min_count: 100,
             netcache_entries: 10_000,
+            netcache_key_fraction: None,
+            netcache_key_seed: 0,
             netcache_stages: 8,
             netcache_bytes_per_stage: 16,
             snapshot_period_us: 10_000_000.0,
@@ -227,6 +237,11 @@ impl RunSpec {
         }
         if self.server_queue_requests == 0 {
             return Err(bad("server_queue_requests", "expected at least 1"));
+        }
+        if let Some(f) = self.netcache_key_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(bad("netcache_key_fraction", format!("expected a fraction in [0, 1], got {f}")));
+            }
         }
         if self.pegasus_keys > 4096 || self.netcache_entries > 1 << 20 {
             return Err(bad("pegasus_keys/netcache_entries", "too large"));
@@ -366,6 +381,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                         bytes_per_stage: spec.netcache_bytes_per_stage,
                         max_key_bytes: 16,
                         write_back: spec.scheme == Scheme::FarReach,
+                        dummy_values: spec.netcache_key_fraction.is_some(),
                         key_len: spec.workload.key_bytes,
                         cm_rows: 4,
                         cm_width: 65_536,
@@ -374,13 +390,20 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                         bloom_bits: 262_144,
                     };
                     let prog = NetCacheSwitch::new(cfg);
-                    // The hottest cacheable items among the top `netcache_entries` ranks.
+                    // The hottest cacheable items among the top `netcache_entries` ranks, or the
+                    // key file's uniform draw of them (Fig. 13).
                     let preload: Vec<(u64, Stamp, u32)> = if spec.workload.key_bytes <= 16 {
                         sampler
                             .hottest(spec.netcache_entries as u64, 0)
                             .into_iter()
-                            .map(|k| (k, workload.value_bytes(k)))
-                            .filter(|&(_, len)| prog.cacheable(spec.workload.key_bytes, len))
+                            .filter_map(|k| {
+                                let len = workload.value_bytes(k);
+                                match spec.netcache_key_fraction {
+                                    Some(f) => in_netcache_key_file(k, f, spec.netcache_key_seed)
+                                        .then(|| (k, prog.stored_len(len).unwrap_or(len))),
+                                    None => prog.cacheable(spec.workload.key_bytes, len).then_some((k, len)),
+                                }
+                            })
                             .map(|(k, len)| (k, Stamp { key_id: k, version: 0 }, len))
                             .collect()
                     } else {

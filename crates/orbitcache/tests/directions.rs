@@ -148,3 +148,23 @@ fn hot_in_dips_recover_within_a_few_controller_periods() {
     assert!(dip < 0.95 * before, "hot-in must hurt right after the swap");
     assert!(after > 0.95 * before, "and recover within a few 2 ms periods: {after} vs {before}");
 }
+
+#[test]
+fn fig13_key_files_cache_keys_of_any_size_and_writes_refresh_them() {
+    // §5.2: Fig. 13's NetCache caches a uniform draw of the cacheable ratio among the 10K hottest
+    // ranks, "independent of the portion of 64-B values". With half of the values large, caching
+    // by value size would hold ~5,000 items, and a large item's write reply could not refresh it.
+    let mut spec = quick(Scheme::NetCache);
+    spec.offered_rps = 1e6;
+    spec.workload.large_placement = "random".into();
+    spec.workload.large_fraction = 0.5;
+    spec.workload.write_ratio = 0.15;
+    spec.netcache_key_fraction = Some(0.95);
+    let r = run(&spec, &mut |_| {}).expect("run succeeds");
+    let count = |k: &str| r.counters[k].as_u64().unwrap();
+    let cached = count("cached_items");
+    assert!((9_300..=9_700).contains(&cached), "95 % of 10K hottest ranks in the key file, got {cached}");
+    let (invalidated, refreshed) = (count("invalidations"), count("refreshes"));
+    assert!(invalidated > 200, "{invalidated}");
+    assert!(refreshed as f64 >= 0.97 * invalidated as f64, "every invalidated entry comes back: {refreshed} of {invalidated}");
+}

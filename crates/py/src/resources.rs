@@ -1,12 +1,14 @@
 //! `program_resources`: what a data-plane program declares through `Program::resources()`, set
-//! against Tofino-1's limits, for the papers' resource tables (SwitchV2P's Table 6). The program
+//! against Tofino-1's limits, for the papers' resource tables (SwitchV2P's Table 6, OrbitCache's
+//! §4 prototype figures). The program
 //! is built the way its experiment builds it; nothing here estimates what the model lacks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use innet_dataplane::state::{ResourceReport, SwitchLimits};
 use innet_dataplane::Program;
+use innet_orbitcache::orbit_switch::{OrbitSwitch, OrbitSwitchConfig};
 use innet_sim::topology::Topology;
 use innet_switchv2p::run::{cache_slots, NetworkSpec};
 use innet_switchv2p::stats::V2pStats;
@@ -71,20 +73,47 @@ fn switchv2p(settings: &BTreeMap<String, String>) -> PyResult<(ResourceReport, s
     Ok((sw.resources(), facts))
 }
 
+/// OrbitCache's switch as `innet run orbitcache.*` builds it: `table_entries` lookup entries and
+/// per-index arrays (8,192, the artifact's `MAX_CACHE_SIZE`), `queue_slots` request-table slots
+/// per key (8).
+fn orbitcache(settings: &BTreeMap<String, String>) -> PyResult<(ResourceReport, serde_json::Value)> {
+    let count = |key: &str, default: &str, max: usize| -> PyResult<usize> {
+        let raw = setting(settings, key, default);
+        raw.parse::<usize>().ok().filter(|&n| (1..=max).contains(&n)).ok_or_else(|| {
+            UserInputError::new_err(format!("{key}: expected a whole number in 1..={max}, got '{raw}'"))
+        })
+    };
+    let table_entries = count("table_entries", "8192", 1 << 20)?;
+    let queue_slots = count("queue_slots", "8", 64)?;
+    let sw = OrbitSwitch::new(OrbitSwitchConfig {
+        table_entries,
+        queue_slots,
+        switch_ip: 0,
+        host_groups: HashMap::new(),
+        skip_invalidation: false,
+        insert_valid: true,
+    });
+    let facts = json!({"table_entries": table_entries, "queue_slots": queue_slots});
+    Ok((sw.resources(), facts))
+}
+
 /// `{program, facts, blocks: [...], totals, tofino1: {..._fraction}}` as JSON text. Fractions
 /// are of the whole pipe (12 stages), i.e. the average per stage, as the papers' tables give them.
 #[pyfunction]
 pub fn program_resources(program: &str, settings: BTreeMap<String, String>) -> PyResult<String> {
     let (report, facts) = match program {
         "switchv2p" => switchv2p(&settings)?,
+        "orbitcache" => orbitcache(&settings)?,
         other => {
             return Err(UserInputError::new_err(format!(
-                "program_resources: no resource report for '{other}'; known: switchv2p"
+                "program_resources: no resource report for '{other}'; known: switchv2p, orbitcache"
             )))
         }
     };
     let lim = SwitchLimits::tofino1();
     let stages = lim.stages as f64;
+    // Whole blocks, as the compiler allocates them (80 SRAM and 24 TCAM blocks per stage).
+    let (sram_blocks, tcam_blocks) = innet_switchvm::resources::blocks(&report);
     let blocks: Vec<serde_json::Value> = report
         .entries()
         .iter()
@@ -102,6 +131,8 @@ pub fn program_resources(program: &str, settings: BTreeMap<String, String>) -> P
             "sram_fraction": report.sram_bits() as f64 / (lim.sram_bits_per_stage as f64 * stages),
             "tcam_fraction": report.tcam_bits() as f64 / (lim.tcam_bits_per_stage as f64 * stages),
             "stateful_alu_fraction": report.register_arrays() as f64 / (lim.register_arrays_per_stage as f64 * stages),
+            "sram_block_fraction": sram_blocks as f64 / (80.0 * stages),
+            "tcam_block_fraction": tcam_blocks as f64 / (24.0 * stages),
             "fits": report.check(&lim).is_ok(),
         },
         "not_modelled": ["match crossbar", "gateways", "VLIW instructions", "hash bits", "PHV containers", "logical tables"],

@@ -118,6 +118,9 @@ pub struct LbSpec {
     /// RackSched only: the switch adds one to a server's load when it sends it a request
     /// (a fresh estimate between the replies that overwrite it).
     pub count_dispatches: bool,
+    /// Servers preempt a request after this much service and queue its rest behind the waiting
+    /// ones (round robin, as Shinjuku-style servers do); 0 runs every request to completion.
+    pub quantum_us: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -207,6 +210,7 @@ impl Node for LbClient {
 
 struct Request {
     id: u64,
+    /// Service still owed.
     service_ps: u64,
     client: u32,
 }
@@ -222,6 +226,8 @@ struct LbServer {
     reply_padding: u32,
     queue: VecDeque<Request>,
     slots: Vec<Option<Request>>,
+    /// Preemption quantum (0 = none).
+    quantum_ps: u64,
     served: u64,
 }
 
@@ -231,8 +237,10 @@ impl LbServer {
     }
     fn start(&mut self, net: &mut Network, me: NodeId) {
         while let Some(free) = self.slots.iter().position(|s| s.is_none()) {
-            let Some(r) = self.queue.pop_front() else { break };
-            net.schedule_timer(me, net.now_ps() + r.service_ps, free as u64);
+            let Some(mut r) = self.queue.pop_front() else { break };
+            let slice = if self.quantum_ps > 0 { r.service_ps.min(self.quantum_ps) } else { r.service_ps };
+            r.service_ps -= slice;
+            net.schedule_timer(me, net.now_ps() + slice, free as u64);
             self.slots[free] = Some(r);
         }
     }
@@ -250,6 +258,12 @@ impl Node for LbServer {
     }
     fn timer(&mut self, net: &mut Network, me: NodeId, token: u64) {
         let Some(r) = self.slots[token as usize].take() else { return };
+        if r.service_ps > 0 {
+            // Preempted: the rest waits behind the queue.
+            self.queue.push_back(r);
+            self.start(net, me);
+            return;
+        }
         self.served += 1;
         let load = self.outstanding();
         let mut payload = vec![0u8; 16];
@@ -346,6 +360,9 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
     }
     if spec.workers == 0 {
         return Err(bad("workers", "must be at least 1"));
+    }
+    if !(spec.quantum_us >= 0.0 && spec.quantum_us.is_finite()) {
+        return Err(bad("quantum_us", format!("expected a finite number ≥ 0 (0 = no preemption), got {}", spec.quantum_us)));
     }
     if !(spec.rate_rps > 0.0) {
         return Err(bad("rates", format!("{} is not a positive request rate", spec.rate_rps)));
@@ -461,6 +478,7 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                 reply_padding,
                 queue: VecDeque::new(),
                 slots: (0..spec.workers).map(|_| None).collect(),
+                quantum_ps: (spec.quantum_us * 1e6).round() as u64,
                 served: 0,
             }));
         }
@@ -536,6 +554,7 @@ struct Params {
     seed: u64,
     distinct_choices: bool,
     count_dispatches: bool,
+    quantum_us: f64,
 }
 
 fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
@@ -569,6 +588,7 @@ impl Experiment for LbExperiment {
                 p("seed", "1", "run seed"),
                 p("distinct_choices", "false", "RackSched only: its two candidates always differ (LB3's may coincide)"),
                 p("count_dispatches", "false", "RackSched only: the switch adds one to a server's load per request it sends (fresher than the replies' reports)"),
+                p("quantum_us", "0.0", "servers preempt a request after this much service (µs) and queue its rest (0 = run to completion)"),
             ],
         }
     }
@@ -603,6 +623,7 @@ impl Experiment for LbExperiment {
             seed: p.seed,
             distinct_choices: p.distinct_choices,
             count_dispatches: p.count_dispatches,
+            quantum_us: p.quantum_us,
         };
         let total = (schemes.len() * rates.len() + usize::from(p.swap_rate > 0.0)) as f64;
         let mut rows: Vec<(Scheme, f64, LbResult)> = Vec::new();
@@ -696,6 +717,7 @@ mod tests {
             seed: 3,
             distinct_choices: false,
             count_dispatches: false,
+            quantum_us: 0.0,
         }
     }
 
@@ -717,6 +739,16 @@ mod tests {
         eprintln!("counting dispatches: p50/p99 µs {:.0}/{:.0}; p99 ratio to random {:.2}", fresh.p50_us, fresh.p99_us, cr.p99_us / fresh.p99_us);
         // Fresher loads (the switch counts what it sends) do not shorten the tail either.
         assert!((fresh.p99_us / same.p99_us - 1.0).abs() < 0.15, "no gain from counting dispatches");
+    }
+
+    #[test]
+    fn preemption_lets_short_requests_pass_long_ones_and_a_long_quantum_changes_nothing() {
+        let at = |quantum_us| run(&LbSpec { quantum_us, duration_s: 0.05, ..spec(Scheme::ClientRandom, 150_000.0) }).unwrap();
+        let (fifo, long, rr) = (at(0.0), at(50.0), at(5.0));
+        assert_eq!((fifo.p50_us, fifo.p99_us, fifo.answered), (long.p50_us, long.p99_us, long.answered), "a quantum ≥ every service time never preempts");
+        assert_eq!(rr.answered, rr.sent, "preempted requests are all finished");
+        // Round robin over 5-µs slices: a short request no longer waits out a 50-µs one.
+        assert!(rr.p50_us < 0.8 * fifo.p50_us, "p50 {} vs {}", rr.p50_us, fifo.p50_us);
     }
 
     #[test]
