@@ -2,8 +2,8 @@
 //! simulator's switch ([`SimSwitch`] in a one-rack network whose hosts only send and record)
 //! and through the real switch ([`RealSwitch`] fed the frames in memory, no sockets), and
 //! returns what left each: the frames per port and the pipeline's counters. The differential
-//! tests of the pipeline core use it (crates/dataplane/tests/one_core.rs and the systems'
-//! tests): a difference between the two devices' verdict handling shows as a difference here.
+//! tests of the pipeline core use it (crates/dataplane/tests/one_core.rs; a system's tests can
+//! use it the same way): a difference between the two devices' verdict handling shows here.
 //!
 //! Time is the one thing the devices do not share (the simulator has links and a CPU port with
 //! latency; the real switch answers at once), so the outcomes compare what left, not when: the
