@@ -75,7 +75,7 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
         }
         other => return Err(format!("--set parser={other}: expected lexical or fixed")),
     }
-    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(
+    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports))?.with_report(
         |p: &AppSwitch, _| {
             let c = &p.counters;
             vec![

@@ -5,10 +5,11 @@
 
 pub mod fabric;
 pub mod sim_switch;
+pub mod twin;
 
-pub use innet_switch::{control, l3, program, real, state};
+pub use innet_switch::{control, l3, pipeline, program, real, state};
 pub use innet_switch::{
     ControlPlane, Ctx, Digest, EgressVerdict, Instance, L3Forward, Metadata, NextHop, NoControl,
     Program, Router, TcpReply, Verdict,
 };
-pub use sim_switch::{CpuPort, SimSwitch, SwitchConfig};
+pub use sim_switch::{CpuPort, SimSwitch, SwitchConfig, SwitchCounters};

@@ -85,7 +85,7 @@ fn rack(mode: Mode, packets: u64, cpu: Option<CpuPort>) -> Fabric {
             site.net,
             site.node,
         );
-        sw.cfg.cpu_port = cpu;
+        sw.cpu_port = cpu;
         Box::new(sw)
     })
 }

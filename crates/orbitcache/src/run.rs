@@ -370,7 +370,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                     );
                     let mut sw = SimSwitch::with_control(prog, ctl, sw_index, routing.clone(), &net, node);
                     sw.cfg.multicast_groups = groups.clone();
-                    sw.cfg.cpu_port = Some(cpu);
+                    sw.cpu_port = Some(cpu);
                     sw.start_control_timer(&mut net, node, 0, TOKEN_PRELOAD);
                     Box::new(sw)
                 }

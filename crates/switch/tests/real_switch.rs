@@ -88,12 +88,20 @@ fn recirculation_and_timers() {
     let mut sw = forward(&[("recirculations", "3"), ("timer_us", "10")]);
     let mut tx = TxBatch::new(2);
     sw.on_frame(0, &tcp_frame(b"x"), [0; 10], 1_000_000, &mut tx);
-    assert_eq!(sw.stats().recirculations, 3);
-    assert_eq!(sw.stats().ingress_passes, 4);
+    // Each tick is one lap of the recirculation port.
+    for lap in 1..=3 {
+        assert_eq!(tx.port(1).queued().len(), 0, "out after {lap} laps: too early");
+        let next = sw.on_tick(1_000_000, &mut tx);
+        assert_eq!(sw.stats().switch.recirculations, lap);
+        if lap < 3 {
+            assert_eq!(next, Some(1_000_000), "still recirculating");
+        }
+    }
+    assert_eq!(sw.stats().switch.ingress_passes, 4);
     assert_eq!(tx.port(1).queued().len(), 1);
     assert_eq!(sw.on_tick(5_000_000, &mut tx), Some(11_000_000));
     assert_eq!(sw.on_tick(11_000_000, &mut tx), Some(21_000_000));
-    assert_eq!(sw.stats().timers_fired, 1);
+    assert_eq!(sw.stats().switch.timers_fired, 1);
     let rep: BTreeMap<_, _> = sw.report().into_iter().collect();
     assert_eq!(rep["timer_ticks"], "1");
 }
@@ -130,7 +138,7 @@ impl Program for Responder {
 
 #[test]
 fn generated_reply_goes_back_with_right_checksums() {
-    let mut sw = RealSwitch::new(Responder, NoControl, RealConfig::ports(2));
+    let mut sw = RealSwitch::new(Responder, NoControl, RealConfig::ports(2)).unwrap();
     let mut tx = TxBatch::new(2);
     sw.on_frame(0, &tcp_frame(b"PING"), [0; 10], 0, &mut tx);
     assert_eq!(tx.port(1).queued().len(), 0);
@@ -139,7 +147,7 @@ fn generated_reply_goes_back_with_right_checksums() {
     assert_eq!(g.eth.dst, [2, 0, 0, 0, 0, 1]);
     assert_eq!(g.payload, b"+PONG\r\n");
     let st = sw.stats();
-    assert_eq!(st.generated, 2);
+    assert_eq!(st.switch.generated, 2);
     assert_eq!(st.emit_errors, 1);
     assert!(st
         .emit_error_last
@@ -181,16 +189,19 @@ impl Program for Mcast {
 }
 
 #[test]
-fn multicast_copies_go_to_the_group_and_a_bad_member_is_counted_not_a_panic() {
+fn multicast_copies_go_to_the_group_and_a_bad_member_is_a_clear_error() {
     let mut cfg = RealConfig::ports(3);
-    cfg.multicast_groups = vec![vec![1, 2, 7]];
-    let mut sw = RealSwitch::new(Mcast, NoControl, cfg);
+    cfg.switch.multicast_groups = vec![vec![(1, 0), (2, 1)]];
+    let mut sw = RealSwitch::new(Mcast, NoControl, cfg.clone()).unwrap();
     let mut tx = TxBatch::new(3);
     let f = tcp_frame(b"m");
     sw.on_frame(0, &f, [0; 10], 0, &mut tx);
     assert_eq!(tx.port(1).queued()[0].1, f);
     assert_eq!(tx.port(2).queued()[0].1, f);
-    assert_eq!(sw.stats().no_route, 1);
+    assert_eq!(sw.stats().switch.multicast_copies, 2);
+    cfg.switch.multicast_groups = vec![vec![(1, 0)], vec![(2, 0), (7, 1)]];
+    let e = RealSwitch::new(Mcast, NoControl, cfg).err().expect("port 7 of 3");
+    assert!(e.contains("multicast group 1") && e.contains("port 7") && e.contains("below 4"), "{e}");
 }
 
 mod never_crash {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
 use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
-use innet_dataplane::{ControlPlane, CpuPort, L3Forward, SwitchConfig};
+use innet_dataplane::{ControlPlane, CpuPort, L3Forward};
 use innet_sim::packet::Packet;
 use innet_sim::time::{PS_PER_MS, PS_PER_NS};
 
@@ -44,13 +44,14 @@ impl Default for BluebirdSettings {
 }
 
 impl BluebirdSettings {
-    pub fn configure(&self, cfg: &mut SwitchConfig) {
-        cfg.cpu_port = Some(CpuPort {
+    /// The switch's CPU port these settings describe.
+    pub fn cpu_port(&self) -> CpuPort {
+        CpuPort {
             bandwidth_bps: self.cpu_bandwidth_bps,
             buffer_bytes: self.cpu_buffer_bytes,
             latency_ps: self.cpu_forwarding_ps,
             gap_ps: self.cpu_gap_ps,
-        });
+        }
     }
 }
 

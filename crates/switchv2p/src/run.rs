@@ -343,7 +343,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
                 let prog = BluebirdTor::new(site.switch_index, slots as usize, facts.clone(), stats.clone(), host_ports);
                 let ctl = BluebirdControl::new(spec.bluebird.clone(), dir.clone(), stats.clone());
                 let mut sw = SimSwitch::with_control(prog, ctl, site.switch_index, routing, site.net, site.node);
-                spec.bluebird.configure(&mut sw.cfg);
+                sw.cpu_port = Some(spec.bluebird.cpu_port());
                 Box::new(sw)
             }
             s if s.controller_interval_ps().is_some() => {

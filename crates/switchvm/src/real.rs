@@ -103,7 +103,7 @@ pub fn configured(s: &mut Settings) -> Result<(SwitchVmSwitch, Vec<(String, u16)
 
 fn build_switchvm(s: &mut Settings, num_ports: u16) -> Result<Box<dyn FrameSwitch>, String> {
     let (program, pcs) = configured(s)?;
-    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(move |p: &SwitchVmSwitch, _| {
+    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports))?.with_report(move |p: &SwitchVmSwitch, _| {
         let c = &p.counters;
         let mut v = vec![
             ("executed".to_string(), c.executed.to_string()),

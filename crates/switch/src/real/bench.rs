@@ -85,7 +85,7 @@ pub fn replay(sw: &mut dyn FrameSwitch, frames: &[Vec<u8>], repeat: u32) -> Benc
         dropped: t.dropped,
         malformed: t.malformed,
         passed_raw: t.passed_raw,
-        generated: st.generated,
+        generated: st.switch.generated,
         report: sw.report(),
     }
 }

@@ -172,7 +172,7 @@ fn build_forward(s: &mut Settings, num_ports: u16) -> Result<Box<dyn FrameSwitch
         forwarded: 0,
         timer_armed: false,
     };
-    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports)).with_report(
+    let sw = RealSwitch::new(program, NoControl, RealConfig::ports(num_ports))?.with_report(
         |p: &Forward, _| {
             vec![
                 ("forwarded".into(), p.forwarded.to_string()),

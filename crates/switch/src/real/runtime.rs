@@ -194,8 +194,8 @@ impl RunSummary {
         let st = &self.stats;
         s += &format!(
             "  passes {} recirculations {} generated {} clones {} consumed {} to_cpu {} timers {} no_route {} emit_errors {} gso_frames {} gso_segments {} checksums_completed {} rx_truncated {}\n",
-            st.ingress_passes, st.recirculations, st.generated, st.clones, st.consumed, st.to_cpu, st.timers_fired,
-            st.no_route, st.emit_errors, st.gso_frames, st.gso_segments, st.checksums_completed, self.rx_truncated
+            st.switch.ingress_passes, st.switch.recirculations, st.switch.generated, st.switch.clones, st.switch.consumed, st.switch.to_cpu, st.switch.timers_fired,
+            st.switch.no_route, st.emit_errors, st.gso_frames, st.gso_segments, st.checksums_completed, self.rx_truncated
         );
         if st.impair_dropped + st.impair_reordered > 0 {
             s += &format!(
@@ -238,10 +238,10 @@ impl RunSummary {
             "elapsed_s": self.elapsed_s,
             "ports": st.ports.iter().enumerate().map(|(i, c)| port(self.ports.get(i).map(|s| s.as_str()).unwrap_or("?"), c)).collect::<Vec<_>>(),
             "total": port("total", &st.total()),
-            "ingress_passes": st.ingress_passes, "recirculations": st.recirculations,
-            "recirculation_limit_drops": st.recirculation_limit_drops, "generated": st.generated,
-            "clones": st.clones, "consumed": st.consumed, "to_cpu": st.to_cpu, "digests": st.digests,
-            "timers_fired": st.timers_fired, "no_route": st.no_route, "emit_errors": st.emit_errors,
+            "ingress_passes": st.switch.ingress_passes, "recirculations": st.switch.recirculations,
+            "recirculation_limit_drops": st.switch.recirculation_limit_drops, "generated": st.switch.generated,
+            "clones": st.switch.clones, "consumed": st.switch.consumed, "to_cpu": st.switch.to_cpu, "digests": st.switch.digests,
+            "timers_fired": st.switch.timers_fired, "no_route": st.switch.no_route, "emit_errors": st.emit_errors,
             "emit_error_last": st.emit_error_last, "gso_frames": st.gso_frames, "gso_segments": st.gso_segments,
             "checksums_completed": st.checksums_completed, "rx_truncated": self.rx_truncated,
             "impair_dropped": st.impair_dropped, "impair_reordered": st.impair_reordered,

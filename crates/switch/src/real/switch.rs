@@ -1,16 +1,21 @@
-//! The program-running core of the real switch, without any I/O: a frame comes in on a port,
-//! the program decides, frames go out into a [`TxBatch`]. Both the AF_PACKET runtime and the
-//! in-memory pcap replay benchmark drive this same core.
+//! The real switch: the one pipeline core ([`crate::pipeline`]) on frames, without any I/O: a
+//! frame comes in on a port, the program decides, frames go out into a [`TxBatch`]. Both the
+//! AF_PACKET runtime and the in-memory pcap replay benchmark drive it.
 //!
-//! Verdicts: `Forward(p)` → port p; `Route` → the other port (two ports) or the port that
-//! learned the destination MAC (flood when unknown); `Recirculate` → the program runs again
-//! at once (up to `max_recirculations`); `Multicast(g)` → the configured group's ports;
-//! `Consume` / `Drop` → counted; `ToCpu` → the control plane's `packet_in`, whose verdict is
-//! then carried out (a packet-out). Frames the program cannot see (see [`innet_wire::phv::codec`]) go
-//! raw to the other port(s).
+//! This is the pipeline's frame device: packets live in a small store of parsed packets reused
+//! frame after frame; a packet leaving by a port is written as a frame
+//! ([`innet_wire::phv::codec`]); `Verdict::Route` is the static routes (`--route`), else the
+//! other port of two, else the port that learned the destination MAC (flooding unknown
+//! destinations, like a bridge). The recirculation port is port `num_ports` (one past the
+//! interfaces): a FIFO of which each [`FrameSwitch::on_tick`] runs one lap, so packets that
+//! orbit without limit cost rounds, not a stall. The CPU path is immediate: packets sent to the
+//! CPU reach the control plane's `packet_in` before the call that sent them returns, and so do
+//! digests (the control-plane latency is 0 unless configured) and due timers. Frames the
+//! program cannot see (see [`innet_wire::phv::codec`]) go raw to the other port(s).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::ops::{Deref, DerefMut};
 
 use innet_wire::phv::codec::{emit_into, parse_into, Refusal};
 use innet_wire::phv::edit::blank_packet;
@@ -21,9 +26,8 @@ use rand_chacha::ChaCha8Rng;
 use super::pcap_log::PcapLog;
 use super::routes::RouteTable;
 use crate::control::ControlPlane;
-use crate::program::{
-    Actions, Ctx, EgressVerdict, Instance, Metadata, NextHop, Program, Router, Verdict,
-};
+use crate::pipeline::{Device, DropCause, Pipeline, SwitchConfig, SwitchCounters, Timer};
+use crate::program::{NextHop, Program, Router};
 
 /// Counters of one port.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,16 +50,8 @@ pub struct PortCounters {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwitchStats {
     pub ports: Vec<PortCounters>,
-    pub ingress_passes: u64,
-    pub recirculations: u64,
-    pub recirculation_limit_drops: u64,
-    pub clones: u64,
-    pub generated: u64,
-    pub consumed: u64,
-    pub to_cpu: u64,
-    pub digests: u64,
-    pub timers_fired: u64,
-    pub no_route: u64,
+    /// What the pipeline did (passes, recirculations, clones, CPU, digests, timers, no route).
+    pub switch: SwitchCounters,
     /// Packets the program produced that could not be written as frames (see `emit_errors_last`).
     pub emit_errors: u64,
     pub emit_error_last: Option<String>,
@@ -183,33 +179,32 @@ pub trait FrameSwitch {
     }
 }
 
-/// Settings of the core.
+/// Settings of the real switch: its device properties and the pipeline's settings.
 #[derive(Debug, Clone)]
 pub struct RealConfig {
+    /// Interfaces (ports 0..num_ports); the recirculation port is `num_ports`.
     pub num_ports: u16,
-    /// Extra passes a packet may make with `Verdict::Recirculate` before it is dropped.
-    pub max_recirculations: u16,
-    /// Multicast groups: group id → ports.
-    pub multicast_groups: Vec<Vec<u16>>,
     /// Seed of the context's random number generator.
     pub seed: u64,
     /// Static routes for `Verdict::Route` (empty: the other port / MAC learning).
     pub routes: RouteTable,
+    /// The pipeline's settings (recirculation limit, multicast groups, digest latency).
+    pub switch: SwitchConfig,
 }
 
 impl RealConfig {
     pub fn ports(num_ports: u16) -> Self {
         RealConfig {
             num_ports,
-            max_recirculations: 16,
-            multicast_groups: Vec::new(),
             seed: 1,
             routes: RouteTable::default(),
+            switch: SwitchConfig::default(),
         }
     }
 }
 
-/// `Verdict::Route` on a real switch: the other port of two, or L2 learning.
+/// `Verdict::Route` on a real switch: the static routes, else the other port of two, else L2
+/// learning.
 struct RealRouter<'a> {
     in_port: u16,
     num_ports: u16,
@@ -235,58 +230,231 @@ impl Router for RealRouter<'_> {
     }
 }
 
-/// Which callback to run under a context.
-enum Pass {
-    Timer(u64),
-    ControlTimer(u64),
-}
-
-/// A program (and its control plane) running on real frames.
+/// A program (and its control plane) running on real frames (it dereferences to the pipeline:
+/// `program`, `control`, `cfg`, `counters`).
 pub struct RealSwitch<P: Program, C: ControlPlane<P>> {
-    pub program: P,
-    pub control: C,
-    cfg: RealConfig,
-    stats: SwitchStats,
-    rng: ChaCha8Rng,
-    /// What the program asked for in a pass; its `spare` list holds the parsed packets to reuse
-    /// (their payload and wire-extras boxes keep their capacity), shared with the program's
-    /// `Ctx::copy_headers`.
-    actions: Actions,
-    timers: BinaryHeap<Reverse<(u64, u64, u64, bool)>>,
-    timer_seq: u64,
-    macs: HashMap<[u8; 6], u16>,
-    pcap: Option<PcapLog>,
-    now_ps: u64,
+    pub core: Pipeline<P, C>,
+    ports: FramePorts,
     report: Option<ReportFn<P, C>>,
-    /// Reused list of the ports a flood or multicast copies go to.
-    ports_buf: Vec<u16>,
-    /// The packet each received frame is parsed into, boxed so that taking it out and putting
-    /// it back per frame moves a pointer, not the packet.
-    rx: Option<Box<Packet>>,
 }
 
 /// Lines a program adds to the runtime's summary (its own counters), from its state.
 pub type ReportFn<P, C> = Box<dyn Fn(&P, &C) -> Vec<(String, String)>>;
 
-impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
-    pub fn new(program: P, control: C, cfg: RealConfig) -> Self {
-        RealSwitch {
-            program,
-            control,
-            stats: SwitchStats::new(cfg.num_ports),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
-            cfg,
-            // The real device's output is frames: `reply_tcp` may write them directly.
-            actions: Actions { takes_frames: true, ..Default::default() },
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
-            macs: HashMap::new(),
-            pcap: None,
-            now_ps: 0,
-            report: None,
-            ports_buf: Vec::new(),
-            rx: None,
+/// The device side of the real switch: the packet store, the ports, the timers.
+struct FramePorts {
+    num_ports: u16,
+    routes: RouteTable,
+    stats: SwitchStats,
+    macs: HashMap<[u8; 6], u16>,
+    pcap: Option<PcapLog>,
+    now_ps: u64,
+    /// The packet store: parsed packets, reused; `arrival[i]` is the port the frame that led to
+    /// packet `i` came in on (for `Route`'s "other port" and the per-port drop counters).
+    slots: Vec<Packet>,
+    arrival: Vec<u16>,
+    free: Vec<u32>,
+    /// The arrival port of the packet in the last pass (given to packets made in it).
+    current_arrival: u16,
+    /// Packets replaced in the store, for the programs' `Ctx::copy_headers`.
+    stash: Vec<Packet>,
+    timers: BinaryHeap<Reverse<(u64, u64, Timer)>>,
+    timer_seq: u64,
+    /// Packets sent out of the recirculation port, and to the CPU, in order.
+    recirculating: VecDeque<u32>,
+    cpu: VecDeque<u32>,
+}
+
+impl FramePorts {
+    fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(blank_packet());
+                self.arrival.push(0);
+                (self.slots.len() - 1) as u32
+            }
         }
+    }
+    fn count_drop(&mut self, h: u32) {
+        if let Some(c) = self.stats.ports.get_mut(self.arrival[h as usize] as usize) {
+            c.dropped += 1;
+        }
+        self.free.push(h);
+    }
+}
+
+/// The real switch as the pipeline's device, for one call.
+struct FrameDevice<'a> {
+    p: &'a mut FramePorts,
+    tx: &'a mut TxBatch,
+}
+
+impl Device for FrameDevice<'_> {
+    type Handle = u32;
+    /// The output is frames: `Ctx::reply_tcp` may write them directly.
+    const TAKES_FRAMES: bool = true;
+
+    fn now_ps(&self) -> u64 {
+        self.p.now_ps
+    }
+    fn switch_id(&self) -> u32 {
+        0
+    }
+    fn num_ports(&self) -> u16 {
+        self.p.num_ports + 1
+    }
+    fn recirculation_port(&self) -> u16 {
+        self.p.num_ports
+    }
+    #[inline]
+    fn with_packet<R>(&mut self, h: u32, f: impl FnOnce(&mut Packet, &dyn Router) -> R) -> R {
+        let p = &mut *self.p;
+        p.current_arrival = p.arrival[h as usize];
+        let router = RealRouter {
+            in_port: p.current_arrival,
+            num_ports: p.num_ports,
+            macs: &p.macs,
+            routes: &p.routes,
+        };
+        f(&mut p.slots[h as usize], &router)
+    }
+    fn with_router<R>(&mut self, f: impl FnOnce(&dyn Router) -> R) -> R {
+        let p = &mut *self.p;
+        p.current_arrival = p.num_ports;
+        let router = RealRouter {
+            in_port: p.num_ports,
+            num_ports: p.num_ports,
+            macs: &p.macs,
+            routes: &p.routes,
+        };
+        f(&router)
+    }
+    fn floods_unknown(&self) -> bool {
+        self.p.routes.is_empty() && self.p.num_ports > 2
+    }
+    /// Written as a frame on the port's queue (or onto the recirculation FIFO).
+    #[inline]
+    fn transmit(&mut self, port: u16, h: u32) {
+        let p = &mut *self.p;
+        if port == p.num_ports {
+            p.recirculating.push_back(h);
+            return;
+        }
+        let slot = self.tx.port_mut(port).next();
+        match emit_into(&p.slots[h as usize], &mut slot.1) {
+            Ok(()) => {
+                let c = &mut p.stats.ports[port as usize];
+                c.tx_frames += 1;
+                c.tx_bytes += slot.1.len() as u64;
+                p.free.push(h);
+            }
+            Err(e) => {
+                self.tx.port_mut(port).len -= 1;
+                p.stats.emit_errors += 1;
+                p.stats.emit_error_last = Some(e.to_string());
+                p.count_drop(h);
+            }
+        }
+    }
+    /// Queued as it is (the buffer swapped into a TX slot, the slot's old buffer given back).
+    fn transmit_frame(&mut self, port: u16, mut frame: Vec<u8>) -> Vec<u8> {
+        let c = &mut self.p.stats.ports[port as usize];
+        c.tx_frames += 1;
+        c.tx_bytes += frame.len() as u64;
+        let slot = self.tx.port_mut(port).next();
+        std::mem::swap(&mut slot.1, &mut frame);
+        frame
+    }
+    fn clone_packet(&mut self, h: u32) -> u32 {
+        let p = &mut *self.p;
+        let i = p.alloc();
+        let (dst, src) = if i < h {
+            let (l, r) = p.slots.split_at_mut(h as usize);
+            (&mut l[i as usize], &r[0])
+        } else {
+            let (l, r) = p.slots.split_at_mut(i as usize);
+            (&mut r[0], &l[h as usize])
+        };
+        dst.clone_from(src);
+        p.arrival[i as usize] = p.arrival[h as usize];
+        i
+    }
+    fn adopt(&mut self, mut pkt: Packet, keep_created: bool) -> u32 {
+        let p = &mut *self.p;
+        if !keep_created {
+            pkt.created_ps = p.now_ps;
+        }
+        let i = p.alloc();
+        let old = std::mem::replace(&mut p.slots[i as usize], pkt);
+        if p.stash.len() < 256 && old.wire.is_some() && old.payload_bytes.is_some() {
+            p.stash.push(old);
+        }
+        p.arrival[i as usize] = p.current_arrival;
+        i
+    }
+    fn consume(&mut self, h: u32) {
+        self.p.free.push(h);
+    }
+    fn drop_packet(&mut self, h: u32, _cause: DropCause) {
+        self.p.count_drop(h);
+    }
+    fn to_cpu(&mut self, h: u32) -> Result<(), DropCause> {
+        self.p.cpu.push_back(h);
+        Ok(())
+    }
+    fn schedule(&mut self, at_ps: u64, t: Timer) {
+        self.p.timer_seq += 1;
+        self.p.timers.push(Reverse((at_ps, self.p.timer_seq, t)));
+    }
+    fn recycle(&mut self, spare: &mut Vec<Packet>) {
+        while spare.len() < 256 {
+            match self.p.stash.pop() {
+                Some(pkt) => spare.push(pkt),
+                None => break,
+            }
+        }
+    }
+}
+
+impl<P: Program, C: ControlPlane<P>> Deref for RealSwitch<P, C> {
+    type Target = Pipeline<P, C>;
+    fn deref(&self) -> &Pipeline<P, C> {
+        &self.core
+    }
+}
+impl<P: Program, C: ControlPlane<P>> DerefMut for RealSwitch<P, C> {
+    fn deref_mut(&mut self) -> &mut Pipeline<P, C> {
+        &mut self.core
+    }
+}
+
+impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
+    /// A switch of `cfg.num_ports` interfaces; an error names a setting that does not fit them.
+    pub fn new(program: P, control: C, cfg: RealConfig) -> Result<Self, String> {
+        cfg.switch.validate(cfg.num_ports + 1)?;
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        Ok(RealSwitch {
+            core: Pipeline::new(program, control, cfg.switch, rng, true),
+            ports: FramePorts {
+                num_ports: cfg.num_ports,
+                routes: cfg.routes,
+                stats: SwitchStats::new(cfg.num_ports),
+                macs: HashMap::new(),
+                pcap: None,
+                now_ps: 0,
+                slots: Vec::new(),
+                arrival: Vec::new(),
+                free: Vec::new(),
+                current_arrival: 0,
+                stash: Vec::new(),
+                timers: BinaryHeap::new(),
+                timer_seq: 0,
+                recirculating: VecDeque::new(),
+                cpu: VecDeque::new(),
+            },
+            report: None,
+        })
     }
 
     /// Add the program's own counters to the live stats and the final summary.
@@ -295,313 +463,37 @@ impl<P: Program, C: ControlPlane<P>> RealSwitch<P, C> {
         self
     }
 
-    fn with_ctx<R>(
-        &mut self,
-        in_port: u16,
-        f: impl FnOnce(&mut P, &mut C, &mut Ctx<'_>) -> R,
-    ) -> R {
-        let router = RealRouter {
-            in_port,
-            num_ports: self.cfg.num_ports,
-            macs: &self.macs,
-            routes: &self.cfg.routes,
-        };
-        let mut ctx = Ctx::new(
-            self.now_ps,
-            0,
-            self.cfg.num_ports,
-            self.cfg.num_ports,
-            &router,
-            &mut self.rng,
-            &mut self.actions,
-        );
-        f(&mut self.program, &mut self.control, &mut ctx)
-    }
-
     /// Raw frames go to every other port (the other one, with two ports).
     fn pass_raw(&mut self, in_port: u16, vnet: VnetHeader, frame: &[u8], tx: &mut TxBatch) {
-        for p in 0..self.cfg.num_ports {
+        for p in 0..self.ports.num_ports {
             if p != in_port {
                 tx.push_raw(p, vnet, frame);
-                self.stats.ports[p as usize].tx_frames += 1;
-                self.stats.ports[p as usize].tx_bytes += frame.len() as u64;
+                self.ports.stats.ports[p as usize].tx_frames += 1;
+                self.ports.stats.ports[p as usize].tx_bytes += frame.len() as u64;
             }
         }
     }
 
-    fn recycle(&mut self, pkt: Packet) {
-        if self.actions.spare.len() < 256 && pkt.wire.is_some() && pkt.payload_bytes.is_some() {
-            self.actions.spare.push(pkt);
-        }
-    }
-
-    /// Run ingress (again while it says Recirculate) and carry out the verdict. The packet is
-    /// worked on in place (no moves of it through the calls below); the caller recycles it.
-    fn run_ingress(
-        &mut self,
-        pkt: &mut Packet,
-        in_port: u16,
-        instance: Instance,
-        tx: &mut TxBatch,
-    ) {
-        let mut meta = Metadata {
-            ingress_port: in_port,
-            instance,
-            egress_port: 0,
-            enq_queue_bytes: 0,
-            replication_id: 0,
-        };
+    /// Deliver what is due now: the packets on the CPU path (those queued so far) and the
+    /// timers (digests among them) whose time has come. Then copy the pipeline's counters into
+    /// the stats.
+    fn settle(&mut self, tx: &mut TxBatch) {
+        let mut dev = FrameDevice { p: &mut self.ports, tx };
         loop {
-            self.stats.ingress_passes += 1;
-            let verdict = self.with_ctx(in_port, |p, _, ctx| p.ingress(pkt, &mut meta, ctx));
-            if verdict == Verdict::Recirculate {
-                self.stats.recirculations += 1;
-                pkt.recirculations = pkt.recirculations.saturating_add(1);
-                if pkt.recirculations > self.cfg.max_recirculations {
-                    self.stats.recirculation_limit_drops += 1;
-                    self.count_drop(in_port);
-                    break;
+            for _ in 0..dev.p.cpu.len() {
+                let h = dev.p.cpu.pop_front().expect("queued");
+                self.core.cpu_arrival(&mut dev, h);
+            }
+            match dev.p.timers.peek() {
+                Some(Reverse((at, _, t))) if *at <= dev.p.now_ps => {
+                    let t = *t;
+                    dev.p.timers.pop();
+                    self.core.timer(&mut dev, t);
                 }
-                meta.instance = Instance::Recirculated;
-                continue;
-            }
-            self.dispatch(pkt, verdict, &meta, tx, true);
-            self.apply_actions(in_port, tx);
-            return;
-        }
-        self.apply_actions(in_port, tx);
-    }
-
-    fn count_drop(&mut self, in_port: u16) {
-        if let Some(c) = self.stats.ports.get_mut(in_port as usize) {
-            c.dropped += 1;
-        }
-    }
-
-    /// Carry out `verdict` for `pkt` (in place; the caller recycles it).
-    fn dispatch(
-        &mut self,
-        pkt: &mut Packet,
-        verdict: Verdict,
-        meta: &Metadata,
-        tx: &mut TxBatch,
-        from_cpu_ok: bool,
-    ) {
-        let in_port = meta.ingress_port;
-        match verdict {
-            Verdict::Forward(p) if p < self.cfg.num_ports => self.egress(pkt, p, 0, meta, tx),
-            Verdict::Route => {
-                let hop = RealRouter {
-                    in_port,
-                    num_ports: self.cfg.num_ports,
-                    macs: &self.macs,
-                    routes: &self.cfg.routes,
-                }
-                .next_hop(pkt);
-                match hop {
-                    NextHop::Port(p) if p < self.cfg.num_ports => self.egress(pkt, p, 0, meta, tx),
-                    _ if !self.cfg.routes.is_empty() || self.cfg.num_ports <= 2 => {
-                        self.stats.no_route += 1;
-                        self.count_drop(in_port);
-                    }
-                    _ => {
-                        // Unknown destination on a multi-port switch: flood like a bridge.
-                        let mut ports = std::mem::take(&mut self.ports_buf);
-                        ports.clear();
-                        ports.extend((0..self.cfg.num_ports).filter(|&p| p != in_port));
-                        self.replicate(pkt, &ports, meta, tx);
-                        self.ports_buf = ports;
-                    }
-                }
-            }
-            Verdict::Multicast(g) => {
-                let mut ports = std::mem::take(&mut self.ports_buf);
-                ports.clear();
-                if let Some(members) = self.cfg.multicast_groups.get(g as usize) {
-                    ports.extend_from_slice(members);
-                }
-                self.replicate(pkt, &ports, meta, tx);
-                self.ports_buf = ports;
-            }
-            Verdict::Recirculate => {
-                // Only clones and generated packets get here (ingress loops itself).
-                self.run_ingress(pkt, self.cfg.num_ports, Instance::Recirculated, tx);
-            }
-            Verdict::Consume => {
-                self.stats.consumed += 1;
-            }
-            Verdict::ToCpu if from_cpu_ok => {
-                self.stats.to_cpu += 1;
-                let v = self.with_ctx(in_port, |p, c, ctx| c.packet_in(p, pkt, ctx));
-                let meta = Metadata {
-                    instance: Instance::Generated,
-                    ..*meta
-                };
-                self.dispatch(pkt, v, &meta, tx, false);
-            }
-            Verdict::ToCpu | Verdict::Drop | Verdict::Forward(_) => {
-                if matches!(verdict, Verdict::Forward(_)) {
-                    self.stats.no_route += 1;
-                }
-                self.count_drop(in_port);
+                _ => break,
             }
         }
-    }
-
-    /// A copy of `pkt` to each of `ports` (replication id = the position in the list), or a
-    /// drop counted as no route when the list is empty.
-    fn replicate(&mut self, pkt: &Packet, ports: &[u16], meta: &Metadata, tx: &mut TxBatch) {
-        if ports.is_empty() {
-            self.stats.no_route += 1;
-            self.count_drop(meta.ingress_port);
-            return;
-        }
-        for (rid, &p) in ports.iter().enumerate() {
-            let mut copy = pkt.clone();
-            self.egress(&mut copy, p, rid as u16, meta, tx);
-            self.recycle(copy);
-        }
-    }
-
-    /// Run egress on `pkt` (in place) and queue it as a frame on `port`.
-    fn egress(&mut self, pkt: &mut Packet, port: u16, rid: u16, meta: &Metadata, tx: &mut TxBatch) {
-        if port >= self.cfg.num_ports {
-            // A multicast group naming a port this switch does not have.
-            self.stats.no_route += 1;
-            self.count_drop(meta.ingress_port);
-            return;
-        }
-        let emeta = Metadata {
-            egress_port: port,
-            replication_id: rid,
-            ..*meta
-        };
-        let v = self.with_ctx(meta.ingress_port, |p, _, ctx| p.egress(pkt, &emeta, ctx));
-        if v == EgressVerdict::Drop {
-            self.count_drop(meta.ingress_port);
-            return;
-        }
-        let slot = tx.port_mut(port).next();
-        match emit_into(pkt, &mut slot.1) {
-            Ok(()) => {
-                let c = &mut self.stats.ports[port as usize];
-                c.tx_frames += 1;
-                c.tx_bytes += slot.1.len() as u64;
-            }
-            Err(e) => {
-                tx.port_mut(port).len -= 1;
-                self.stats.emit_errors += 1;
-                self.stats.emit_error_last = Some(e.to_string());
-                self.count_drop(meta.ingress_port);
-            }
-        }
-    }
-
-    fn apply_actions(&mut self, in_port: u16, tx: &mut TxBatch) {
-        if self.actions.is_empty() {
-            return;
-        }
-        let a = &self.actions;
-        if a.timers.is_empty()
-            && a.control_timers.is_empty()
-            && a.digests.is_empty()
-            && a.clones.is_empty()
-            && a.generated.is_empty()
-        {
-            // Only whole frames (a program's replies): they cause nothing further.
-            self.send_frames(in_port, tx);
-            return;
-        }
-        for (at, token) in self.actions.timers.drain(..) {
-            self.timer_seq += 1;
-            self.timers
-                .push(Reverse((at, self.timer_seq, token, false)));
-        }
-        for (at, token) in self.actions.control_timers.drain(..) {
-            self.timer_seq += 1;
-            self.timers.push(Reverse((at, self.timer_seq, token, true)));
-        }
-        // Take this pass's lists out (what they cause is carried out by the recursion below)
-        // and give their buffers back afterwards: no allocation per pass.
-        let mut digests = std::mem::take(&mut self.actions.digests);
-        let mut clones = std::mem::take(&mut self.actions.clones);
-        let mut generated = std::mem::take(&mut self.actions.generated);
-        for d in digests.drain(..) {
-            self.stats.digests += 1;
-            self.with_ctx(in_port, |p, c, ctx| c.digest(p, d, ctx));
-        }
-        let meta = Metadata {
-            ingress_port: in_port,
-            instance: Instance::Clone,
-            egress_port: 0,
-            enq_queue_bytes: 0,
-            replication_id: 0,
-        };
-        for (mut pkt, dest) in clones.drain(..) {
-            self.stats.clones += 1;
-            self.dispatch(&mut pkt, dest, &meta, tx, true);
-            self.recycle(pkt);
-        }
-        for (mut pkt, dest) in generated.drain(..) {
-            self.stats.generated += 1;
-            let meta = Metadata {
-                instance: Instance::Generated,
-                ..meta
-            };
-            self.dispatch(&mut pkt, dest, &meta, tx, true);
-            self.recycle(pkt);
-        }
-        self.send_frames(in_port, tx);
-        if self.actions.digests.is_empty() {
-            self.actions.digests = digests;
-        }
-        if self.actions.clones.is_empty() {
-            self.actions.clones = clones;
-        }
-        if self.actions.generated.is_empty() {
-            self.actions.generated = generated;
-        }
-        if !self.actions.is_empty() {
-            self.apply_actions(in_port, tx);
-        }
-    }
-
-    /// Frames the program wrote whole: queued as they are (each buffer swapped into a TX slot,
-    /// the slot's old buffer kept for the next reply).
-    fn send_frames(&mut self, in_port: u16, tx: &mut TxBatch) {
-        let Actions {
-            frames,
-            spare_frames,
-            ..
-        } = &mut self.actions;
-        for (port, mut buf) in frames.drain(..) {
-            self.stats.generated += 1;
-            if port < self.cfg.num_ports {
-                let c = &mut self.stats.ports[port as usize];
-                c.tx_frames += 1;
-                c.tx_bytes += buf.len() as u64;
-                let slot = tx.port_mut(port).next();
-                std::mem::swap(&mut slot.1, &mut buf);
-            } else {
-                self.stats.no_route += 1;
-                if let Some(c) = self.stats.ports.get_mut(in_port as usize) {
-                    c.dropped += 1;
-                }
-            }
-            if spare_frames.len() < 256 {
-                buf.clear();
-                spare_frames.push(buf);
-            }
-        }
-    }
-
-    fn run_pass(&mut self, pass: Pass, tx: &mut TxBatch) {
-        let n = self.cfg.num_ports;
-        match pass {
-            Pass::Timer(t) => self.with_ctx(n, |p, _, ctx| p.timer(t, ctx)),
-            Pass::ControlTimer(t) => self.with_ctx(n, |p, c, ctx| c.timer(p, t, ctx)),
-        }
-        self.apply_actions(n, tx);
+        self.ports.stats.switch = self.core.counters;
     }
 }
 
@@ -610,7 +502,7 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
         self.program.name()
     }
     fn num_ports(&self) -> u16 {
-        self.cfg.num_ports
+        self.ports.num_ports
     }
 
     fn on_frame(
@@ -621,29 +513,34 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
         now_ps: u64,
         tx: &mut TxBatch,
     ) {
-        self.now_ps = now_ps;
-        let Some(c) = self.stats.ports.get_mut(in_port as usize) else {
+        let p = &mut self.ports;
+        p.now_ps = now_ps;
+        let Some(c) = p.stats.ports.get_mut(in_port as usize) else {
             return;
         };
         c.rx_frames += 1;
         c.rx_bytes += frame.len() as u64;
-        if self.cfg.num_ports > 2 && frame.len() >= 12 {
+        if p.num_ports > 2 && frame.len() >= 12 {
             let src: [u8; 6] = frame[6..12].try_into().expect("6 bytes");
             if src[0] & 1 == 0 {
-                self.macs.insert(src, in_port);
+                p.macs.insert(src, in_port);
             }
         }
-        let mut pkt = self.rx.take().unwrap_or_else(|| Box::new(blank_packet()));
-        match parse_into(frame, &mut pkt) {
+        let h = p.alloc();
+        match parse_into(frame, &mut p.slots[h as usize]) {
             Ok(()) => {
-                if let Some(log) = &mut self.pcap {
+                if let Some(log) = &mut p.pcap {
                     log.write(now_ps, frame);
                 }
-                pkt.created_ps = now_ps;
-                self.run_ingress(&mut pkt, in_port, Instance::Normal, tx);
+                p.slots[h as usize].created_ps = now_ps;
+                p.arrival[h as usize] = in_port;
+                let mut dev = FrameDevice { p, tx };
+                self.core.receive(&mut dev, h, in_port);
+                self.settle(tx);
             }
             Err(r) => {
-                let c = &mut self.stats.ports[in_port as usize];
+                p.free.push(h);
+                let c = &mut p.stats.ports[in_port as usize];
                 match r {
                     Refusal::Malformed(_) => c.malformed += 1,
                     Refusal::NotIpv4 { .. } | Refusal::Unsupported(_) => c.passed_raw += 1,
@@ -651,40 +548,36 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
                 self.pass_raw(in_port, vnet, frame, tx);
             }
         }
-        self.rx = Some(pkt);
     }
 
+    /// One lap of the recirculation port (the packets queued on it before the call), then what
+    /// is due; returns `now_ps` while packets recirculate, else when the next timer is due.
     fn on_tick(&mut self, now_ps: u64, tx: &mut TxBatch) -> Option<u64> {
-        self.now_ps = now_ps;
-        while let Some(Reverse((at, _, token, control))) = self.timers.peek().copied() {
-            if at > now_ps {
-                return Some(at);
-            }
-            self.timers.pop();
-            self.stats.timers_fired += 1;
-            self.run_pass(
-                if control {
-                    Pass::ControlTimer(token)
-                } else {
-                    Pass::Timer(token)
-                },
-                tx,
-            );
+        self.ports.now_ps = now_ps;
+        let rp = self.ports.num_ports;
+        let mut dev = FrameDevice { p: &mut self.ports, tx };
+        for _ in 0..dev.p.recirculating.len() {
+            let h = dev.p.recirculating.pop_front().expect("queued");
+            self.core.receive(&mut dev, h, rp);
         }
-        None
+        self.settle(tx);
+        if !self.ports.recirculating.is_empty() {
+            return Some(now_ps);
+        }
+        self.ports.timers.peek().map(|Reverse((at, _, _))| *at)
     }
 
     fn stats(&self) -> &SwitchStats {
-        &self.stats
+        &self.ports.stats
     }
     fn stats_mut(&mut self) -> &mut SwitchStats {
-        &mut self.stats
+        &mut self.ports.stats
     }
     fn set_routes(&mut self, routes: RouteTable) {
-        self.cfg.routes = routes;
+        self.ports.routes = routes;
     }
     fn set_pcap(&mut self, log: PcapLog) {
-        self.pcap = Some(log);
+        self.ports.pcap = Some(log);
     }
     fn report(&self) -> Vec<(String, String)> {
         self.report
@@ -693,7 +586,7 @@ impl<P: Program, C: ControlPlane<P>> FrameSwitch for RealSwitch<P, C> {
             .unwrap_or_default()
     }
     fn finish(&mut self) -> Result<Option<String>, String> {
-        match self.pcap.take() {
+        match self.ports.pcap.take() {
             Some(log) => log.finish().map(Some),
             None => Ok(None),
         }
