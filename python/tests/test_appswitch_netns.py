@@ -207,19 +207,27 @@ def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path
 
 
 def test_turnaround_quick_direction(cassandra_cache):
-    """appswitch.turnaround --quick (Fig. 12): hits are answered much faster than the server
-    answers without the switch, and the switch's hit counter equals the LRU replay (checked inside
-    the experiment)."""
+    """appswitch.turnaround --quick (Fig. 12): the mechanism behind the figure's direction — the
+    switch answers the hits itself (its hit counter equals the LRU replay, checked inside the
+    experiment; every hit's request and reply bytes are kept from the server: α and β grow by
+    them), every other read goes to the server, nothing breaks. No wall-time assertion: on this
+    shared 2-core machine load flipped one (2 failures in 4 runs); the timing direction is
+    measured by bench/appswitch_figs.py with interleaved repeats and confidence intervals."""
     from innet import api
 
     r = api.run("appswitch.turnaround", quick=True)
-    m = r.summary["turnaround_mean_us"]
-    med = r.summary["turnaround_median_us"]
+    s = {k: int(v) for k, v in r.summary["switch"].items()}
+    q = r.summary["queries"]
+    hits = round(r.summary["hit_ratio"] * q)
     assert 0.2 < r.summary["hit_ratio"] < 0.9, r.summary
-    # Medians: on a loaded 2-core machine means swing with a few slow queries.
-    assert med["hit"] * 1.5 < med["normal"], (med, m)
-    assert med["all"] < med["normal"], (med, m)
-    assert m["hit"] < m["normal"], (med, m)
+    assert s["hits"] == hits and s["misses"] == q - hits, s
+    assert s["learned"] >= 1 and s["learned"] <= s["misses"], s
+    # Each hit's request (an EXECUTE of ≥ 9 + 2 + 16 bytes) never reached the server, its reply
+    # (a RESULT Rows) never came from it.
+    assert s["migrated_request_bytes"] >= 27 * hits and s["migrated_reply_bytes"] >= 9 * hits, s
+    assert s["protocol_errors"] == 0, s
+    m, med = r.summary["turnaround_mean_us"], r.summary["turnaround_median_us"]
+    assert all(v is not None and v > 0 for v in (*m.values(), *med.values())), (m, med)
     assert len(r.tables["samples"]) == 2 * r.summary["queries"]
     # Every paper number the report sets beside Fig. 12 names a metric this summary has.
     from innet import reproduce
