@@ -275,12 +275,18 @@ def case_bound_values(c: Checker) -> None:
                run=lambda: s.execute(prep, (arg, "a")))
 
 
+def one_row_table(c: Checker, table: str) -> tuple[str, Any]:
+    """A new table `table` (k text key, v text) holding ('a', 'x'): its read of 'a' as text and
+    prepared."""
+    c.s.execute(f"CREATE TABLE {KS}.{table} (k text PRIMARY KEY, v text)")
+    c.write(f"INSERT INTO {KS}.{table} (k, v) VALUES ('a', 'x')")
+    q = f"SELECT v FROM {KS}.{table} WHERE k = 'a'"
+    return q, c.s.prepare(q)
+
+
 def case_consistency(c: Checker) -> None:
     s = c.s
-    s.execute(f"CREATE TABLE {KS}.t7 (k text PRIMARY KEY, v text)")
-    c.write(f"INSERT INTO {KS}.t7 (k, v) VALUES ('a', 'x')")
-    q = f"SELECT v FROM {KS}.t7 WHERE k = 'a'"
-    prep = s.prepare(q)
+    q, prep = one_row_table(c, "t7")
     for cl in ["ONE", "ONE", "TWO", "THREE", "ANY", "QUORUM", "ALL", "LOCAL_ONE", "SERIAL", "ONE"]:
         c.read(f"7 consistency {cl}", q, cl=cl)
 
@@ -351,10 +357,7 @@ def case_paging(c: Checker) -> None:
 
 def case_tracing(c: Checker) -> None:
     s = c.s
-    s.execute(f"CREATE TABLE {KS}.tr (k text PRIMARY KEY, v text)")
-    c.write(f"INSERT INTO {KS}.tr (k, v) VALUES ('a', 'x')")
-    q = f"SELECT v FROM {KS}.tr WHERE k = 'a'"
-    prep = s.prepare(q)
+    q, prep = one_row_table(c, "tr")
 
     def traced(stmt, trace: bool):
         rs = s.execute(stmt, trace=trace)
