@@ -501,7 +501,13 @@ def case_clauses(c: Checker) -> None:
     writes = [f"UPDATE {KS}.cl SET st = 's1' WHERE k = 'a'", f"UPDATE {KS}.cl SET v = 'v1' WHERE k = 'a' AND c = 0",
               f"UPDATE {KS}.ctr SET n = n + 1 WHERE k = 'a'", f"UPDATE {KS}.cl SET v = 'lwt' WHERE k = 'a' AND c = 1 IF v = 'v1'",
               f"UPDATE {KS}.cl SET st = 'lwt' WHERE k = 'a' IF st = 'nope'", f"DELETE FROM {KS}.cl WHERE k = 'a' AND c = 2 IF EXISTS",
-              f"UPDATE {KS}.ctr SET n = n - 3 WHERE k = 'a'", f"INSERT INTO {KS}.cl (k, c, v) VALUES ('a', 5, 'v1') IF NOT EXISTS"]
+              f"UPDATE {KS}.ctr SET n = n - 3 WHERE k = 'a'", f"INSERT INTO {KS}.cl (k, c, v) VALUES ('a', 5, 'v1') IF NOT EXISTS",
+              # Writes whose keys are not a plain `k = literal`.
+              f"INSERT INTO {KS}.cl JSON '{{\"k\": \"a\", \"c\": 0, \"v\": \"json\"}}'",
+              f"UPDATE {KS}.cl SET st = 'in' WHERE k IN ('a', 'b')", f"UPDATE {KS}.ctr SET n = n + 5 WHERE k IN ('a', 'b')",
+              f"BEGIN UNLOGGED BATCH UPDATE {KS}.cl SET v = 'b1' WHERE k = 'a' AND c = 0; "
+              f"UPDATE {KS}.cl SET st = 'b2' WHERE k = 'a'; APPLY BATCH",
+              f"DELETE st FROM {KS}.cl WHERE k IN ('b', 'a')"]
     for w in writes + [None]:
         for q in reads:
             c.reads_of("16 clauses", q, n=2)
