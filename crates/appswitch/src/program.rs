@@ -150,6 +150,20 @@ enum Classified {
     Pending(Pending),
 }
 
+/// New client bytes, [from, end) of the client's stream, from one segment, and what answering
+/// them needs (the packet answered, its ingress port, the externs): what each protocol's
+/// `*_client_bytes` reads.
+struct ClientBytes<'a, 'c> {
+    bytes: &'a [u8],
+    /// The segment carries only new bytes and no FIN (so a hit may be answered in its place).
+    may_answer: bool,
+    from: u64,
+    end: u64,
+    pkt: &'a Packet,
+    meta: &'a Metadata,
+    ctx: &'a mut Ctx<'c>,
+}
+
 /// The application switch program.
 pub struct AppSwitch {
     pub config: Config,
@@ -735,18 +749,8 @@ impl AppSwitch {
         // The per-packet lists live in `self` between packets (no allocation per packet).
         let mut items = std::mem::take(&mut self.items_scratch);
         let mut frames = std::mem::take(&mut self.frames_scratch);
-        let answered = self.parse_client_bytes_into(
-            conn,
-            bytes,
-            may_answer,
-            from,
-            end,
-            pkt,
-            meta,
-            ctx,
-            &mut items,
-            &mut frames,
-        );
+        let seg = ClientBytes { bytes, may_answer, from, end, pkt, meta, ctx };
+        let answered = self.parse_client_bytes_into(conn, seg, &mut items, &mut frames);
         for (_, cl) in items.drain(..) {
             self.give_classified(cl);
         }
@@ -759,30 +763,17 @@ impl AppSwitch {
         answered
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn parse_client_bytes_into(
         &mut self,
         conn: &mut Conn,
-        bytes: &[u8],
-        may_answer: bool,
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
         items: &mut Vec<(Option<i16>, Classified)>,
         frames: &mut Vec<CqlFrame>,
     ) -> bool {
         match &mut conn.proto {
-            Proto::Cql(_) => self.cql_client_bytes(
-                conn, bytes, may_answer, from, end, pkt, meta, ctx, items, frames,
-            ),
-            Proto::Mc(_) => {
-                self.mc_client_bytes(conn, bytes, may_answer, from, end, pkt, meta, ctx, items)
-            }
-            Proto::Redis(_) => {
-                self.redis_client_bytes(conn, bytes, may_answer, from, end, pkt, meta, ctx, items)
-            }
+            Proto::Cql(_) => self.cql_client_bytes(conn, seg, items, frames),
+            Proto::Mc(_) => self.mc_client_bytes(conn, seg, items),
+            Proto::Redis(_) => self.redis_client_bytes(conn, seg, items),
         }
     }
 

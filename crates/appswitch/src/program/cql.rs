@@ -6,10 +6,8 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use innet_switch::{Ctx, Metadata};
-use innet_wire::phv::Packet;
 
-use super::{all_hits, AppSwitch, Classified, Conn, HashMap, Pending, Proto};
+use super::{all_hits, AppSwitch, Classified, ClientBytes, Conn, HashMap, Pending, Proto};
 use crate::cache::WriteToken;
 use crate::cql_schema::{schema_read, PartitionKey, SchemaRead};
 use innet_wire::cql::compression::{self, Compression};
@@ -480,23 +478,25 @@ impl AppSwitch {
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn cql_client_bytes(
         &mut self,
         conn: &mut Conn,
-        bytes: &[u8],
-        may_answer: bool,
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
         items: &mut Vec<(Option<i16>, Classified)>,
         frames: &mut Vec<cql::Frame>,
     ) -> bool {
         let Proto::Cql(c) = &mut conn.proto else {
             unreachable!("a CQL connection")
         };
+        let ClientBytes {
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+        } = seg;
         let boundary_before = c.c2s.at_boundary();
         let s2c_boundary = c.s2c.at_boundary();
         let framing_ok = c.c2s.framing() == c.s2c.framing();

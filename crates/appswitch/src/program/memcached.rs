@@ -4,10 +4,8 @@
 
 use std::collections::VecDeque;
 
-use innet_switch::{Ctx, Metadata};
-use innet_wire::phv::Packet;
 
-use super::{all_hits, AppSwitch, Classified, Conn, Pending, Proto};
+use super::{all_hits, AppSwitch, Classified, ClientBytes, Conn, Pending, Proto};
 use crate::cache::WriteToken;
 use innet_wire::memcache::{self, McReader, ReplyShape};
 
@@ -130,22 +128,24 @@ impl AppSwitch {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn mc_client_bytes(
         &mut self,
         conn: &mut Conn,
-        bytes: &[u8],
-        may_answer: bool,
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
         items: &mut Vec<(Option<i16>, Classified)>,
     ) -> bool {
         let Proto::Mc(m) = &mut conn.proto else {
             unreachable!("a memcached connection")
         };
+        let ClientBytes {
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+        } = seg;
         let boundary_before = m.c2s.at_boundary();
         let s2c_boundary = m.s2c.at_boundary();
         // Requests are classified as they are framed (borrowed from the segment); their

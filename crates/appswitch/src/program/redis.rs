@@ -4,10 +4,8 @@
 
 use std::collections::VecDeque;
 
-use innet_switch::{Ctx, Metadata};
-use innet_wire::phv::Packet;
 
-use super::{all_hits, AppSwitch, Classified, Conn, Pending, Proto};
+use super::{all_hits, AppSwitch, Classified, ClientBytes, Conn, Pending, Proto};
 use crate::cache::WriteToken;
 use innet_wire::resp::{self, ReplyRef, RespReader};
 
@@ -145,22 +143,24 @@ impl AppSwitch {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn redis_client_bytes(
         &mut self,
         conn: &mut Conn,
-        bytes: &[u8],
-        may_answer: bool,
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
         items: &mut Vec<(Option<i16>, Classified)>,
     ) -> bool {
         let Proto::Redis(r) = &mut conn.proto else {
             unreachable!("a Redis connection")
         };
+        let ClientBytes {
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+        } = seg;
         let boundary_before = r.c2s.at_boundary();
         let s2c_boundary = r.s2c.at_boundary();
         // Commands classified in place, as they are framed (no argument copies).
