@@ -405,7 +405,7 @@ fn max_age_setting_is_checked() {
 
 mod cql_v5 {
     use super::*;
-    use innet_appswitch::cql::{
+    use innet_wire::cql::{
         self, opcode, ColumnSpec, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
         RowsMetadata, Value,
     };
@@ -788,7 +788,7 @@ pub(crate) mod memcached {
 
 mod cql_schema {
     use super::memcached::Talk;
-    use innet_appswitch::cql::{
+    use innet_wire::cql::{
         self, opcode, ColumnSpec, CqlType, QueryParams, Rows, RowsMetadata,
     };
     use innet_appswitch::cql_schema::tables_rows;
@@ -999,7 +999,7 @@ mod cql_schema {
     /// EXECUTE is no longer answered by the switch.
     #[test]
     fn prepared_select_stops_hitting_when_the_schema_shows_a_compound_key() {
-        use innet_appswitch::cql::Value;
+        use innet_wire::cql::Value;
         let mut t = Talk::with("cql");
         ready(&mut t);
         options(&mut t, 30, &[("ks", "kv", 0)]);
@@ -1236,7 +1236,7 @@ mod cql_schema {
     /// Case 6 of issue 23: a bound value outside the key is part of what the read asks.
     #[test]
     fn bound_values_outside_the_key_are_part_of_the_read() {
-        use innet_appswitch::cql::Value;
+        use innet_wire::cql::Value;
         let mut t = schema_known();
         let cols =
             ColumnSpec::natives(&[("arg0", cql::type_id::BLOB), ("k", cql::type_id::VARCHAR)]);
