@@ -8,6 +8,7 @@ saying why (needs root); it never skips. The session-wide Cassandra download is 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -48,13 +49,15 @@ def fetch_cassandra() -> None:
 
 
 @contextmanager
-def cassandra(t: Topology) -> Iterator[Path]:
+def cassandra(t: Topology, auth: bool = False) -> Iterator[Path]:
     """A real Cassandra in `t`'s server namespace (scripts/cassandra.sh start / stop), in a fresh
-    directory removed afterwards."""
+    directory removed afterwards; `auth`: with authentication and authorization on
+    (INNET_CASSANDRA_AUTH=1, superuser cassandra/cassandra)."""
     cdir = Path(tempfile.mkdtemp(prefix="innet-cassandra-"))
     try:
         r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=400)
+                           capture_output=True, text=True, timeout=400,
+                           env={**os.environ, "INNET_CASSANDRA_AUTH": "1" if auth else "0"})
         assert r.returncode == 0, r.stderr
         yield cdir
     finally:

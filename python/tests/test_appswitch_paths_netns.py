@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import subprocess
 
 import pytest
 
 from innet.appswitch_cluster import estimate
 from innet.appswitch_timeline import cql_header, parse_frame, place_marks, summarize
-from innet.netns import REPO
 
 
 def frame(sport: int, dport: int, payload: bytes) -> bytes:
@@ -83,12 +81,6 @@ def test_the_coordinator_cache_estimate_is_section_5_7s_formulas():
     assert b["existing_miss"] == pytest.approx(1200.0)
     assert b["existing"] == pytest.approx(0.34 * 1000 + 0.66 * 1200)
     assert (b["existing_miss_server1"], b["existing_miss_server2"]) == (1000.0, 1400.0)
-
-
-@pytest.fixture(scope="module")
-def cassandra_cache():
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "fetch"], capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr
 
 
 def test_timeline_quick(cassandra_cache, tmp_path):

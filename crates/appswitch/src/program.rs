@@ -452,6 +452,7 @@ impl Program for AppSwitch {
                             s2c: FrameReader::new(true),
                             pending: HashMap::default(),
                             keyspace: None,
+                            authenticated: false,
                         }),
                         Protocol::Redis => Proto::Redis(RedisConn {
                             c2s: RespReader::default(),

@@ -1269,4 +1269,65 @@ mod cql_schema {
         );
         assert!(hit(&mut t, &exec(5, b"two"), 5, "two"));
     }
+
+    /// With authentication on (the server answers STARTUP with AUTHENTICATE), what a read
+    /// returns depends on the user and on permissions at that moment: the connection's reads are
+    /// never answered by the switch, even once the table's key is known; its writes still go
+    /// through. The same reads on a connection without authentication are answered.
+    #[test]
+    fn authenticated_connections_are_never_answered() {
+        for auth in [true, false] {
+            let mut t = Talk::with("cql");
+            let startup = cql::request_frame(
+                4,
+                0,
+                opcode::STARTUP,
+                &[
+                    0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N',
+                    0, 5, b'3', b'.', b'0', b'.', b'0',
+                ],
+            );
+            assert_eq!(t.request(&startup), None);
+            if auth {
+                let class = b"org.apache.cassandra.auth.PasswordAuthenticator";
+                let body = [&(class.len() as u16).to_be_bytes()[..], class].concat();
+                t.reply(&cql::response_frame(4, 0, opcode::AUTHENTICATE, &body));
+                let token = b"\0alice\0alice-pw";
+                let body = [&(token.len() as i32).to_be_bytes()[..], token].concat();
+                assert_eq!(
+                    t.request(&cql::request_frame(4, 0, opcode::AUTH_RESPONSE, &body)),
+                    None
+                );
+                t.reply(&cql::response_frame(
+                    4,
+                    0,
+                    opcode::AUTH_SUCCESS,
+                    &[0xff, 0xff, 0xff, 0xff],
+                ));
+            } else {
+                t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
+            }
+            options(&mut t, 30, &[("ks", "kv", 0)]);
+            assert_eq!(
+                t.request(&query(4, "SELECT * FROM system_schema.columns")),
+                None
+            );
+            t.reply(&result(
+                4,
+                &schema(&[("ks", "kv", "k", "partition_key", 0)], 0),
+            ));
+            let sel = query(5, "SELECT v FROM ks.kv WHERE k = 'a'");
+            let answered: Vec<bool> = (0..3).map(|_| hit(&mut t, &sel, 5, "secret")).collect();
+            if auth {
+                assert_eq!(
+                    answered,
+                    [false, false, false],
+                    "a user's answer is never cached"
+                );
+            } else {
+                assert_eq!(answered, [false, true, true]);
+            }
+            write(&mut t, 6, "UPDATE ks.kv SET v = 'b' WHERE k = 'a'");
+        }
+    }
 }

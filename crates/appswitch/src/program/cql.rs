@@ -32,6 +32,10 @@ pub(super) struct CqlConn {
     pub(super) s2c: FrameReader,
     pub(super) pending: HashMap<i16, Pending>,
     pub(super) keyspace: Option<String>,
+    /// The server answered STARTUP with AUTHENTICATE: what a read returns depends on the user
+    /// and on permissions at that moment (GRANT/REVOKE by anyone, roles, data masks), which the
+    /// switch cannot see, so this connection's reads are neither answered nor learned.
+    pub(super) authenticated: bool,
 }
 
 /// The cache item of a CQL partition: the table, then the key's bytes (appended by the caller).
@@ -79,13 +83,15 @@ impl AppSwitch {
         h: &cql::FrameHeader,
         body: &[u8],
         keyspace: Option<&str>,
+        authenticated: bool,
     ) -> Classified {
         let other = Classified::Pending(Pending::Other);
-        let cacheable_flags = h.flags
-            & (cql::frame_flags::TRACING
-                | cql::frame_flags::CUSTOM_PAYLOAD
-                | cql::frame_flags::COMPRESSION)
-            == 0;
+        let cacheable_flags = !authenticated
+            && h.flags
+                & (cql::frame_flags::TRACING
+                    | cql::frame_flags::CUSTOM_PAYLOAD
+                    | cql::frame_flags::COMPRESSION)
+                == 0;
         if h.opcode == opcode::EXECUTE {
             // The hot path: read in place (no copy of the id or the bound values).
             return self.classify_execute(h, body, cacheable_flags);
@@ -517,9 +523,9 @@ impl AppSwitch {
                 c.s2c.set_compression(alg);
             }
         }
-        let ks = c.keyspace.as_deref();
+        let (ks, authenticated) = (c.keyspace.as_deref(), c.authenticated);
         for f in frames.drain(..) {
-            let cl = self.classify_cql(&f.header, &f.body, ks);
+            let cl = self.classify_cql(&f.header, &f.body, ks, authenticated);
             items.push((Some(f.header.stream), cl));
             self.give(f.body);
         }
@@ -594,6 +600,7 @@ impl AppSwitch {
                 continue;
             }
             if f.header.opcode == opcode::READY || f.header.opcode == opcode::AUTHENTICATE {
+                c.authenticated |= f.header.opcode == opcode::AUTHENTICATE;
                 if c.s2c.framing() == Framing::Segmented {
                     c.c2s.set_segmented();
                 }
