@@ -31,6 +31,7 @@ the paper, the estimate omits the coordinator cache's own cost.)
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def cluster(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
             raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
         stats = json.loads(stats_path.read_text())["program_report"]
         server_ips = {t.server_ip: "server1", t.server2_ip: "server2"}
+    shutil.rmtree(tmp, ignore_errors=True)
     progress(0.95)
 
     def owner(run: dict, n: int, i: int) -> str:
