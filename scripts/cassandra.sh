@@ -9,11 +9,18 @@
 #   scripts/cassandra.sh stop DIR                    # SIGTERM, wait for exit
 #
 # Needs Java 17 and Maven (scripts/setup.sh installs both). 1 GB heap; ~10 s to ready.
+# A second node joins the first one's cluster with INNET_CASSANDRA_SEEDS=FIRST_ADDRESS (start
+# the nodes one after the other: Cassandra bootstraps one node at a time); INNET_CASSANDRA_HEAP
+# sets the heap (default 1G; the two-node Fig. 22 uses 512M per node). INNET_CASSANDRA_AUTH=1
+# turns on PasswordAuthenticator + CassandraAuthorizer (superuser cassandra/cassandra) with the
+# role and permission caches off, so a GRANT or REVOKE takes effect on the next request.
 set -euo pipefail
 
 version="${INNET_CASSANDRA_VERSION:-5.0.9}"
 cache="${INNET_CASSANDRA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/innet/cassandra-$version}"
 ready_timeout_s="${INNET_CASSANDRA_READY_S:-180}"
+heap="${INNET_CASSANDRA_HEAP:-1G}"
+[[ "$heap" =~ ^[0-9]+[MG]$ ]] || { echo "cassandra.sh: INNET_CASSANDRA_HEAP=$heap: expected a size like 512M or 1G" >&2; exit 1; }
 
 die() { echo "cassandra.sh: $*" >&2; exit 1; }
 
@@ -39,7 +46,7 @@ POM
 }
 
 write_config() {
-    local dir="$1" addr="$2"
+    local dir="$1" addr="$2" seeds="${INNET_CASSANDRA_SEEDS:-$2}"
     mkdir -p "$dir/conf" "$dir/data" "$dir/logs"
     cat > "$dir/conf/cassandra.yaml" <<YAML
 cluster_name: innet
@@ -55,7 +62,7 @@ commitlog_sync_period: 10000ms
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "$addr:7000"
+      - seeds: "$seeds:7000"
 listen_address: $addr
 rpc_address: $addr
 storage_port: 7000
@@ -65,6 +72,16 @@ endpoint_snitch: SimpleSnitch
 # Off by default in 5.0; the application switch's tests use a view (issue 23, case 3).
 materialized_views_enabled: true
 YAML
+    if [ "${INNET_CASSANDRA_AUTH:-0}" = 1 ]; then
+        cat >> "$dir/conf/cassandra.yaml" <<YAML
+authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer
+role_manager: CassandraRoleManager
+roles_validity: 0ms
+permissions_validity: 0ms
+credentials_validity: 0ms
+YAML
+    fi
     cat > "$dir/conf/logback.xml" <<XML
 <configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">
@@ -92,7 +109,7 @@ start() {
              java.nio java.util.concurrent java.util.concurrent.atomic java.math java.net; do
         opens+=(--add-opens "java.base/$m=ALL-UNNAMED")
     done
-    setsid "${run[@]}" java -Xms1G -Xmx1G -Xss256k -XX:+UseG1GC -XX:+ParallelRefProcEnabled \
+    setsid "${run[@]}" java "-Xms$heap" "-Xmx$heap" -Xss256k -XX:+UseG1GC -XX:+ParallelRefProcEnabled \
         -XX:MaxTenuringThreshold=1 -XX:G1HeapRegionSize=16m \
         -javaagent:"$jamm" -Djdk.attach.allowAttachSelf=true \
         --add-exports java.base/jdk.internal.misc=ALL-UNNAMED \

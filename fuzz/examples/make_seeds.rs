@@ -408,7 +408,7 @@ fn main() {
 
 /// CQL (mode byte, split byte, stream) and RESP (mode byte, split byte, stream) seeds.
 fn appswitch_seeds(dir: &Path) {
-    use innet_appswitch::cql::{self, opcode, QueryParams, Value};
+    use innet_wire::cql::{self, opcode, QueryParams, Value};
     let p = QueryParams { consistency: 1, flags: cql::query_flags::VALUES, values: vec![Value::Bytes(b"k1".to_vec())], ..Default::default() };
     let q = cql::request_frame(4, 3, opcode::QUERY, &cql::encode_query(4, "SELECT v FROM ks.kv WHERE k = ?", &p));
     let e = cql::request_frame(4, 4, opcode::EXECUTE, &cql::encode_execute(4, b"0123456789abcdef", b"", &p));
@@ -436,7 +436,7 @@ fn appswitch_seeds(dir: &Path) {
     write(dir, "cql", "v5_segmented_query", &[&[2u8, 7][..], &segs].concat());
     // Compressed CQL: an LZ4 and a Snappy v4 frame (mode 0 / 1), LZ4 v5 segments (mode 6).
     {
-        use innet_appswitch::compression::{compress_body, compress_segment, Compression};
+        use innet_wire::cql::compression::{compress_body, compress_segment, Compression};
         for (mode, c, name) in [(0u8, Compression::Lz4, "v4_lz4_frame"), (1, Compression::Snappy, "v4_snappy_frame")] {
             let mut f = cql::response_frame(4, 3, opcode::RESULT, &compress_body(c, &body));
             f[1] |= cql::frame_flags::COMPRESSION;
@@ -449,8 +449,8 @@ fn appswitch_seeds(dir: &Path) {
         write(dir, "cql_compression", "v5_lz4_segments", &[&[6u8, 13][..], &segs].concat());
     }
     let mut c = Vec::new();
-    innet_appswitch::resp::encode_command(&[b"SET", b"k", b"v"], &mut c);
-    innet_appswitch::resp::encode_command(&[b"GET", b"k"], &mut c);
+    innet_wire::resp::encode_command(&[b"SET", b"k", b"v"], &mut c);
+    innet_wire::resp::encode_command(&[b"GET", b"k"], &mut c);
     c.extend_from_slice(b"DEL k\r\n");
     write(dir, "resp", "commands", &[&[0u8, 5][..], &c].concat());
     write(dir, "resp", "replies", &[&[1u8, 5][..], &b"+OK\r\n$1\r\nv\r\n:1\r\n$-1\r\n*2\r\n$1\r\na\r\n:2\r\n"[..]].concat());

@@ -5,12 +5,12 @@
 //! in-place EXECUTE reader judges every request body as the owning parser.
 #![no_main]
 
-use innet_appswitch::cql::{
+use innet_wire::cql::{
     encode_rows, opcode, parse_execute_ref, parse_request, parse_result, rows_body_cacheable, rows_flags,
     FrameReader, Request, ResultMsg, Value, ValueRef,
 };
-use innet_appswitch::cql_key::{from_literal, KeyType};
-use innet_appswitch::cql_statement::{parse_statement, KeyValue};
+use innet_wire::cql::key::{from_literal, KeyType};
+use innet_wire::cql::statement::{parse_statement, KeyValue};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,10 +5,10 @@
 //! as read), and compressing any input then decompressing it gives the input back.
 #![no_main]
 
-use innet_appswitch::compression::{
+use innet_wire::cql::compression::{
     compress_body, compress_segment, decompress_body, decompress_segment, startup_compression, Compression,
 };
-use innet_appswitch::cql::{frame_flags, FrameReader, MAX_SEGMENT_PAYLOAD_BYTES};
+use innet_wire::cql::{frame_flags, FrameReader, MAX_SEGMENT_PAYLOAD_BYTES};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 //! consumed plus those still buffered are the whole input.
 #![no_main]
 
-use innet_appswitch::memcache::{McReader, ReplyShape};
+use innet_wire::memcache::{McReader, ReplyShape};
 use libfuzzer_sys::fuzz_target;
 
 const SHAPES: [ReplyShape; 5] = [

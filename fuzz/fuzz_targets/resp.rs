@@ -4,7 +4,7 @@
 //! the same commands as the owning one, and the in-place reply reader the same replies.
 #![no_main]
 
-use innet_appswitch::resp::{ReplyRef, RespReader};
+use innet_wire::resp::{ReplyRef, RespReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

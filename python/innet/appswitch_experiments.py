@@ -23,8 +23,43 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
+
+
+@contextmanager
+def cassandra_topology(name: str, prefix: str, cdir: Path, servers: int = 1, clients: int = 1,
+                       heap: str | None = None) -> Iterator:
+    """The namespaces (innet.netns.Topology) with a Cassandra node started in each server
+    namespace (scripts/cassandra.sh; node 2 joins node 1's cluster, started after it), torn
+    down and the nodes' directories under `cdir` removed on exit. Not root: a UserInputError
+    naming `name`."""
+    from innet import _native
+    from innet.netns import REPO, NetnsUnavailable, Topology
+
+    t = Topology(tag=f"{prefix}{os.getpid() % 10000}", servers=servers, clients=clients)
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
+    dirs = [cdir / f"node{k + 1}" for k in range(servers)]
+    try:
+        for d, (ns, ip) in zip(dirs, t.server_namespaces()):
+            env = dict(os.environ, INNET_CASSANDRA_SEEDS=t.server_ip)
+            if heap:
+                env["INNET_CASSANDRA_HEAP"] = heap
+            r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(d), ip, ns],
+                               capture_output=True, text=True, timeout=900, env=env)
+            if r.returncode != 0:
+                raise RuntimeError(f"Cassandra at {ip} did not start: {r.stderr[-2000:]}")
+        yield t
+    finally:
+        t.down()
+        for d in dirs:
+            subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(d)], capture_output=True, timeout=120)
+        subprocess.run(["rm", "-rf", str(cdir)])
 
 
 def _floats(v: str) -> list[float]:

@@ -275,12 +275,18 @@ def case_bound_values(c: Checker) -> None:
                run=lambda: s.execute(prep, (arg, "a")))
 
 
+def one_row_table(c: Checker, table: str) -> tuple[str, Any]:
+    """A new table `table` (k text key, v text) holding ('a', 'x'): its read of 'a' as text and
+    prepared."""
+    c.s.execute(f"CREATE TABLE {KS}.{table} (k text PRIMARY KEY, v text)")
+    c.write(f"INSERT INTO {KS}.{table} (k, v) VALUES ('a', 'x')")
+    q = f"SELECT v FROM {KS}.{table} WHERE k = 'a'"
+    return q, c.s.prepare(q)
+
+
 def case_consistency(c: Checker) -> None:
     s = c.s
-    s.execute(f"CREATE TABLE {KS}.t7 (k text PRIMARY KEY, v text)")
-    c.write(f"INSERT INTO {KS}.t7 (k, v) VALUES ('a', 'x')")
-    q = f"SELECT v FROM {KS}.t7 WHERE k = 'a'"
-    prep = s.prepare(q)
+    q, prep = one_row_table(c, "t7")
     for cl in ["ONE", "ONE", "TWO", "THREE", "ANY", "QUORUM", "ALL", "LOCAL_ONE", "SERIAL", "ONE"]:
         c.read(f"7 consistency {cl}", q, cl=cl)
 
@@ -309,6 +315,209 @@ def case_comments(c: Checker) -> None:
             c.reads_of(f"8 comments: {w!r}", f"SELECT v FROM {KS}.t8 WHERE k = '{k}'")
 
 
+# ---- beyond the ten cases: an adversarial Cassandra 5 user (issue 23, continued) ------------------
+
+def _rows(rs, cap: int = 50) -> list:
+    """At most `cap` rows of a (possibly paged) result: a switch that answers a page request with
+    an earlier page would otherwise make the driver page forever."""
+    out = []
+    for r in rs:
+        out.append(r)
+        if len(out) >= cap:
+            break
+    return out
+
+
+def case_paging(c: Checker) -> None:
+    from cassandra.query import SimpleStatement
+
+    s = c.s
+    s.execute(f"CREATE TABLE {KS}.pg (k text, c int, v text, PRIMARY KEY (k, c))")
+    for i in range(5):
+        c.write(f"INSERT INTO {KS}.pg (k, c, v) VALUES ('a', {i}, 'v{i}')")
+    q = f"SELECT c, v FROM {KS}.pg WHERE k = 'a'"
+    prep = s.prepare(q)
+    for size in (2, 2, 5000, 2, 3, 5000):
+        c.read(f"11 paging, fetch_size {size}", q,
+               run=lambda size=size: _rows(s.execute(SimpleStatement(q, fetch_size=size))))
+        prep.fetch_size = size
+        c.read(f"11 paging, fetch_size {size} (prepared)", "prepared", truth_q=q,
+               run=lambda: _rows(s.execute(prep)))
+    # One page by hand, then its continuation: the second request carries the paging state.
+    for _ in range(2):
+        first = s.execute(SimpleStatement(q, fetch_size=2))
+        got = [list(r) for r in first.current_rows]
+        nxt = s.execute(SimpleStatement(q, fetch_size=2), paging_state=first.paging_state)
+        got += [list(r) for r in nxt.current_rows]
+        want = [[i, f"v{i}"] for i in range(4)]
+        c.reads += 1
+        if got != want:
+            c.wrong.append({"case": "11 paging state", "query": q, "got": repr(got), "want": repr(want)})
+
+
+def case_tracing(c: Checker) -> None:
+    s = c.s
+    q, prep = one_row_table(c, "tr")
+
+    def traced(stmt, trace: bool):
+        rs = s.execute(stmt, trace=trace)
+        ids = [t.trace_id for t in rs.response_future._query_traces or []]
+        # Cassandra answers a request with the tracing flag with a tracing id, and one without
+        # the flag without.
+        if bool(ids) != trace:
+            return [["tracing id" if ids else "no tracing id"]]
+        return list(rs)
+
+    for trace in (False, False, True, True, False, True):
+        c.read(f"12 tracing={trace}", q, run=lambda trace=trace: traced(q, trace))
+        c.read(f"12 tracing={trace} (prepared)", "prepared", truth_q=q, run=lambda trace=trace: traced(prep, trace))
+
+
+def case_use(c: Checker) -> None:
+    from cassandra.query import SimpleStatement
+
+    s = c.s
+    for ks, v in ((KS, "in-sem"), (KS + "2", "in-sem2")):
+        s.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                  "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        s.execute(f"CREATE TABLE {ks}.u (k text PRIMARY KEY, v text)")
+        c.write(f"INSERT INTO {ks}.u (k, v) VALUES ('a', '{v}')")
+    q = "SELECT v FROM u WHERE k = 'a'"
+    cluster = s.cluster
+    s1, s2 = cluster.connect(KS), cluster.connect(KS + "2")  # each sends USE on its connections
+    for _ in range(3):
+        c.read("13 USE ks", q, truth_q=f"SELECT v FROM {KS}.u WHERE k = 'a'", run=lambda: s1.execute(q))
+        c.read("13 USE ks2", q, truth_q=f"SELECT v FROM {KS}2.u WHERE k = 'a'", run=lambda: s2.execute(q))
+    # The same session switching keyspaces with USE.
+    for ks in (KS, KS + "2", KS, KS + "2"):
+        s1.execute(f"USE {ks}")
+        c.read(f"13 USE {ks} on a session", q, truth_q=f"SELECT v FROM {ks}.u WHERE k = 'a'",
+               run=lambda: s1.execute(q))
+    # v5: the keyspace carried in the QUERY itself (a statement's keyspace).
+    if cluster.protocol_version >= 5:
+        for ks in (KS + "2", KS, KS + "2"):
+            c.read(f"13 per-query keyspace {ks}", q, truth_q=f"SELECT v FROM {ks}.u WHERE k = 'a'",
+                   run=lambda ks=ks: s1.execute(SimpleStatement(q, keyspace=ks)))
+    s1.shutdown()
+    s2.shutdown()
+
+
+def case_identifier_case(c: Checker) -> None:
+    s = c.s
+    s.execute(f"CREATE TABLE {KS}.lc (k text PRIMARY KEY, v text)")
+    s.execute(f'CREATE TABLE {KS}."LC" (k text PRIMARY KEY, v text)')
+    for t, v in (("lc", "lower"), ('"LC"', "quoted")):
+        c.write(f"INSERT INTO {KS}.{t} (k, v) VALUES ('a', '{v}')")
+    reads = [f"SELECT v FROM {KS}.LC WHERE k = 'a'", f"SELECT v FROM {KS.upper()}.Lc WHERE K = 'a'",
+             f'SELECT v FROM {KS}."LC" WHERE k = \'a\'', f"select v from {KS}.lc where k = 'a'"]
+    for w in (f"UPDATE {KS}.lc SET v = 'lower2' WHERE k = 'a'", f'UPDATE {KS}."LC" SET v = \'quoted2\' WHERE k = \'a\'',
+              f"UPDATE {KS.upper()}.LC SET V = 'lower3' WHERE K = 'a'", f'UPDATE "{KS}"."LC" SET "v" = \'quoted3\' WHERE "k" = \'a\''):
+        for q in reads:
+            c.reads_of("14 identifier case", q, n=2)
+        c.write(w)
+    for q in reads:
+        c.reads_of("14 identifier case", q, n=2)
+
+
+def case_schema_changes(c: Checker) -> None:
+    s = c.s
+    for t in ("sc", "sctr", "scd"):
+        s.execute(f"CREATE TABLE {KS}.{t} (k text PRIMARY KEY, v text, w text)")
+        c.write(f"INSERT INTO {KS}.{t} (k, v, w) VALUES ('a', 'x', 'y')")
+        c.reads_of("15 schema", f"SELECT * FROM {KS}.{t} WHERE k = 'a'")
+    s.execute(f"TRUNCATE {KS}.sctr")
+    c.reads_of("15 TRUNCATE", f"SELECT * FROM {KS}.sctr WHERE k = 'a'")
+    # DDL by a client that bypasses the switch: the server's schema events reach the drivers
+    # through the switch.
+    c.truth.write(f"ALTER TABLE {KS}.sc DROP w")
+    c.truth.write(f"ALTER TABLE {KS}.sc ADD z int")
+    time.sleep(0.5)
+    c.reads_of("15 ALTER (bypass)", f"SELECT * FROM {KS}.sc WHERE k = 'a'")
+    c.truth.write(f"DROP TABLE {KS}.scd")
+    c.truth.write(f"CREATE TABLE {KS}.scd (k text PRIMARY KEY, v text, w text)")
+    c.truth.write(f"INSERT INTO {KS}.scd (k, v, w) VALUES ('a', 'new', 'new')")
+    time.sleep(0.5)
+    c.reads_of("15 DROP + CREATE (bypass)", f"SELECT * FROM {KS}.scd WHERE k = 'a'")
+
+
+def case_system_keyspaces(c: Checker) -> None:
+    """Tables Cassandra writes itself, never through a CQL write the switch could see:
+    system.local's schema_version changes with every schema change, a tracing session's row in
+    system_traces appears (and gets its duration) after the traced request has been answered —
+    the driver polls it in `get_query_trace`."""
+    s = c.s
+    q = "SELECT schema_version FROM system.local WHERE key = 'local'"
+    for i in range(3):
+        c.reads_of("18 system.local", q, n=2)
+        s.execute(f"CREATE TABLE {KS}.sys{i} (k text PRIMARY KEY, v text)")
+        time.sleep(0.3)
+    s.execute(f"CREATE TABLE {KS}.trc (k text PRIMARY KEY, v text)")
+    for _ in range(2):
+        rs = s.execute(f"SELECT v FROM {KS}.trc WHERE k = 'a'", trace=True)
+        sid = rs.response_future.get_query_trace_ids()[0]
+        tq = f"SELECT duration FROM system_traces.sessions WHERE session_id = {sid}"
+        c.reads_of("18 system_traces", tq, n=1)
+        try:
+            trace = rs.get_query_trace(max_wait_sec=10)
+            got = "complete" if trace.duration is not None else "incomplete"
+        except Exception as e:  # noqa: BLE001
+            got = f"error:{type(e).__name__}"
+        c.reads += 1
+        if got != "complete":
+            c.wrong.append({"case": "18 system_traces (driver's trace fetch)", "session": str(sid), "got": got})
+        c.reads_of("18 system_traces", tq, n=2)
+
+
+def case_user_types(c: Checker) -> None:
+    """A value column of a user-defined type: ALTER TYPE (through the switch, or by a client that
+    bypasses it) changes the rows' metadata — Cassandra answers with the new fields — without
+    any write to the table."""
+    s = c.s
+    s.execute(f"CREATE TYPE {KS}.addr (street text)")
+    s.execute(f"CREATE TYPE {KS}.addr2 (street text)")
+    s.execute(f"CREATE TABLE {KS}.ut (k text PRIMARY KEY, a frozen<addr>, b addr2)")
+    c.write(f"INSERT INTO {KS}.ut (k, a, b) VALUES ('a', {{street: 'x'}}, {{street: 'y'}})")
+    q = f"SELECT a, b FROM {KS}.ut WHERE k = 'a'"
+    c.reads_of("19 user type", q)
+    s.execute(f"ALTER TYPE {KS}.addr ADD city text")
+    c.reads_of("19 user type (ALTER TYPE ADD)", q)
+    c.truth.write(f"ALTER TYPE {KS}.addr2 RENAME street TO road")
+    time.sleep(0.5)
+    c.reads_of("19 user type (ALTER TYPE RENAME, bypass)", q)
+
+
+def case_clauses(c: Checker) -> None:
+    """LIMIT / PER PARTITION LIMIT, ALLOW FILTERING, static columns, counters and lightweight
+    transactions: reads and writes through the switch."""
+    s = c.s
+    s.execute(f"CREATE TABLE {KS}.cl (k text, c int, st text STATIC, v text, PRIMARY KEY (k, c))")
+    s.execute(f"CREATE TABLE {KS}.ctr (k text PRIMARY KEY, n counter)")
+    for i in range(3):
+        c.write(f"INSERT INTO {KS}.cl (k, c, st, v) VALUES ('a', {i}, 's0', 'v{i}')")
+    reads = [f"SELECT c, v FROM {KS}.cl WHERE k = 'a' LIMIT 1", f"SELECT c, v FROM {KS}.cl WHERE k = 'a' PER PARTITION LIMIT 2",
+             f"SELECT c FROM {KS}.cl WHERE k = 'a' AND v = 'v1' ALLOW FILTERING", f"SELECT st FROM {KS}.cl WHERE k = 'a'",
+             f"SELECT DISTINCT k, st FROM {KS}.cl WHERE k = 'a'", f"SELECT n FROM {KS}.ctr WHERE k = 'a'"]
+    lim = s.prepare(f"SELECT c, v FROM {KS}.cl WHERE k = ? LIMIT ?")
+    writes = [f"UPDATE {KS}.cl SET st = 's1' WHERE k = 'a'", f"UPDATE {KS}.cl SET v = 'v1' WHERE k = 'a' AND c = 0",
+              f"UPDATE {KS}.ctr SET n = n + 1 WHERE k = 'a'", f"UPDATE {KS}.cl SET v = 'lwt' WHERE k = 'a' AND c = 1 IF v = 'v1'",
+              f"UPDATE {KS}.cl SET st = 'lwt' WHERE k = 'a' IF st = 'nope'", f"DELETE FROM {KS}.cl WHERE k = 'a' AND c = 2 IF EXISTS",
+              f"UPDATE {KS}.ctr SET n = n - 3 WHERE k = 'a'", f"INSERT INTO {KS}.cl (k, c, v) VALUES ('a', 5, 'v1') IF NOT EXISTS",
+              # Writes whose keys are not a plain `k = literal`.
+              f"INSERT INTO {KS}.cl JSON '{{\"k\": \"a\", \"c\": 0, \"v\": \"json\"}}'",
+              f"UPDATE {KS}.cl SET st = 'in' WHERE k IN ('a', 'b')", f"UPDATE {KS}.ctr SET n = n + 5 WHERE k IN ('a', 'b')",
+              f"BEGIN UNLOGGED BATCH UPDATE {KS}.cl SET v = 'b1' WHERE k = 'a' AND c = 0; "
+              f"UPDATE {KS}.cl SET st = 'b2' WHERE k = 'a'; APPLY BATCH",
+              f"DELETE st FROM {KS}.cl WHERE k IN ('b', 'a')"]
+    for w in writes + [None]:
+        for q in reads:
+            c.reads_of("16 clauses", q, n=2)
+        for n in (1, 2, 1):
+            c.read("16 LIMIT ?", "prepared", truth_q=f"SELECT c, v FROM {KS}.cl WHERE k = 'a' LIMIT {n}",
+                   run=lambda n=n: s.execute(lim, ("a", n)))
+        if w:
+            c.write(w)
+
+
 CASES = {
     "1_default_ttl": case_default_ttl,
     "2_ttl_unkeyed": case_ttl_unkeyed,
@@ -318,6 +527,14 @@ CASES = {
     "6_bound_values": case_bound_values,
     "7_consistency": case_consistency,
     "8_comments": case_comments,
+    "11_paging": case_paging,
+    "12_tracing": case_tracing,
+    "13_use_keyspace": case_use,
+    "14_identifier_case": case_identifier_case,
+    "15_schema_changes": case_schema_changes,
+    "16_clauses": case_clauses,
+    "18_system_keyspaces": case_system_keyspaces,
+    "19_user_types": case_user_types,
 }
 
 
@@ -408,11 +625,79 @@ def run_random(host: str, path: str, ops: int, seed: int, keys: int = 4) -> dict
     return {"reads": c.reads, "wrong": c.wrong, "counts": counts, "rejected_writes": c.rejected}
 
 
+# ---- users and permissions (authentication on: scripts/cassandra.sh with INNET_CASSANDRA_AUTH=1) ---
+
+def run_auth(host: str) -> dict:
+    """Per-user answers: `alice` may SELECT the table, `bob` may not; alice reads a key through
+    the switch (it could learn the answer), then bob reads it on his own connection, then the
+    superuser REVOKEs alice's permission and alice reads again. Cassandra answers bob and the
+    revoked alice Unauthorized every time (its permission caches are off); a switch that
+    answers them from its cache gives rows instead. No truth connection is needed: the expected
+    outcome of each read is known."""
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import Cluster
+    from cassandra.policies import WhiteListRoundRobinPolicy
+
+    def login(user: str, password: str):
+        deadline = time.time() + 120
+        while True:  # the default superuser appears a few seconds after CQL starts listening
+            try:
+                c = Cluster([host], load_balancing_policy=WhiteListRoundRobinPolicy([host]), compression=False,
+                            auth_provider=PlainTextAuthProvider(user, password), connect_timeout=30)
+                return c, c.connect()
+            except Exception:  # noqa: BLE001
+                if time.time() > deadline:
+                    raise
+                time.sleep(2)
+
+    root_c, root = login("cassandra", "cassandra")
+    root.execute(f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
+                 "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    root.execute(f"CREATE TABLE IF NOT EXISTS {KS}.auth (k text PRIMARY KEY, v text)")
+    root.execute(f"INSERT INTO {KS}.auth (k, v) VALUES ('a', 'secret')")
+    for user in ("alice", "bob"):
+        root.execute(f"CREATE ROLE IF NOT EXISTS {user} WITH PASSWORD = '{user}-pw' AND LOGIN = true")
+    root.execute(f"GRANT SELECT ON TABLE {KS}.auth TO alice")
+    clusters = {"cassandra": (root_c, root)}
+    for user in ("alice", "bob"):
+        clusters[user] = login(user, f"{user}-pw")
+    q = f"SELECT v FROM {KS}.auth WHERE k = 'a'"
+    prepared = {u: s.prepare(q) for u, (_, s) in clusters.items() if u != "bob"}
+    reads, wrong = 0, []
+
+    def check(label: str, user: str, want: str, prepared_stmt: bool = False) -> None:
+        nonlocal reads
+        s = clusters[user][1]
+        stmt = prepared.get(user, q) if prepared_stmt else q
+        got = outcome(lambda: s.execute(stmt))
+        reads += 1
+        if got != want:
+            wrong.append({"case": label, "user": user, "prepared": prepared_stmt, "got": got, "want": want})
+
+    rows, denied = repr([["secret"]]), "error:Unauthorized"
+    for prep in (False, True):
+        for _ in range(3):
+            check("17 auth: the permitted user reads", "alice", rows, prep)
+            check("17 auth: the superuser reads", "cassandra", rows, prep)
+    for _ in range(3):
+        check("17 auth: another user without SELECT", "bob", denied)
+    root.execute(f"REVOKE SELECT ON TABLE {KS}.auth FROM alice")
+    for prep in (False, True):
+        for _ in range(3):
+            check("17 auth: after REVOKE", "alice", denied, prep)
+    root.execute(f"GRANT SELECT ON TABLE {KS}.auth TO alice")
+    for _ in range(2):
+        check("17 auth: after GRANT again", "alice", rows)
+    for c, _ in clusters.values():
+        c.shutdown()
+    return {"reads": reads, "wrong": wrong}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m innet.appswitch_semantics")
-    ap.add_argument("mode", choices=["truth", "cases", "random"])
+    ap.add_argument("mode", choices=["truth", "cases", "random", "auth"])
     ap.add_argument("--host", required=True)
-    ap.add_argument("--socket", required=True)
+    ap.add_argument("--socket", default="", help="the truth's Unix socket (not for auth)")
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="cases to run (default: all)")
     ap.add_argument("--ops", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
@@ -420,7 +705,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.mode == "truth":
         serve_truth(a.host, a.socket)
         return 0
-    if a.mode == "cases":
+    if a.mode == "auth":
+        out = run_auth(a.host)
+    elif a.mode == "cases":
         out = run_cases(a.host, a.socket, a.case or list(CASES))
     else:
         out = run_random(a.host, a.socket, a.ops, a.seed)

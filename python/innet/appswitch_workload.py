@@ -7,6 +7,7 @@ sequential, so the model is exact at every moment) and reports counts and latenc
     python3 -m innet.appswitch_workload cql --host 10.77.0.2 --ops 10000 [--protocol 4|5]
     python3 -m innet.appswitch_workload turnaround --host 10.77.0.2 ...   (Fig. 12 workload)
     python3 -m innet.appswitch_workload connections --host 10.77.0.2 --conns 8 ...   (Fig. 17)
+    python3 -m innet.appswitch_workload timeline --host 10.77.0.2 --ops 20 ...   (Figs. 13-14)
 
 Exit status 1 and a "wrong" list when any answer differed from the model.
 """
@@ -313,14 +314,15 @@ def lexical_layout(n: int) -> tuple[tuple[int, int], tuple[int, int]]:
 
 def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int | None, setup: bool,
                tables: int = 16, keys_per_table: int = 256, read_ratio: float = 1.0,
-               literal: bool = False, only_len: int = 0) -> dict:
+               literal: bool = False, only_len: int = 0, owners: bool = False) -> dict:
     """The paper's §5.1 workload: tables whose names are 1..16 characters long (t, tt, ...), 256
     keys each, a key as long as its table's name, random alphabetic values of 1..4N characters;
     `queries` operations on keys drawn by Zipf(s) over all keys (a fixed random ranking), reads
     (prepared SELECT by key) or, with read_ratio < 1, writes (prepared UPDATE). `literal`: reads
     are unprepared QUERY frames with the key in the text (lexical_query); `only_len` = N > 0:
     only table N is queried (fixed-length keys, Fig. 19). Per operation:
-    (kind, table length N, key index, turnaround µs)."""
+    (kind, table length N, key index, turnaround µs). `owners` (Fig. 22): also the address of
+    the node holding each queried key, from the driver's token map (replication factor 1)."""
     rng = random.Random(seed)
     # Uncompressed, as in the paper (its switch read the statement text in the packets) and as
     # these figures were measured before the lz4 package was installed.
@@ -354,6 +356,32 @@ def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int 
             t0 = time.perf_counter_ns()
             s.execute(upds[n], (v, fig12_key(n, i)))
             samples.append(("write", n, i, (time.perf_counter_ns() - t0) / 1000.0))
+    out: dict = {"samples": samples}
+    if owners:
+        out["owners"] = {}
+        for _, n, i, _ in samples:
+            replicas = cluster.metadata.get_replicas(ks, fig12_key(n, i).encode())
+            out["owners"][f"{n}:{i}"] = [str(h.address) for h in replicas]
+    cluster.shutdown()
+    return out
+
+
+def timeline(host: str, pairs: int, protocol: int | None, table_len: int, gap_ms: float) -> dict:
+    """Figs. 13-14: `pairs` times, a prepared SELECT of a key not read before (a miss) and then
+    of the same key again (a hit), `gap_ms` apart so each query's packets stand alone on the
+    wire. Per query: (kind, key index, send time ns on CLOCK_REALTIME — the clock of the
+    kernel's packet timestamps —, turnaround µs)."""
+    cluster, s = cql_session(host, protocol, "none")  # uncompressed: payloads are matched by bytes
+    sel = s.prepare(f"SELECT v FROM fig12.{fig12_table(table_len)} WHERE k = ?")
+    samples = []
+    for i in range(pairs):
+        for kind in ("miss", "hit"):
+            time.sleep(gap_ms / 1000.0)
+            t_wall = time.time_ns()
+            t0 = time.perf_counter_ns()
+            s.execute(sel, (fig12_key(table_len, i),)).one()
+            samples.append((kind, i, t_wall, (time.perf_counter_ns() - t0) / 1000.0))
+    time.sleep(gap_ms / 1000.0)
     cluster.shutdown()
     return {"samples": samples}
 
@@ -413,7 +441,8 @@ def connections(host: str, queries: int, s_zipf: float, seed: int, protocol: int
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="appswitch_workload")
-    ap.add_argument("kind", choices=["redis", "memcached", "cql", "cql-read-model", "turnaround", "connections"])
+    ap.add_argument("kind", choices=["redis", "memcached", "cql", "cql-read-model", "turnaround", "connections",
+                                       "timeline"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, default=6379)
     ap.add_argument("--ops", type=int, default=1000)
@@ -430,6 +459,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-len", type=int, default=0, help="query only the table of this name/key length")
     ap.add_argument("--ready-file", default="", help="connections: create this file once connected")
     ap.add_argument("--go-file", default="", help="connections: then start when this file exists")
+    ap.add_argument("--owners", action="store_true", help="turnaround: report the node holding each queried key")
+    ap.add_argument("--gap-ms", type=float, default=50.0, help="timeline: pause before each query")
     ap.add_argument("--compression", choices=["auto", "none", "lz4", "snappy"], default="auto",
                     help="cql: the driver's compression (auto: its default, LZ4 when the lz4 package is installed)")
     a = ap.parse_args(argv)
@@ -443,9 +474,11 @@ def main(argv: list[str]) -> int:
         out = cql_read_model(a.host, a.protocol, a.keys)
     elif a.kind == "connections":
         out = connections(a.host, a.ops, a.zipf, a.seed, a.protocol, a.conns, a.tables, a.keys_per_table, a.ready_file, a.go_file)
+    elif a.kind == "timeline":
+        out = timeline(a.host, a.ops, a.protocol, a.only_len or 8, a.gap_ms)
     else:
         out = turnaround(a.host, a.ops, a.zipf, a.seed, a.protocol, a.setup, a.tables, a.keys_per_table, a.read_ratio,
-                         a.literal, a.only_len)
+                         a.literal, a.only_len, a.owners)
     json.dump(out, sys.stdout)
     return 1 if out.get("wrong_count") else 0
 

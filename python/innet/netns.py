@@ -12,6 +12,10 @@ on its client port with their own source addresses (the paper's two client machi
     client2 ns           client ns
     c1 10.77.0.3 <-veth-> cb [br0 10.77.0.1, c0] <-veth-> p0 ...
 
+With ``servers=2`` a second server namespace (``server2``, 10.77.0.4) joins the server's link
+the same way (a bridge in the server namespace): the two Cassandra nodes of Fig. 22 talk to each
+other there, and the client's frames to either cross the switch.
+
 The switch ports have no IP and IPv6 is off everywhere (no stray router solicitations). Host
 ends keep their default offloads (checksum offload, TSO): the runtime handles them through
 PACKET_VNET_HDR. Optional ``tc netem`` (loss, reordering, delay) on the host ends' egress.
@@ -65,6 +69,7 @@ class Topology:
     client_netem: str | None = None  # e.g. "loss 1%" or "delay 1ms reorder 10% 50%"
     server_netem: str | None = None
     clients: int = 1  # 1, or 2: a second client namespace bridged onto the client link
+    servers: int = 1  # 1, or 2: a second server namespace bridged onto the server link
     switch: subprocess.Popen | None = None
     switch_log: Path | None = None
 
@@ -88,7 +93,8 @@ class Topology:
         return out
 
     def _namespaces(self) -> list[str]:
-        return [self.client, self.sw, self.server] + ([self.client2] if self.clients >= 2 else [])
+        return ([self.client, self.sw, self.server] + ([self.client2] if self.clients >= 2 else [])
+                + ([self.server2] if self.servers >= 2 else []))
 
     @property
     def sw(self) -> str:
@@ -97,6 +103,18 @@ class Topology:
     @property
     def server(self) -> str:
         return f"{self.tag}-s"
+
+    @property
+    def server2(self) -> str:
+        return f"{self.tag}-s2"
+
+    @property
+    def server2_ip(self) -> str:
+        return f"{self.subnet}.4"
+
+    def server_namespaces(self) -> list[tuple[str, str]]:
+        """(namespace, address) of every server."""
+        return [(self.server, self.server_ip)] + ([(self.server2, self.server2_ip)] if self.servers >= 2 else [])
 
     client_if = "c0"
     server_if = "s0"
@@ -121,8 +139,8 @@ class Topology:
 
     def up(self) -> "Topology":
         self.check_available()
-        if self.clients not in (1, 2):
-            raise ValueError(f"Topology.clients={self.clients}: expected 1 or 2")
+        if self.clients not in (1, 2) or self.servers not in (1, 2):
+            raise ValueError(f"Topology.clients={self.clients}, servers={self.servers}: expected 1 or 2 each")
         self.down()
         try:
             for ns in self._namespaces():
@@ -138,20 +156,13 @@ class Topology:
             _run(["ip", "link", "add", self.server_if, "netns", self.server, "type", "veth",
                   "peer", "name", self.ports[1], "netns", self.sw])
             if self.clients >= 2:
-                # Client 1's address moves to a bridge holding c0 and the veth to client 2.
-                _run(["ip", "-n", self.client, "link", "add", "br0", "type", "bridge"])
-                _run(["ip", "link", "add", "c1", "netns", self.client2, "type", "veth",
-                      "peer", "name", "cb", "netns", self.client])
-                for dev in (self.client_if, "cb"):
-                    _run(["ip", "-n", self.client, "link", "set", dev, "master", "br0"])
-                    _run(["ip", "-n", self.client, "link", "set", dev, "up"])
-                _run(["ip", "-n", self.client, "link", "set", "br0", "up"])
-                _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", "br0"])
-                _run(["ip", "-n", self.client2, "addr", "add", f"{self.client2_ip}/24", "dev", "c1"])
-                _run(["ip", "-n", self.client2, "link", "set", "c1", "up"])
+                self._bridge(self.client, self.client_if, self.client_ip, self.client2, "c1", "cb", self.client2_ip)
             else:
                 _run(["ip", "-n", self.client, "addr", "add", f"{self.client_ip}/24", "dev", self.client_if])
-            _run(["ip", "-n", self.server, "addr", "add", f"{self.server_ip}/24", "dev", self.server_if])
+            if self.servers >= 2:
+                self._bridge(self.server, self.server_if, self.server_ip, self.server2, "s1", "sb", self.server2_ip)
+            else:
+                _run(["ip", "-n", self.server, "addr", "add", f"{self.server_ip}/24", "dev", self.server_if])
             for ns, dev in ((self.client, self.client_if), (self.server, self.server_if),
                             (self.sw, self.ports[0]), (self.sw, self.ports[1])):
                 _run(["ip", "-n", ns, "link", "set", dev, "up"])
@@ -163,6 +174,20 @@ class Topology:
             self.down()
             raise
         return self
+
+    @staticmethod
+    def _bridge(ns: str, dev: str, ip: str, ns2: str, dev2: str, peer: str, ip2: str) -> None:
+        """`ns`'s address moves to a bridge holding its link `dev` and a veth (`peer`) to `ns2`
+        (whose end `dev2` gets `ip2`): a second host on the same link."""
+        _run(["ip", "-n", ns, "link", "add", "br0", "type", "bridge"])
+        _run(["ip", "link", "add", dev2, "netns", ns2, "type", "veth", "peer", "name", peer, "netns", ns])
+        for d in (dev, peer):
+            _run(["ip", "-n", ns, "link", "set", d, "master", "br0"])
+            _run(["ip", "-n", ns, "link", "set", d, "up"])
+        _run(["ip", "-n", ns, "link", "set", "br0", "up"])
+        _run(["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "br0"])
+        _run(["ip", "-n", ns2, "addr", "add", f"{ip2}/24", "dev", dev2])
+        _run(["ip", "-n", ns2, "link", "set", dev2, "up"])
 
     def set_netem(self, ns: str, dev: str, spec: str) -> None:
         r = _run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", *spec.split()],

@@ -10,6 +10,14 @@ _PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 os.environ["PYTHONPATH"] = _PYTHON_DIR + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
 
 
+@pytest.fixture(scope="session")
+def cassandra_cache():
+    """Cassandra's jars fetched (scripts/cassandra.sh fetch), once for the session."""
+    from netns_rig import fetch_cassandra
+
+    fetch_cassandra()
+
+
 @pytest.fixture
 def innet_cmd():
     """Run the real `innet` command (as a user would) and return the completed process."""

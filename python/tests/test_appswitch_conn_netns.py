@@ -29,42 +29,14 @@ from pathlib import Path
 
 import pytest
 
-from innet.netns import REPO, NetnsUnavailable, Topology
-
-
-def program_counter(stats: dict, name: str) -> int:
-    rep = stats.get("program_report") or {}
-    if isinstance(rep, list):
-        rep = dict(rep)
-    return int(rep[name])
+from innet.netns import REPO, Topology
+from netns_rig import cassandra, program_counter, stop_switch_stats, topology_up
 
 
 @pytest.fixture(scope="module")
-def rig():
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "fetch"], capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr
-    t = Topology(tag=f"ac{abs(hash('conn')) % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        pytest.fail(f"cannot build network namespaces, so the application switch cannot be tested: {e}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-cassandra-"))
-    try:
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=400)
-        assert r.returncode == 0, r.stderr
+def rig(cassandra_cache):
+    with topology_up(f"ac{abs(hash('conn')) % 10000}", "the application switch") as t, cassandra(t):
         yield t
-    finally:
-        t.stop_switch()
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
-
-
-def stop_switch_stats(t: Topology, stats: Path) -> dict:
-    code, log = t.stop_switch()
-    assert code == 0, f"switch exit {code}:\n{log[-3000:]}"
-    return json.loads(stats.read_text())
 
 
 # Statements run by a driver session inside the server namespace (no switch on its path); the

@@ -4,18 +4,6 @@ namespaces the experiments raise and these tests FAIL saying so; they never skip
 
 from __future__ import annotations
 
-import subprocess
-
-import pytest
-
-from innet.netns import REPO
-
-
-@pytest.fixture(scope="module")
-def cassandra_cache():
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "fetch"], capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr
-
 
 def test_connections_quick(cassandra_cache):
     """Fig. 17 quick: every query of every connection of both clients is answered, correctly,

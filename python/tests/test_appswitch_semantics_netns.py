@@ -17,48 +17,31 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from innet.appswitch_semantics import CASES
-from innet.netns import REPO, NetnsUnavailable, Topology
+from innet.netns import Topology
+from netns_rig import cassandra, topology_up
 
 OPS = int(os.environ.get("INNET_APPSWITCH_SEM_OPS", "400"))
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "fetch"], capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stderr
-    t = Topology(tag=f"sem{os.getpid() % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        pytest.fail(f"cannot build network namespaces, so the application switch cannot be tested: {e}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-cassandra-"))
+def env(cassandra_cache, tmp_path_factory):
     sock = str(tmp_path_factory.mktemp("truth") / "truth.sock")
-    truth = None
-    try:
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=400)
-        assert r.returncode == 0, r.stderr
-        stats = tmp_path_factory.mktemp("switch") / "stats.json"
+    stats = tmp_path_factory.mktemp("switch") / "stats.json"
+    with topology_up(f"sem{os.getpid() % 10000}", "the application switch") as t, cassandra(t):
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "256"}, extra=["--stats-json", str(stats)])
         truth = t.popen(t.server, [sys.executable, "-m", "innet.appswitch_semantics", "truth", "--host", t.server_ip,
                                    "--socket", sock], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert truth.stdout.readline().strip() == b"ready", truth.stderr.read().decode()[-2000:]
-        yield t, sock, stats
-    finally:
-        if truth is not None:
+        try:
+            assert truth.stdout.readline().strip() == b"ready", truth.stderr.read().decode()[-2000:]
+            yield t, sock, stats
+        finally:
             truth.kill()
             truth.wait()
-        if t.switch is not None and t.switch.poll() is None:
-            t.stop_switch()
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True)
 
 
 def client(t: Topology, sock: str, args: list[str], timeout: float = 600) -> dict:

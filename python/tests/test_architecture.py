@@ -5,6 +5,9 @@
   system or on `basic`; only the PyO3 crate sees every system. The real-packet runtime (`switch`)
   and the application switch reach neither the simulator nor the simulated switch, even
   transitively (docs/architecture.md, "Crates").
+- Code in its layer (sources): the application protocols' byte formats (CQL, RESP, memcached)
+  are `innet_wire` modules and the application switch defines none of their types; workload
+  generators (Zipf key popularity, generated traces) live in `innet-workloads`, not in a system.
 - Python (`ast` over python/innet): no import cycles among the package's modules, counting
   imports inside functions too (a lazy import that closes a loop is still a loop).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,6 +71,72 @@ def test_real_packet_crates_build_without_the_simulator():
                 todo.append(d)
         assert "innet-wire" in seen, f"{krate}: the walk should reach the packet layer, saw {sorted(seen)}"
         assert not seen & {"innet-sim", "innet-dataplane"}, f"{krate} reaches the simulator: {sorted(seen)}"
+
+
+def rust_sources(crate: str) -> dict[Path, str]:
+    """A crate's library sources (src/, not its tests), by path."""
+    return {p: p.read_text() for p in sorted((REPO / "crates" / crate / "src").rglob("*.rs"))}
+
+
+# `pub struct|enum|trait Name` anywhere in a file (public types, including those of inner modules).
+PUBLIC_TYPE = re.compile(r"^\s*pub (?:struct|enum|trait) (\w+)", re.M)
+# Any type definition, whatever its visibility.
+ANY_TYPE = re.compile(r"^\s*(?:pub(?:\([^)]*\))? )?(?:struct|enum|trait) (\w+)", re.M)
+WIRE_PROTOCOLS = {"cql": "Cassandra's native protocol", "resp": "Redis", "memcache": "memcached's text protocol"}
+
+
+def wire_protocol_types() -> set[str]:
+    wire = REPO / "crates/wire/src"
+    names: set[str] = set()
+    for m in WIRE_PROTOCOLS:
+        for p in [wire / f"{m}.rs", *sorted((wire / m).glob("*.rs"))]:
+            names |= set(PUBLIC_TYPE.findall(p.read_text()))
+    return names
+
+
+def test_protocol_codecs_live_in_wire_and_appswitch_defines_none():
+    wire = REPO / "crates/wire/src"
+    lib = (wire / "lib.rs").read_text()
+    for m, what in WIRE_PROTOCOLS.items():
+        assert (wire / f"{m}.rs").exists() and f"pub mod {m};" in lib, f"{what} should be innet_wire::{m}"
+    types = wire_protocol_types()
+    assert {"FrameReader", "RespReader", "McReader", "Statement"} <= types, f"the scan lost the codecs: {sorted(types)}"
+    sources = rust_sources("appswitch")
+    copies = {str(p.relative_to(REPO)): sorted(set(ANY_TYPE.findall(t)) & types) for p, t in sources.items()}
+    copies = {p: names for p, names in copies.items() if names}
+    assert not copies, f"the application switch defines wire-format types (they belong in crates/wire): {copies}"
+    used = "\n".join(sources.values())
+    for m in WIRE_PROTOCOLS:
+        assert f"innet_wire::{m}" in used, f"appswitch should read {WIRE_PROTOCOLS[m]} through innet_wire::{m}"
+
+
+# Where a workload is generated: a Zipf sampler built, or trace rows written.
+GENERATOR = re.compile(r"\bZipf\s*::\s*new\b|\bTraceRow\s*\{")
+# gigaflow's ClassBench / CAIDA-like generators move to innet-workloads with its own rework.
+GENERATORS_NOT_YET_MOVED = {"innet-gigaflow"}
+
+
+def generator_sites(text: str) -> list[int]:
+    """1-based lines of `text` that generate a workload."""
+    return [i for i, line in enumerate(text.splitlines(), 1)
+            if GENERATOR.search(line) and not line.lstrip().startswith("//")]
+
+
+def test_generator_scan_finds_a_planted_generator():
+    assert generator_sites("use x;\nlet z = rand_distr::Zipf::new(n, 0.99)?;\n") == [2]
+    assert generator_sites("rows.push(TraceRow { src_vm: 1 });\n// TraceRow { in a comment\n") == [1]
+    assert generator_sites("let z = zipf.sample(rng);\n") == []
+
+
+def test_workload_generators_live_in_workloads():
+    workloads = "\n".join(rust_sources("workloads").values())
+    assert generator_sites(workloads), "the scan should see the generators in innet-workloads"
+    found = {}
+    for krate in sorted(SYSTEMS - GENERATORS_NOT_YET_MOVED):
+        for p, text in rust_sources(krate.removeprefix("innet-")).items():
+            if lines := generator_sites(text):
+                found[str(p.relative_to(REPO))] = lines
+    assert not found, f"workload generators outside crates/workloads (file: lines): {found}"
 
 
 def module_imports() -> dict[str, set[str]]:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.netns import NetnsUnavailable, Topology
+from innet.netns import Topology
+from netns_rig import topology_up
 
 SERVER = textwrap.dedent("""
     import hashlib, socket, sys
@@ -48,13 +49,9 @@ CLIENT = textwrap.dedent("""
 @pytest.fixture
 def topo(request):
     netem = getattr(request, "param", None)
-    t = Topology(tag=f"rt{abs(hash(request.node.name)) % 10000}", client_netem=netem, server_netem=netem)
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        pytest.fail(f"cannot build network namespaces, so the real switch cannot be tested: {e}")
-    yield t
-    t.down()
+    with topology_up(f"rt{abs(hash(request.node.name)) % 10000}", "the real switch",
+                     client_netem=netem, server_netem=netem) as t:
+        yield t
 
 
 def ping(t: Topology, count: int = 5) -> bool:

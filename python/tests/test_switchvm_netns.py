@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from innet import _native
-from innet.netns import NetnsUnavailable, Topology
+from netns_rig import topology_up
 from innet.switchvm_frames import geneve, parse_geneve
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
@@ -48,13 +48,9 @@ SENDER = textwrap.dedent("""
 
 @pytest.fixture
 def topo(request):
-    t = Topology(tag=f"sv{abs(hash(request.node.name)) % 10000}", subnet="10.78.0")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        pytest.fail(f"cannot build network namespaces, so SwitchVM on real packets cannot be tested: {e}")
-    yield t
-    t.down()
+    with topology_up(f"sv{abs(hash(request.node.name)) % 10000}", "SwitchVM on real packets",
+                     subnet="10.78.0") as t:
+        yield t
 
 
 def test_switchvm_runs_tenants_dpfs_on_real_frames_and_keeps_them_apart(topo, tmp_path):

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use innet_appswitch::cql_statement::parse_statement;
+use innet_wire::cql::statement::parse_statement;
 use innet_appswitch::fixed_fields::{FixedLayout, Span};
 
 fn main() {

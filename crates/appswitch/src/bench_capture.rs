@@ -23,10 +23,10 @@ use innet_wire::pcap::PcapWriter;
 use innet_wire::tcp::{flags, TcpOption};
 use innet_wire::Ipv4Addr;
 
-use crate::cql::{
+use innet_wire::cql::{
     self, opcode, ColumnSpec, CqlType, Prepared, QueryParams, Rows, RowsMetadata, Value,
 };
-use crate::resp;
+use innet_wire::resp;
 
 /// Which capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

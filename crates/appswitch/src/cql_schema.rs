@@ -11,8 +11,8 @@
 //! options were never seen are not cached). Tables that got cells with a TTL through the switch
 //! are never cached again (`mark_volatile`).
 
-use crate::cql::{self, Rows};
-use crate::cql_key::KeyType;
+use innet_wire::cql::{self, Rows};
+use innet_wire::cql::key::KeyType;
 
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -348,7 +348,7 @@ pub fn schema_read(text: &str) -> Option<SchemaRead> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cql::{ColumnSpec, RowsMetadata};
+    use innet_wire::cql::{ColumnSpec, RowsMetadata};
 
     fn rows(table: &str, cols: &[(&str, u16)], data: Vec<Vec<Option<Vec<u8>>>>) -> Rows {
         Rows {

@@ -105,6 +105,28 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             ]),
             &[("key_lens", "\"8\""), ("queries", "300"), ("rounds", "1"), ("tables", "8"), ("keys_per_table", "64")],
         ),
+        e(
+            "appswitch.timeline",
+            "Figs. 13-14 on real packets: one query's frames timestamped on the client's, both switch \
+             ports' and the server's interfaces, the paper's marks A-E, for cache misses and hits (needs root)",
+            vec![
+                p("pairs", "20", "miss/hit query pairs (a new key, then the same key again)"),
+                p("table_len", "8", "the §5.1 table queried: name and key length N (1..16)"),
+                p("keys_per_table", "64", "keys loaded per table"),
+                p("gap_ms", "50", "pause before each query (ms), so each is alone on the wire"),
+                p("protocol", "5", "CQL native protocol version (4 or 5)"),
+                p("seed", "1", "workload seed"),
+            ],
+            &[("pairs", "5")],
+        ),
+        e(
+            "appswitch.cluster",
+            "Fig. 22 on real packets: a two-node Cassandra 5.0 cluster (RF 1, consistency ONE), the \
+             client on Server1, the switch in front; hit/miss x Server1/Server2 and the paper's \
+             estimate of the coordinator cache (needs root)",
+            cql_workload(&[QUERIES, CACHE, ZIPF, p("heap_mb", "512", "heap of each Cassandra node (MiB)")]),
+            &[("queries", "300"), ("tables", "8"), ("keys_per_table", "64")],
+        ),
     ]
 }
 

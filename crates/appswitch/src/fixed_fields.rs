@@ -9,7 +9,7 @@
 //! Statements that do not start with `SELECT ` or are too short for the spans fall back to the
 //! lexical analysis, so writes still invalidate the cache (consistency is never traded away).
 
-use crate::cql_statement::{KeyValue, TableRef};
+use innet_wire::cql::statement::{KeyValue, TableRef};
 
 /// A byte span `offset..offset + len` of the statement text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,10 +107,10 @@ mod tests {
         assert_eq!(r.key, KeyValue::Text("0000002a".into()));
         assert_eq!(r.shape, "SELECT v FROM fig12.tttttttt WHERE k = '?'");
         // What the lexer finds for the same text: the same table and key.
-        match crate::cql_statement::parse_statement(text) {
-            crate::cql_statement::Statement::Select { table, key, .. } => {
+        match innet_wire::cql::statement::parse_statement(text) {
+            innet_wire::cql::statement::Statement::Select { table, key, .. } => {
                 assert_eq!(table, r.table);
-                assert_eq!(key, crate::cql_statement::Term::Literal(r.key.clone()));
+                assert_eq!(key, innet_wire::cql::statement::Term::Literal(r.key.clone()));
             }
             other => panic!("lexer: {other:?}"),
         }

@@ -1,22 +1,17 @@
 //! The application switch of Ito et al. (IEICE Trans. 2024): a transparent caching switch for a
 //! key-value store (Cassandra over CQL v4/v5, and Redis over RESP) that answers cache hits
 //! itself and migrates the TCP connection back and forth with α/β sequence-number offsets.
-//! Protocol parsers, the cache, the per-connection TCP migration state and the data-plane
-//! program are separate modules; docs/appswitch.md records every choice.
+//! The cache, the schema knowledge, the per-connection TCP migration state and the data-plane
+//! program (one submodule per protocol) are separate modules; the protocols' byte formats are
+//! `innet_wire::{cql, resp, memcache}`. docs/appswitch.md records every choice.
 
 pub mod bench_capture;
 pub mod cache;
-pub mod compression;
-pub mod cql;
-pub mod cql_key;
 pub mod cql_schema;
-pub mod cql_statement;
 pub mod experiments;
 pub mod fixed_fields;
-pub mod memcache;
 pub mod migration;
 pub mod program;
-pub mod resp;
 
 pub use experiments::experiments;
 pub use program::{AppSwitch, Config, Counters, Protocol};

@@ -2,8 +2,18 @@
 //! connection to the server port, parses the key-value protocol in both directions (CQL, RESP
 //! or memcached's text protocol), answers reads the cache holds (migration), forwards the rest with rewritten sequence
 //! numbers (return migration), and learns values from the server's answers.
+//!
+//! This module is the part every protocol shares: connection tracking, the TCP side of
+//! migration (sequence mapping, replies to the client, retransmissions), and the cache
+//! bookkeeping of pending requests. Each protocol's caching program (framing its two byte
+//! streams, classifying requests, answering hits, completing pending requests from replies) is
+//! a submodule: [`cql`], [`redis`], [`memcached`]; the byte formats themselves are
+//! `innet_wire::{cql, resp, memcache}`.
 
-use std::cell::Cell;
+mod cql;
+mod memcached;
+mod redis;
+
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -12,19 +22,20 @@ use std::rc::Rc;
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 use innet_switch::program::TcpReply;
-use innet_wire::phv::edit::{set_payload, set_tcp_options};
 use innet_switch::{Ctx, Metadata, Program, Verdict};
+use innet_wire::cql::statement::Statement;
+use innet_wire::cql::{Frame as CqlFrame, FrameReader};
+use innet_wire::memcache::{McReader, ReplyShape};
+use innet_wire::phv::edit::{set_payload, set_tcp_options};
 use innet_wire::phv::{Packet, TcpFlags, L4};
+use innet_wire::resp::RespReader;
 
+use self::cql::{CqlConn, PreparedInfo};
 use crate::cache::{Cache, ReadToken, WriteToken};
-use crate::compression::{self, Compression};
-use crate::cql::{self, opcode, FrameReader, Framing, Request, ResultMsg};
-use crate::cql_key::{self, KeyType};
-use crate::cql_schema::{schema_read, PartitionKey, Schema, SchemaRead};
-use crate::cql_statement::{parse_statement, Statement, TableRef, Term};
-use crate::memcache::{self, McReader, ReplyShape};
+use crate::cql_schema::{Schema, SchemaRead};
 use crate::migration::Migration;
-use crate::resp::{self, ReplyRef, RespReader};
+use memcached::McConn;
+use redis::{RedisConn, RedisState};
 
 /// Which protocol the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,56 +117,8 @@ enum Pending {
     Other,
 }
 
-/// What a prepared statement does, learned from PREPARE + RESULT Prepared.
-#[derive(Debug, Clone)]
-struct PreparedInfo {
-    statement: Statement,
-    table: Option<(String, String)>,
-    /// Bind index of the single partition-key column, when there is one.
-    pk: Option<usize>,
-    /// The SELECT's "is this column the table's cacheable partition key, of which type" check
-    /// and the schema generation it was made at (re-made when the schema knowledge changed).
-    pk_check: Cell<(u64, Option<KeyType>)>,
-}
 
-struct CqlConn {
-    c2s: FrameReader,
-    s2c: FrameReader,
-    pending: HashMap<i16, Pending>,
-    keyspace: Option<String>,
-}
 
-struct RedisConn {
-    c2s: RespReader,
-    s2c: RespReader,
-    pending: VecDeque<Pending>,
-    st: RedisState,
-}
-
-/// What earlier commands on a Redis connection changed about the next ones.
-#[derive(Default)]
-struct RedisState {
-    in_multi: bool,
-    uncacheable: bool,
-    /// RESP3 after `HELLO 3` (null replies differ: `_` instead of `$-1`).
-    resp3: bool,
-}
-
-/// A memcached request waiting for its reply, and the `noreply` writes sent before it (the
-/// server handles a connection's requests in order, so this reply shows they were applied).
-struct McPending {
-    shape: ReplyShape,
-    pending: Pending,
-    noreply_before: Vec<Pending>,
-}
-
-struct McConn {
-    c2s: McReader,
-    s2c: McReader,
-    pending: VecDeque<McPending>,
-    /// `noreply` writes not yet followed by a request that has a reply.
-    noreply: Vec<Pending>,
-}
 
 enum Proto {
     Cql(CqlConn),
@@ -187,6 +150,20 @@ enum Classified {
     Pending(Pending),
 }
 
+/// New client bytes, [from, end) of the client's stream, from one segment, and what answering
+/// them needs (the packet answered, its ingress port, the externs): what each protocol's
+/// `*_client_bytes` reads.
+struct ClientBytes<'a, 'c> {
+    bytes: &'a [u8],
+    /// The segment carries only new bytes and no FIN (so a hit may be answered in its place).
+    may_answer: bool,
+    from: u64,
+    end: u64,
+    pkt: &'a Packet,
+    meta: &'a Metadata,
+    ctx: &'a mut Ctx<'c>,
+}
+
 /// The application switch program.
 pub struct AppSwitch {
     pub config: Config,
@@ -207,7 +184,7 @@ pub struct AppSwitch {
     mc_shapes: Vec<(ReplyShape, bool)>,
     /// Reused per-packet lists of parsed requests and CQL frames.
     items_scratch: Vec<(Option<i16>, Classified)>,
-    frames_scratch: Vec<cql::Frame>,
+    frames_scratch: Vec<CqlFrame>,
     /// This packet's cached replies, back to back (`Classified::Read::hit` ranges).
     hit_bytes: Vec<u8>,
     /// Emptied cache-key and shape buffers (and CQL frame bodies) for reuse: no allocation per
@@ -320,38 +297,6 @@ fn tcp_opts(pkt: &Packet) -> &[u8] {
         .unwrap_or(&[])
 }
 
-/// The cache item of a CQL partition: the table, then the key's bytes (appended by the caller).
-fn cql_item(mut v: Vec<u8>, ks: &str, table: &str) -> Vec<u8> {
-    v.clear();
-    v.extend_from_slice(b"cql:");
-    v.extend_from_slice(ks.as_bytes());
-    v.push(b'.');
-    v.extend_from_slice(table.as_bytes());
-    v.push(0);
-    v
-}
-
-/// What besides the key decides a CQL read's answer, appended to its shape: the consistency
-/// level and serial consistency (a level the server rejects is never learned, so never served)
-/// and every bound value (`values`: their wire bytes).
-fn shape_params(s: &mut Vec<u8>, consistency: u16, serial: Option<u16>, values: &[u8]) {
-    s.extend_from_slice(&consistency.to_be_bytes());
-    match serial {
-        Some(c) => {
-            s.push(1);
-            s.extend_from_slice(&c.to_be_bytes());
-        }
-        None => s.push(0),
-    }
-    s.extend_from_slice(&(values.len() as u32).to_be_bytes());
-    s.extend_from_slice(values);
-}
-
-/// Consistency levels at which a read is never answered from the cache: SERIAL and
-/// LOCAL_SERIAL reads run Paxos (they may commit a write in progress).
-fn cacheable_consistency(c: u16) -> bool {
-    !matches!(c, 0x0008 | 0x0009)
-}
 
 /// Requests were parsed and every one is a cache hit (so the switch can answer them all).
 fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
@@ -362,11 +307,6 @@ fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
 }
 
 impl AppSwitch {
-    fn qualify<'t>(t: &'t TableRef, conn_ks: Option<&'t str>) -> Option<(&'t str, &'t str)> {
-        let ks = t.keyspace.as_deref().or(conn_ks)?;
-        Some((ks, t.table.as_str()))
-    }
-
     /// An empty buffer (a reused one when there is one).
     fn buf(&mut self) -> Vec<u8> {
         self.spare_bufs.pop().unwrap_or_default()
@@ -393,560 +333,8 @@ impl AppSwitch {
         Some(at..self.hit_bytes.len())
     }
 
-    /// Classify a CQL request frame.
-    fn classify_cql(
-        &mut self,
-        h: &cql::FrameHeader,
-        body: &[u8],
-        keyspace: Option<&str>,
-    ) -> Classified {
-        let other = Classified::Pending(Pending::Other);
-        let cacheable_flags = h.flags
-            & (cql::frame_flags::TRACING
-                | cql::frame_flags::CUSTOM_PAYLOAD
-                | cql::frame_flags::COMPRESSION)
-            == 0;
-        if h.opcode == opcode::EXECUTE {
-            // The hot path: read in place (no copy of the id or the bound values).
-            return self.classify_execute(h, body, cacheable_flags);
-        }
-        if h.opcode == opcode::BATCH {
-            return self.classify_batch(body, keyspace);
-        }
-        let Ok(req) = cql::parse_request(h, body) else {
-            return Classified::Pending(Pending::WriteAll);
-        };
-        match req {
-            Request::Query { text, params } => {
-                if let Some(kind) = schema_read(&text) {
-                    return Classified::Pending(Pending::SchemaRead {
-                        kind,
-                        continued: params.paging_state.is_some(),
-                    });
-                }
-                let ks = params.keyspace.as_deref().or(keyspace);
-                let fixed = self.fixed_layout.as_ref().and_then(|f| f.read(&text));
-                let st = match fixed {
-                    Some(r) => {
-                        // No lexing: the column is taken to be the partition key (the assumption).
-                        let column = Self::qualify(&r.table, ks)
-                            .and_then(|t| self.schema.key_column_name(t).map(str::to_string))
-                            .unwrap_or_default();
-                        Statement::Select {
-                            table: r.table,
-                            column,
-                            key: Term::Literal(r.key),
-                            shape: r.shape,
-                        }
-                    }
-                    None => parse_statement(&text),
-                };
-                let cacheable = cacheable_flags
-                    && params.paging_state.is_none()
-                    && params.now_in_seconds.is_none()
-                    && cacheable_consistency(params.consistency);
-                self.classify_statement(
-                    &st,
-                    ks,
-                    |term, typ, out| match term {
-                        Term::Literal(k) => cql_key::from_literal(typ, k, out),
-                        _ => false,
-                    },
-                    cacheable,
-                    |s: &mut Vec<u8>| {
-                        s.extend_from_slice(&[
-                            b'Q',
-                            h.version,
-                            (params.flags & cql::query_flags::SKIP_METADATA) as u8,
-                        ]);
-                        let mut values = Vec::new();
-                        for v in &params.values {
-                            match v {
-                                cql::Value::Null => values.push(0),
-                                cql::Value::Unset => values.push(1),
-                                cql::Value::Bytes(b) => {
-                                    values.push(2);
-                                    values.extend_from_slice(&(b.len() as u32).to_be_bytes());
-                                    values.extend_from_slice(b);
-                                }
-                            }
-                        }
-                        shape_params(s, params.consistency, params.serial_consistency, &values);
-                        if let Statement::Select { shape, .. } = &st {
-                            s.extend_from_slice(shape.as_bytes());
-                        }
-                    },
-                    None,
-                )
-            }
-            // Handled above, in place.
-            Request::Execute { .. } => self.classify_execute(h, body, cacheable_flags),
-            Request::Batch => self.classify_batch(body, keyspace),
-            Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
-                statement: parse_statement(&text),
-                keyspace: ks.or_else(|| keyspace.map(str::to_string)),
-            }),
-            Request::Other(op) => match op {
-                opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => {
-                    other
-                }
-                _ => Classified::Pending(Pending::WriteAll),
-            },
-        }
-    }
 
-    /// A BATCH: writes of unknown keys (flush). A statement in it that sets a TTL makes its
-    /// table volatile; one the switch cannot read (an unknown prepared id, a body that does not
-    /// parse, a table it cannot name) makes every table volatile.
-    fn classify_batch(&mut self, body: &[u8], keyspace: Option<&str>) -> Classified {
-        let Ok(items) = cql::batch_items(body) else {
-            self.schema.mark_volatile(None);
-            return Classified::Pending(Pending::WriteAll);
-        };
-        for item in items {
-            match item {
-                cql::BatchItem::Query(text) => self.note_ttl(&parse_statement(text), keyspace),
-                cql::BatchItem::Prepared(id) => match self.prepared.get(id).cloned() {
-                    Some(info) => {
-                        let ks = info.table.as_ref().map(|t| t.0.clone());
-                        self.note_ttl(&info.statement, ks.as_deref().or(keyspace));
-                    }
-                    None => self.schema.mark_volatile(None),
-                },
-            }
-        }
-        Classified::Pending(Pending::WriteAll)
-    }
 
-    /// A statement whose keys the switch does not take apart: if it may set a TTL, its tables
-    /// (all tables, if it cannot name them) become volatile.
-    fn note_ttl(&mut self, st: &Statement, ks: Option<&str>) {
-        if !st.with_ttl() {
-            return;
-        }
-        let tables: Vec<&TableRef> = match st {
-            Statement::Insert { table, .. }
-            | Statement::WriteByKey { table, .. }
-            | Statement::WriteTable { table, .. } => vec![table],
-            Statement::Batch {
-                tables,
-                complete: true,
-                ..
-            } => tables.iter().collect(),
-            _ => {
-                self.schema.mark_volatile(None);
-                return;
-            }
-        };
-        for t in tables {
-            match Self::qualify(t, ks) {
-                Some(t) => self.schema.mark_volatile(Some(t)),
-                None => self.schema.mark_volatile(None),
-            }
-        }
-    }
-
-    /// Classify an EXECUTE read in place (`cql::parse_execute_ref`).
-    fn classify_execute(
-        &mut self,
-        h: &cql::FrameHeader,
-        body: &[u8],
-        cacheable_flags: bool,
-    ) -> Classified {
-        let Ok(id) = cql::execute_id(body) else {
-            return Classified::Pending(Pending::WriteAll);
-        };
-        let Some(info) = self.prepared.get(id).cloned() else {
-            // Unknown prepared id (prepared before we saw the connection): may write, maybe
-            // with a TTL.
-            self.schema.mark_volatile(None);
-            return Classified::Pending(Pending::WriteAll);
-        };
-        let pk = info.pk;
-        let Ok(ex) = cql::parse_execute_ref(h.version, body, pk) else {
-            return Classified::Pending(Pending::WriteAll);
-        };
-        let st = &info.statement;
-        let ks = info.table.as_ref().map(|t| t.0.as_str());
-        let cacheable = cacheable_flags
-            && !ex.has_paging_state
-            && !ex.has_names
-            && !ex.has_now_in_seconds
-            && cacheable_consistency(ex.consistency);
-        self.classify_statement(
-            st,
-            ks,
-            |term, typ, out| {
-                let idx = match term {
-                    Term::Marker(i) => *i,
-                    _ => return false,
-                };
-                match (pk, ex.value) {
-                    (Some(p), Some(cql::ValueRef::Bytes(b))) if p == idx => {
-                        cql_key::from_bound(typ, b, out)
-                    }
-                    _ => false,
-                }
-            },
-            cacheable,
-            |s: &mut Vec<u8>| {
-                let rmid = ex.result_metadata_id.unwrap_or(&[]);
-                s.extend_from_slice(&[
-                    b'E',
-                    h.version,
-                    (ex.flags & cql::query_flags::SKIP_METADATA) as u8,
-                ]);
-                s.extend_from_slice(ex.id);
-                s.push(0);
-                s.extend_from_slice(&(rmid.len() as u16).to_be_bytes());
-                s.extend_from_slice(rmid);
-                shape_params(s, ex.consistency, ex.serial_consistency, ex.values);
-            },
-            Some(&info.pk_check),
-        )
-    }
-
-    /// `key_of(term, type, out)` appends the key bytes of `term` for a column of `type` to
-    /// `out` (false: no key).
-    fn classify_statement(
-        &mut self,
-        st: &Statement,
-        ks: Option<&str>,
-        key_of: impl Fn(&Term, KeyType, &mut Vec<u8>) -> bool,
-        cacheable: bool,
-        shape: impl FnOnce(&mut Vec<u8>),
-        pk_check: Option<&Cell<(u64, Option<KeyType>)>>,
-    ) -> Classified {
-        match st {
-            Statement::Select {
-                table, column, key, ..
-            } => {
-                let Some(t) = Self::qualify(table, ks) else {
-                    return Classified::Pending(Pending::Other);
-                };
-                // A prepared statement's table and column never change: its check is
-                // remembered until the schema knowledge changes.
-                let typ = match pk_check.map(Cell::get) {
-                    Some((g, typ)) if g == self.schema.generation => typ,
-                    _ => {
-                        let typ = self
-                            .schema
-                            .cacheable_key(t)
-                            .filter(|(c, _)| *c == column.as_str())
-                            .map(|(_, typ)| typ);
-                        if let Some(c) = pk_check {
-                            c.set((self.schema.generation, typ));
-                        }
-                        typ
-                    }
-                };
-                let (Some(typ), true) = (typ, cacheable) else {
-                    return Classified::Pending(Pending::Other);
-                };
-                let mut item = cql_item(self.buf(), t.0, t.1);
-                if !key_of(key, typ, &mut item)
-                    || !self.volatile.is_empty() && self.volatile.contains(&item)
-                {
-                    self.give(item);
-                    return Classified::Pending(Pending::Other);
-                }
-                let mut sh = self.buf();
-                shape(&mut sh);
-                let hit = self.lookup_hit(&item, &sh);
-                Classified::Read {
-                    item,
-                    shape: sh,
-                    hit,
-                }
-            }
-            Statement::Insert {
-                table,
-                columns,
-                values,
-                with_ttl,
-                ..
-            } => {
-                let Some(t) = Self::qualify(table, ks) else {
-                    self.note_ttl(st, ks);
-                    return Classified::Pending(Pending::WriteAll);
-                };
-                let item = self.schema.key_column(t).and_then(|(pk, typ)| {
-                    let term = values[columns.iter().position(|c| c == pk)?].as_ref()?;
-                    let mut item = cql_item(Vec::new(), t.0, t.1);
-                    key_of(term, typ, &mut item).then_some(item)
-                });
-                self.write_key(t, item, *with_ttl)
-            }
-            Statement::WriteByKey {
-                table,
-                column,
-                key,
-                with_ttl,
-                ..
-            } => {
-                let Some(t) = Self::qualify(table, ks) else {
-                    self.note_ttl(st, ks);
-                    return Classified::Pending(Pending::WriteAll);
-                };
-                let item = self
-                    .schema
-                    .key_column(t)
-                    .filter(|(pk, _)| *pk == column.as_str())
-                    .and_then(|(_, typ)| {
-                        let mut item = cql_item(Vec::new(), t.0, t.1);
-                        key_of(key, typ, &mut item).then_some(item)
-                    });
-                self.write_key(t, item, *with_ttl)
-            }
-            Statement::WriteTable { .. } | Statement::Batch { .. } | Statement::Other => {
-                self.note_ttl(st, ks);
-                Classified::Pending(Pending::WriteAll)
-            }
-            Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
-        }
-    }
-
-    /// A write to a partition (its cache item) or, `None`, to partitions unknown. `with_ttl`:
-    /// the written cells expire, so the key (or, key unknown, the whole table) is never cached
-    /// again.
-    fn write_key(&mut self, t: (&str, &str), item: Option<Vec<u8>>, with_ttl: bool) -> Classified {
-        match item {
-            Some(item) => {
-                if with_ttl {
-                    self.volatile.insert(item.clone());
-                }
-                Classified::Pending(Pending::Write {
-                    items: vec![(item, WriteToken::placeholder())],
-                    update: None,
-                })
-            }
-            None => {
-                if with_ttl {
-                    self.schema.mark_volatile(Some(t));
-                }
-                Classified::Pending(Pending::WriteAll)
-            }
-        }
-    }
-
-    fn classify_redis(&mut self, args: &[&[u8]], conn: &mut RedisState) -> Classified {
-        let Some(cmd) = args.first() else {
-            return Classified::Pending(Pending::Other);
-        };
-        // Upper-cased on the stack (every command this matches is shorter than 16 bytes).
-        let mut upper = [0u8; 16];
-        let cmd: &[u8] = match upper.get_mut(..cmd.len()) {
-            Some(u) => {
-                u.copy_from_slice(cmd);
-                u.make_ascii_uppercase();
-                u
-            }
-            None => cmd,
-        };
-        let item = |k: &[u8]| {
-            let mut v = b"redis:0:".to_vec();
-            v.extend_from_slice(k);
-            v
-        };
-        match (cmd, args.len()) {
-            (b"MULTI", _) => {
-                conn.in_multi = true;
-                Classified::Pending(Pending::WriteAll)
-            }
-            (b"EXEC" | b"DISCARD", _) => {
-                conn.in_multi = false;
-                Classified::Pending(Pending::WriteAll)
-            }
-            (b"HELLO", _) => {
-                match args.get(1).copied() {
-                    Some(b"3") => conn.resp3 = true,
-                    Some(b"2") => conn.resp3 = false,
-                    None => {}
-                    Some(_) => conn.uncacheable = true,
-                }
-                Classified::Pending(Pending::Other)
-            }
-            (b"SELECT" | b"RESET", _) => {
-                conn.uncacheable = true;
-                Classified::Pending(Pending::Other)
-            }
-            _ if conn.in_multi && cmd == b"GET" => Classified::Pending(Pending::Other),
-            (b"GET", 2) if !self.volatile.is_empty() && self.volatile.contains(&item(args[1])) => {
-                Classified::Pending(Pending::Other)
-            }
-            (b"GET", 2) if !conn.uncacheable => {
-                let mut it = self.buf();
-                it.extend_from_slice(b"redis:0:");
-                it.extend_from_slice(&args[1]);
-                let mut shape = self.buf();
-                shape.extend_from_slice(if conn.resp3 { b"GET/3" } else { b"GET/2" });
-                let hit = self.lookup_hit(&it, &shape);
-                Classified::Read {
-                    item: it,
-                    shape,
-                    hit,
-                }
-            }
-            (b"GET", _) => Classified::Pending(Pending::Other),
-            // Commands that give a key an expiry time: the server will drop it on its own, so
-            // the key is never cached again (see `volatile`).
-            (
-                b"SETEX" | b"PSETEX" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
-                | b"GETEX",
-                n,
-            ) if n >= 2 => {
-                let it = item(&args[1]);
-                self.volatile.insert(it.clone());
-                Classified::Pending(Pending::Write {
-                    items: vec![(it, WriteToken::placeholder())],
-                    update: None,
-                })
-            }
-            (b"SET", n) if n >= 3 => {
-                let ttl = args[3..].iter().any(|o| {
-                    matches!(
-                        o.to_ascii_uppercase().as_slice(),
-                        b"EX" | b"PX" | b"EXAT" | b"PXAT" | b"KEEPTTL"
-                    )
-                });
-                if ttl {
-                    self.volatile.insert(item(&args[1]));
-                }
-                let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
-                    let mut r = Vec::new();
-                    resp::encode_bulk(Some(&args[2]), &mut r);
-                    (
-                        if conn.resp3 {
-                            b"GET/3".to_vec()
-                        } else {
-                            b"GET/2".to_vec()
-                        },
-                        r,
-                    )
-                });
-                Classified::Pending(Pending::Write {
-                    items: vec![(item(&args[1]), WriteToken::placeholder())],
-                    update,
-                })
-            }
-            (b"DEL" | b"UNLINK", n) if n >= 2 => Classified::Pending(Pending::Write {
-                items: args[1..]
-                    .iter()
-                    .map(|k| (item(k), WriteToken::placeholder()))
-                    .collect(),
-                update: None,
-            }),
-            (
-                b"PING" | b"ECHO" | b"INFO" | b"CLIENT" | b"COMMAND" | b"EXISTS" | b"TTL" | b"PTTL"
-                | b"TYPE" | b"STRLEN" | b"MGET" | b"KEYS" | b"SCAN" | b"DBSIZE" | b"TIME"
-                | b"GETRANGE",
-                _,
-            ) => Classified::Pending(Pending::Other),
-            _ => Classified::Pending(Pending::WriteAll),
-        }
-    }
-
-    fn classify_mc(&mut self, r: &memcache::Request<'_>) -> Classified {
-        use memcache::Cmd;
-        let item = |k: &[u8]| {
-            let mut v = b"mc:".to_vec();
-            v.extend_from_slice(k);
-            v
-        };
-        let write = |items: Vec<Vec<u8>>, update| {
-            Classified::Pending(Pending::Write {
-                items: items
-                    .into_iter()
-                    .map(|k| (k, WriteToken::placeholder()))
-                    .collect(),
-                update,
-            })
-        };
-        match (r.cmd, r.key) {
-            (Cmd::Get, Some(k)) if r.keys == 1 => {
-                let mut it = self.buf();
-                it.extend_from_slice(b"mc:");
-                it.extend_from_slice(k);
-                if self.volatile_all || self.volatile.contains(&it) {
-                    self.give(it);
-                    return Classified::Pending(Pending::Other);
-                }
-                let mut shape = self.buf();
-                shape.extend_from_slice(b"get");
-                let hit = self.lookup_hit(&it, &shape);
-                Classified::Read {
-                    item: it,
-                    shape,
-                    hit,
-                }
-            }
-            (
-                Cmd::Get
-                | Cmd::Gets
-                | Cmd::MetaGet
-                | Cmd::MetaNoop
-                | Cmd::MetaDebug
-                | Cmd::Stats
-                | Cmd::Version
-                | Cmd::Verbosity
-                | Cmd::Quit,
-                _,
-            ) => Classified::Pending(Pending::Other),
-            (Cmd::FlushAll, _) => {
-                if r.exptime != 0 {
-                    // Items vanish later, at a time the switch cannot see: stop caching.
-                    self.volatile_all = true;
-                }
-                Classified::Pending(Pending::WriteAll)
-            }
-            (
-                Cmd::Gat
-                | Cmd::Gats
-                | Cmd::Set
-                | Cmd::Add
-                | Cmd::Replace
-                | Cmd::Append
-                | Cmd::Prepend
-                | Cmd::Cas
-                | Cmd::Delete
-                | Cmd::Incr
-                | Cmd::Decr
-                | Cmd::Touch
-                | Cmd::MetaSet
-                | Cmd::MetaDelete
-                | Cmd::MetaArith,
-                Some(k),
-            ) => {
-                let it = item(k);
-                let touches_ttl = matches!(
-                    r.cmd,
-                    Cmd::Gat
-                        | Cmd::Gats
-                        | Cmd::Touch
-                        | Cmd::Set
-                        | Cmd::Add
-                        | Cmd::Replace
-                        | Cmd::Cas
-                        | Cmd::MetaSet
-                        | Cmd::MetaArith
-                );
-                if touches_ttl && r.exptime != 0 {
-                    self.volatile.insert(it.clone());
-                }
-                if matches!(r.cmd, Cmd::Gat | Cmd::Gats) && r.keys > 1 {
-                    return Classified::Pending(Pending::WriteAll);
-                }
-                // A plain `set` that succeeds makes `get k` answer exactly this.
-                let update = (r.cmd == Cmd::Set && r.exptime == 0 && !r.noreply).then(|| {
-                    let mut v = Vec::new();
-                    memcache::encode_value(k, r.flags, r.data, &mut v);
-                    (b"get".to_vec(), v)
-                });
-                write(vec![it], update)
-            }
-            _ => Classified::Pending(Pending::WriteAll),
-        }
-    }
 
     /// Start the write bookkeeping of a pending entry that is being forwarded.
     fn begin(&mut self, p: Pending) -> Pending {
@@ -1000,74 +388,6 @@ impl AppSwitch {
         }
     }
 
-    /// Rows of a `system_schema` read (`cql_schema`); knowledge that changed flushes the cache.
-    fn learn_schema(&mut self, kind: SchemaRead, rows: &cql::Rows, continued: bool) {
-        let learned = match kind {
-            SchemaRead::Columns => self.schema.learn_columns(rows, continued),
-            SchemaRead::Tables => self.schema.learn_tables(rows),
-            SchemaRead::Views => self.schema.learn_views(rows),
-        };
-        if learned.changed {
-            self.cache.flush();
-        }
-    }
-
-    /// A schema change (a DDL statement's result, or an event about anyone's DDL): what was
-    /// known of the table is forgotten until the driver's refresh reads it again.
-    fn schema_changed(&mut self, change: &cql::SchemaChange) {
-        if self.schema.forget(change).changed {
-            self.cache.flush();
-        }
-    }
-
-    fn learn_prepared(
-        &mut self,
-        p: &cql::Prepared,
-        statement: Statement,
-        keyspace: Option<String>,
-    ) {
-        let table = p
-            .bind_global_table
-            .clone()
-            .or_else(|| p.bind_columns.first().and_then(|c| c.table.clone()))
-            .or_else(|| {
-                let t = match &statement {
-                    Statement::Select { table, .. }
-                    | Statement::WriteByKey { table, .. }
-                    | Statement::Insert { table, .. } => table,
-                    _ => return None,
-                };
-                Self::qualify(t, keyspace.as_deref()).map(|(k, t)| (k.to_string(), t.to_string()))
-            });
-        let mut pk = None;
-        if let Some(t) = &table {
-            let key = match p.pk_indexes.as_slice() {
-                [i] => p.bind_columns.get(*i as usize).map(|col| {
-                    pk = Some(*i as usize);
-                    PartitionKey::Single {
-                        column: col.name.clone(),
-                        typ: KeyType::from_cql_type(&col.typ),
-                    }
-                }),
-                [] => None,
-                _ => Some(PartitionKey::Compound),
-            };
-            if let Some(key) = key {
-                if self.schema.set_partition_key((&t.0, &t.1), key).changed {
-                    self.cache.flush();
-                }
-            }
-        }
-        self.prepared.insert(
-            p.id.clone(),
-            Rc::new(PreparedInfo {
-                statement,
-                table,
-                pk,
-                pk_check: Cell::new((u64::MAX, None)),
-            }),
-        );
-    }
 }
 
 impl WriteToken {
@@ -1132,6 +452,7 @@ impl Program for AppSwitch {
                             s2c: FrameReader::new(true),
                             pending: HashMap::default(),
                             keyspace: None,
+                            authenticated: false,
                         }),
                         Protocol::Redis => Proto::Redis(RedisConn {
                             c2s: RespReader::default(),
@@ -1429,18 +750,8 @@ impl AppSwitch {
         // The per-packet lists live in `self` between packets (no allocation per packet).
         let mut items = std::mem::take(&mut self.items_scratch);
         let mut frames = std::mem::take(&mut self.frames_scratch);
-        let answered = self.parse_client_bytes_into(
-            conn,
-            bytes,
-            may_answer,
-            from,
-            end,
-            pkt,
-            meta,
-            ctx,
-            &mut items,
-            &mut frames,
-        );
+        let seg = ClientBytes { bytes, may_answer, from, end, pkt, meta, ctx };
+        let answered = self.parse_client_bytes_into(conn, seg, &mut items, &mut frames);
         for (_, cl) in items.drain(..) {
             self.give_classified(cl);
         }
@@ -1453,195 +764,17 @@ impl AppSwitch {
         answered
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn parse_client_bytes_into(
         &mut self,
         conn: &mut Conn,
-        bytes: &[u8],
-        may_answer: bool,
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
         items: &mut Vec<(Option<i16>, Classified)>,
-        frames: &mut Vec<cql::Frame>,
+        frames: &mut Vec<CqlFrame>,
     ) -> bool {
-        let (boundary_before, s2c_boundary, framing_ok, version);
         match &mut conn.proto {
-            Proto::Cql(c) => {
-                boundary_before = c.c2s.at_boundary();
-                s2c_boundary = c.s2c.at_boundary();
-                framing_ok = c.c2s.framing() == c.s2c.framing();
-                if c.c2s
-                    .push_reusing(bytes, frames, &mut self.spare_bufs)
-                    .is_err()
-                {
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-                version = frames.first().map(|f| f.header.version).unwrap_or(4);
-                for f in frames.iter().filter(|f| f.header.opcode == opcode::STARTUP) {
-                    // The compression asked for applies to both directions once the server
-                    // is READY; an unknown one leaves compressed bytes unreadable (broken).
-                    let c_name = compression::startup_compression(&f.body).ok().flatten();
-                    if let Some(alg) = c_name.as_deref().and_then(Compression::from_name) {
-                        c.c2s.set_compression(alg);
-                        c.s2c.set_compression(alg);
-                    }
-                }
-                let ks = c.keyspace.as_deref();
-                for f in frames.drain(..) {
-                    let cl = self.classify_cql(&f.header, &f.body, ks);
-                    items.push((Some(f.header.stream), cl));
-                    self.give(f.body);
-                }
-                let Proto::Cql(c) = &mut conn.proto else {
-                    unreachable!()
-                };
-                let at_end = c.c2s.at_boundary();
-                let all_hits = all_hits(items);
-                if may_answer
-                    && !conn.broken
-                    && boundary_before
-                    && at_end
-                    && s2c_boundary
-                    && framing_ok
-                    && all_hits
-                    && !conn.mig.server_fin
-                {
-                    let mut frames_bytes = conn.mig.take_reply_buffer();
-                    for (stream, cl) in items.iter() {
-                        if let Classified::Read {
-                            hit: Some(body), ..
-                        } = cl
-                        {
-                            cql::append_response_frame(
-                                version,
-                                stream.unwrap_or(0),
-                                opcode::RESULT,
-                                &self.hit_bytes[body.clone()],
-                                &mut frames_bytes,
-                            );
-                        }
-                    }
-                    let reply = if c.s2c.framing() == Framing::Segmented {
-                        let mut v = Vec::new();
-                        let compressed_format = c.s2c.compression().is_some();
-                        cql::encode_frames_v5_in(&frames_bytes, compressed_format, &mut v);
-                        v
-                    } else {
-                        frames_bytes
-                    };
-                    self.counters.hits += items.len() as u64;
-                    self.counters.migrated_request_bytes += end - from;
-                    self.counters.migrated_reply_bytes += reply.len() as u64;
-                    let i = conn.mig.answer(from, end, reply);
-                    self.send_reply(conn, i, pkt, meta, ctx);
-                    return true;
-                }
-                for (stream, cl) in items.drain(..) {
-                    let p = self.to_pending(cl);
-                    let p = self.begin(p);
-                    let Proto::Cql(c) = &mut conn.proto else {
-                        unreachable!()
-                    };
-                    if let Some(old) = c.pending.insert(stream.unwrap_or(0), p) {
-                        self.complete(old, false, None);
-                    }
-                }
-                false
-            }
-            Proto::Mc(m) => {
-                boundary_before = m.c2s.at_boundary();
-                s2c_boundary = m.s2c.at_boundary();
-                // Requests are classified as they are framed (borrowed from the segment); their
-                // reply shapes go to a reused list beside `items`.
-                let mut shapes = std::mem::take(&mut self.mc_shapes);
-                let mut quiet = false;
-                let res = m.c2s.push_requests(bytes, |r| {
-                    quiet |= r.quiet;
-                    shapes.push((r.reply, r.noreply));
-                    items.push((None, self.classify_mc(r)));
-                });
-                if res.is_err() || quiet {
-                    // Quiet meta commands suppress some replies: replies can no longer be
-                    // matched to requests, so the connection passes through from here.
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-                let Proto::Mc(m) = &mut conn.proto else {
-                    unreachable!()
-                };
-                let all_hits = all_hits(items);
-                let answer = may_answer
-                    && !conn.broken
-                    && boundary_before
-                    && m.c2s.at_boundary()
-                    && s2c_boundary
-                    && all_hits
-                    && m.pending.is_empty()
-                    && !conn.mig.server_fin;
-                if !answer {
-                    for ((_, cl), &(shape, noreply)) in items.drain(..).zip(shapes.iter()) {
-                        let p = self.to_pending(cl);
-                        let p = self.begin(p);
-                        if noreply || shape == ReplyShape::None {
-                            m.noreply.push(p);
-                        } else {
-                            let noreply_before = std::mem::take(&mut m.noreply);
-                            m.pending.push_back(McPending {
-                                shape,
-                                pending: p,
-                                noreply_before,
-                            });
-                        }
-                    }
-                }
-                shapes.clear();
-                self.mc_shapes = shapes;
-                if !answer {
-                    return false;
-                }
-                self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
-                true
-            }
-            Proto::Redis(r) => {
-                boundary_before = r.c2s.at_boundary();
-                s2c_boundary = r.s2c.at_boundary();
-                // Commands classified in place, as they are framed (no argument copies).
-                let st = &mut r.st;
-                let parsed = r.c2s.for_each_command(bytes, |args| {
-                    let cl = self.classify_redis(args, st);
-                    items.push((None, cl));
-                });
-                if parsed.is_err() {
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-                let Proto::Redis(r) = &mut conn.proto else {
-                    unreachable!()
-                };
-                let all_hits = all_hits(items);
-                let answer = may_answer
-                    && !conn.broken
-                    && boundary_before
-                    && r.c2s.at_boundary()
-                    && s2c_boundary
-                    && all_hits
-                    && r.pending.is_empty()
-                    && !conn.mig.server_fin;
-                if !answer {
-                    for (_, cl) in items.drain(..) {
-                        let p = self.to_pending(cl);
-                        let p = self.begin(p);
-                        r.pending.push_back(p);
-                    }
-                    return false;
-                }
-                self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
-                true
-            }
+            Proto::Cql(_) => self.cql_client_bytes(conn, seg, items, frames),
+            Proto::Mc(_) => self.mc_client_bytes(conn, seg, items),
+            Proto::Redis(_) => self.redis_client_bytes(conn, seg, items),
         }
     }
 
@@ -1770,149 +903,9 @@ impl AppSwitch {
             return;
         }
         match &mut conn.proto {
-            Proto::Cql(c) => {
-                let mut frames = std::mem::take(&mut self.frames_scratch);
-                let r = c.s2c.push_reusing(bytes, &mut frames, &mut self.spare_bufs);
-                for f in frames.iter() {
-                    if f.header.opcode == opcode::EVENT {
-                        if let Ok(Some(change)) = cql::parse_event_schema_change(&f.body) {
-                            self.schema_changed(&change);
-                        }
-                        continue;
-                    }
-                    if f.header.opcode == opcode::READY || f.header.opcode == opcode::AUTHENTICATE {
-                        if c.s2c.framing() == Framing::Segmented {
-                            c.c2s.set_segmented();
-                        }
-                        continue;
-                    }
-                    // Decode a RESULT only if a request waits for it or it may be a
-                    // SetKeyspace (kind 3): answers to requests the switch answered itself
-                    // (the capture replays them) cost no decoding.
-                    // A read's answer is judged in place (`cql::rows_body_cacheable`, below):
-                    // no decoding for it either.
-                    let set_keyspace = f.body.get(..4) == Some(&3i32.to_be_bytes()[..]);
-                    let wanted = set_keyspace
-                        || matches!(
-                            c.pending.get(&f.header.stream),
-                            Some(p) if !matches!(p, Pending::Read { .. })
-                        );
-                    let result = if f.header.opcode == opcode::RESULT && wanted {
-                        cql::parse_result(f.header.version, &f.body).ok()
-                    } else {
-                        None
-                    };
-                    if let Some(ResultMsg::SetKeyspace(ks)) = &result {
-                        c.keyspace = Some(ks.clone());
-                    }
-                    let Some(p) = c.pending.remove(&f.header.stream) else {
-                        continue;
-                    };
-                    let success = f.header.opcode == opcode::RESULT;
-                    match (p, result) {
-                        (
-                            Pending::Prepare {
-                                statement,
-                                keyspace,
-                            },
-                            Some(ResultMsg::Prepared(pr)),
-                        ) => {
-                            self.learn_prepared(&pr, statement, keyspace);
-                        }
-                        (Pending::SchemaRead { kind, continued }, Some(ResultMsg::Rows(rows))) => {
-                            self.learn_schema(kind, &rows, continued);
-                        }
-                        (p, Some(ResultMsg::SchemaChange(change))) => {
-                            self.schema_changed(&change);
-                            self.complete(p, true, None);
-                        }
-                        (p @ Pending::Read { .. }, None) if success => {
-                            // Only a single-row Rows result in its canonical encoding is
-                            // stored, checked in place (the same verdict as decoding and
-                            // re-encoding it).
-                            let cacheable =
-                                f.header.flags == 0 && cql::rows_body_cacheable(&f.body);
-                            self.complete(p, true, cacheable.then_some(f.body.as_slice()));
-                        }
-                        (p, _) => self.complete(p, success, None),
-                    }
-                }
-                for f in frames.drain(..) {
-                    self.give(f.body);
-                }
-                self.frames_scratch = frames;
-                if r.is_err() {
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-            }
-            Proto::Mc(m) => {
-                let mut st = (&mut *self, &mut m.pending);
-                let r = m.s2c.push_replies(
-                    bytes,
-                    &mut st,
-                    |(_, pend)| pend.front().map(|e| e.shape),
-                    |(sw, pend), reply, raw| {
-                        let Some(e) = pend.pop_front() else {
-                            return;
-                        };
-                        match e.pending {
-                            p @ Pending::Read { .. } => {
-                                // `get k` answers nothing (END) or k's one item.
-                                let key_ok = match (&p, reply) {
-                                    (
-                                        Pending::Read { item, .. },
-                                        memcache::Reply::Values {
-                                            items: 1,
-                                            first_key: Some(k),
-                                            ..
-                                        },
-                                    ) => item.get(3..) == Some(k),
-                                    (_, memcache::Reply::Values { items: 0, .. }) => true,
-                                    _ => false,
-                                };
-                                sw.complete(p, key_ok, key_ok.then_some(raw));
-                            }
-                            p @ Pending::Write { .. } => {
-                                let ok = reply == memcache::Reply::Stored;
-                                sw.complete(p, ok, None);
-                            }
-                            p => sw.complete(p, false, None),
-                        }
-                        for w in e.noreply_before {
-                            sw.complete(w, false, None);
-                        }
-                    },
-                );
-                if r.is_err() {
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-            }
-            Proto::Redis(rc) => {
-                // Replies read in place (no copies), each completing the oldest pending request.
-                let pending = &mut rc.pending;
-                let r = rc.s2c.for_each_reply(bytes, |reply, raw| {
-                    let Some(p) = pending.pop_front() else {
-                        return;
-                    };
-                    match p {
-                        p @ Pending::Read { .. } => {
-                            let ok = matches!(reply, ReplyRef::Bulk(_));
-                            self.complete(p, ok, ok.then_some(raw));
-                        }
-                        p @ Pending::Write { .. } => {
-                            let ok = matches!(reply, ReplyRef::Simple(s) if s == b"OK");
-                            self.complete(p, ok, None);
-                        }
-                        p => self.complete(p, false, None),
-                    }
-                });
-                if r.is_err() {
-                    conn.broken = true;
-                    self.counters.protocol_errors += 1;
-                }
-            }
+            Proto::Cql(_) => self.cql_server_bytes(conn, bytes),
+            Proto::Mc(_) => self.mc_server_bytes(conn, bytes),
+            Proto::Redis(_) => self.redis_server_bytes(conn, bytes),
         }
     }
 

@@ -405,7 +405,7 @@ fn max_age_setting_is_checked() {
 
 mod cql_v5 {
     use super::*;
-    use innet_appswitch::cql::{
+    use innet_wire::cql::{
         self, opcode, ColumnSpec, FrameReader, Prepared, QueryParams, ResultMsg, Rows,
         RowsMetadata, Value,
     };
@@ -788,7 +788,7 @@ pub(crate) mod memcached {
 
 mod cql_schema {
     use super::memcached::Talk;
-    use innet_appswitch::cql::{
+    use innet_wire::cql::{
         self, opcode, ColumnSpec, CqlType, QueryParams, Rows, RowsMetadata,
     };
     use innet_appswitch::cql_schema::tables_rows;
@@ -999,7 +999,7 @@ mod cql_schema {
     /// EXECUTE is no longer answered by the switch.
     #[test]
     fn prepared_select_stops_hitting_when_the_schema_shows_a_compound_key() {
-        use innet_appswitch::cql::Value;
+        use innet_wire::cql::Value;
         let mut t = Talk::with("cql");
         ready(&mut t);
         options(&mut t, 30, &[("ks", "kv", 0)]);
@@ -1236,7 +1236,7 @@ mod cql_schema {
     /// Case 6 of issue 23: a bound value outside the key is part of what the read asks.
     #[test]
     fn bound_values_outside_the_key_are_part_of_the_read() {
-        use innet_appswitch::cql::Value;
+        use innet_wire::cql::Value;
         let mut t = schema_known();
         let cols =
             ColumnSpec::natives(&[("arg0", cql::type_id::BLOB), ("k", cql::type_id::VARCHAR)]);
@@ -1268,5 +1268,66 @@ mod cql_schema {
             "another value of the first marker"
         );
         assert!(hit(&mut t, &exec(5, b"two"), 5, "two"));
+    }
+
+    /// With authentication on (the server answers STARTUP with AUTHENTICATE), what a read
+    /// returns depends on the user and on permissions at that moment: the connection's reads are
+    /// never answered by the switch, even once the table's key is known; its writes still go
+    /// through. The same reads on a connection without authentication are answered.
+    #[test]
+    fn authenticated_connections_are_never_answered() {
+        for auth in [true, false] {
+            let mut t = Talk::with("cql");
+            let startup = cql::request_frame(
+                4,
+                0,
+                opcode::STARTUP,
+                &[
+                    0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N',
+                    0, 5, b'3', b'.', b'0', b'.', b'0',
+                ],
+            );
+            assert_eq!(t.request(&startup), None);
+            if auth {
+                let class = b"org.apache.cassandra.auth.PasswordAuthenticator";
+                let body = [&(class.len() as u16).to_be_bytes()[..], class].concat();
+                t.reply(&cql::response_frame(4, 0, opcode::AUTHENTICATE, &body));
+                let token = b"\0alice\0alice-pw";
+                let body = [&(token.len() as i32).to_be_bytes()[..], token].concat();
+                assert_eq!(
+                    t.request(&cql::request_frame(4, 0, opcode::AUTH_RESPONSE, &body)),
+                    None
+                );
+                t.reply(&cql::response_frame(
+                    4,
+                    0,
+                    opcode::AUTH_SUCCESS,
+                    &[0xff, 0xff, 0xff, 0xff],
+                ));
+            } else {
+                t.reply(&cql::response_frame(4, 0, opcode::READY, &[]));
+            }
+            options(&mut t, 30, &[("ks", "kv", 0)]);
+            assert_eq!(
+                t.request(&query(4, "SELECT * FROM system_schema.columns")),
+                None
+            );
+            t.reply(&result(
+                4,
+                &schema(&[("ks", "kv", "k", "partition_key", 0)], 0),
+            ));
+            let sel = query(5, "SELECT v FROM ks.kv WHERE k = 'a'");
+            let answered: Vec<bool> = (0..3).map(|_| hit(&mut t, &sel, 5, "secret")).collect();
+            if auth {
+                assert_eq!(
+                    answered,
+                    [false, false, false],
+                    "a user's answer is never cached"
+                );
+            } else {
+                assert_eq!(answered, [false, true, true]);
+            }
+            write(&mut t, 6, "UPDATE ks.kv SET v = 'b' WHERE k = 'a'");
+        }
     }
 }

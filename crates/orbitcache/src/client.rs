@@ -21,7 +21,8 @@ use rand_distr::{Distribution, Exp};
 use crate::keys;
 use crate::kv;
 use crate::rack::Addressing;
-use crate::workload::{KeySampler, WorkloadSpec};
+use crate::workload::WorkloadSpec;
+use innet_workloads::popularity::KeySampler;
 
 /// The newest acknowledged write version of every written key (all clients share it).
 pub type History = Rc<RefCell<HashMap<u64, u32>>>;

@@ -25,7 +25,7 @@ use crate::orbit_switch::{OrbitSwitch, OrbitSwitchConfig};
 use crate::pegasus::PegasusSwitch;
 use crate::rack::Addressing;
 use crate::server::{PartitionStats, ServerConfig, StorageHost};
-use crate::workload::{KeySampler, WorkloadSpec};
+use crate::workload::WorkloadSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scheme {
@@ -314,7 +314,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
         hkey_bits: spec.hkey_bits,
     });
     let workload = Rc::new(spec.workload.clone());
-    let sampler = Rc::new(KeySampler::new(&spec.workload));
+    let sampler = Rc::new(spec.workload.sampler());
     let history = Rc::new(RefCell::new(HashMap::new()));
     let start_ps = 0u64;
     let measure_ps = us_ps(spec.warmup_us);

@@ -3,8 +3,7 @@
 //! swap keys), per-key value sizes (bimodal 82% 64 B / 18% 1,024 B by default, or one fixed
 //! size), key length, and the write ratio.
 
-use rand::Rng;
-use rand_distr::{Distribution, Zipf};
+use innet_workloads::popularity::KeySampler;
 use serde::Deserialize;
 
 use crate::keys::key_uniform;
@@ -144,94 +143,18 @@ impl WorkloadSpec {
             }
         }
     }
-}
 
-/// Draws keys by popularity rank and maps ranks to keys at a point in time (hot-in).
-pub struct KeySampler {
-    keys: u64,
-    zipf: Option<Zipf<f64>>,
-    hot_in_period_ps: u64,
-    hot_in_keys: u64,
-}
-
-impl KeySampler {
-    pub fn new(spec: &WorkloadSpec) -> Self {
-        let zipf = (spec.distribution == "zipf").then(|| Zipf::new(spec.keys, spec.zipf_alpha).expect("validated"));
-        KeySampler {
-            keys: spec.keys,
-            zipf,
-            hot_in_period_ps: (spec.hot_in_period_s * 1e12).round() as u64,
-            hot_in_keys: spec.hot_in_keys,
-        }
-    }
-
-    /// A popularity rank (0 = hottest).
-    #[inline]
-    pub fn sample_rank<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
-        match &self.zipf {
-            Some(z) => (z.sample(rng) as u64).clamp(1, self.keys) - 1,
-            None => rng.gen_range(0..self.keys),
-        }
-    }
-
-    /// The key that has popularity `rank` at time `now_ps`.
-    #[inline]
-    pub fn key_of_rank(&self, rank: u64, now_ps: u64) -> u64 {
-        let swapped = self.hot_in_period_ps > 0 && (now_ps / self.hot_in_period_ps) % 2 == 1;
-        if !swapped {
-            return rank;
-        }
-        let n = self.hot_in_keys;
-        if rank < n {
-            self.keys - n + rank
-        } else if rank >= self.keys - n {
-            rank - (self.keys - n)
-        } else {
-            rank
-        }
-    }
-
-    /// The `count` hottest keys at time `now_ps`, hottest first.
-    pub fn hottest(&self, count: u64, now_ps: u64) -> Vec<u64> {
-        (0..count.min(self.keys)).map(|r| self.key_of_rank(r, now_ps)).collect()
+    /// The key sampler of this (validated) workload: Zipf or uniform ranks, hot-in in picoseconds.
+    pub fn sampler(&self) -> KeySampler {
+        let zipf_alpha = (self.distribution == "zipf").then_some(self.zipf_alpha);
+        KeySampler::new(self.keys, zipf_alpha, (self.hot_in_period_s * 1e12).round() as u64, self.hot_in_keys)
+            .expect("validated")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-
-    #[test]
-    fn zipf_099_puts_the_expected_share_on_the_hottest_keys() {
-        let spec = WorkloadSpec::default();
-        let s = KeySampler::new(&spec);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        let n = 400_000;
-        let mut top128 = 0;
-        let mut rank0 = 0;
-        for _ in 0..n {
-            let r = s.sample_rank(&mut rng);
-            top128 += (r < 128) as u32;
-            rank0 += (r == 0) as u32;
-        }
-        // H(10M, 0.99) ≈ 16.2: rank 0 takes ≈ 6.2 %, the top 128 ≈ 34 %.
-        let (p0, p128) = (rank0 as f64 / n as f64, top128 as f64 / n as f64);
-        assert!((0.055..0.07).contains(&p0), "{p0}");
-        assert!((0.30..0.38).contains(&p128), "{p128}");
-    }
-
-    #[test]
-    fn hot_in_swaps_the_hottest_and_coldest_every_period() {
-        let spec = WorkloadSpec { hot_in_period_s: 10.0, keys: 1000, ..Default::default() };
-        let s = KeySampler::new(&spec);
-        assert_eq!(s.key_of_rank(0, 0), 0);
-        let t = 10_000_000_000_000; // 10 s
-        assert_eq!(s.key_of_rank(0, t), 872);
-        assert_eq!(s.key_of_rank(999, t), 127);
-        assert_eq!(s.key_of_rank(500, t), 500);
-        assert_eq!(s.key_of_rank(0, 2 * t), 0);
-    }
 
     #[test]
     fn bimodal_sizes_follow_the_fraction_and_bad_specs_are_named() {

@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 use crate::run::{run_scheme, NetworkSpec, RunSpec, SchemeResult, Transport};
 use crate::scheme::Scheme;
 use crate::traces::{self, TraceRequest};
+use innet_workloads::vm_traces;
 
 /// Parameters of every SwitchV2P experiment (each exposes the subset it uses).
 #[derive(Debug, Clone, Deserialize)]
@@ -441,8 +442,8 @@ impl Experiment for MigrationExp {
         if p.incast_senders == 0 || p.incast_senders > net.topo.num_servers() {
             return Err(bad("incast_senders", format!("expected 1..={} senders", net.topo.num_servers())));
         }
-        let rows = traces::incast(p.incast_senders, net.vms_per_server, p.migrate_vm, p.incast_packets, 1000);
-        let mut spec = p.spec_with_rows(net, rows, Transport::UdpPacket { payload_bytes: traces::UDP_PAYLOAD_BYTES })?;
+        let rows = vm_traces::incast(p.incast_senders, net.vms_per_server, p.migrate_vm, p.incast_packets, 1000);
+        let mut spec = p.spec_with_rows(net, rows, Transport::UdpPacket { payload_bytes: vm_traces::UDP_PAYLOAD_BYTES })?;
         spec.migrations = vec![(p.migrate_vm, (p.migrate_at_us * PS_PER_US as f64) as u64, p.migrate_to_server)];
         // OnDemand's hosts already use the migrating VM's mapping (Table 4: 0 % gateway
         // packets); what is measured is how long their stale copy lasts.

@@ -2,17 +2,23 @@
 //! writes fields in place and is only built by `new_checked` after the buffer was checked
 //! long enough (so getters never panic); a `*Repr` is the parsed, validated header that
 //! `parse`s from a view and `emit`s into one. `phv` is the parsed packet both runtimes share, with the one frame codec; `pcap` writes
-//! and reads capture files.
+//! and reads capture files. Above TCP, the application protocols a switch reads: `cql`
+//! (Cassandra's native protocol, its compression, statement text and key serialization), `resp`
+//! (Redis) and `memcache` (memcached's text protocol), each a stream reassembler over byte
+//! pushes that never panics.
 
 pub mod checksum;
+pub mod cql;
 pub mod ethernet;
 pub mod frame;
 pub mod geneve;
 pub mod ipip;
 pub mod ipv4;
+pub mod memcache;
+pub mod orbitcache;
 pub mod pcap;
 pub mod phv;
-pub mod orbitcache;
+pub mod resp;
 pub mod switchv2p;
 pub mod switchvm;
 pub mod tcp;

@@ -1,11 +1,14 @@
 //! Traffic for experiments, as plain data: flow-size distributions, open-loop flow generators,
-//! and readers/writers for flow lists other simulators use (htsim's connection matrix) and for
-//! trace files. Nothing here knows about the simulator.
+//! key popularity (Zipf, hot-in), generated VM-level traces, and readers/writers for flow lists
+//! other simulators use (htsim's connection matrix) and for trace files. Nothing here knows
+//! about the simulator or any system: every system's generators live here.
 
 pub mod cdf;
 pub mod generate;
 pub mod htsim;
+pub mod popularity;
 pub mod trace;
+pub mod vm_traces;
 
 pub use cdf::{cdf_by_name, FlowSizeCdf};
 pub use generate::{poisson_flows, poisson_flows_until, uniform_size_flows, Until};

@@ -9,7 +9,7 @@
 //! the switch then does not cache the read and flushes for the write.
 
 use crate::cql::{type_id, CqlType};
-use crate::cql_statement::KeyValue;
+use crate::cql::statement::KeyValue;
 
 /// The partition-key column types the switch can key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,12 +1,17 @@
 //! Cassandra's native protocol (v4 and v5) as the application switch needs it: frame headers,
 //! v5's CRC-checked segment framing, a per-direction stream reassembler, the request messages
 //! it acts on (QUERY, PREPARE, EXECUTE) and RESULT decoding/encoding. Compressed frames (v4)
-//! and segments (v5) are inflated by the reassembler (codecs in `compression.rs`). Malformed
+//! and segments (v5) are inflated by the reassembler (codecs in [`compression`]); [`statement`] is the lexer of statement text and [`key`] the
+//! serialized form of partition-key values. Malformed
 //! bytes give a [`CqlError`], never a panic.
 
 use std::fmt;
 
-use crate::compression::{self, Compression};
+pub mod compression;
+pub mod key;
+pub mod statement;
+
+use compression::Compression;
 
 /// Frame header length (v3 and later).
 pub const HEADER_BYTES: usize = 9;

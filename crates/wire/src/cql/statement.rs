@@ -4,7 +4,7 @@
 //! anything" (the cache is flushed). Never panics on any input.
 
 /// A key literal as written in the statement text. What it means depends on the column's type
-/// (`crate::cql_key` turns it into the bytes Cassandra stores, or refuses).
+/// (`crate::cql::key` turns it into the bytes Cassandra stores, or refuses).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum KeyValue {
     /// An integer constant (`42`, `-7`).

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""The application switch's turnaround figures (Figs. 12, 15, 16, 18, 19) measured so that a
+direction can be told from noise: one Cassandra and one data load, then per point of each
+figure `--repeat` rounds, each running every variant of the point once (normal = the `forward`
+program, cached = `appswitch` with a cold cache; Fig. 19: normal, fixed-offset parser, lexical
+analysis) in an order rotated per round (A B, B A, ...), after a discarded warm-up pass.
+
+Per pass: the mean turnaround of its queries (the paper's statistic) and the switch's hit ratio.
+Per round: the relative difference of the variants' means (cached / normal − 1; Fig. 19: lexical /
+fixed − 1 and lexical / normal − 1). Reported: the median of the rounds' differences with a 95 %
+distribution-free confidence interval (order statistics of the binomial; bench/startup.py), and
+a direction only when the interval excludes zero ("within noise" otherwise).
+
+CPU placement (`--pin`, default on): the switch and the client on CPU 0, Cassandra (all its
+threads) on CPU 1 — fixed for every pass, stated in the output. The load average before and
+after is recorded beside the table.
+
+    sudo .venv/bin/python bench/appswitch_figs.py [--repeat 10] [--queries 1024] [--figs 12,15,16,18,19]
+        [--tables 16 --keys-per-table 256] [--out DIR]
+
+Writes DIR/appswitch_figs.json (every pass) and DIR/appswitch_figs.md (the table), and prints the
+table. Needs root (namespaces) and scripts/cassandra.sh's jars. ~25 min with the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "python"))
+
+from startup import median_ci  # noqa: E402
+
+# Per figure: its points as (label, cache entries, Zipf k, read ratio); Fig. 19 is separate.
+SWEEPS = {
+    "12": [("cache 64, k 1.0", 64, 1.0, 1.0)],
+    "15": [(f"cache {c}", c, 1.0, 1.0) for c in (4, 16, 64, 256, 1024)],
+    "16": [(f"k {k}", 64, k, 1.0) for k in (0.5, 0.75, 1.0, 1.25, 1.5)],
+    "18": [(f"reads {int(r * 100)} %", 64, 1.0, r) for r in (1.0, 0.9, 0.5, 0.1, 0.0)],
+}
+LEXICAL_LENS = (4, 8, 16)
+# The fewest rounds whose extreme order statistics cover a median with >= 95 % (1 - 2/2^6).
+MIN_ROUNDS = 6
+
+
+def uptime() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=10, help="rounds per point (default 10)")
+    ap.add_argument("--queries", type=int, default=1024, help="operations per pass (default: the paper's 1,024)")
+    ap.add_argument("--figs", default="12,15,16,18,19", help="figures to measure (default all five)")
+    ap.add_argument("--tables", type=int, default=16)
+    ap.add_argument("--keys-per-table", type=int, default=256)
+    ap.add_argument("--protocol", type=int, default=5)
+    ap.add_argument("--no-pin", action="store_true", help="leave CPU placement to the scheduler")
+    ap.add_argument("--out", default="bench-appswitch-figs")
+    a = ap.parse_args()
+    figs = [f.strip() for f in a.figs.split(",") if f.strip()]
+    bad = [f for f in figs if f not in SWEEPS and f != "19"]
+    if bad or a.repeat < MIN_ROUNDS or a.queries < 1:
+        print(f"appswitch_figs: --figs takes 12,15,16,18,19 (got {bad}); --repeat >= {MIN_ROUNDS} (fewer rounds "
+              "cannot give a 95 % distribution-free interval of a median); --queries >= 1", file=sys.stderr)
+        return 2
+    if "19" in figs and a.tables < max(LEXICAL_LENS):
+        print(f"appswitch_figs: Fig. 19 queries tables of length {LEXICAL_LENS}: --tables must be >= 16", file=sys.stderr)
+        return 2
+
+    from innet.appswitch_experiments import cassandra_topology
+    from innet.appswitch_workload import lexical_layout
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    pin = not a.no_pin
+    load_before = uptime()
+    passes: list[dict] = []
+    tmp = Path(tempfile.mkdtemp(prefix="innet-bench-figs-"))
+    with cassandra_topology("bench/appswitch_figs.py", "axb", tmp / "cassandra") as t:
+        if pin:
+            for pidfile in (tmp / "cassandra").glob("node*/cassandra.pid"):
+                subprocess.run(["taskset", "-a", "-cp", "1", pidfile.read_text().strip()], capture_output=True, check=True)
+
+        def workload(extra: list[str]) -> list:
+            cmd = ([sys.executable] if not pin else ["taskset", "-c", "0", sys.executable])
+            cmd += ["-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip, "--protocol",
+                    str(a.protocol), "--seed", "1", "--tables", str(a.tables), "--keys-per-table",
+                    str(a.keys_per_table), *extra]
+            return json.loads(t.exec(t.client, cmd, timeout=3600).stdout)["samples"]
+
+        def start(program: str, sets: dict | None, stats: Path | None) -> None:
+            t.start_switch(program, sets, extra=["--stats-json", str(stats)] if stats else None)
+            if pin:
+                subprocess.run(["taskset", "-a", "-cp", "0", str(t.switch.pid)], capture_output=True, check=True)
+
+        def one_pass(variant: str, sets: dict | None, args: list[str]) -> dict:
+            stats = tmp / "stats.json"
+            stats.unlink(missing_ok=True)
+            start("forward" if variant == "normal" else "appswitch", sets, None if variant == "normal" else stats)
+            samples = workload(args)
+            code, log = t.stop_switch()
+            if code != 0:
+                raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
+            hits = int(json.loads(stats.read_text())["program_report"]["hits"]) if variant != "normal" else 0
+            reads = sum(1 for s in samples if s[0] == "read")
+            us = [s[3] for s in samples]
+            return {"mean_us": statistics.fmean(us), "median_us": statistics.median(us),
+                    "hit_ratio": hits / reads if reads else None, "ops": len(us)}
+
+        start("forward", None, None)
+        workload(["--setup", "--ops", "0"])
+        workload(["--ops", str(a.queries)])  # warm-up, discarded
+        t.stop_switch()
+        points = []
+        for fig in figs:
+            if fig == "19":
+                for n in LEXICAL_LENS:
+                    (t0, tl), (k0, kl) = lexical_layout(n)
+                    args = ["--ops", str(a.queries), "--literal", "--only-len", str(n)]
+                    points.append((fig, f"N = {n}", {
+                        "normal": (None, args),
+                        "fixed": ({"protocol": "cql", "cache_entries": "64", "parser": "fixed",
+                                   "fixed_table": f"{t0}:{tl}", "fixed_key": f"{k0}:{kl}"}, args),
+                        "lexical": ({"protocol": "cql", "cache_entries": "64"}, args)}))
+                continue
+            for label, cache, k, rr in SWEEPS[fig]:
+                args = ["--ops", str(a.queries), "--zipf", str(k), "--read-ratio", str(rr)]
+                points.append((fig, label, {"normal": (None, args),
+                                            "cached": ({"protocol": "cql", "cache_entries": str(cache)}, args)}))
+        total = len(points) * a.repeat
+        done = 0
+        for fig, label, variants in points:
+            names = list(variants)
+            for r in range(a.repeat):
+                order = names[r % len(names):] + names[:r % len(names)]
+                for v in order:
+                    sets, args = variants[v]
+                    passes.append({"fig": fig, "point": label, "round": r, "variant": v, "order": order.index(v),
+                                   **one_pass(v, sets, args)})
+                done += 1
+                print(f"[{time.strftime('%H:%M:%S')}] {done}/{total} Fig. {fig} {label} round {r}", file=sys.stderr)
+    subprocess.run(["rm", "-rf", str(tmp)])
+    load_after = uptime()
+    placement = ("switch and client on CPU 0, Cassandra on CPU 1 (taskset)" if pin else "not pinned")
+    rows = table(passes)
+    md = [f"Load average before {load_before}, after {load_after}; {placement}; {a.repeat} rounds per point, "
+          f"{a.queries} operations per pass, variants rotated per round.", "",
+          "| fig | point | comparison | hit ratio | A mean (µs) | B mean (µs) | median Δ of means [95 % CI] | direction |",
+          "|---|---|---|---|---|---|---|---|"]
+    for x in rows:
+        md.append(f"| {x['fig']} | {x['point']} | {x['comparison']} | {x['hit_ratio']} | {x['a_us']:.0f} | {x['b_us']:.0f} "
+                  f"| {100 * x['delta']:+.1f} % [{100 * x['lo']:+.1f}, {100 * x['hi']:+.1f}] | {x['direction']} |")
+    text = "\n".join(md) + "\n"
+    (out / "appswitch_figs.md").write_text(text)
+    (out / "appswitch_figs.json").write_text(json.dumps({"load_before": load_before, "load_after": load_after,
+                                                          "placement": placement, "args": vars(a), "passes": passes,
+                                                          "rows": rows}, indent=1) + "\n")
+    print(text)
+    return 0
+
+
+def table(passes: list[dict]) -> list[dict]:
+    """Per point and comparison (B against A, paired by round): medians of the per-pass means,
+    the median relative difference with its 95 % interval, and the direction it establishes."""
+    rows = []
+    keys = list(dict.fromkeys((p["fig"], p["point"]) for p in passes))
+    for fig, point in keys:
+        mine = [p for p in passes if (p["fig"], p["point"]) == (fig, point)]
+        by = {(p["variant"], p["round"]): p for p in mine}
+        variants = list(dict.fromkeys(p["variant"] for p in mine))
+        comps = [("normal", "lexical"), ("fixed", "lexical")] if "lexical" in variants else [("normal", "cached")]
+        for va, vb in comps:
+            rounds = sorted({p["round"] for p in mine if (va, p["round"]) in by and (vb, p["round"]) in by})
+            d = [by[(vb, r)]["mean_us"] / by[(va, r)]["mean_us"] - 1.0 for r in rounds]
+            med, lo, hi = median_ci(d)
+            hr = [by[(vb, r)]["hit_ratio"] for r in rounds if by[(vb, r)]["hit_ratio"] is not None]
+            rows.append({
+                "fig": fig, "point": point, "comparison": f"{vb} vs {va}", "rounds": len(rounds),
+                "hit_ratio": f"{statistics.median(hr):.2f}" if hr else "–",
+                "a_us": statistics.median(by[(va, r)]["mean_us"] for r in rounds),
+                "b_us": statistics.median(by[(vb, r)]["mean_us"] for r in rounds),
+                "delta": med, "lo": lo, "hi": hi,
+                "direction": "faster" if hi < 0 else "slower" if lo > 0 else "within noise",
+            })
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main())
