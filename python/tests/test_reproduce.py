@@ -189,9 +189,15 @@ def test_a_multi_scheme_summary_prints_a_row_per_scheme():
 def test_the_resource_table_comes_from_program_resources():
     fig = next(f for f in reproduce.load_papers()["switchv2p"].figures if f.id == "table6")
     row = report.resource_row(fig, "standard")
-    # 50 % of 10,240 addresses over 80 switches: 64 slots of 65 bits (32-bit key + 33-bit value).
+    # 50 % of 10,240 addresses over 80 switches: 64 slots; the program's every block is declared
+    # (cache keys and values, the timestamp vector, five exact tables; crates/switchv2p/tests/resources.rs).
     assert row["m.facts.cache_slots_per_switch"] == 64
-    assert row["m.totals.sram_bits"] == 64 * 65
+    names = [b["name"] for b in row["tables"]["blocks"]]
+    assert names[:3] == ["v2p_keys", "v2p_values", "ts_vector"] and "l3_forward" in names, names
+    assert row["m.totals.register_arrays"] == 3 and row["m.totals.tcam_bits"] == 0
+    assert row["m.totals.sram_bits"] > 64 * 96 + 80 * 32  # more than the cache and the vector
+    assert row["m.tofino1.stateful_alu_fraction"] == 3 / 48
+    assert row["m.totals.hash_bits"] == 6 + 6 + 10 and row["m.tofino1.hash_bits_fraction"] == 22 / (416 * 12)
     assert 0 < row["m.tofino1.sram_fraction"] < 0.001 and row["m.tofino1.fits"] is True
 
 
