@@ -235,3 +235,27 @@ def test_git_commit_is_recorded():
     c = provenance.current_commit()
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True).stdout.strip()
     assert c.removesuffix("+dirty") == head
+
+
+def test_fig5_and_fig6_judge_switchv2p_against_its_rivals_at_every_standard_size():
+    """§5.1's directions (SwitchV2P ahead of GwCache/LocalLearning on FCT at any cache size)
+    are judged per trace and size; a run where GwCache wins at 50 % is a mismatch."""
+    figs = {f.id: f for f in reproduce.load_papers()["switchv2p"].figures}
+    rivals = {"fig5a": {"gwcache", "locallearning"}, "fig5b": {"gwcache", "locallearning"},
+              "fig5c": {"locallearning"}, "fig6": {"gwcache", "locallearning"}}
+    for fid, want in rivals.items():
+        sizes = figs[fid].standard_fixed["cache_fractions"].split(",")
+        claims = [n["metric"] for n in figs[fid].paper_numbers if n.get("tolerance") == "direction"]
+        for r in want:
+            for c in sizes:
+                m = f"points[scheme=switchv2p,cache_fraction={c}].fct_improvement / points[scheme={r},cache_fraction={c}].fct_improvement"
+                assert m in claims, (fid, m)
+    n = next(n for n in figs["fig5a"].paper_numbers if "gwcache,cache_fraction=0.5]" in n["metric"])
+    row = {"param.seed": "1", "tables": {"points": [
+        {"scheme": "switchv2p", "cache_fraction": 0.5, "fct_improvement": 2.0},
+        {"scheme": "gwcache", "cache_fraction": 0.5, "fct_improvement": 2.5}]}}
+    [c] = report.compare(reproduce.Figure(paper="switchv2p", id="x", title="x", paper_numbers=[n]), [row], "standard")
+    assert c.verdict == verdict.MISMATCH
+    row["tables"]["points"][1]["fct_improvement"] = 1.5
+    [c] = report.compare(reproduce.Figure(paper="switchv2p", id="x", title="x", paper_numbers=[n]), [row], "standard")
+    assert c.verdict == verdict.DIRECTION
