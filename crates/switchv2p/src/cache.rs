@@ -250,10 +250,28 @@ impl DirectMapped {
         v.into_iter().map(|(_, s)| (s.key, s.val, s.bit)).collect()
     }
 
-    /// Declared size for the resource report: 32-bit key, 32-bit value and 1 access bit per slot.
-    pub fn resource_entry(&self, name: &str) -> ResourceEntry {
-        ResourceEntry::new(name, ResourceKind::Register, self.capacity as u64, 32, 33)
+    /// Declared registers for the resource report, laid out as the artifact's P4 prototype
+    /// (`switchv2p_cache.p4`): `{prefix}_keys` holds each slot's VIP and access bit as one
+    /// register pair (a Tofino pair has two equal halves, so the bit takes a 32-bit half), and
+    /// `{prefix}_values` the PIP. Two arrays, two stateful ALUs.
+    pub fn resource_entries(&self, prefix: &str) -> [ResourceEntry; 2] {
+        let slots = self.capacity as u64;
+        [
+            ResourceEntry::new(&format!("{prefix}_keys"), ResourceKind::Register, slots, 0, 64),
+            ResourceEntry::new(&format!("{prefix}_values"), ResourceKind::Register, slots, 0, 32),
+        ]
     }
+
+    /// Output bits of the index hash: enough to address every slot (the P4's 13-bit CRC-32 for
+    /// its 8,192 slots).
+    pub fn index_bits(&self) -> u32 {
+        bits_to_address(self.capacity as u64)
+    }
+}
+
+/// Bits needed to address `n` distinct items (at least 1).
+pub fn bits_to_address(n: u64) -> u32 {
+    (64 - n.saturating_sub(1).leading_zeros()).max(1)
 }
 
 /// A least-recently-used cache (Bluebird's ToR route cache).

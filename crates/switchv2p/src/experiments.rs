@@ -57,6 +57,7 @@ pub struct Params {
     pub invalidation_spacing: String,
     pub tunnel: String,
     pub topology: String,
+    pub ecmp: String,
 }
 
 impl Default for Params {
@@ -88,6 +89,7 @@ impl Default for Params {
             invalidation_spacing: "base_rtt".into(),
             tunnel: "ipip_tags".into(),
             topology: "ft8_10k".into(),
+            ecmp: "independent".into(),
         }
     }
 }
@@ -171,6 +173,11 @@ impl Params {
         s.gateway_processing_ps = (self.gateway_processing_us * PS_PER_US as f64) as u64;
         s.stop_ps = (self.stop_ms * PS_PER_MS as f64) as u64;
         s.seed = self.seed;
+        s.ecmp_correlated = match self.ecmp.as_str() {
+            "independent" => false,
+            "correlated" => true,
+            other => return Err(bad("ecmp", format!("expected independent or correlated, got '{other}'"))),
+        };
         s.tunnel = match self.tunnel.as_str() {
             "ipip_tags" => TunnelKind::IpInIpTagged,
             "geneve" => TunnelKind::Geneve { vni: 1 },
@@ -208,6 +215,11 @@ fn trace_params() -> Vec<ParamSpec> {
         p("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
         p("stop_ms", "2000.0", "simulated-time limit"),
         p("seed", "1", "seed of every random choice"),
+        p(
+            "ecmp",
+            "\"independent\"",
+            "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic)",
+        ),
         p(
             "tunnel",
             "\"ipip_tags\"",
@@ -491,6 +503,7 @@ impl Experiment for HitsByLayer {
     fn info(&self) -> ExperimentInfo {
         let mut params = trace_params();
         params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
+        params.push(p("topology", "\"ft8_10k\"", "ft8_10k, or ft16_400k for Table 5's Alibaba row (with trace=alibaba)"));
         ExperimentInfo {
             name: "switchv2p.hits_by_layer",
             description: "Table 5: where SwitchV2P's cache hits happen (core, spine, ToR), for all packets and first packets",

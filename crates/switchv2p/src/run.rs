@@ -12,6 +12,7 @@ use innet_sim::engine::Node;
 use innet_registry::ExperimentError;
 use innet_sim::host::{Host, HostConfig};
 use innet_sim::metrics::{Conservation, DropReason};
+use innet_sim::routing::Routing;
 use innet_sim::tcp::TcpConfig;
 use innet_sim::time::{ps_to_us, PS_PER_MS, PS_PER_US};
 use innet_sim::topology::{base_rtt_ps, Role, Topology, TopologySpec};
@@ -100,6 +101,11 @@ pub struct RunSpec {
     /// The tunnel hosts push: the artifact's IP-in-IP with zero-byte tags (default, as the
     /// paper's simulations), or Geneve with SwitchV2P's options on the wire.
     pub tunnel: TunnelKind,
+    /// Every switch hashes flows with the same ECMP seed, so a ToR's spine choice and the
+    /// spine's core choice are the same function of the flow (the artifact's ns-3 ECMP, whose
+    /// seed is unused: only cores 0, 5, 10 and 15 carry inter-pod traffic on FT8-10K). Off: each
+    /// switch has its own seed. The ILP controller's path walk does not see this.
+    pub ecmp_correlated: bool,
     pub stop_ps: u64,
     pub seed: u64,
 }
@@ -124,6 +130,7 @@ impl RunSpec {
             controller_time_limit_s: 60.0,
             preload: Vec::new(),
             tunnel: TunnelKind::IpInIpTagged,
+            ecmp_correlated: false,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
         }
@@ -202,6 +209,45 @@ pub fn cache_slots(scheme: Scheme, total_entries: f64, topo: &Topology, gateway_
     }
     let per = (total_entries / caching as f64).floor().clamp(1.0, u32::MAX as f64) as u32;
     (per, caching)
+}
+
+/// The SwitchV2P program as `run_scheme` builds it on a gateway ToR of `ns` (the role whose
+/// tables are largest; the P4 program is one for every role) at `cache_fraction` of the address
+/// space, or `slots_override` slots per switch: what the resource report (Table 6) describes.
+/// Returns the program, its slots per switch and the number of caching switches.
+pub fn resource_model(ns: &NetworkSpec, cache_fraction: f64, slots_override: Option<u32>) -> Result<(V2pSwitch, u32, u32), ExperimentError> {
+    let extra: Vec<(u32, u32)> = ns.gateway_tors.iter().map(|&t| (t, ns.gateways_per_tor)).collect();
+    let topo = Topology::build(&ns.topo, &extra)?;
+    let (slots, caching) = cache_slots(Scheme::SwitchV2P, cache_fraction * ns.vm_count() as f64, &topo, ns.gateway_tors.len());
+    let slots = slots_override.unwrap_or(slots);
+    let mut facts = FabricFacts::default();
+    for (i, &h) in topo.hosts.iter().enumerate() {
+        let node = &topo.nodes[h as usize];
+        if (i as u32) < topo.num_servers {
+            let tor = topo.nodes[topo.tors[node.tor.expect("hosts hang off a ToR") as usize] as usize].ip;
+            facts.tor_ip_of_server.insert(node.ip, tor);
+        } else {
+            facts.gateways.insert(node.ip);
+        }
+    }
+    let num_switches = topo.switches.len();
+    let cfg = V2pSwitchSettings {
+        scheme: Scheme::SwitchV2P,
+        role: V2pRole::GatewayTor,
+        switch_id: 0,
+        switch_ip: 0,
+        cache_slots: slots,
+        hash_salt: 0,
+        p_learn: 0.005,
+        promote_requires_access_bit: false,
+        invalidation_spacing_ps: base_rtt_ps(&ns.topo),
+        num_switches,
+    };
+    // A gateway ToR's ports: its servers, its gateways and one uplink per spine of the pod.
+    let ports = (ns.topo.servers_per_tor + ns.gateways_per_tor + ns.topo.spines_per_pod) as usize;
+    let host_ports = (0..ports).map(|p| (p < ns.topo.servers_per_tor as usize).then_some(p as u32)).collect();
+    let sw = V2pSwitch::new(cfg, Arc::new(facts), V2pStats::shared(num_switches), host_ports);
+    Ok((sw, slots, caching))
 }
 
 fn roles(topo: &Topology, gateway_tors: &HashSet<u32>) -> Vec<V2pRole> {
@@ -319,6 +365,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let topo_nodes = topo.nodes.clone();
     let num_switches = topo.switches.len();
 
+    let correlated: std::cell::OnceCell<Arc<Routing>> = std::cell::OnceCell::new();
     let make_switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
         let idx = site.switch_index as usize;
         let role = roles[idx];
@@ -333,7 +380,19 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
                 (n.role == Role::Host && server_ips.contains(&n.ip)).then_some(n.ip)
             })
             .collect();
-        let routing = site.routing.clone();
+        let routing = if spec.ecmp_correlated {
+            correlated
+                .get_or_init(|| {
+                    let mut r = Routing::clone(site.routing);
+                    for fib in &mut r.fibs {
+                        fib.ecmp_seed = spec.seed;
+                    }
+                    Arc::new(r)
+                })
+                .clone()
+        } else {
+            site.routing.clone()
+        };
         let this_slots = match scheme {
             Scheme::GwCache if role != V2pRole::GatewayTor => 0,
             _ => slots,

@@ -28,13 +28,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
-use innet_dataplane::state::ResourceReport;
+use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
 use innet_dataplane::L3Forward;
 use innet_sim::packet::{Encap, Ipv4, Packet, L4, IP_PROTO_UDP};
 use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
-use crate::cache::DirectMapped;
+use crate::cache::{bits_to_address, DirectMapped};
 use crate::scheme::Scheme;
 use crate::stats::SharedStats;
 
@@ -154,6 +154,20 @@ impl V2pSwitch {
             invalidations,
             timestamp_vector,
         }
+    }
+
+    /// The hash and random-number units the program uses per packet, with their output bits
+    /// (Tofino `Hash` and `Random` externs; the resource report has no kind for them): the
+    /// cache index of the destination VIP and, for ToR source learning, of the source VIP (the
+    /// P4 computes both and picks one), and the P_learn draw of gateway ToRs (10 bits as the
+    /// P4's `rand10 <= 5`).
+    pub fn hash_units(&self) -> Vec<(&'static str, u32)> {
+        let mut v = vec![("dst_index_hash", self.cache.index_bits())];
+        if self.cfg.scheme.is_switchv2p() {
+            v.push(("src_index_hash", self.cache.index_bits()));
+            v.push(("p_learn_random", 10));
+        }
+        v
     }
 
     fn control_packet(&self, dst_ip: u32, msg: ControlMessage) -> Packet {
@@ -455,9 +469,37 @@ impl Program for V2pSwitch {
         self.l3.forward(pkt, ctx)
     }
 
+    /// Every table and register the program uses, sized for this switch's network, in the
+    /// layout of the artifact's P4 prototype where ours has the same state (docs/switchv2p.md,
+    /// "Switch resources (Table 6)", lists what differs). The P4 program is the same on every
+    /// switch (a `switch_config` entry selects the role), so every role declares every block.
     fn resources(&self) -> ResourceReport {
         let mut r = ResourceReport::new(self.name());
-        r.push(self.cache.resource_entry("v2p_cache"));
+        let n_switches = self.cfg.num_switches as u64;
+        let servers = self.facts.tor_ip_of_server.len() as u64;
+        let gateways = self.facts.gateways.len() as u64;
+        for e in self.cache.resource_entries("v2p") {
+            r.push(e);
+        }
+        if self.timestamp_vector {
+            // One time per switch id (the P4's `bf`: 32-bit times, `global_tstamp[47:16]`).
+            r.push(ResourceEntry::new("ts_vector", ResourceKind::Register, n_switches, 0, 32));
+        }
+        let id_bits = bits_to_address(n_switches);
+        // Role (3 bits: ToR, gateway ToR, spine, gateway spine, core) and switch id.
+        r.push(ResourceEntry::new("switch_config", ResourceKind::Exact, 1, 0, 3 + id_bits));
+        // Is the outer destination a gateway (the P4's `match_gw`).
+        r.push(ResourceEntry::new("match_gw", ResourceKind::Exact, gateways, 32, 1));
+        if self.cfg.scheme.is_switchv2p() {
+            // ToRs: the server behind each port, to tag packets a server sends back (the P4's
+            // `check_misdelivered` keys on the outer source instead).
+            r.push(ResourceEntry::new("server_of_port", ResourceKind::Exact, self.host_ports.len() as u64, 9, 32));
+            // Gateway ToRs: a sender's ToR, where its learning packet goes (the P4's
+            // `learning_mirror_session` + `src_to_tor`).
+            r.push(ResourceEntry::new("sender_tor", ResourceKind::Exact, servers, 32, 32));
+        }
+        // Outer destination → port, for every server, gateway and switch address.
+        r.push(ResourceEntry::new("l3_forward", ResourceKind::Exact, servers + gateways + n_switches, 32, 9));
         r
     }
 }
