@@ -30,19 +30,24 @@ impl<T: Copy> EventQueue<T> {
     #[inline]
     pub fn push(&mut self, time_ps: u64, seq: u64, item: T) {
         let new = (key(time_ps, seq), item);
-        let mut i = self.items.len();
+        let hole = self.items.len();
         self.items.push(new);
-        while i > 0 {
-            let parent = (i - 1) / 4;
+        self.sift_up(hole, new);
+    }
+    /// Put `x` at the hole at index `hole`, moving it up past larger parents.
+    #[inline]
+    fn sift_up(&mut self, mut hole: usize, x: (u128, T)) {
+        while hole > 0 {
+            let parent = (hole - 1) / 4;
             let p = self.items[parent];
-            if new.0 < p.0 {
-                self.items[i] = p;
-                i = parent;
+            if x.0 < p.0 {
+                self.items[hole] = p;
+                hole = parent;
             } else {
                 break;
             }
         }
-        self.items[i] = new;
+        self.items[hole] = x;
     }
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
@@ -90,18 +95,7 @@ impl<T: Copy> EventQueue<T> {
             self.items[hole] = self.items[best];
             hole = best;
         }
-        // Sift the last item up from the hole.
-        while hole > 0 {
-            let parent = (hole - 1) / 4;
-            let p = self.items[parent];
-            if last.0 < p.0 {
-                self.items[hole] = p;
-                hole = parent;
-            } else {
-                break;
-            }
-        }
-        self.items[hole] = last;
+        self.sift_up(hole, last);
         Some(((top.0 >> 64) as u64, top.1))
     }
     pub fn drain_all(&mut self) -> Vec<(u64, T)> {
