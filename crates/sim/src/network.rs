@@ -496,3 +496,34 @@ impl Network {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Timers and packet events sit in two heaps; popping merges them into exactly the
+        /// (time, scheduling order) sequence a single list gives, and stops at the limit.
+        #[test]
+        fn timers_and_packet_events_pop_in_one_order(ops in proptest::collection::vec((0u8..4, 0u64..50), 1..400)) {
+            let mut net = Network::new(1);
+            let mut expected = Vec::new();
+            for (i, (kind, at)) in ops.into_iter().enumerate() {
+                let ev = match kind {
+                    0 => Event::Timer { node: 0, token: i as u64 },
+                    1 => Event::WireHead { port: i as u32, pkt: 0 },
+                    2 => Event::TxDone { port: i as u32 },
+                    _ => Event::FlowStart { index: i as u32 },
+                };
+                net.schedule(at, ev);
+                expected.push((at, i, ev));
+            }
+            expected.sort_by_key(|&(at, i, _)| (at, i));
+            let until = 40;
+            let got: Vec<(u64, Event)> = std::iter::from_fn(|| net.pop(until).map(|e| (net.now_ps(), e))).collect();
+            let want: Vec<(u64, Event)> = expected.iter().filter(|e| e.0 <= until).map(|&(at, _, ev)| (at, ev)).collect();
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(net.pending_events(), expected.iter().filter(|e| e.0 > until).count());
+        }
+    }
+}
