@@ -30,24 +30,19 @@ impl<T: Copy> EventQueue<T> {
     #[inline]
     pub fn push(&mut self, time_ps: u64, seq: u64, item: T) {
         let new = (key(time_ps, seq), item);
-        let hole = self.items.len();
+        let mut i = self.items.len();
         self.items.push(new);
-        self.sift_up(hole, new);
-    }
-    /// Put `x` at the hole at index `hole`, moving it up past larger parents.
-    #[inline]
-    fn sift_up(&mut self, mut hole: usize, x: (u128, T)) {
-        while hole > 0 {
-            let parent = (hole - 1) / 4;
+        while i > 0 {
+            let parent = (i - 1) / 4;
             let p = self.items[parent];
-            if x.0 < p.0 {
-                self.items[hole] = p;
-                hole = parent;
+            if new.0 < p.0 {
+                self.items[i] = p;
+                i = parent;
             } else {
                 break;
             }
         }
-        self.items[hole] = x;
+        self.items[i] = new;
     }
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
@@ -95,7 +90,19 @@ impl<T: Copy> EventQueue<T> {
             self.items[hole] = self.items[best];
             hole = best;
         }
-        self.sift_up(hole, last);
+        // Sift the last item up from the hole. (The same loop as `push`'s, written out twice on
+        // purpose: a shared helper cost 2.3 % more instructions on the FT8 TCP run, cachegrind.)
+        while hole > 0 {
+            let parent = (hole - 1) / 4;
+            let p = self.items[parent];
+            if last.0 < p.0 {
+                self.items[hole] = p;
+                hole = parent;
+            } else {
+                break;
+            }
+        }
+        self.items[hole] = last;
         Some(((top.0 >> 64) as u64, top.1))
     }
     pub fn drain_all(&mut self) -> Vec<(u64, T)> {
