@@ -155,6 +155,9 @@ def bench() -> None:
 
 
 BENCH_SCENARIOS = ("ft4-udp", "ft8-udp", "ft4-tcp", "ft8-tcp")
+# The runs reproductions are made of (basic.fattree, TCP, Hadoop flows) and the FT16 memory
+# check: minutes each, so run only when named.
+BENCH_LARGE_SCENARIOS = ("ft8-tcp-hadoop", "ft16-tcp-hadoop", "ft16-1m")
 BENCH_KEYS = ("flows", "delivered_packets", "dropped_packets", "packet_hops", "events", "wall_s",
               "packet_hops_per_s", "events_per_s", "delivered_packets_per_s", "sim_time_s", "peak_rss_mib",
               "rss_before_mib", "conservation_ok")
@@ -175,12 +178,14 @@ def _fmt(v) -> str:
 @click.option("--topology", default="fattree", show_default=True, help="fattree, leafspine or rack.")
 @click.option("--k", default=8, show_default=True, type=int, help="Fat-tree arity.")
 @click.option("--transport", default="udp", show_default=True, help="udp or tcp.")
-@click.option("--scenario", default=None, help="One of " + ", ".join(BENCH_SCENARIOS) + "; none and no --flows = all.")
+@click.option("--scenario", default=None,
+              help="One of " + ", ".join(BENCH_SCENARIOS + BENCH_LARGE_SCENARIOS)
+              + "; none and no --flows = all of " + ", ".join(BENCH_SCENARIOS) + ".")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines on stdout (one per scenario).")
 def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, scenario: str | None, as_json: bool) -> None:
     """Simulated packet-hops and events per wall second, delivered packets, peak memory.
 
-    With neither --flows nor --scenario, runs every fixed scenario, each in its own process so
+    With neither --flows nor --scenario, runs the four small fixed scenarios, each in its own process so
     its peak memory is its own."""
     from innet import _native
 

@@ -1,11 +1,17 @@
 //! The simulator benchmark without the Python front: `cargo run --release -p innet-basic
-//! --example bench_sim -- [FLOWS.htsim] [k] [udp|tcp]`; prints one JSON line.
+//! --example bench_sim -- [FLOWS.htsim] [k] [udp|tcp]` or `-- --scenario NAME`; prints one
+//! JSON line.
 
 use innet_basic::{bench_sim, BenchOptions};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut o = BenchOptions::default();
+    if args.first().map(String::as_str) == Some("--scenario") {
+        o.scenario = args.get(1).cloned();
+        run(&o);
+        return;
+    }
     if let Some(p) = args.first().filter(|p| p.as_str() != "-") {
         o.flows_path = Some(p.into());
     }
@@ -18,7 +24,11 @@ fn main() {
     if let Some(t) = args.get(2) {
         o.transport = t.clone();
     }
-    match bench_sim(&o) {
+    run(&o);
+}
+
+fn run(o: &BenchOptions) {
+    match bench_sim(o) {
         Ok(r) => println!("{}", serde_json::Value::Object(r.fields)),
         Err(e) => {
             eprintln!("bench_sim: {e}");

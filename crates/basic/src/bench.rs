@@ -2,10 +2,11 @@
 //! timed on the wall clock, reporting events and packet-hops per second, delivered packets and
 //! peak memory. The same flow list drives ns-3 (bench/ns3/) for a side-by-side ratio.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use innet_dataplane::fabric::{build_fabric, l3_switch};
+use innet_dataplane::fabric::{build_fabric, l3_switch, Fabric};
 use innet_sim::apps::FlowKind;
 use innet_registry::ExperimentError;
 use innet_sim::host::HostConfig;
@@ -24,8 +25,10 @@ pub struct BenchOptions {
     pub k: u32,
     /// "udp" or "tcp".
     pub transport: String,
-    /// Named scenario instead of the above: "ft8-udp", "ft8-tcp", "ft4-udp", "ft4-tcp", or
-    /// "ft16-1m" (FT16-400K with 1,000,000 small UDP flows: the memory check).
+    /// Named scenario instead of the above: "ft8-udp", "ft8-tcp", "ft4-udp", "ft4-tcp",
+    /// "ft16-1m" (FT16-400K with 1,000,000 small UDP flows: the memory check), or one of the
+    /// runs reproductions are made of (`basic.fattree`, TCP, Hadoop flows, L3 switches):
+    /// "ft8-tcp-hadoop" (its defaults: FT8-10K, 100,000 flows) and "ft16-tcp-hadoop" (FT16-400K).
     pub scenario: Option<String>,
     /// Flows for the generated list (when no file is given).
     pub flows: usize,
@@ -72,7 +75,88 @@ pub fn rss_mib() -> Option<f64> {
     proc_status_mib("VmRSS:")
 }
 
+/// `basic.fattree` parameters of the TCP scenarios (None for the others).
+fn fattree_scenario(name: &str) -> Option<BTreeMap<String, String>> {
+    let set = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    match name {
+        "ft8-tcp-hadoop" => Some(set(&[])),
+        // FT16-400K's network (SwitchV2P's Fig. 6) under the same workload; 10,000 flows
+        // at 30% load (about 20 s of CPU on the project machine).
+        "ft16-tcp-hadoop" => Some(set(&[
+            ("pods", "50"),
+            ("tors_per_pod", "8"),
+            ("servers_per_tor", "32"),
+            ("spines_per_pod", "8"),
+            ("cores", "16"),
+            ("flows", FT16_TCP_FLOWS),
+        ])),
+        _ => None,
+    }
+}
+
+const FT16_TCP_FLOWS: &str = "10000";
+
+/// One of the `basic.fattree` scenarios, timed.
+fn bench_fattree(name: &str, overrides: &BTreeMap<String, String>) -> Result<BenchReport, ExperimentError> {
+    let p = crate::fattree::params(overrides, false)?;
+    let rss_before = rss_mib();
+    let t0 = Instant::now();
+    let crate::fattree::Built { mut fabric, .. } = crate::fattree::build(&p)?;
+    let t_build = t0.elapsed().as_secs_f64();
+    let n_flows = fabric.sim.net.metrics.flows.len();
+    let t1 = Instant::now();
+    fabric.sim.run_until(p.stop_ps(), &mut |_| {});
+    let wall = t1.elapsed().as_secs_f64();
+    let topology = if p.pods == 50 { "ft16-400k" } else { "ft8-10k" };
+    Ok(report(&mut fabric, Timing { topology, k: p.pods, transport: &p.transport, n_flows, t_build, wall, rss_before }, name))
+}
+
+/// What a scenario was and how long it took.
+struct Timing<'a> {
+    topology: &'a str,
+    k: u32,
+    transport: &'a str,
+    n_flows: usize,
+    t_build: f64,
+    wall: f64,
+    rss_before: Option<f64>,
+}
+
+fn report(fabric: &mut Fabric, t: Timing<'_>, scenario: &str) -> BenchReport {
+    let cons = fabric.sim.finish();
+    let m = &fabric.sim.net.metrics;
+    let events = fabric.sim.net.events_processed();
+    let mut f = Map::new();
+    f.insert("simulator".into(), json!("innet"));
+    if !scenario.is_empty() {
+        f.insert("scenario".into(), json!(scenario));
+    }
+    f.insert("topology".into(), json!(t.topology));
+    f.insert("k".into(), json!(t.k));
+    f.insert("transport".into(), json!(t.transport));
+    f.insert("flows".into(), json!(t.n_flows));
+    f.insert("delivered_packets".into(), json!(m.delivered_packets));
+    f.insert("data_packets_completed_flows".into(), json!(m.flows.iter().filter(|r| r.complete_ps.is_some()).count()));
+    f.insert("dropped_packets".into(), json!(m.dropped_total()));
+    f.insert("packet_hops".into(), json!(m.hops_sum));
+    f.insert("events".into(), json!(events));
+    f.insert("build_s".into(), json!(t.t_build));
+    f.insert("wall_s".into(), json!(t.wall));
+    f.insert("events_per_s".into(), json!(events as f64 / t.wall));
+    f.insert("packet_hops_per_s".into(), json!(m.hops_sum as f64 / t.wall));
+    f.insert("delivered_packets_per_s".into(), json!(m.delivered_packets as f64 / t.wall));
+    f.insert("sim_time_s".into(), json!(m.last_delivery_ps as f64 / 1e12));
+    f.insert("conservation_ok".into(), json!(cons.ok()));
+    f.insert("peak_rss_mib".into(), json!(peak_rss_mib()));
+    // What the process held before the simulation was built (e.g. the Python interpreter).
+    f.insert("rss_before_mib".into(), json!(t.rss_before));
+    BenchReport { fields: f }
+}
+
 pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
+    if let Some((name, overrides)) = opts.scenario.as_deref().and_then(|s| Some((s, fattree_scenario(s)?))) {
+        return bench_fattree(name, &overrides);
+    }
     let mut o = opts.clone();
     let mut ft16 = false;
     if let Some(s) = &opts.scenario {
@@ -86,7 +170,10 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
                 (16, "udp")
             }
             other => {
-                return Err(bad("scenario", format!("expected ft8-udp, ft8-tcp, ft4-udp, ft4-tcp or ft16-1m, got '{other}'")))
+                return Err(bad(
+                    "scenario",
+                    format!("expected ft8-udp, ft8-tcp, ft4-udp, ft4-tcp, ft16-1m, ft8-tcp-hadoop or ft16-tcp-hadoop, got '{other}'"),
+                ))
             }
         };
         o.topology = if ft16 { "ft16-400k".into() } else { "fattree".into() };
@@ -140,29 +227,6 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
     let t1 = Instant::now();
     fabric.sim.run_until(u64::MAX, &mut |_| {});
     let wall = t1.elapsed().as_secs_f64();
-    let cons = fabric.sim.finish();
-    let m = &fabric.sim.net.metrics;
-    let events = fabric.sim.net.events_processed();
-    let mut f = Map::new();
-    f.insert("simulator".into(), json!("innet"));
-    f.insert("topology".into(), json!(o.topology));
-    f.insert("k".into(), json!(o.k));
-    f.insert("transport".into(), json!(o.transport));
-    f.insert("flows".into(), json!(n_flows));
-    f.insert("delivered_packets".into(), json!(m.delivered_packets));
-    f.insert("data_packets_completed_flows".into(), json!(m.flows.iter().filter(|r| r.complete_ps.is_some()).count()));
-    f.insert("dropped_packets".into(), json!(m.dropped_total()));
-    f.insert("packet_hops".into(), json!(m.hops_sum));
-    f.insert("events".into(), json!(events));
-    f.insert("build_s".into(), json!(t_build));
-    f.insert("wall_s".into(), json!(wall));
-    f.insert("events_per_s".into(), json!(events as f64 / wall));
-    f.insert("packet_hops_per_s".into(), json!(m.hops_sum as f64 / wall));
-    f.insert("delivered_packets_per_s".into(), json!(m.delivered_packets as f64 / wall));
-    f.insert("sim_time_s".into(), json!(m.last_delivery_ps as f64 / 1e12));
-    f.insert("conservation_ok".into(), json!(cons.ok()));
-    f.insert("peak_rss_mib".into(), json!(peak_rss_mib()));
-    // What the process held before the simulation was built (e.g. the Python interpreter).
-    f.insert("rss_before_mib".into(), json!(rss_before));
-    Ok(BenchReport { fields: f })
+    let timing = Timing { topology: &o.topology, k: o.k, transport: &o.transport, n_flows, t_build, wall, rss_before };
+    Ok(report(&mut fabric, timing, ""))
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use innet_dataplane::fabric::{build_fabric, l3_switch};
+use innet_dataplane::fabric::{build_fabric, l3_switch, Fabric};
 use innet_sim::apps::{FlowKind, FlowSpec};
 use innet_registry::{
     resolve_params, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput,
@@ -107,6 +107,36 @@ impl Params {
     }
 }
 
+/// The experiment's parameters: defaults, the quick form if asked, then `overrides`; checked.
+pub fn params(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Params, ExperimentError> {
+    let p: Params = resolve_params(&BasicFattree.info(), QUICK, quick, overrides)?;
+    p.check()?;
+    Ok(p)
+}
+
+/// A fabric ready to run, and when its last flow starts.
+pub struct Built {
+    pub fabric: Fabric,
+    pub last_start_ps: u64,
+}
+
+/// The network, hosts and flows of a run with parameters `p` (the experiment and `innet bench
+/// sim`'s fat-tree scenarios build it the same way).
+pub fn build(p: &Params) -> Result<Built, ExperimentError> {
+    let topo = Topology::build(&p.topology(), &[])?;
+    let flows = generate_flows(p, topo.num_servers)?;
+    let last_start_ps = flows.iter().map(|f| f.start_ps).max().unwrap_or(0);
+    let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control)?, listen_all: true };
+    Ok(Built { fabric: build_fabric(topo, p.seed, host_cfg, flows, l3_switch), last_start_ps })
+}
+
+impl Params {
+    /// The simulated-time limit in picoseconds.
+    pub fn stop_ps(&self) -> u64 {
+        (self.stop_ms * PS_PER_MS as f64) as u64
+    }
+}
+
 /// Node ids for a comma-separated list of node names; unknown names are an error listing examples.
 fn node_ids(topo: &Topology, names: &str) -> Result<Vec<u32>, ExperimentError> {
     names
@@ -149,14 +179,8 @@ impl Experiment for BasicFattree {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        p.check()?;
-        let spec = p.topology();
-        let topo = Topology::build(&spec, &[])?;
-        let flows = generate_flows(&p, topo.num_servers)?;
-        let last_start_ps = flows.iter().map(|f| f.start_ps).max().unwrap_or(0);
-        let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control)?, listen_all: true };
-        let mut fabric = build_fabric(topo, p.seed, host_cfg, flows, l3_switch);
+        let p = params(overrides, quick)?;
+        let Built { mut fabric, last_start_ps } = build(&p)?;
         let capture = !p.pcap_nodes.trim().is_empty();
         if capture {
             let nodes = node_ids(&fabric.topo, &p.pcap_nodes)?;
@@ -164,7 +188,7 @@ impl Experiment for BasicFattree {
                 .map_err(|message| ExperimentError::BadParam { field: "pcap_file".into(), message })?;
             fabric.sim.net.tap = Some(Box::new(tap));
         }
-        let stop_ps = (p.stop_ms * PS_PER_MS as f64) as u64;
+        let stop_ps = p.stop_ps();
         // Progress: flow starts dominate early; report simulated time against the last start.
         let horizon = last_start_ps.max(1) as f64 * 1.2;
         fabric.sim.run_until(stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));

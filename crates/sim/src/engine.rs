@@ -66,12 +66,12 @@ impl Simulator {
         let mut countdown = PROGRESS_EVERY;
         while let Some(ev) = self.net.pop(until_ps) {
             match ev {
-                Event::WireHead { port } => {
-                    if let Some((port, pkt)) = self.net.wire_head(port) {
+                Event::WireHead { port, .. } => {
+                    if let Some((port, pkt, wire_bytes)) = self.net.wire_head(port) {
                         let node = self.net.ports[port as usize].node;
                         let m = &mut self.net.metrics.nodes[node as usize];
                         m.rx_packets += 1;
-                        m.rx_bytes += self.net.packets.get(pkt).wire_bytes() as u64;
+                        m.rx_bytes += wire_bytes as u64;
                         self.nodes[node as usize].receive(&mut self.net, node, port, pkt);
                     }
                 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use crate::apps::{FlowKind, FlowSpec};
+use crate::flow::{FlowKind, FlowSpec};
 use crate::engine::Node;
 use crate::metrics::DropReason;
 use crate::network::{Network, NodeId, PortId};
@@ -115,11 +115,11 @@ impl Hasher for KeyHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = crate::routing::mix64(self.0 ^ b as u64);
+            self.0 = crate::rng::mix64(self.0 ^ b as u64);
         }
     }
     fn write_u64(&mut self, x: u64) {
-        self.0 = crate::routing::mix64(self.0 ^ x);
+        self.0 = crate::rng::mix64(self.0 ^ x);
     }
 }
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
@@ -197,7 +197,7 @@ impl Host {
         match spec.kind {
             FlowKind::Tcp | FlowKind::Rpc { .. } => {
                 let src_port = self.alloc_port(spec.src_ip, spec.dst_ip, dst_port);
-                let isn = crate::routing::mix64(net.seed ^ flow as u64) as u32;
+                let isn = crate::rng::mix64(net.seed ^ flow as u64) as u32;
                 let mut ep = TcpEndpoint::connect(self.cfg.tcp.clone(), isn, net.now_ps());
                 ep.send(spec.size_bytes);
                 let role = if matches!(spec.kind, FlowKind::Rpc { .. }) { ConnRole::RpcClient } else { ConnRole::FlowSender };
@@ -455,8 +455,8 @@ impl Host {
 
     /// The connection a TCP segment belongs to, creating a passive one for a new SYN; None if
     /// nobody takes it (with the reason).
-    fn tcp_conn_for(&mut self, net: &mut Network, pkt: &Packet, h: TcpHeader) -> Result<u32, DropReason> {
-        let key = conn_key(pkt.ip.dst, pkt.ip.src, h.dst_port, h.src_port);
+    fn tcp_conn_for(&mut self, net: &mut Network, ip: Ipv4, flow_id: u64, h: TcpHeader) -> Result<u32, DropReason> {
+        let key = conn_key(ip.dst, ip.src, h.dst_port, h.src_port);
         if let Some(&i) = self.conn_map.get(&key) {
             return Ok(i);
         }
@@ -464,22 +464,22 @@ impl Host {
         if !syn_only {
             return Err(DropReason::ConnectionClosed);
         }
-        if !self.cfg.listen_all || pkt.flow_id == NO_FLOW {
+        if !self.cfg.listen_all || flow_id == NO_FLOW {
             return Err(DropReason::NoListener);
         }
-        let flow = pkt.flow_id as u32;
+        let flow = flow_id as u32;
         let spec = self.flows.get(flow as usize).copied();
         let role = match spec.map(|s| s.kind) {
             Some(FlowKind::Rpc { response_bytes }) => ConnRole::RpcServer { response_bytes },
             _ => ConnRole::FlowReceiver,
         };
-        let isn = crate::routing::mix64(net.seed ^ 0xACC ^ flow as u64) as u32;
+        let isn = crate::rng::mix64(net.seed ^ 0xACC ^ flow as u64) as u32;
         let ep = TcpEndpoint::listen(self.cfg.tcp.clone(), isn);
         self.stats.tcp_connections += 1;
         Ok(self.insert_conn(Conn {
             ep,
-            local_ip: pkt.ip.dst,
-            remote_ip: pkt.ip.src,
+            local_ip: ip.dst,
+            remote_ip: ip.src,
             local_port: h.dst_port,
             remote_port: h.src_port,
             flow,
@@ -529,8 +529,8 @@ impl Node for Host {
         }
         let conn = match net.pkt(id).l4 {
             L4::Tcp(h) => {
-                let p = net.pkt(id).clone();
-                match self.tcp_conn_for(net, &p, h) {
+                let (ip, flow_id) = (net.pkt(id).ip, net.pkt(id).flow_id);
+                match self.tcp_conn_for(net, ip, flow_id, h) {
                     Ok(c) => Some(c),
                     Err(reason) => {
                         net.drop_packet(id, reason);

@@ -6,10 +6,12 @@
 pub mod apps;
 pub mod engine;
 pub mod event_queue;
+pub mod flow;
 pub mod host;
 pub mod metrics;
 pub mod network;
 pub mod packet;
+pub mod prefetch;
 pub mod pcap_tap;
 pub mod report;
 pub mod rng;

@@ -45,6 +45,12 @@ impl PacketPool {
         pkt
     }
 
+    /// Hint the CPU to start loading a packet's slot (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, id: PacketId) {
+        crate::prefetch::prefetch(self.slots.get(id as usize));
+    }
+
     #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
         self.slots[id as usize].as_ref().expect("packet id is live")

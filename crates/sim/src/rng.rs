@@ -1,5 +1,6 @@
 //! Seed derivation: every component gets its own RNG stream from the run seed and a name, so
-//! adding a component never shifts another's random numbers.
+//! adding a component never shifts another's random numbers; and the mixer every seeded hash
+//! here uses.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -11,7 +12,18 @@ pub fn derive_seed(seed: u64, name: &str) -> u64 {
         h ^= b as u64;
         h = h.wrapping_mul(0x100000001b3);
     }
-    crate::routing::mix64(h ^ crate::routing::mix64(seed))
+    mix64(h ^ mix64(seed))
+}
+
+/// 64-bit mixer (the murmur3 finalizer): a fast hash with full avalanche.
+#[inline]
+pub fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    x
 }
 
 pub fn rng_for(seed: u64, name: &str) -> ChaCha8Rng {

@@ -63,16 +63,7 @@ pub struct Routing {
     pub fibs: Vec<Fib>,
 }
 
-/// 64-bit mixer (the murmur3 finalizer): a fast hash with full avalanche.
-#[inline]
-pub fn mix64(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
-    x ^= x >> 33;
-    x
-}
+pub use crate::rng::mix64;
 
 #[inline]
 pub fn flow_hash(t: (u32, u32, u8, u16, u16), seed: u64) -> u64 {
