@@ -6,6 +6,8 @@ pub mod cdf;
 pub mod generate;
 pub mod htsim;
 pub mod trace;
+pub mod caida;
+pub mod zipf;
 
 pub use cdf::{cdf_by_name, FlowSizeCdf};
 pub use generate::{poisson_flows, poisson_flows_until, uniform_size_flows, Until};
