@@ -52,9 +52,15 @@ def register(cli: click.Group) -> None:
         show_default=True,
         help="window: a replayed trace slice (every flow spread over the run, numbered by first packet); arrivals: Poisson flow starts, log-normal gaps.",
     )
-    def traffic(pipeline: str, profile: str, rules: int, seed: int, locality: str, flows: int, traffic_seed: int, timing: str) -> None:
+    @click.option(
+        "--flow-sizes",
+        default="mean:30",
+        show_default=True,
+        help="Packets per flow: mean:M (a capped power law with mean M; 30 is the artifact's replay volume) or pareto:S (Pareto shape S; pareto:1.2 is the older ~5-packet form).",
+    )
+    def traffic(pipeline: str, profile: str, rules: int, seed: int, locality: str, flows: int, traffic_seed: int, timing: str, flow_sizes: str) -> None:
         """Print PIPELINE's traffic as CSV (time_ns, flow, headers), one packet a line."""
-        click.echo(_native_call("gigaflow_traffic", pipeline, profile, rules, seed, locality, flows, traffic_seed, timing), nl=False)
+        click.echo(_native_call("gigaflow_traffic", pipeline, profile, rules, seed, locality, flows, traffic_seed, timing, flow_sizes), nl=False)
 
     @gigaflow.command("traversals")
     @_common

@@ -1,5 +1,5 @@
 """Plots of the Gigaflow experiments: Figs. 8-12 (e2e), 14-15 (tables), 16 (partitioning),
-17 (search), 18 (dynamic), 13 (cpu) and Table 2 (coverage)."""
+17 (search), 18 (dynamic), 13 (cpu), 19 (threads), 4 (tuples) and Table 2 (coverage)."""
 
 from __future__ import annotations
 
@@ -169,3 +169,45 @@ def plot_cpu(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[
     ax.set_ylabel("µs per miss (this machine)")
     ax.legend(fontsize=8)
     return [save(fig, out / "cpu_breakdown.png")]
+
+
+@register("gigaflow.threads")
+def plot_threads(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 19: slow-path throughput (misses/s) and misses per core vs worker threads, MF and GF."""
+    df = tables["threads"]
+    if df.empty:
+        return []
+    med = df.groupby(["pipeline", "scheme", "threads"], sort=False)[["throughput_misses_per_s", "max_worker_misses"]].median().reset_index()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for (pipe, scheme), g in med.groupby(["pipeline", "scheme"], sort=False):
+        style = "-" if scheme == "gf" else "--"
+        axes[0].plot(g["threads"], g["throughput_misses_per_s"], style, marker="o", label=f"{pipe} {scheme.upper()}")
+        axes[1].plot(g["threads"], g["max_worker_misses"], style, marker="o", label=f"{pipe} {scheme.upper()}")
+    axes[0].set_ylabel(f"slow-path misses / s ({summary.get('cores_on_this_machine', '?')} cores here)")
+    axes[1].set_ylabel("misses on the busiest core")
+    for ax in axes:
+        ax.set_xlabel("vSwitch worker threads")
+        ax.set_xticks(sorted(med["threads"].unique()))
+    axes[1].legend(fontsize=7)
+    return [save(fig, out / "threads.png")]
+
+
+@register("gigaflow.tuples")
+def plot_tuples(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Fig. 4: mean reoccurrence of a header-field tuple vs the number of fields (5 -> 1)."""
+    df = tables["tuples"]
+    if df.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ks = [5, 4, 3, 2, 1]
+    sources = list(dict.fromkeys(df["source"]))
+    w = 0.8 / len(sources)
+    for i, src in enumerate(sources):
+        g = df[df["source"] == src].groupby("k")["items_per_tuple"].mean()
+        ax.bar(np.arange(len(ks)) + i * w, [g.get(k, 0.0) for k in ks], w, label=src.replace("_", " "))
+    ax.set_xticks(np.arange(len(ks)) + w * (len(sources) - 1) / 2, [str(k) for k in ks])
+    ax.set_xlabel("header fields in the tuple")
+    ax.set_ylabel("items per distinct tuple (mean over subsets)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    return [save(fig, out / "tuples.png")]

@@ -10,7 +10,7 @@ PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipel
 def test_listed(innet_cmd):
     r = innet_cmd("list")
     assert r.returncode == 0, r.stderr
-    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search", "gigaflow.cpu"):
+    for name in ("gigaflow.e2e", "gigaflow.partitioning", "gigaflow.tables", "gigaflow.revalidation", "gigaflow.coverage", "gigaflow.dynamic", "gigaflow.search", "gigaflow.cpu", "gigaflow.threads", "gigaflow.tuples"):
         assert name in r.stdout
 
 
@@ -90,3 +90,23 @@ def test_cpu_quick_with_plot(innet_cmd, tmp_path):
         x = s["pipelines"][name]
         assert x["traversal_us_per_miss"] > 0 and x["gigaflow_overhead_pct"] > 0
     assert (tmp_path / "cpu_breakdown.png").is_file()
+
+
+def test_threads_quick_with_plot(innet_cmd, tmp_path):
+    """Fig. 19 in its quick form: misses spread over 1 and 2 worker threads, MF and GF."""
+    r = innet_cmd("run", "gigaflow.threads", "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for scheme in ("mf", "gf"):
+        x = s["pipelines"]["PSC"][scheme]
+        assert x["threads"]["1"]["misses_per_core_max"] == x["misses"] > x["threads"]["2"]["misses_per_core_max"]
+    assert (tmp_path / "threads.png").is_file()
+
+
+def test_tuples_quick_with_plot(innet_cmd, tmp_path):
+    """Fig. 4 in its quick form: fewer header fields, more items per distinct tuple."""
+    r = innet_cmd("run", "gigaflow.tuples", "--quick", "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert s["ruleset"]["k1"] > s["ruleset"]["k3"] > s["ruleset"]["k5"] >= 1.0
+    assert (tmp_path / "tuples.png").is_file()

@@ -104,9 +104,12 @@ fn traversals_command_reports_table_1() {
     assert_eq!(v["traffic_traversals"], 2);
     assert_eq!(v["spec_traversals"], v["paper_traversals"]);
     use pipebench::commands::{traffic_command, TrafficArgs};
-    let args = |locality, timing| TrafficArgs { locality, flows: 300, seed: 2, timing };
+    let args = |locality, timing| TrafficArgs { locality, flows: 300, seed: 2, timing, flow_sizes: "mean:30" };
     let csv = traffic_command("OTL", "fw", 200, 1, &args("high", "window")).unwrap();
-    assert!(csv.lines().count() > 300);
+    assert!(csv.lines().count() > 300 * 10, "the artifact's volume: ~30 packets per flow");
+    let old = traffic_command("OTL", "fw", 200, 1, &TrafficArgs { flow_sizes: "pareto:1.2", ..args("high", "window") }).unwrap();
+    assert!(old.lines().count() < csv.lines().count() / 3, "pareto:1.2: ~5 packets per flow");
+    assert!(traffic_command("OTL", "fw", 200, 1, &TrafficArgs { flow_sizes: "zipf:1", ..args("high", "window") }).unwrap_err().contains("mean:PACKETS_PER_FLOW"));
     assert_ne!(csv, traffic_command("OTL", "fw", 200, 1, &args("high", "arrivals")).unwrap());
     assert!(traffic_command("OTL", "fw", 200, 1, &args("medium", "window")).unwrap_err().contains("high or low"));
     assert!(traffic_command("OTL", "fw", 200, 1, &args("high", "poisson")).unwrap_err().contains("window or arrivals"));
@@ -143,7 +146,7 @@ fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
     let times: Vec<u64> = t.packets.iter().filter(|p| p.flow == big).map(|p| p.time_ns).collect();
     let (first_s, last_s) = (times[0] as f64, *times.last().unwrap() as f64);
     assert!(first_s < 0.05 * window_ns && last_s > 0.95 * window_ns, "{first_s} .. {last_s} of {window_ns}");
-    let a = pipebench::generate_traffic(&rs, &TrafficConfig { timing: Timing::Arrivals, ..cfg.clone() }).unwrap();
+    let a = pipebench::generate_traffic(&rs, &TrafficConfig { timing: Timing::parse("arrivals").unwrap(), ..cfg.clone() }).unwrap();
     let sizes = |t: &pipebench::Traffic| {
         let mut v: Vec<u32> = t.flows.iter().map(|f| f.n_packets).collect();
         v.sort_unstable();
@@ -202,10 +205,12 @@ fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
         assert_eq!(unique.len(), 20_000, "flows are unique header tuples");
         assert_eq!(t.packets.len(), t.flows.iter().map(|f| f.n_packets as usize).sum::<usize>());
         assert!(t.packets.windows(2).all(|w| w[0].time_ns <= w[1].time_ns), "packets in time order");
-        // Pareto(1.2): most flows are mice, a few are elephants.
+        // The artifact's volume (~30 packets per flow), heavy-tailed: most flows are mice, a few
+        // are elephants.
         let mice = t.flows.iter().filter(|f| f.n_packets <= 2).count();
         let biggest = t.flows.iter().map(|f| f.n_packets).max().unwrap();
-        assert!(mice > 12_000 && biggest > 500, "mice {mice}, biggest {biggest}");
+        let per_flow = t.packets.len() as f64 / t.flows.len() as f64;
+        assert!(mice > 10_000 && biggest > 5_000 && (20.0..40.0).contains(&per_flow), "mice {mice}, biggest {biggest}, {per_flow} packets per flow");
         // Header sharing, per part the pipeline's tables examine separately: flows per distinct
         // L3/L4 tuple (dst address, dst port) and per distinct L2 tuple (in_port, dl_src, dl_dst).
         let h = |f: &innet_gigaflow::pipebench::traffic::TraceFlow, k: Field| f.headers.get(k);

@@ -13,10 +13,10 @@ pub fn gigaflow_pipeline(name: &str, profile: &str, rules: usize, seed: u64) -> 
 
 /// Pipebench: the traffic of a pipeline as CSV, one packet a line.
 #[pyfunction]
-#[pyo3(signature = (name, profile, rules, seed, locality, flows, traffic_seed, timing = "window"))]
+#[pyo3(signature = (name, profile, rules, seed, locality, flows, traffic_seed, timing = "window", flow_sizes = "mean:30"))]
 #[allow(clippy::too_many_arguments)]
-pub fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64, timing: &str) -> PyResult<String> {
-    let args = innet_gigaflow::pipebench::commands::TrafficArgs { locality, flows, seed: traffic_seed, timing };
+pub fn gigaflow_traffic(name: &str, profile: &str, rules: usize, seed: u64, locality: &str, flows: usize, traffic_seed: u64, timing: &str, flow_sizes: &str) -> PyResult<String> {
+    let args = innet_gigaflow::pipebench::commands::TrafficArgs { locality, flows, seed: traffic_seed, timing, flow_sizes };
     innet_gigaflow::pipebench::commands::traffic_command(name, profile, rules, seed, &args).map_err(UserInputError::new_err)
 }
 

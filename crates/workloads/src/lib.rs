@@ -9,6 +9,8 @@ pub mod htsim;
 pub mod popularity;
 pub mod trace;
 pub mod vm_traces;
+pub mod caida;
+pub mod zipf;
 
 pub use cdf::{cdf_by_name, FlowSizeCdf};
 pub use generate::{poisson_flows, poisson_flows_until, uniform_size_flows, Until};

@@ -20,18 +20,6 @@ struct CpuParams {
     repeats: usize,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 impl Experiment for Cpu {
     fn info(&self) -> ExperimentInfo {
         let mut params = common_params();

@@ -41,7 +41,7 @@ pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<TwoWorkloads, 
     // Where a second-workload time lands in the run, if it does.
     let (start_ns, cut_ns) = match cfg.timing {
         Timing::Window { .. } => (a_end_ns / 9 * 5, a_end_ns),
-        Timing::Arrivals => (a_last_arrival_ns, u64::MAX),
+        Timing::Arrivals { .. } => (a_last_arrival_ns, u64::MAX),
     };
     let at = |t: u64| start_ns.saturating_add(t.saturating_sub(b_first_ns));
     // Each kept packet with its original flow; the second workload's times mapped.

@@ -126,10 +126,9 @@ mod tests {
         let gain = 100.0 * (gf["hit_rate"].as_f64().unwrap() / mf["hit_rate"].as_f64().unwrap() - 1.0);
         assert!((h["hit_rate_gain_pct_max"].as_f64().unwrap() - gain).abs() < 1e-3, "{h} vs {gain}");
         assert_eq!(h["hit_rate_gain_pct_max"], h["hit_rate_gain_pct_mean"], "one pipeline");
-        // Low locality has more misses than high for both caches.
-        for k in ["mf", "gf"] {
-            assert!(p["low"][k]["hit_rate"].as_f64().unwrap() < p["high"][k]["hit_rate"].as_f64().unwrap());
-        }
+        // Gigaflow hits less at low locality (fewer shared sub-traversals); the paper's Megaflow
+        // hits about the same at both (Fig. 8: 64-67 %), so only GF's direction is asserted.
+        assert!(p["low"]["gf"]["hit_rate"].as_f64().unwrap() < p["high"]["gf"]["hit_rate"].as_f64().unwrap(), "{p}");
         // The summary names the inputs' settings.
         let set = &out.summary["settings"];
         assert_eq!((set["timing"].as_str(), set["align"].as_bool(), set["host_entries"].as_u64()), (Some("window"), Some(true), Some(0)), "{set}");

@@ -10,6 +10,8 @@ mod coverage;
 mod cpu;
 mod dynamic;
 mod search;
+mod threads;
+mod tuples;
 
 pub use dynamic::{two_workloads, TwoWorkloads};
 
@@ -162,6 +164,21 @@ pub fn result_of(o: &Offload<'_>) -> Result<RunResult, String> {
     })
 }
 
+/// CPU time of the calling thread (Linux `/proc/thread-self/schedstat`), if available.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// The median (0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 fn r6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
@@ -207,7 +224,8 @@ struct Common {
     flows: usize,
     profile: String,
     seed: u64,
-    flow_size_shape: f64,
+    flow_sizes: String,
+    trace_flows_per_line: usize,
     timing: String,
     host_entries: usize,
     align: bool,
@@ -225,7 +243,8 @@ impl Common {
             json!({
                 "profile": self.profile,
                 "timing": self.timing,
-                "flow_size_shape": self.flow_size_shape,
+                "flow_sizes": self.flow_sizes,
+                "trace_flows_per_line": self.trace_flows_per_line,
                 "fresh_source_ports": self.fresh_source_ports,
                 "sampled_headers": self.sampled_headers,
                 "align": self.align,
@@ -248,7 +267,8 @@ impl Common {
             n_flows: self.flows,
             locality,
             seed,
-            pareto_shape: self.flow_size_shape,
+            sizes: pipebench::traffic::parse_flow_sizes(&self.flow_sizes)?,
+            trace_flows_per_line: self.trace_flows_per_line,
             timing: Timing::parse(&self.timing)?,
             fresh_source_ports: self.fresh_source_ports,
             sampled_headers: self.sampled_headers,
@@ -278,7 +298,8 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "flows", default: "100000", doc: "unique flows of the traffic (paper: 100K)" },
         ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
         ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
-        ParamSpec { name: "flow_size_shape", default: "1.2", doc: "Pareto shape of packets per flow (1.2: mean ~5 packets; smaller: heavier tail, more packets per flow)" },
+        ParamSpec { name: "flow_sizes", default: "\"mean:30\"", doc: "packets per flow: mean:M, a capped power law (P(size >= k) = k^-a, at most 10,000) with mean M (30: the artifact's replay volume, 3M packets for 100K flows); pareto:S, the shape given (pareto:1.2, ~5 packets per flow, was the default until 26 Nov)" },
+        ParamSpec { name: "trace_flows_per_line", default: "1", doc: "trace flows replayed onto each unique flow (header line), as tgen maps trace flow i to line i % lines; flow_sizes is per trace flow" },
         ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
         ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
@@ -360,7 +381,7 @@ fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String
 
 /// Every Gigaflow experiment, registered in one place.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search), Box::new(cpu::Cpu)]
+    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search), Box::new(cpu::Cpu), Box::new(threads::Threads), Box::new(tuples::Tuples)]
 }
 
 #[cfg(test)]

@@ -3,11 +3,6 @@
 
 use super::*;
 
-/// CPU time of the calling thread (Linux `/proc/thread-self/schedstat`), if available.
-fn thread_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
-}
-
 pub(super) struct Search;
 
 #[derive(Deserialize)]

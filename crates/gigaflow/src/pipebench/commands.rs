@@ -3,7 +3,7 @@
 //! description in Markdown (the text docs/gigaflow.md carries).
 
 use super::model::{Act, Key, Next, PipelineSpec};
-use super::traffic::{Locality, Timing, TrafficConfig};
+use super::traffic::{parse_flow_sizes, Locality, Timing, TrafficConfig};
 use super::{classbench::Profile, pipelines, render_pipeline};
 use crate::fields::{format_ip, format_mac, Field};
 use crate::Pipeline;
@@ -16,18 +16,19 @@ pub fn pipeline_command(name: &str, profile: &str, n_rules: usize, seed: u64) ->
 }
 
 /// What `innet gigaflow traffic` generates: locality, unique flows, seed, timing (`window` or
-/// `arrivals`).
+/// `arrivals`), packets per flow (`mean:30`, `pareto:1.2`; `traffic::parse_flow_sizes`).
 pub struct TrafficArgs<'a> {
     pub locality: &'a str,
     pub flows: usize,
     pub seed: u64,
     pub timing: &'a str,
+    pub flow_sizes: &'a str,
 }
 
 /// `innet gigaflow traffic ...`: one CSV line per packet in time order.
 pub fn traffic_command(name: &str, profile: &str, n_rules: usize, seed: u64, args: &TrafficArgs<'_>) -> Result<String, String> {
     let rs = render_pipeline(name, Profile::parse(profile)?, n_rules, seed)?;
-    let cfg = TrafficConfig { n_flows: args.flows, locality: Locality::parse(args.locality)?, seed: args.seed, timing: Timing::parse(args.timing)?, ..TrafficConfig::default() };
+    let cfg = TrafficConfig { n_flows: args.flows, locality: Locality::parse(args.locality)?, seed: args.seed, timing: Timing::parse(args.timing)?, sizes: parse_flow_sizes(args.flow_sizes)?, ..TrafficConfig::default() };
     let t = super::generate_traffic(&rs, &cfg)?;
     let mut out = String::with_capacity(t.packets.len() * 96);
     out.push_str("time_ns,flow,in_port,dl_src,dl_dst,nw_proto,nw_src,nw_dst,tp_src,tp_dst\n");

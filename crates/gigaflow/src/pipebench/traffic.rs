@@ -1,14 +1,13 @@
-//! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains, with
-//! CAIDA-like heavy-tailed flow sizes (Pareto packets per flow) and one of two timings: a replayed
-//! trace slice (the default, as the artifact's tgen replays a CAIDA slice: every flow's packets
-//! spread over the whole run, flows numbered by first appearance) or Poisson flow arrivals with
-//! log-normal inter-packet gaps. A flow's L3/L4 part and its L2 part (in_port,
-//! dl_src, dl_dst) come from two independently drawn chains, so header parts examined by
-//! different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
+//! Pipebench traffic: packets made from the ruleset's (traversal, ClassBench rule) chains. The
+//! packet trace (flow sizes, interleaving) is `innet_workloads::caida`'s: by default the artifact's
+//! regime, a replayed slice of ~30 packets per flow from a capped power law (docs/gigaflow.md,
+//! "Sizes"). This module gives each flow its headers: a flow's L3/L4 part and its L2 part
+//! (in_port, dl_src, dl_dst) come from two independently drawn chains, so header parts examined
+//! by different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
 //! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
-//! that ranking) and builds each flow from two chains' anchor packets (a flow is new by its pair); low
-//! locality draws chains uniformly and headers uniformly inside each rule. Deterministic from
-//! the seed.
+//! that ranking) and builds each flow from two chains' anchor packets (a flow is new by its
+//! pair); low locality draws chains uniformly and headers uniformly inside each rule.
+//! Deterministic from the seed.
 
 use super::classbench::CbRule;
 use super::model::{Key, Step};
@@ -17,6 +16,9 @@ use crate::fields::{Field, Flow, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};
+
+pub use innet_workloads::caida::{FlowSizes, Timing, TracePacket};
+use innet_workloads::{caida, zipf::Zipf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Locality {
@@ -34,33 +36,6 @@ impl Locality {
     }
 }
 
-/// When a flow's packets are sent.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Timing {
-    /// A replayed trace slice, as the artifact's tgen replays a CAIDA slice at ~10 kpps: every
-    /// packet of every flow falls uniformly in one window of `total packets / packet_rate_pps`,
-    /// so a flow is active over the whole run, and flows are numbered (and given their headers)
-    /// in order of their first packet, as `pcap-file-analyzer` numbers CAIDA's flows and tgen
-    /// maps flow i to header line i. Heavy flows show up first, as in a trace slice, where the
-    /// flows in progress when it starts carry most packets.
-    Window { packet_rate_pps: f64 },
-    /// Flows start as a Poisson process (`flow_arrivals_per_s`) and each sends its packets with
-    /// log-normal gaps (`ipg_median_us`, `ipg_sigma`): short-lived flows, each active for
-    /// milliseconds to seconds of the run.
-    Arrivals,
-}
-
-impl Timing {
-    /// `window` (at the default 10 kpps) or `arrivals`.
-    pub fn parse(s: &str) -> Result<Timing, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "window" => Ok(Timing::Window { packet_rate_pps: 10_000.0 }),
-            "arrivals" => Ok(Timing::Arrivals),
-            _ => Err(format!("unknown timing '{s}' (expected window or arrivals)")),
-        }
-    }
-}
-
 /// Traffic parameters; `Default` gives the values used for the paper's experiments.
 #[derive(Clone, Debug)]
 pub struct TrafficConfig {
@@ -68,17 +43,14 @@ pub struct TrafficConfig {
     pub n_flows: usize,
     pub locality: Locality,
     pub seed: u64,
-    /// Pareto shape of packets per flow (scale 1 packet); 1.2 gives CAIDA's mice-and-elephants mix.
-    pub pareto_shape: f64,
-    pub max_packets_per_flow: u32,
-    /// Mean rate of new flows (Poisson arrivals).
-    pub flow_arrivals_per_s: f64,
-    /// Median gap between packets of one flow, and the log-normal sigma of that gap.
-    pub ipg_median_us: f64,
-    pub ipg_sigma: f64,
+    /// Packets per trace flow; the default is the artifact's replay volume (module doc).
+    pub sizes: FlowSizes,
+    /// Trace flows replayed onto each header line (tgen maps trace flow i to line i % lines);
+    /// 1: one trace flow per unique flow.
+    pub trace_flows_per_line: usize,
+    pub timing: Timing,
     /// Zipf exponent over the recurrence ranking (high locality only).
     pub zipf_s: f64,
-    pub timing: Timing,
     /// High locality: each flow takes a fresh ephemeral source port (49152–65535, when its
     /// ClassBench rule's source range holds them all) instead of its L3 chain's anchor port, so
     /// a host pair's service carries many connections, as real traffic's does.
@@ -88,19 +60,36 @@ pub struct TrafficConfig {
     pub sampled_headers: bool,
 }
 
+/// The artifact's replay volume: tgen replays a CAIDA slice at ~10 kpps for up to 300 s, about
+/// 3M packets over 100K unique flows.
+pub const ARTIFACT_PACKETS_PER_FLOW: f64 = 30.0;
+/// The largest flow of a slice, in packets.
+pub const MAX_PACKETS_PER_FLOW: u32 = 10_000;
+
+/// Packets per flow from an experiment's `flow_sizes` parameter: `mean:M` (the capped power law
+/// whose mean is M packets per flow; `mean:30` is the artifact's volume) or `pareto:S` (shape S;
+/// `pareto:1.2`, ~5 packets per flow, was the default until 26 Nov).
+pub fn parse_flow_sizes(s: &str) -> Result<FlowSizes, String> {
+    let bad = || format!("unknown flow sizes '{s}' (expected mean:PACKETS_PER_FLOW, e.g. mean:30, or pareto:SHAPE, e.g. pareto:1.2)");
+    let (kind, x) = s.split_once(':').ok_or_else(bad)?;
+    let x: f64 = x.trim().parse().map_err(|_| bad())?;
+    match kind.trim().to_ascii_lowercase().as_str() {
+        "mean" => FlowSizes::with_mean(x, MAX_PACKETS_PER_FLOW),
+        "pareto" => FlowSizes::pareto(x, MAX_PACKETS_PER_FLOW),
+        _ => Err(bad()),
+    }
+}
+
 impl Default for TrafficConfig {
     fn default() -> Self {
         TrafficConfig {
             n_flows: 100_000,
             locality: Locality::High,
             seed: 1,
-            pareto_shape: 1.2,
-            max_packets_per_flow: 10_000,
-            flow_arrivals_per_s: 2_000.0,
-            ipg_median_us: 1_000.0,
-            ipg_sigma: 1.5,
-            zipf_s: 1.0,
+            sizes: FlowSizes::with_mean(ARTIFACT_PACKETS_PER_FLOW, MAX_PACKETS_PER_FLOW).expect("a valid mean"),
             timing: Timing::Window { packet_rate_pps: 10_000.0 },
+            trace_flows_per_line: 1,
+            zipf_s: 1.0,
             fresh_source_ports: false,
             sampled_headers: false,
         }
@@ -114,13 +103,6 @@ pub struct TraceFlow {
     pub chain: u32,
     pub n_packets: u32,
     pub start_ns: u64,
-}
-
-/// One packet: when it arrives and which flow it belongs to (its headers are the flow's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TracePacket {
-    pub time_ns: u64,
-    pub flow: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -247,63 +229,31 @@ fn recurrence_scores(rs: &Ruleset) -> Vec<u64> {
         .collect()
 }
 
-fn exp_sample(rng: &mut ChaCha8Rng, mean: f64) -> f64 {
-    -mean * (1.0 - rng.gen::<f64>()).ln()
-}
-
-fn normal_sample(rng: &mut ChaCha8Rng) -> f64 {
-    let (u1, u2): (f64, f64) = (1.0 - rng.gen::<f64>(), rng.gen::<f64>());
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 /// Generates the traffic for a ruleset.
 pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
-    if cfg.n_flows == 0 || cfg.n_flows > 10_000_000 {
-        return Err(format!("flows must be 1..=10000000, got {}", cfg.n_flows));
-    }
-    let positive = |x: f64| x.is_finite() && x > 0.0;
-    let valid = positive(cfg.pareto_shape) && positive(cfg.flow_arrivals_per_s) && positive(cfg.ipg_median_us) && cfg.ipg_sigma.is_finite() && cfg.ipg_sigma >= 0.0;
-    if !valid {
-        return Err("pareto_shape, flow_arrivals_per_s and ipg_median_us must be positive, ipg_sigma non-negative".into());
-    }
-    if let Timing::Window { packet_rate_pps } = cfg.timing {
-        if !positive(packet_rate_pps) {
-            return Err(format!("packet_rate_pps must be positive, got {packet_rate_pps}"));
-        }
-    }
+    // The packet trace first: it checks the flow count, sizes and timing.
+    let trace = caida::generate_mapped(cfg.n_flows, cfg.trace_flows_per_line, &cfg.sizes, &cfg.timing, cfg.seed)?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x7a11_ff1c);
     let n_chains = rs.chains.len();
     // High locality: chains ranked by recurrence, drawn by Zipf over the rank.
-    let (order, cdf) = match cfg.locality {
+    let (order, zipf) = match cfg.locality {
         Locality::High => {
             let scores = recurrence_scores(rs);
             let mut order: Vec<usize> = (0..n_chains).collect();
             order.sort_by(|&a, &b| scores[b].cmp(&scores[a]).then(a.cmp(&b)));
-            let mut acc = 0.0;
-            let cdf: Vec<f64> = (0..n_chains)
-                .map(|i| {
-                    acc += 1.0 / ((i + 1) as f64).powf(cfg.zipf_s);
-                    acc
-                })
-                .collect();
-            (order, cdf)
+            (order, Some(Zipf::new(n_chains, cfg.zipf_s)?))
         }
-        Locality::Low => ((0..n_chains).collect(), Vec::new()),
+        Locality::Low => ((0..n_chains).collect(), None),
     };
     let needs = l2_needs(rs);
     // High locality: each chain's flows share one anchor packet (all but the source port).
     let mut anchors: HashMap<usize, Flow> = HashMap::new();
     let mut seen: HashSet<Flow> = HashSet::with_capacity(cfg.n_flows);
     let mut flows = Vec::with_capacity(cfg.n_flows);
-    let mut t_ns = 0f64;
-    let mean_arrival_ns = 1e9 / cfg.flow_arrivals_per_s;
     let mut attempts = 0usize;
-    let draw_chain = |rng: &mut ChaCha8Rng| match cfg.locality {
-        Locality::High => {
-            let u = rng.gen::<f64>() * cdf[n_chains - 1];
-            order[cdf.partition_point(|&c| c < u).min(n_chains - 1)]
-        }
-        Locality::Low => rng.gen_range(0..n_chains),
+    let draw_chain = |rng: &mut ChaCha8Rng| match &zipf {
+        Some(z) => order[z.sample(rng)],
+        None => rng.gen_range(0..n_chains),
     };
     while flows.len() < cfg.n_flows {
         attempts += 1;
@@ -354,68 +304,10 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         if !seen.insert(headers) {
             continue;
         }
-        let u = 1.0 - rng.gen::<f64>();
-        let n_packets = (u.powf(-1.0 / cfg.pareto_shape).floor() as u64).clamp(1, cfg.max_packets_per_flow as u64) as u32;
-        t_ns += exp_sample(&mut rng, mean_arrival_ns);
-        flows.push(TraceFlow { headers, chain: ci as u32, n_packets, start_ns: t_ns as u64 });
+        // The k-th header drawn goes to the k-th flow to appear (tgen maps the trace's k-th
+        // flow to header line k).
+        let k = flows.len();
+        flows.push(TraceFlow { headers, chain: ci as u32, n_packets: trace.sizes[k], start_ns: trace.first_ns[k] });
     }
-    let total: usize = flows.iter().map(|f| f.n_packets as usize).sum();
-    let mut packets = Vec::with_capacity(total);
-    match cfg.timing {
-        Timing::Arrivals => {
-            let mu = (cfg.ipg_median_us * 1e3).ln();
-            for (i, f) in flows.iter().enumerate() {
-                let mut t = f.start_ns as f64;
-                for k in 0..f.n_packets {
-                    if k > 0 {
-                        t += (mu + cfg.ipg_sigma * normal_sample(&mut rng)).exp();
-                    }
-                    packets.push(TracePacket { time_ns: t as u64, flow: i as u32 });
-                }
-            }
-        }
-        Timing::Window { packet_rate_pps } => {
-            let window_ns = total as f64 / packet_rate_pps * 1e9;
-            for (i, f) in flows.iter().enumerate() {
-                for _ in 0..f.n_packets {
-                    packets.push(TracePacket { time_ns: (rng.gen::<f64>() * window_ns) as u64, flow: i as u32 });
-                }
-            }
-        }
-    }
-    packets.sort_by_key(|p| (p.time_ns, p.flow));
-    if matches!(cfg.timing, Timing::Window { .. }) {
-        number_by_first_packet(&mut flows, &mut packets);
-    }
-    Ok(Traffic { flows, packets })
-}
-
-/// Renumbers a window's flows by their first packet and gives the k-th flow to appear the k-th
-/// header drawn (tgen maps the trace's k-th flow to header line k), keeping each flow's size
-/// and packet times: the flow that appears first gets the first header, whatever its size.
-fn number_by_first_packet(flows: &mut [TraceFlow], packets: &mut [TracePacket]) {
-    const UNSEEN: u32 = u32::MAX;
-    let mut rank = vec![UNSEEN; flows.len()];
-    let mut next = 0u32;
-    for p in packets.iter_mut() {
-        let r = &mut rank[p.flow as usize];
-        if *r == UNSEEN {
-            *r = next;
-            next += 1;
-        }
-        p.flow = *r;
-    }
-    // Sizes and first-packet times move to the flow's new number; headers and chains stay in
-    // the order they were drawn.
-    let mut sized: Vec<(u32, u64)> = vec![(0, 0); flows.len()];
-    for (old, f) in flows.iter().enumerate() {
-        sized[rank[old] as usize].0 = f.n_packets;
-    }
-    for p in packets.iter().rev() {
-        sized[p.flow as usize].1 = p.time_ns;
-    }
-    for (f, &(n, start)) in flows.iter_mut().zip(&sized) {
-        f.n_packets = n;
-        f.start_ns = start;
-    }
+    Ok(Traffic { flows, packets: trace.packets })
 }
