@@ -11,11 +11,13 @@
 #    also writes docs/figures/reproduced/*.png and fails if an entry lacks its row or image;
 # 4. a headless-Chromium screenshot of the page (OUT/report.png) to look at;
 # 5. prints the git command that commits the page, naming the commit it was made from.
-# INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts).
+# INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts); INNET_PAPERS=switchvm
+# (a paper or PAPER/ENTRY) runs only that part (the page still lists every entry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-reproduced}
 tier=${INNET_TIER:-standard}
+papers=${INNET_PAPERS:-all}
 if ! command -v innet >/dev/null && [ -f .venv/bin/activate ]; then
     # shellcheck disable=SC1091
     . .venv/bin/activate
@@ -25,8 +27,8 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     exit 1
 fi
 commit=$(git rev-parse --short=12 HEAD)
-echo "== innet reproduce all --tier $tier --out $out   (commit $commit, $(uptime | sed 's/.*load/load/'))"
-innet reproduce all --tier "$tier" --out "$out"
+echo "== innet reproduce $papers --tier $tier --out $out   (commit $commit, $(uptime | sed 's/.*load/load/'))"
+innet reproduce "$papers" --tier "$tier" --out "$out"
 echo "== innet report"
 innet report "$out" --tier "$tier" -o "$out/report.html" --markdown docs/REPRODUCED.md
 if command -v chromium >/dev/null; then

@@ -117,6 +117,8 @@ def register(cli: click.Group) -> None:
         collected = report.collect(root, tier)
         for line in report.scoreboard_lines(report.scoreboard(collected), tier, report.seed_board(collected)):
             click.echo(line)
+        for line in report.calibration_lines(collected, tier):
+            click.echo(line)
         click.echo(f"report: {output}" + (f", {markdown}" if markdown else ""))
         problems = report.check_page(page, collected, md if markdown else None, Path(markdown).parent if markdown else None)
         if problems:

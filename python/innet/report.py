@@ -267,6 +267,22 @@ def scoreboard_lines(board: dict[str, dict[str, int]], tier: str, seeds: dict[st
     return lines
 
 
+def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5) -> list[str]:
+    """Entries whose measured CPU seconds per point differ from the manifest's ``cost_s`` by more
+    than ``factor`` either way: the lines say what to write into ``cost_s``."""
+    out = []
+    for entries in collected.values():
+        for e in entries:
+            est = e.fig.cost_s.get(tier, 0.0)
+            if not e.rows or e.cpu_s is None or not est or e.fig.results_of:
+                continue
+            per_point = e.cpu_s / len(e.rows)
+            if not est / factor <= per_point <= est * factor:
+                out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} CPU s per point "
+                           f"({len(e.rows)} points), manifest cost_s.{tier} = {est:,.0f}")
+    return out
+
+
 def _fmt(v: float | None) -> str:
     if v is None:
         return "—"

@@ -332,3 +332,17 @@ def test_the_page_check_finds_a_missing_image_and_a_missing_entry(tmp_path):
     assert report.check_page(no_entry, collected) == ["switchvm-fig7: no section with a status row on the page"]
     (figs / "switchv2p-table4.png").unlink()
     assert report.check_page(page, collected, md, tmp_path / "docs") == ["markdown: image figures/reproduced/switchv2p-table4.png does not exist"]
+
+
+def test_measured_cpu_time_is_checked_against_the_manifest_cost(tmp_path):
+    rows = [_table4_row(), _table4_row()]
+    for i, r in enumerate(rows):
+        r["param.seed"], r["cpu_s"] = str(i + 1), 100.0  # the manifest says 10 s per point
+    _plant(tmp_path, "standard", "switchv2p", "table4", rows)
+    collected = report.collect(tmp_path, "standard")
+    assert report.calibration_lines(collected, "standard") == [
+        "cost_s check: switchv2p/table4: measured 100 CPU s per point (2 points), manifest cost_s.standard = 10"]
+    for r in rows:
+        r["cpu_s"] = 12.0
+    _plant(tmp_path / "b", "standard", "switchv2p", "table4", rows)
+    assert report.calibration_lines(report.collect(tmp_path / "b", "standard"), "standard") == []
