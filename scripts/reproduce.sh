@@ -32,9 +32,15 @@ innet reproduce "$papers" --tier "$tier" --out "$out"
 echo "== innet report"
 innet report "$out" --tier "$tier" -o "$out/report.html" --markdown docs/REPRODUCED.md
 if command -v chromium >/dev/null; then
+    abs=$(realpath -m "$out")
+    rm -f "$abs/report.png"
     chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,16000 \
-        --screenshot="$PWD/$out/report.png" "file://$PWD/$out/report.html" >/dev/null 2>&1 \
-        && echo "screenshot: $out/report.png (the top 16,000 px)"
+        --screenshot="$abs/report.png" "file://$abs/report.html" >/dev/null 2>&1 || true
+    if [ -s "$abs/report.png" ]; then
+        echo "screenshot: $out/report.png (the top 16,000 px; look at it)"
+    else
+        echo "reproduce.sh: chromium made no screenshot of $out/report.html" >&2
+    fi
 fi
 echo "== done: docs/REPRODUCED.md is the $tier tier of $commit. Commit it with:"
 echo "   git add docs/REPRODUCED.md docs/figures/reproduced && git commit -m 'docs/REPRODUCED.md from the $tier tier of $commit'"

@@ -267,9 +267,10 @@ def scoreboard_lines(board: dict[str, dict[str, int]], tier: str, seeds: dict[st
     return lines
 
 
-def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5) -> list[str]:
+def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5, floor_s: float = 10.0) -> list[str]:
     """Entries whose measured CPU seconds per point differ from the manifest's ``cost_s`` by more
-    than ``factor`` either way: the lines say what to write into ``cost_s``."""
+    than ``factor`` either way (points under ``floor_s`` both ways do not matter to a tier's
+    time): the lines say what to write into ``cost_s``."""
     out = []
     for entries in collected.values():
         for e in entries:
@@ -277,7 +278,7 @@ def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: floa
             if not e.rows or e.cpu_s is None or not est or e.fig.results_of:
                 continue
             per_point = e.cpu_s / len(e.rows)
-            if not est / factor <= per_point <= est * factor:
+            if max(per_point, est) >= floor_s and not est / factor <= per_point <= est * factor:
                 out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} CPU s per point "
                            f"({len(e.rows)} points), manifest cost_s.{tier} = {est:,.0f}")
     return out
@@ -314,7 +315,12 @@ def _prov_text(e: Entry, tier: str, current: str) -> str:
         return ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e.finished_at)) if e.finished_at else "?"
     stale = f" — STALE: made by {', '.join(e.commits)}, current is {current}" if e.stale else ""
-    params = ", ".join(f"{k.removeprefix('param.')}={v}" for k, v in sorted(e.rows[0].items()) if k.startswith("param."))
+    values: dict[str, list[str]] = {}  # every value a parameter takes over the points; seeds are listed on their own
+    for r in e.rows:
+        for k, v in r.items():
+            if k.startswith("param.") and k != "param.seed" and str(v) not in values.setdefault(k, []):
+                values[k].append(str(v))
+    params = ", ".join(f"{k.removeprefix('param.')}={'|'.join(v)}" for k, v in sorted(values.items()))
     est = e.fig.cost_s.get(tier, 0.0) * len(e.rows)  # the manifest's cost of the points shown
     cpu = f", CPU {e.cpu_s:,.0f} s" if e.cpu_s is not None else ""
     return (f"commit {', '.join(e.commits)} · tier {tier} · seeds {', '.join(e.seeds)} · wall {e.wall_s:,.0f} s{cpu}"
