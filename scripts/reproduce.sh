@@ -9,7 +9,7 @@
 #    interruption (finished points are kept; only missing ones run);
 # 3. `innet report OUT --tier standard -o OUT/report.html --markdown docs/REPRODUCED.md`, which
 #    also writes docs/figures/reproduced/*.png and fails if an entry lacks its row or image;
-# 4. a headless-Chromium screenshot of the page (OUT/report.png) to look at;
+# 4. a headless-Chromium screenshot of the page (OUT/report.png, up to 60,000 px tall) to look at;
 # 5. prints the git command that commits the page, naming the commit it was made from.
 # INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts); INNET_PAPERS=switchvm
 # (a paper or PAPER/ENTRY) runs only that part (the page still lists every entry).
@@ -34,10 +34,10 @@ innet report "$out" --tier "$tier" -o "$out/report.html" --markdown docs/REPRODU
 if command -v chromium >/dev/null; then
     abs=$(realpath -m "$out")
     rm -f "$abs/report.png"
-    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,16000 \
+    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,60000 \
         --screenshot="$abs/report.png" "file://$abs/report.html" >/dev/null 2>&1 || true
     if [ -s "$abs/report.png" ]; then
-        echo "screenshot: $out/report.png (the top 16,000 px; look at it)"
+        echo "screenshot: $out/report.png (up to 60,000 px of the page; look at it)"
     else
         echo "reproduce.sh: chromium made no screenshot of $out/report.html" >&2
     fi
