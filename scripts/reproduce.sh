@@ -6,7 +6,8 @@
 # 1. refuses a work tree with uncommitted changes (every result would be "+dirty", i.e. stale);
 # 2. `innet reproduce all --tier standard --out OUT`: says the expected time first, prints a line
 #    per finished figure, and resumes where it stopped: run the script again after an
-#    interruption (finished points are kept; only missing ones run);
+#    interruption (finished points are kept; only missing ones run). Resume on the same commit:
+#    points made by another commit are marked STALE on the page (remove OUT/standard to start over);
 # 3. `innet report OUT --tier standard -o OUT/report.html --markdown docs/REPRODUCED.md`, which
 #    also writes docs/figures/reproduced/*.png and fails if an entry lacks its row or image;
 # 4. a headless-Chromium screenshot of the page (OUT/report.png, up to 60,000 px tall) to look at;
