@@ -76,12 +76,14 @@ class Entry:
         """Two or more seeds that tell different stories (a verdict or a plotted value)."""
         return any(c.seeds_agree is False for c in self.compared) or (self.spread is not None and not self.spread.agree)
 
-    def seed_text(self) -> str:
+    def seed_text(self, tier: str = reproduce.DEFAULT_TIER) -> str:
         """What the page says about this entry's seeds."""
         if not self.rows or self.fig.resources:
             return ""
         if len(self.seeds) < 2:
-            why = self.fig.seeds_note or ("the experiment has no seed (deterministic)" if self.seeds == ["default"] else "")
+            why = ("the experiment has no seed (deterministic)" if self.seeds == ["default"] else self.fig.seeds_note
+                   or (f"the {tier} tier runs {self.fig.standard_seeds}: the run is not complete"
+                       if tier == "standard" and self.fig.standard_seeds > 1 else ""))
             return f"one seed ({', '.join(self.seeds)})" + (f": {why}" if why else "")
         judged = [c for c in self.compared if c.seeds_agree is not None]
         parts = []
@@ -448,7 +450,7 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                 cmd = f"innet reproduce {paper.name}/{entry} --tier {tier}" + ("" if not fig.experiment else f"  (by hand: {reproduce.command(fig, tier)})")
                 h.append(f"<p class='prov'>Command: <code>{html.escape(cmd)}</code></p>")
                 md += [f"Command: `{cmd}`", ""]
-            st = e.seed_text() if tier != "smoke" else ""
+            st = e.seed_text(tier) if tier != "smoke" else ""
             if st:
                 h.append(f"<p class='{'mismatch' if e.seeds_differ else 'prov'}'>Seeds: {html.escape(st)}</p>")
                 md += [f"Seeds: {'**' + st + '**' if e.seeds_differ else st}", ""]

@@ -46,15 +46,20 @@ def _params(row: dict[str, Any]) -> str:
 
 
 def plotted_values(spec: dict[str, Any], rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
-    """{(panel y, where): {seed: value}} for every value the entry's figure plots."""
+    """{(panel y, where): {seed: value}} for every value the entry's figure plots. A table row is
+    matched across seeds by its position within its series (the x of a line can itself be a
+    measurement, e.g. throughput, that differs between seeds); ``where`` names the first seed's x."""
     out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    label: dict[tuple[str, str], str] = {}
 
-    def add(y: str, where: str, seed: str, v: Any) -> None:
+    def add(y: str, key: str, where: str, seed: str, v: Any) -> None:
         f = finite(v)
         if f is not None:
-            out.setdefault((y, where), {}).setdefault(seed, []).append(f)
+            out.setdefault((y, key), {}).setdefault(seed, []).append(f)
+            label.setdefault((y, key), where)
 
     table = spec.get("table", "points")
+    series, x = spec.get("series"), spec.get("x")
     for r in rows:
         seed, params = seed_of(r), _params(r)
         for p in spec.get("panels", []):
@@ -63,15 +68,23 @@ def plotted_values(spec: dict[str, Any], rows: list[dict[str, Any]]) -> dict[tup
                 cats = [None] if spec.get("x_param") else spec.get("x", [])
                 for cat in cats:
                     key = y if cat is None else y.format(x=cat)
-                    add(y, f"{params} {cat or ''}".strip(), seed, r.get(f"m.{key}"))
+                    where = f"{params} {cat or ''}".strip()
+                    add(y, where, where, seed, r.get(f"m.{key}"))
                 continue
             filt = {**spec.get("filter", {}), **p.get("filter", {})}
+            seen: dict[str, int] = {}
             for rec in (r.get("tables") or {}).get(table, []):
                 if any(str(rec.get(c)) != str(w) for c, w in filt.items()):
                     continue
-                at = ",".join(f"{c}={rec.get(c)}" for c in (spec.get("series"), spec.get("x")) if c)
-                add(y, f"{params} {at}".strip(), seed, rec.get(y))
-    return {k: {s: sum(v) / len(v) for s, v in by.items()} for k, by in out.items()}
+                line = f"{series}={rec.get(series)}" if series else ""
+                n = seen[line] = seen.get(line, -1) + 1
+                at = ",".join(s for s in (line, f"{x}={rec.get(x)}" if x else "") if s)
+                add(y, f"{params} {line} #{n}", f"{params} {at}".strip(), seed, rec.get(y))
+    result: dict[tuple[str, str], dict[str, float]] = {}
+    for (y, k), by in out.items():
+        name = label[(y, k)] if (y, label[(y, k)]) not in result else f"{label[(y, k)]} ({k})"
+        result[(y, name)] = {s: sum(v) / len(v) for s, v in by.items()}
+    return result
 
 
 def spread(spec: dict[str, Any], rows: list[dict[str, Any]]) -> Spread | None:

@@ -349,3 +349,19 @@ def test_measured_cpu_time_is_checked_against_the_manifest_cost(tmp_path):
         r["cpu_s"] = 12.0
     _plant(tmp_path / "b", "standard", "switchv2p", "table4", rows)
     assert report.calibration_lines(report.collect(tmp_path / "b", "standard"), "standard") == []
+
+
+def test_seeds_are_compared_where_the_x_axis_is_itself_measured(tmp_path):
+    def row(seed: str, shift: float) -> dict:  # Fig. 10: latency against the throughput each load reached
+        return {"param.seed": seed, "prov.commit": provenance.current_commit(), "tables": {"points": [
+            {"scheme": s, "throughput_rps": 1e6 * (i + 1) + shift, "latency_p50_us": 10.0 + i, "latency_p99_us": 50.0 + i,
+             "switch_latency_p50_us": 5.0, "server_latency_p50_us": 20.0, "switch_latency_p99_us": 9.0, "server_latency_p99_us": 80.0}
+            for s in ("netcache", "orbitcache") for i in range(3)]}}
+    _plant(tmp_path, "standard", "orbitcache", "fig10", [row("1", 0.0), row("2", 1234.5)])
+    entries = {e.fig.id: e for e in report.collect(tmp_path, "standard")["orbitcache"]}
+    assert entries["fig10"].spread.pairs == 12 and entries["fig10"].spread.largest == 0  # 2 panels × 2 schemes × 3 loads
+    assert entries["fig14"].spread.pairs == 24  # drawn from fig10's run
+    only_one = tmp_path / "b"
+    _plant(only_one, "standard", "orbitcache", "fig10", [row("1", 0.0)])
+    e = next(e for e in report.collect(only_one, "standard")["orbitcache"] if e.fig.id == "fig10")
+    assert e.seed_text("standard") == "one seed (1): the standard tier runs 2: the run is not complete"
