@@ -71,12 +71,14 @@ def register(cli: click.Group) -> None:
     @click.option("--tier", type=click.Choice(reproduce.TIERS), default=None,
                   help="smoke (seconds, no verdicts), standard (default: the paper's regime, shorter) or full (the paper's sizes).")
     @click.option("--quick", is_flag=True, help="Alias of --tier smoke.")
-    @click.option("--seed", default=None, metavar="N", help="Run every figure with this seed (a second seed shows agreement).")
+    @click.option("--seed", default=None, metavar="S", help="Run every seeded entry with this one seed only.")
+    @click.option("--seeds", "n_seeds", default=None, type=int, metavar="N",
+                  help="Run every seeded entry with seeds 1..N (default: the manifest's, two in the standard tier).")
     @click.option("--scheduler", default=None, metavar="ADDRESS", help="A running Dask scheduler (default: a local cluster).")
     @click.option("--workers", default=None, type=int, help="Workers of the local cluster (default: one per core).")
     @click.option("--out", "out", default="reproduced", show_default=True, metavar="DIR")
     @click.option("--dry-run", is_flag=True, help="Print the plan and the expected time; run nothing.")
-    def reproduce_cmd(paper, tier, quick, seed, scheduler, workers, out, dry_run):
+    def reproduce_cmd(paper, tier, quick, seed, n_seeds, scheduler, workers, out, dry_run):
         """Run every manifest entry of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch), all,
         or one entry (PAPER/ENTRY, e.g. switchv2p/fig5a)."""
         from innet import repro_run
@@ -85,7 +87,8 @@ def register(cli: click.Group) -> None:
             raise SweepError(f"--quick is --tier smoke; it cannot be combined with --tier {tier}")
         tier = "smoke" if quick else (tier or reproduce.DEFAULT_TIER)
         try:
-            repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run, echo=click.echo)
+            repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run,
+                          echo=click.echo, n_seeds=n_seeds)
         except repro_run.PlanError as e:
             raise SweepError(str(e)) from None
 
@@ -111,6 +114,12 @@ def register(cli: click.Group) -> None:
         Path(output).write_text(page)
         if markdown:
             Path(markdown).write_text(md)
-        for line in report.scoreboard_lines(report.scoreboard(report.collect(root, tier)), tier):
+        collected = report.collect(root, tier)
+        for line in report.scoreboard_lines(report.scoreboard(collected), tier, report.seed_board(collected)):
+            click.echo(line)
+        for line in report.calibration_lines(collected, tier):
             click.echo(line)
         click.echo(f"report: {output}" + (f", {markdown}" if markdown else ""))
+        problems = report.check_page(page, collected, md if markdown else None, Path(markdown).parent if markdown else None)
+        if problems:
+            raise SweepError("the page is incomplete:\n  " + "\n  ".join(problems))

@@ -26,6 +26,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from innet import plots  # noqa: E402
@@ -93,7 +94,10 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     drew = False
     for i, p in enumerate(panels):
         ax = axes[i // cols][i % cols]
-        drew |= _panel(ax, df, spec, p, from_summary)
+        drawn = _panel(ax, df, spec, p, from_summary)
+        if not drawn:
+            _no_data(ax)
+        drew |= drawn
         _paper_markers(ax, spec, p, numbers, from_summary)
         ax.set_ylabel(p.get("ylabel", p["y"]), fontsize=8)
         ax.set_xlabel(spec.get("xlabel", spec.get("x", "")) if not from_summary else spec.get("xlabel", ""), fontsize=8)
@@ -148,12 +152,26 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         ax.set_xticks(range(len(cats)), cats, rotation=30 if len(cats) > 4 else 0)
         ax.innet_categories = cats
     else:
+        xs: set[float] = set()
         for name, sub in groups:
             sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
             ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
+            xs |= set(sub["_x"])
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
+            if spec["xscale"] == "log":  # ticks at the measured sizes, plainly numbered (no overlapping 2×10¹ minors)
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                if 0 < len(xs) <= 8:
+                    ax.xaxis.set_major_locator(FixedLocator(sorted(xs)))
+                    ax.xaxis.set_minor_locator(NullLocator())
     return True
+
+
+def _no_data(ax) -> None:
+    ax.text(0.5, 0.5, "no data in this run", ha="center", va="center", fontsize=8, color="#777", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
 
 
 def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[dict[str, Any]], from_summary: bool) -> None:

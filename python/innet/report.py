@@ -5,7 +5,11 @@ one self-contained HTML page and a Markdown twin (docs/REPRODUCED.md) with the f
 A metric is a summary key (``schemes.switchv2p.fct_improvement``) or a table selection
 (``points[scheme=switchv2p,cache_fraction=0.5].fct_improvement``), aggregated over the points of
 one seed by the number's ``agg`` (mean or max) and then averaged over seeds. With two or more
-seeds every verdict is also computed per seed, and the page says whether the seeds agree.
+seeds every verdict is also computed per seed and the verdict shown is the worst of them (a match
+is claimed only when every seed matches); the page says per entry whether the seeds agree, on the
+verdicts and on the plotted values (innet.seed_agreement), and counts the entries whose seeds
+differ in the scoreboard. When a point was run again (same parameters, newer code) only its
+newest result is used.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from innet import paperfig, provenance, reproduce, sweep, verdict
+from innet import paperfig, provenance, reproduce, seed_agreement, sweep, verdict
+from innet.seed_agreement import seed_of
 from innet.verdict import finite
 
 SMOKE_NOTE = "smoke run: not comparable with the paper"
+NO_NUMBER = ("No verdict: the paper states no number for this figure, only its plot, and no public artifact publishes "
+             "the plotted data (docs/results/reproduce.md); compare the shape by eye.")
 CSS = """
 body { font-family: sans-serif; max-width: 1150px; margin: 2em auto; color: #222; padding: 0 1em; }
 h1 { border-bottom: 2px solid #444; } h2 { margin-top: 2em; border-bottom: 1px solid #aaa; }
@@ -42,6 +49,7 @@ class Compared:
     verdict: str
     why: str
     by_seed: dict[str, str] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)  # ours per seed
 
     @property
     def seeds_agree(self) -> bool | None:
@@ -60,11 +68,37 @@ class Entry:
     wall_s: float
     seeds: list[str]
     finished_at: float | None
+    spread: seed_agreement.Spread | None = None
+    cpu_s: float | None = None  # None when the points predate the CPU-time record
 
+    @property
+    def seeds_differ(self) -> bool:
+        """Two or more seeds that tell different stories (a verdict or a plotted value)."""
+        return any(c.seeds_agree is False for c in self.compared) or (self.spread is not None and not self.spread.agree)
 
-
-def _seed(row: dict[str, Any]) -> str:
-    return str(row.get("param.seed", row.get("m.seed", "default")))
+    def seed_text(self, tier: str = reproduce.DEFAULT_TIER) -> str:
+        """What the page says about this entry's seeds."""
+        if not self.rows or self.fig.resources:
+            return ""
+        if len(self.seeds) < 2:
+            why = ("the experiment has no seed (deterministic)" if self.seeds == ["default"] else self.fig.seeds_note
+                   or (f"the {tier} tier runs {self.fig.standard_seeds}: the run is not complete"
+                       if tier == "standard" and self.fig.standard_seeds > 1 else ""))
+            return f"one seed ({', '.join(self.seeds)})" + (f": {why}" if why else "")
+        judged = [c for c in self.compared if c.seeds_agree is not None]
+        parts = []
+        if judged:
+            differ = [c for c in judged if not c.seeds_agree]
+            parts.append(f"verdicts agree on all {len(judged)}" if not differ else
+                         f"verdicts DIFFER on {len(differ)} of {len(judged)} (" + "; ".join(c.number["label"] for c in differ) + ")")
+        if self.spread:
+            sp = self.spread
+            parts.append(f"plotted values ({sp.pairs}) differ by median {sp.median:.0%}, at most {sp.largest:.0%} ({sp.where})"
+                         + ("" if sp.agree else f": MORE than the ±{seed_agreement.SPREAD_LIMIT:.0%} tolerance"))
+        elif self.fig.plot.get("table") in seed_agreement.NOT_COMPARED_TABLES:
+            parts.append("time series: not compared instant by instant")
+        head = "SEEDS DIFFER" if self.seeds_differ else "seeds agree"
+        return f"{head} — seeds {', '.join(self.seeds)}: " + "; ".join(parts or ["nothing to compare"])
 
 
 def metric_values(row: dict[str, Any], metric: str) -> list[float]:
@@ -96,15 +130,19 @@ def _agg(v: list[float], agg: str) -> float:
 
 def ours(rows: list[dict[str, Any]], metric: str, agg: str = "mean", where: dict[str, Any] | None = None) -> dict[str, float]:
     """Per seed, the metric aggregated over that seed's points (those whose parameters match
-    ``where``). ``A / B`` is the ratio of two metrics, each aggregated first."""
+    ``where``). ``A / B`` is the ratio of two metrics and ``A + B + ...`` their sum, each
+    metric aggregated first."""
     rows = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in (where or {}).items())]
     if " / " in metric:
         num, den = metric.split(" / ", 1)
         a, b = ours(rows, num.strip(), agg), ours(rows, den.strip(), agg)
         return {s: a[s] / b[s] for s in a if s in b and b[s] != 0}
+    if " + " in metric:
+        parts = [ours(rows, m.strip(), agg) for m in metric.split(" + ")]
+        return {s: sum(p[s] for p in parts) for s in parts[0] if all(s in p for p in parts)}
     by_seed: dict[str, list[float]] = {}
     for r in rows:
-        by_seed.setdefault(_seed(r), []).extend(metric_values(r, metric))
+        by_seed.setdefault(seed_of(r), []).extend(metric_values(r, metric))
     return {s: _agg(v, agg) for s, v in by_seed.items() if v}
 
 
@@ -115,8 +153,14 @@ def compare(fig: reproduce.Figure, rows: list[dict[str, Any]], tier: str) -> lis
         per_seed = ours(rows, n["metric"], n.get("agg", "mean"), n.get("where"))
         o = sum(per_seed.values()) / len(per_seed) if per_seed else None
         j = verdict.judge(n, o, comparable)
-        by_seed = {s: verdict.judge(n, v, comparable).verdict for s, v in per_seed.items()} if comparable else {}
-        out.append(Compared(n, o, j.verdict, j.why, by_seed))
+        seeds = {s: verdict.judge(n, v, comparable) for s, v in per_seed.items()} if comparable else {}
+        by_seed = {s: x.verdict for s, x in seeds.items()}
+        worst = max([j, *seeds.values()], key=lambda x: verdict.ORDER.index(x.verdict))
+        differ = len(set(by_seed.values())) > 1
+        if len(seeds) > 1 and (differ or worst.verdict != j.verdict):  # claim only what every seed supports
+            j = verdict.Judgement(worst.verdict, ("seeds differ: " if differ else "on every seed: ")
+                                  + ", ".join(f"seed {s}: {x.why}" for s, x in seeds.items()))
+        out.append(Compared(n, o, j.verdict, j.why, by_seed, dict(per_seed)))
     return out
 
 
@@ -142,7 +186,16 @@ def load_rows(fig: reproduce.Figure, root: Path, tier: str) -> list[dict[str, An
     if fig.resources:
         return [resource_row(fig, tier)]
     d = fig.out_dir(root, tier)
-    return [r for r in sweep.load_points(d).values() if r.get("status") == "ok"] if d.exists() else []
+    if not d.exists():
+        return []
+    newest: dict[str, dict[str, Any]] = {}  # a point run again by newer code replaces the old one
+    for r in sweep.load_points(d).values():
+        if r.get("status") != "ok":
+            continue
+        key = repr(sorted((k, str(v)) for k, v in r.items() if k.startswith("param."))) + repr(r.get("quick"))
+        if key not in newest or float(r.get("finished_at") or 0) >= float(newest[key].get("finished_at") or 0):
+            newest[key] = r
+    return list(newest.values())
 
 
 def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[str, list[Entry]]:
@@ -169,8 +222,10 @@ def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[s
             entries.append(Entry(
                 fig=fig, status=status, rows=rows, compared=compare(fig, rows, tier), commits=commits,
                 stale=bool(rows) and any(provenance.is_stale(c, current) for c in commits),
-                wall_s=sum(float(r.get("wall_s") or 0) for r in rows), seeds=sorted({_seed(r) for r in rows}),
+                wall_s=sum(float(r.get("wall_s") or 0) for r in rows), seeds=sorted({seed_of(r) for r in rows}),
                 finished_at=max((float(r["finished_at"]) for r in rows if r.get("finished_at")), default=None),
+                spread=seed_agreement.spread(fig.plot, rows) if tier != "smoke" else None,
+                cpu_s=sum(float(r["cpu_s"]) for r in rows) if rows and all(r.get("cpu_s") is not None for r in rows) else None,
             ))
         out[paper.name] = entries
     return out
@@ -188,15 +243,47 @@ def scoreboard(collected: dict[str, list[Entry]]) -> dict[str, dict[str, int]]:
     return board
 
 
-def scoreboard_lines(board: dict[str, dict[str, int]], tier: str) -> list[str]:
-    """The scoreboard as aligned text lines (for the terminal)."""
+SEEDS_DIFFER = "seeds differ"
+
+
+def seed_board(collected: dict[str, list[Entry]]) -> dict[str, str]:
+    """Per paper and overall: "k of n" entries run on two or more seeds whose seeds differ."""
+    out, every = {}, []
+    for name, entries in collected.items():
+        multi = [e for e in entries if len(e.seeds) >= 2]
+        every += multi
+        out[name] = f"{sum(e.seeds_differ for e in multi)} of {len(multi)}"
+    out["all"] = f"{sum(e.seeds_differ for e in every)} of {len(every)}"
+    return out
+
+
+def scoreboard_lines(board: dict[str, dict[str, int]], tier: str, seeds: dict[str, str] | None = None) -> list[str]:
+    """The scoreboard as aligned text lines (for the terminal); ``seeds`` adds the column of
+    entries whose seeds differ (see seed_board)."""
     if tier == "smoke":
         return [f"{SMOKE_NOTE}: no verdicts"]
-    head = f"{'paper':12s} " + " ".join(f"{v:>15s}" for v in verdict.ORDER)
+    head = f"{'paper':12s} " + " ".join(f"{v:>15s}" for v in verdict.ORDER) + (f" {SEEDS_DIFFER:>15s}" if seeds else "")
     lines = [head]
     for name, counts in board.items():
-        lines.append(f"{name:12s} " + " ".join(f"{counts[v]:>15d}" for v in verdict.ORDER))
+        lines.append(f"{name:12s} " + " ".join(f"{counts[v]:>15d}" for v in verdict.ORDER) + (f" {seeds[name]:>15s}" if seeds else ""))
     return lines
+
+
+def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5, floor_s: float = 10.0) -> list[str]:
+    """Entries whose measured CPU seconds per point differ from the manifest's ``cost_s`` by more
+    than ``factor`` either way (points under ``floor_s`` both ways do not matter to a tier's
+    time): the lines say what to write into ``cost_s``."""
+    out = []
+    for entries in collected.values():
+        for e in entries:
+            est = e.fig.cost_s.get(tier, 0.0)
+            if not e.rows or e.cpu_s is None or not est or e.fig.results_of:
+                continue
+            per_point = e.cpu_s / len(e.rows)
+            if max(per_point, est) >= floor_s and not est / factor <= per_point <= est * factor:
+                out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} CPU s per point "
+                           f"({len(e.rows)} points), manifest cost_s.{tier} = {est:,.0f}")
+    return out
 
 
 def _fmt(v: float | None) -> str:
@@ -230,11 +317,47 @@ def _prov_text(e: Entry, tier: str, current: str) -> str:
         return ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e.finished_at)) if e.finished_at else "?"
     stale = f" — STALE: made by {', '.join(e.commits)}, current is {current}" if e.stale else ""
-    params = ", ".join(f"{k.removeprefix('param.')}={v}" for k, v in sorted(e.rows[0].items()) if k.startswith("param."))
-    est = reproduce.estimate_seconds(e.fig, tier)
-    return (f"commit {', '.join(e.commits)} · tier {tier} · seeds {', '.join(e.seeds)} · wall {e.wall_s:,.0f} s"
+    values: dict[str, list[str]] = {}  # every value a parameter takes over the points; seeds are listed on their own
+    for r in e.rows:
+        for k, v in r.items():
+            if k.startswith("param.") and k != "param.seed" and str(v) not in values.setdefault(k, []):
+                values[k].append(str(v))
+    params = ", ".join(f"{k.removeprefix('param.')}={'|'.join(v)}" for k, v in sorted(values.items()))
+    est = e.fig.cost_s.get(tier, 0.0) * len(e.rows)  # the manifest's cost of the points shown
+    cpu = f", CPU {e.cpu_s:,.0f} s" if e.cpu_s is not None else ""
+    return (f"commit {', '.join(e.commits)} · tier {tier} · seeds {', '.join(e.seeds)} · wall {e.wall_s:,.0f} s{cpu}"
             f"{f' (manifest estimate {est:,.0f} s)' if est else ''} · "
             f"finished {when} · parameters: {params or 'experiment defaults'}{stale}")
+
+
+def check_page(page: str, collected: dict[str, list[Entry]], markdown: str | None = None,
+               md_dir: str | Path | None = None) -> list[str]:
+    """What is wrong with a built page: a manifest entry without its section or status row, or
+    an entry whose runs should give a figure without its image (in the HTML, and in the
+    Markdown when given, whose images must exist under ``md_dir``). Empty when all is well."""
+    problems = []
+    sections = {}
+    for part in page.split("<h3 id='")[1:]:
+        sid, _, body = part.partition("'")
+        sections[sid] = body.split("<h2", 1)[0]
+    for paper, entries in collected.items():
+        for e in entries:
+            sid = f"{paper}-{e.fig.id}"
+            body = sections.get(sid)
+            if body is None or "Status: " not in body:
+                problems.append(f"{sid}: no section with a status row on the page")
+                continue
+            if e.fig.plot and e.rows and "<img " not in body:
+                problems.append(f"{sid}: {len(e.rows)} point(s) run but no figure drawn (check the plot spec against the run's tables)")
+    if markdown is not None:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", markdown):
+            if md_dir is not None and not (Path(md_dir) / target).is_file():
+                problems.append(f"markdown: image {target} does not exist")
+        for paper, entries in collected.items():
+            for e in entries:
+                if f"### {e.fig.title}" not in markdown:
+                    problems.append(f"markdown: {paper}/{e.fig.id} has no section")
+    return problems
 
 
 def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str | Path | None = None,
@@ -246,6 +369,7 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
     papers = reproduce.load_papers()
     collected = collect(root, tier, have)
     board = scoreboard(collected)
+    seeds = seed_board(collected)
     current = provenance.current_commit()
     fig_dir = Path(figures_dir) if figures_dir else None
     href = figures_href or (fig_dir.name if fig_dir else "")
@@ -260,19 +384,24 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
     if tier == "smoke":
         h.append(f"<p class='nc'><b>{SMOKE_NOTE}.</b> No verdicts are drawn from smoke runs.</p>")
         md += [f"**{SMOKE_NOTE}.** No verdicts are drawn from smoke runs.", ""]
-    h.append("<h2>Scoreboard</h2><table><tr><th>paper</th>" + "".join(f"<th>{v}</th>" for v in verdict.ORDER) + "</tr>")
-    md += ["## Scoreboard", "", "| paper | " + " | ".join(verdict.ORDER) + " |", "|---|" + "---:|" * len(verdict.ORDER)]
+    cols = [*verdict.ORDER] + ([] if tier == "smoke" else [f"entries whose {SEEDS_DIFFER}"])
+    h.append("<h2>Scoreboard</h2><table><tr><th>paper</th>" + "".join(f"<th>{v}</th>" for v in cols) + "</tr>")
+    md += ["## Scoreboard", "", "| paper | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for name, counts in board.items():
         label = "all papers" if name == "all" else name
-        h.append(f"<tr><td><a href='#{name}'>{label}</a></td>" + "".join(f"<td class='{_CLASS[v]}'>{counts[v]}</td>" for v in verdict.ORDER) + "</tr>")
-        md.append(f"| {label} | " + " | ".join(str(counts[v]) for v in verdict.ORDER) + " |")
+        sd_h = "" if tier == "smoke" else f"<td class='{'' if seeds[name].startswith('0 ') else 'mismatch'}'>{seeds[name]}</td>"
+        h.append(f"<tr><td><a href='#{name}'>{label}</a></td>" + "".join(f"<td class='{_CLASS[v]}'>{counts[v]}</td>" for v in verdict.ORDER)
+                 + sd_h + "</tr>")
+        md.append(f"| {label} | " + " | ".join(str(counts[v]) for v in verdict.ORDER) + ("" if tier == "smoke" else f" | {seeds[name]}") + " |")
     h.append("</table>")
     md.append("")
     multi = [c for es in collected.values() for e in es for c in e.compared if c.seeds_agree is not None]
-    if multi:
-        agree = sum(1 for c in multi if c.seeds_agree)
-        line = f"Seeds: {agree} of {len(multi)} verdicts judged on two or more seeds are the same on every seed."
-        h.append(f"<p>{line}</p>")
+    line = (f"Seeds: an entry's seeds differ when a paper number gets different verdicts on different seeds, or a plotted "
+            f"value differs between seeds by more than ±{seed_agreement.SPREAD_LIMIT:.0%}; a verdict whose seeds differ is the worst "
+            f"of the seeds' verdicts. {sum(1 for c in multi if c.seeds_agree)} of {len(multi)} verdicts judged on two or more seeds "
+            f"are the same on every seed.")
+    if tier != "smoke":
+        h.append(f"<p>{html.escape(line)}</p>")
         md += [line, ""]
     for paper in papers.values():
         entries = collected[paper.name]
@@ -296,6 +425,9 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                     name = f"{paper.name}-{fig.id}.png"
                     (fig_dir / name).write_bytes(png)
                     md += [f"![{fig.title}]({href}/{name})", ""]
+            if fig.runnable and not fig.paper_numbers:
+                h.append(f"<p class='prov'>{NO_NUMBER}</p>")
+                md += [NO_NUMBER, ""]
             if e.compared:
                 h.append("<table><tr><th>paper number</th><th>paper</th><th>ours</th><th>tolerance</th><th>verdict</th><th>seeds</th><th>source</th></tr>")
                 md += ["| paper number | paper | ours | tolerance | verdict | seeds | source |", "|---|---:|---:|---|---|---|---|"]
@@ -304,7 +436,9 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                     paper_v = _fmt(float(n["value"])) + (" (approx.)" if n.get("approx") else "")
                     link_h = f" {_docs_link(paper, fig, n, False)}" if c.verdict == verdict.MISMATCH else ""
                     link_m = f" {_docs_link(paper, fig, n, True)}" if c.verdict == verdict.MISMATCH else ""
-                    agree = "" if c.seeds_agree is None else ("agree" if c.seeds_agree else "differ: " + ", ".join(f"{s}: {v}" for s, v in c.by_seed.items()))
+                    per = " / ".join(_fmt(v) for _, v in sorted(c.values.items()))
+                    agree = "" if c.seeds_agree is None else (f"agree ({per})" if c.seeds_agree else "DIFFER: " + ", ".join(
+                        f"{s}: {v} ({_fmt(c.values.get(s))})" for s, v in c.by_seed.items()))
                     h.append(f"<tr><td>{html.escape(n['label'])}</td><td>{paper_v}</td><td>{_fmt(c.ours)}</td><td>{_tolerance(n)}</td>"
                              f"<td class='{_CLASS[c.verdict]}' title='{html.escape(c.why)}'>{c.verdict}{link_h}</td><td>{html.escape(agree)}</td>"
                              f"<td>{html.escape(n.get('source', ''))}</td></tr>")
@@ -316,6 +450,10 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                 cmd = f"innet reproduce {paper.name}/{entry} --tier {tier}" + ("" if not fig.experiment else f"  (by hand: {reproduce.command(fig, tier)})")
                 h.append(f"<p class='prov'>Command: <code>{html.escape(cmd)}</code></p>")
                 md += [f"Command: `{cmd}`", ""]
+            st = e.seed_text(tier) if tier != "smoke" else ""
+            if st:
+                h.append(f"<p class='{'mismatch' if e.seeds_differ else 'prov'}'>Seeds: {html.escape(st)}</p>")
+                md += [f"Seeds: {'**' + st + '**' if e.seeds_differ else st}", ""]
             prov = _prov_text(e, tier, current)
             if prov:
                 h.append(f"<p class='prov{' stale' if e.stale else ''}'>Provenance: {html.escape(prov)}</p>")

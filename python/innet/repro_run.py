@@ -21,8 +21,15 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
 
 
-def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[list[tuple[reproduce.Figure, sweep.Batch]], list[str]]:
-    """The batches to run and the lines saying what will not run (and why)."""
+def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: int | None = None
+         ) -> tuple[list[tuple[reproduce.Figure, sweep.Batch]], list[str]]:
+    """The batches to run and the lines saying what will not run (and why). ``seed`` runs every
+    seeded entry with that one seed; ``n_seeds`` with seeds 1..N; by default the manifest decides
+    (two seeds in the standard tier unless an entry says why one)."""
+    if n_seeds is not None and n_seeds < 1:
+        raise PlanError(f"--seeds must be at least 1, got {n_seeds}")
+    if seed is not None and n_seeds is not None:
+        raise PlanError("give --seed S (one given seed) or --seeds N (seeds 1..N), not both")
     papers = reproduce.load_papers()
     paper, _, only = paper.partition("/")
     chosen = list(papers) if paper == "all" else [paper]
@@ -31,9 +38,7 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[li
             raise PlanError(f"unknown paper '{name}'; expected all, one of {', '.join(papers)}, or PAPER/ENTRY")
     if only and not any(f.id == only for f in papers[chosen[0]].figures):
         raise PlanError(f"{paper} has no entry '{only}'; its entries: {', '.join(f.id for f in papers[chosen[0]].figures)}")
-    from innet import api
-
-    seeded = {e["name"] for e in api.list_experiments() if any(p["name"] == "seed" for p in e["params"])}
+    seeded = reproduce.seeded_experiments()
     have = reproduce.available_experiments()
     commit = provenance.current_commit()
     jobs, skipped = [], []
@@ -56,7 +61,8 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None) -> tuple[li
             if seed is not None and fig.experiment not in seeded:
                 skipped.append(f"{name}/{fig.id}: {fig.experiment} has no seed (deterministic replay); --seed {seed} leaves it out")
                 continue
-            jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seed), fig.out_dir(root, tier), meta,
+            seeds = [seed] if seed is not None else fig.seeds(tier, fig.experiment in seeded, n_seeds)
+            jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seeds), fig.out_dir(root, tier), meta,
                                           serial=fig.exclusive)))
     return jobs, skipped
 
@@ -67,39 +73,60 @@ def _remaining_seconds(fig: reproduce.Figure, batch: sweep.Batch, tier: str) -> 
     return fig.cost_s.get(tier, 0.0) * left
 
 
+def _critical_path(jobs: list[tuple[reproduce.Figure, sweep.Batch]], costs: list[float]) -> float:
+    """The longest chain that cannot be spread over workers: one figure's points in the worst
+    case (a single long point), or a serial group (entries sharing ``exclusive``) end to end."""
+    serial: dict[str, float] = {}
+    longest = 0.0
+    for (fig, b), c in zip(jobs, costs):
+        if b.serial:
+            serial[b.serial] = serial.get(b.serial, 0.0) + c
+        else:
+            longest = max(longest, c / max(1, len(b.points)))
+    return max([longest, *serial.values()])
+
+
 def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: str | None = None, workers: int | None = None,
-        dry_run: bool = False, echo: Callable[[str], None] = print) -> None:
-    jobs, skipped = plan(paper, tier, root, seed)
+        dry_run: bool = False, echo: Callable[[str], None] = print, n_seeds: int | None = None) -> None:
+    jobs, skipped = plan(paper, tier, root, seed, n_seeds)
     for line in skipped:
         echo(f"  not run: {line}")
     n_workers = workers or (os.cpu_count() or 1)
     costs = [_remaining_seconds(f, b, tier) for f, b in jobs]
     total = sum(costs)
-    longest = max(costs, default=0.0)
+    longest = _critical_path(jobs, costs)
     if tier == "full":
         echo(f"full tier: {len(jobs)} entries, estimated {total / 3600:.1f} core-hours"
              + (f" on the Dask scheduler {scheduler}" if scheduler else f" (about {_hms(max(total / n_workers, longest))} on this machine's {n_workers} workers)"))
     else:
         echo(f"{tier} tier: {len(jobs)} entries, {sum(len(b.points) for _, b in jobs)} points; expected about "
              f"{_hms(max(total / n_workers, longest))} on {n_workers} worker(s) ({total / 60:.0f} core-minutes not yet done)")
+    for fig, b in jobs:
+        seeds = sorted({dict(p.params).get("seed", "default") for p in b.points})
+        if tier == "standard" and len(seeds) < 2 and not (seed or n_seeds):
+            echo(f"  one seed: {fig.paper}/{fig.id}: " + (fig.seeds_note or f"{fig.experiment} has no seed (deterministic)"))
     if dry_run:
         for (fig, b), c in zip(jobs, costs):
-            echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), {c / 60:.1f} core-min left")
+            seeds = sorted({dict(p.params).get("seed", "default") for p in b.points})
+            echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), seeds {','.join(seeds)}, {c / 60:.1f} core-min left")
         return
     t0 = time.perf_counter()
     done_figs = [0]
-    by_batch = {id(b): f for f, b in jobs}
+    by_batch = {id(b): (f, c) for (f, b), c in zip(jobs, costs)}
+    left = [total]
 
     def figure_done(b: sweep.Batch) -> None:
         done_figs[0] += 1
-        f, r = by_batch[id(b)], b.report
+        (f, c), r = by_batch[id(b)], b.report
         assert r is not None
+        left[0] -= c
         echo(f"[{done_figs[0]}/{len(jobs)}] {f.paper}/{f.id}: {r.done} run, {r.skipped} already done, {r.failed} failed "
-             f"({_hms(time.perf_counter() - t0)} elapsed)")
+             f"({_hms(time.perf_counter() - t0)} elapsed, about {_hms(left[0] / n_workers)} of work left by the estimates)")
 
     sweep.run_batches([b for _, b in jobs], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
     from innet import report
 
     echo(f"results under {root / tier} in {_hms(time.perf_counter() - t0)}; `innet report {root} --tier {tier}` makes the page")
-    for line in report.scoreboard_lines(report.scoreboard(report.collect(root, tier)), tier):
+    collected = report.collect(root, tier)
+    for line in report.scoreboard_lines(report.scoreboard(collected), tier, report.seed_board(collected)):
         echo(line)

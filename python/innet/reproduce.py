@@ -15,6 +15,12 @@ setup, "summary: ..." for a table that only summarises the others). Tiers:
 ``cost_s`` gives the measured (or, where marked, estimated) wall seconds of one point per tier on
 one core of the 2-core development machine; it sizes the tiers and the time printed before a run.
 Results of each tier live in their own directory, so tiers never mix and each resumes alone.
+
+Seeds: the standard tier runs every point of a seeded experiment with seeds 1 and 2 (so the page
+can show that both seeds give the same directions and magnitudes); an entry too expensive for two
+seeds within the two-hour budget sets ``standard_seeds = 1`` and says why in ``seeds_note``. The
+smoke tier runs the experiment's default seed; the full tier one seed (``--seeds N`` overrides
+both). Experiments without a ``seed`` parameter (deterministic replays) run once.
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ _FIGURE_KEYS = {
     "id", "title", "kind", "section", "panels", "experiment", "unavailable", "docs", "fixed", "grid",
     "quick_fixed", "quick_grid", "standard_fixed", "standard_grid", "full_fixed", "full_grid", "cost_s",
     "x", "log_x", "series", "plot", "paper", "resources", "results_of", "exclusive", "smoke",
+    "standard_seeds", "seeds_note",
 }
+STANDARD_SEEDS = 2
 _PAPER_KEYS = {"paper", "title", "venue", "docs", "figure"}
 
 
@@ -75,6 +83,18 @@ class Figure:
     # False: the smoke tier leaves this entry out (each run starts a real server; one sibling
     # entry keeps the path exercised).
     smoke: bool = True
+    # Seeds of the standard tier (default STANDARD_SEEDS); fewer needs ``seeds_note`` (why).
+    standard_seeds: int = STANDARD_SEEDS
+    seeds_note: str = ""
+
+    def seeds(self, tier: str, seeded: bool = True, n: int | None = None) -> list[str | None]:
+        """The seeds each point of ``tier`` runs with (None: the experiment's own default).
+        ``n`` (``--seeds``) overrides the manifest; an unseeded experiment always runs once."""
+        if not seeded:
+            return [None]
+        if n is None:
+            n = self.standard_seeds if tier == "standard" else 0 if tier == "smoke" else 1
+        return [str(i) for i in range(1, n + 1)] if n >= 1 else [None]
 
     @property
     def runnable(self) -> bool:
@@ -127,6 +147,11 @@ def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
         raise ManifestError(f"{where}: give either 'experiment' (it regenerates) or 'unavailable' (why it cannot), not {'both' if why else 'neither'}")
     if why and not why.startswith(UNAVAILABLE_KINDS):
         raise ManifestError(f"{where}: 'unavailable' must start with one of {UNAVAILABLE_KINDS}, got {why!r}")
+    seeds = fig.get("standard_seeds", STANDARD_SEEDS)
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ManifestError(f"{where}: standard_seeds must be a positive integer, got {seeds!r}")
+    if seeds < STANDARD_SEEDS and len(str(fig.get("seeds_note", ""))) < 20:
+        raise ManifestError(f"{where}: standard_seeds = {seeds} (fewer than {STANDARD_SEEDS}) needs seeds_note saying why")
     cost = {k: float(v) for k, v in fig.get("cost_s", {}).items()}
     if "experiment" in fig and "results_of" not in fig and set(cost) != set(TIERS):
         raise ManifestError(f"{where}: cost_s needs seconds per point for each tier {TIERS}, got {sorted(cost)}")
@@ -146,6 +171,7 @@ def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
         cost_s=cost, x=fig.get("x"), log_x=bool(fig.get("log_x", False)), series=list(fig.get("series", [])),
         plot=dict(fig.get("plot", {})), paper_numbers=numbers, resources=dict(fig.get("resources", {})),
         results_of=fig.get("results_of"), exclusive=fig.get("exclusive"), smoke=bool(fig.get("smoke", True)),
+        standard_seeds=seeds, seeds_note=str(fig.get("seeds_note", "")),
     )
 
 
@@ -182,14 +208,25 @@ def available_experiments() -> set[str]:
     return {e["name"] for e in api.list_experiments()}
 
 
-def figure_points(fig: Figure, tier: str, seed: str | None = None) -> list[sweep.Point]:
+def seeded_experiments() -> set[str]:
+    """Registered experiments that take a ``seed`` parameter."""
+    from innet import api
+
+    return {e["name"] for e in api.list_experiments() if any(p["name"] == "seed" for p in e["params"])}
+
+
+def figure_points(fig: Figure, tier: str, seeds: list[str | None] | None = None) -> list[sweep.Point]:
+    """The figure's points at ``tier``, once per seed (None: the experiment's default seed)."""
     from innet import sweep  # pandas and dask: only when points are made
 
-    fixed, grid, quick = fig.tier_params(tier)
-    if seed is not None:
-        fixed["seed"] = seed
     assert fig.experiment is not None, f"{fig.paper}/{fig.id} has no experiment"
-    return sweep.expand(fig.experiment, grid, fixed=fixed, quick=quick)
+    points = []
+    for seed in seeds or [None]:
+        fixed, grid, quick = fig.tier_params(tier)
+        if seed is not None:
+            fixed["seed"] = seed
+        points += sweep.expand(fig.experiment, grid, fixed=fixed, quick=quick)
+    return points
 
 
 def n_points(fig: Figure, tier: str) -> int:
@@ -200,11 +237,11 @@ def n_points(fig: Figure, tier: str) -> int:
     return n
 
 
-def estimate_seconds(fig: Figure, tier: str) -> float:
-    """Expected single-core wall seconds of the figure at ``tier`` (0 when not run)."""
-    if fig.experiment is None or (tier == "smoke" and not fig.smoke):
+def estimate_seconds(fig: Figure, tier: str, seeded: bool = True, seeds: int | None = None) -> float:
+    """Expected single-core wall seconds of the figure at ``tier`` (0 when not run), all seeds."""
+    if fig.experiment is None or fig.results_of or (tier == "smoke" and not fig.smoke):
         return 0.0
-    return fig.cost_s.get(tier, 0.0) * n_points(fig, tier)
+    return fig.cost_s.get(tier, 0.0) * n_points(fig, tier) * len(fig.seeds(tier, seeded, seeds))
 
 
 def command(fig: Figure, tier: str) -> str:

@@ -136,14 +136,16 @@ def run_point(experiment: str, overrides: dict[str, str], quick: bool) -> dict[s
     the error is the result, so it lands in the dataset."""
     from innet import api
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         r = api.run(experiment, quick=quick, overrides=overrides)
         tables = {name: json.loads(df.to_json(orient="records")) for name, df in r.tables.items()
                   if len(df) <= MAX_TABLE_ROWS}
-        return {"status": "ok", "error": "", "summary": r.summary, "tables": tables, "wall_s": time.perf_counter() - t0}
+        return {"status": "ok", "error": "", "summary": r.summary, "tables": tables, "wall_s": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - c0}
     except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
-        return {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": time.perf_counter() - t0}
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - c0}
 
 
 def _row(point: Point, result: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -155,6 +157,9 @@ def _row(point: Point, result: Mapping[str, Any], meta: Mapping[str, Any] | None
         "status": result["status"],
         "error": result["error"],
         "wall_s": result["wall_s"],
+        # CPU seconds of the worker process: unlike wall_s, barely moved by other load on the
+        # machine (real servers an experiment starts are other processes and not counted).
+        "cpu_s": result.get("cpu_s"),
         "finished_at": time.time(),
     }
     for k, v in (meta or {}).items():

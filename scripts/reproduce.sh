@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The standard tier of all five papers, its page and docs/REPRODUCED.md, in one go:
+#
+#   bash scripts/reproduce.sh [OUT]        # OUT defaults to reproduced/ (git-ignored)
+#
+# 1. refuses a work tree with uncommitted changes (every result would be "+dirty", i.e. stale);
+# 2. `innet reproduce all --tier standard --out OUT`: says the expected time first, prints a line
+#    per finished figure, and resumes where it stopped: run the script again after an
+#    interruption (finished points are kept; only missing ones run). Resume on the same commit:
+#    points made by another commit are marked STALE on the page (remove OUT/standard to start over);
+# 3. `innet report OUT --tier standard -o OUT/report.html --markdown docs/REPRODUCED.md`, which
+#    also writes docs/figures/reproduced/*.png and fails if an entry lacks its row or image;
+# 4. a headless-Chromium screenshot of the page (OUT/report.png, up to 60,000 px tall) to look at;
+# 5. prints the git command that commits the page, naming the commit it was made from.
+# INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts); INNET_PAPERS=switchvm
+# (a paper or PAPER/ENTRY) runs only that part (the page still lists every entry).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-reproduced}
+tier=${INNET_TIER:-standard}
+papers=${INNET_PAPERS:-all}
+if ! command -v innet >/dev/null && [ -f .venv/bin/activate ]; then
+    # shellcheck disable=SC1091
+    . .venv/bin/activate
+fi
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "reproduce.sh: the work tree has uncommitted changes; commit them first (results name the commit)" >&2
+    exit 1
+fi
+commit=$(git rev-parse --short=12 HEAD)
+echo "== innet reproduce $papers --tier $tier --out $out   (commit $commit, $(uptime | sed 's/.*load/load/'))"
+innet reproduce "$papers" --tier "$tier" --out "$out"
+echo "== innet report"
+innet report "$out" --tier "$tier" -o "$out/report.html" --markdown docs/REPRODUCED.md
+if command -v chromium >/dev/null; then
+    abs=$(realpath -m "$out")
+    rm -f "$abs/report.png"
+    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,60000 \
+        --screenshot="$abs/report.png" "file://$abs/report.html" >/dev/null 2>&1 || true
+    if [ -s "$abs/report.png" ]; then
+        echo "screenshot: $out/report.png (up to 60,000 px of the page; look at it)"
+    else
+        echo "reproduce.sh: chromium made no screenshot of $out/report.html" >&2
+    fi
+fi
+echo "== done: docs/REPRODUCED.md is the $tier tier of $commit. Commit it with:"
+echo "   git add docs/REPRODUCED.md docs/figures/reproduced && git commit -m 'docs/REPRODUCED.md from the $tier tier of $commit'"
