@@ -112,27 +112,32 @@ def test_protocol_codecs_live_in_wire_and_appswitch_defines_none():
 
 # Where a workload is generated: a Zipf sampler built, or trace rows written.
 GENERATOR = re.compile(r"\bZipf\s*::\s*new\b|\bTraceRow\s*\{")
-# gigaflow's ClassBench / CAIDA-like generators move to innet-workloads with its own rework.
-GENERATORS_NOT_YET_MOVED = {"innet-gigaflow"}
+# A system may draw from innet-workloads' own sampler (gigaflow ranks its rule chains and draws
+# them with `innet_workloads::zipf::Zipf`); what it may not do is bring its own.
+USES_WORKLOADS_ZIPF = re.compile(r"use\s+innet_workloads::(\{[^}]*\bzipf::Zipf\b|zipf::Zipf\b)")
 
 
 def generator_sites(text: str) -> list[int]:
     """1-based lines of `text` that generate a workload."""
+    own_zipf = not USES_WORKLOADS_ZIPF.search(text) or "rand_distr" in text
     return [i for i, line in enumerate(text.splitlines(), 1)
-            if GENERATOR.search(line) and not line.lstrip().startswith("//")]
+            if GENERATOR.search(line) and not line.lstrip().startswith("//")
+            and (own_zipf or "TraceRow" in line)]
 
 
 def test_generator_scan_finds_a_planted_generator():
     assert generator_sites("use x;\nlet z = rand_distr::Zipf::new(n, 0.99)?;\n") == [2]
     assert generator_sites("rows.push(TraceRow { src_vm: 1 });\n// TraceRow { in a comment\n") == [1]
     assert generator_sites("let z = zipf.sample(rng);\n") == []
+    assert generator_sites("use innet_workloads::{caida, zipf::Zipf};\nlet z = Zipf::new(n, s)?;\n") == []
+    assert generator_sites("use innet_workloads::zipf::Zipf;\nuse rand_distr::Zipf as Z;\nlet z = Zipf::new(n, s)?;\n") == [3]
 
 
 def test_workload_generators_live_in_workloads():
     workloads = "\n".join(rust_sources("workloads").values())
     assert generator_sites(workloads), "the scan should see the generators in innet-workloads"
     found = {}
-    for krate in sorted(SYSTEMS - GENERATORS_NOT_YET_MOVED):
+    for krate in sorted(SYSTEMS):
         for p, text in rust_sources(krate.removeprefix("innet-")).items():
             if lines := generator_sites(text):
                 found[str(p.relative_to(REPO))] = lines
