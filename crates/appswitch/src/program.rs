@@ -114,6 +114,9 @@ enum Pending {
         kind: SchemaRead,
         continued: bool,
     },
+    /// A CQL `USE`: until it is answered, the connection's keyspace is unknown (reads that lean
+    /// on it are neither answered nor learned, such writes flush).
+    Use,
     Other,
 }
 
@@ -384,7 +387,7 @@ impl AppSwitch {
                 }
             }
             Pending::WriteAll => self.cache.end_write_all(),
-            Pending::Prepare { .. } | Pending::SchemaRead { .. } | Pending::Other => {}
+            Pending::Prepare { .. } | Pending::SchemaRead { .. } | Pending::Use | Pending::Other => {}
         }
     }
 

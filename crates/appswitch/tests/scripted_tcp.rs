@@ -1330,4 +1330,43 @@ mod cql_schema {
             write(&mut t, 6, "UPDATE ks.kv SET v = 'b' WHERE k = 'a'");
         }
     }
+
+    /// A `USE` pipelined with an unqualified read (a raw client may send both before the first
+    /// answer): Cassandra runs the USE first, so the read names the new keyspace's table. Until
+    /// the USE is answered the switch cannot know which, so it neither answers nor learns reads
+    /// that lean on the connection's keyspace.
+    #[test]
+    fn a_use_in_flight_leaves_the_keyspace_unknown() {
+        let mut t = Talk::with("cql");
+        ready(&mut t);
+        assert_eq!(t.request(&query(3, "SELECT * FROM system_schema.columns")), None);
+        t.reply(&result(
+            3,
+            &schema(&[("ks", "kv", "k", "partition_key", 0), ("ks2", "kv", "k", "partition_key", 0)], 0),
+        ));
+        options(&mut t, 4, &[("ks", "kv", 0), ("ks2", "kv", 0)]);
+        let set_keyspace = |stream: i16, ks: &str| {
+            let mut b = 3i32.to_be_bytes().to_vec();
+            b.extend_from_slice(&(ks.len() as u16).to_be_bytes());
+            b.extend_from_slice(ks.as_bytes());
+            cql::response_frame(4, stream, opcode::RESULT, &b)
+        };
+        assert_eq!(t.request(&query(5, "USE ks")), None);
+        t.reply(&set_keyspace(5, "ks"));
+        assert!(learns(&mut t, "SELECT v FROM kv WHERE k = 'a'"), "the control case: ks.kv is cached");
+        // USE ks2 and a read of kv in one segment; Cassandra answers both: ks2.kv's row.
+        let pipelined = [query(6, "USE ks2"), query(7, "SELECT v FROM kv WHERE k = 'b'")].concat();
+        assert_eq!(t.request(&pipelined), None);
+        let mut ks2_row = value_rows("from ks2");
+        ks2_row.metadata.global_table = Some(("ks2".into(), "kv".into()));
+        t.reply(&[set_keyspace(6, "ks2"), result(7, &ks2_row)].concat());
+        // Back in ks: its kv's 'b' was never read, so the switch must ask Cassandra.
+        assert_eq!(t.request(&query(8, "USE ks")), None);
+        t.reply(&set_keyspace(8, "ks"));
+        assert_eq!(
+            t.request(&query(9, "SELECT v FROM kv WHERE k = 'b'")),
+            None,
+            "ks2.kv's row was learned as ks.kv's"
+        );
+    }
 }

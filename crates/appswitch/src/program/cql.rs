@@ -388,7 +388,8 @@ impl AppSwitch {
                 self.note_ttl(st, ks);
                 Classified::Pending(Pending::WriteAll)
             }
-            Statement::Use(_) | Statement::OtherRead => Classified::Pending(Pending::Other),
+            Statement::Use(_) => Classified::Pending(Pending::Use),
+            Statement::OtherRead => Classified::Pending(Pending::Other),
         }
     }
 
@@ -523,9 +524,16 @@ impl AppSwitch {
                 c.s2c.set_compression(alg);
             }
         }
-        let (ks, authenticated) = (c.keyspace.as_deref(), c.authenticated);
+        // A USE not yet answered (sent earlier, or earlier in this segment) may change what an
+        // unqualified table names: the keyspace is then unknown.
+        let use_in_flight = c.pending.values().any(|p| matches!(p, Pending::Use));
+        let authenticated = c.authenticated;
+        let mut ks = if use_in_flight { None } else { c.keyspace.as_deref() };
         for f in frames.drain(..) {
             let cl = self.classify_cql(&f.header, &f.body, ks, authenticated);
+            if matches!(cl, Classified::Pending(Pending::Use)) {
+                ks = None;
+            }
             items.push((Some(f.header.stream), cl));
             self.give(f.body);
         }
