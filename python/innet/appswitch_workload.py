@@ -209,6 +209,23 @@ def cql_session(host: str, protocol: int | None, compression: str = "auto"):
     return cluster, session
 
 
+def wait_schema_agreement(session, timeout_s: float = 120.0) -> None:
+    """Wait until every node reports the coordinator's schema version. The driver's own wait
+    skips nodes its load-balancing policy ignores (the sessions here are pinned to one node), so
+    on a two-node cluster a write could reach a node that has not yet applied CREATE TABLE
+    (INCOMPATIBLE_SCHEMA). Raises TimeoutError naming the versions seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        local = session.execute("SELECT schema_version FROM system.local WHERE key = 'local'").one()
+        peers = [r.schema_version for r in session.execute("SELECT schema_version FROM system.peers")]
+        versions = {local.schema_version, *peers}
+        if len(versions) == 1:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no schema agreement after {timeout_s:.0f} s: versions {sorted(map(str, versions))}")
+        time.sleep(0.2)
+
+
 def negotiated_compression(cluster) -> str | None:
     """The compression the driver's control connection negotiated (None: uncompressed)."""
     from cassandra.connection import locally_supported_compressions
@@ -333,6 +350,8 @@ def turnaround(host: str, queries: int, s_zipf: float, seed: int, protocol: int 
         s.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}")
         for n in range(1, tables + 1):
             s.execute(f"CREATE TABLE IF NOT EXISTS {ks}.{fig12_table(n)} (k text PRIMARY KEY, v text)")
+        wait_schema_agreement(s)
+        for n in range(1, tables + 1):
             ins = s.prepare(f"INSERT INTO {ks}.{fig12_table(n)} (k, v) VALUES (?, ?)")
             for i in range(keys_per_table):
                 s.execute(ins, (fig12_key(n, i), "".join(rng.choice(alpha) for _ in range(rng.randint(1, 4 * n)))))
