@@ -19,7 +19,8 @@ after is recorded beside the table.
         [--tables 16 --keys-per-table 256] [--out DIR]
 
 Writes DIR/appswitch_figs.json (every pass) and DIR/appswitch_figs.md (the table), and prints the
-table. Needs root (namespaces) and scripts/cassandra.sh's jars. ~25 min with the defaults.
+table; each pass is also appended to DIR/appswitch_figs.partial.jsonl as it ends. A pass that fails
+(a client error, the switch exiting non-zero) is recorded with its error and the run goes on. Needs root (namespaces) and scripts/cassandra.sh's jars. ~25 min with the defaults.
 """
 
 from __future__ import annotations
@@ -145,16 +146,25 @@ def main() -> int:
                 order = names[r % len(names):] + names[:r % len(names)]
                 for v in order:
                     sets, args = variants[v]
-                    passes.append({"fig": fig, "point": label, "round": r, "variant": v, "order": order.index(v),
-                                   **one_pass(v, sets, args)})
+                    head = {"fig": fig, "point": label, "round": r, "variant": v, "order": order.index(v)}
+                    try:
+                        passes.append({**head, **one_pass(v, sets, args)})
+                    except RuntimeError as e:  # a failed pass is a finding: kept, named, not fatal
+                        t.stop_switch()
+                        passes.append({**head, "error": str(e)[-1500:]})
+                        print(f"pass failed: Fig. {fig} {label} round {r} {v}: {str(e)[-300:]}", file=sys.stderr)
+                    with (out / "appswitch_figs.partial.jsonl").open("a") as f:
+                        f.write(json.dumps(passes[-1]) + "\n")
                 done += 1
                 print(f"[{time.strftime('%H:%M:%S')}] {done}/{total} Fig. {fig} {label} round {r}", file=sys.stderr)
     subprocess.run(["rm", "-rf", str(tmp)])
     load_after = uptime()
     placement = ("switch and client on CPU 0, Cassandra on CPU 1 (taskset)" if pin else "not pinned")
-    rows = table(passes)
+    failed = [p for p in passes if "error" in p]
+    rows = table([p for p in passes if "error" not in p])
     md = [f"Load average before {load_before}, after {load_after}; {placement}; {a.repeat} rounds per point, "
-          f"{a.queries} operations per pass, variants rotated per round.", "",
+          f"{a.queries} operations per pass, variants rotated per round; {len(failed)} of {len(passes)} passes "
+          "failed (their rounds are left out of the comparison; appswitch_figs.json has each error).", "",
           "| fig | point | comparison | hit ratio | A mean (µs) | B mean (µs) | median Δ of means [95 % CI] | direction |",
           "|---|---|---|---|---|---|---|---|"]
     for x in rows:
