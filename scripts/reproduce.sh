@@ -19,9 +19,15 @@ cd "$(dirname "$0")/.."
 out=${1:-reproduced}
 tier=${INNET_TIER:-standard}
 papers=${INNET_PAPERS:-all}
-if ! command -v innet >/dev/null && [ -f .venv/bin/activate ]; then
+# The project's venv (scripts/setup.sh makes it) comes first: an `innet` elsewhere on PATH (e.g. a
+# stale user-wide install) may not import this checkout's package.
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -f .venv/bin/activate ]; then
     # shellcheck disable=SC1091
     . .venv/bin/activate
+fi
+if ! python3 -c 'import innet' 2>/dev/null; then
+    echo "reproduce.sh: python3 cannot import innet; run scripts/setup.sh first (it creates .venv)" >&2
+    exit 1
 fi
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "reproduce.sh: the work tree has uncommitted changes; commit them first (results name the commit)" >&2
