@@ -1,6 +1,12 @@
 """Where a result came from: the git commit of the code that made it (with a ``+dirty`` mark
 when the work tree had uncommitted changes), and whether a stored result is stale, i.e. made by
-a commit other than the current one."""
+a commit other than the current one.
+
+A result of another commit is still current when every file changed between that commit and
+this one is *presentation*: documentation, tests, benchmarks, or the code that draws and judges
+the page (it runs afresh whenever the page is made), or the manifests, whose run parameters the
+report compares entry by entry (``reproduce.run_spec_changed``). Anything else (the simulator, an
+experiment runner, a server script) makes the result stale."""
 
 from __future__ import annotations
 
@@ -9,6 +15,15 @@ import subprocess
 from pathlib import Path
 
 UNKNOWN = "unknown"
+# Paths (prefixes) whose changes cannot change a stored result.
+PRESENTATION = (
+    "docs/", "python/tests/", "bench/", ".ci/", "README.md", "DESIGN.md", "LICENSE",
+    "python/innet/report.py", "python/innet/verdict.py", "python/innet/paperfig.py",
+    "python/innet/provenance.py", "python/innet/seed_agreement.py", "python/innet/plot_style.py",
+    "python/innet/plots", "python/innet/summary_table.py", "python/innet/papers/",
+    "scripts/reproduce.sh", "scripts/check_summaries.py", "scripts/summary_hashes.json",
+    "scripts/fuzz.sh", "scripts/test.sh", "fuzz/",
+)
 
 
 @functools.cache
@@ -26,8 +41,29 @@ def current_commit(where: str | Path | None = None) -> str:
 
 
 def is_stale(result_commit: str | None, current: str) -> bool:
-    """A result is stale when its commit is known and differs from the current one. Results of an
+    """A result is stale when its commit is unknown or differs from the current one. Results of an
     uncommitted tree (``+dirty``) are stale too: the tree they came from cannot be named."""
     if not result_commit or result_commit == UNKNOWN or current == UNKNOWN:
         return True
     return result_commit != current or result_commit.endswith("+dirty")
+
+
+@functools.cache
+def changed_paths(older: str, newer: str, where: str | Path | None = None) -> tuple[str, ...] | None:
+    """Files that differ between two commits (None when git cannot compare them)."""
+    cwd = Path(where) if where else Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "diff", "--name-only", older, newer], cwd=cwd, capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(line for line in out.splitlines() if line)
+
+
+def only_presentation_changed(result_commit: str, current: str) -> bool:
+    """Whether every file changed between the two commits is presentation (see PRESENTATION);
+    False for a dirty tree on either side or commits git cannot compare."""
+    if result_commit.endswith("+dirty") or current.endswith("+dirty") or UNKNOWN in (result_commit, current):
+        return False
+    changed = changed_paths(result_commit, current)
+    return changed is not None and all(p.startswith(PRESENTATION) for p in changed)

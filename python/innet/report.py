@@ -198,6 +198,14 @@ def load_rows(fig: reproduce.Figure, root: Path, tier: str) -> list[dict[str, An
     return list(newest.values())
 
 
+def _stale(fig: reproduce.Figure, commit: str, current: str) -> bool:
+    """A point of ``commit`` is stale unless that is the current commit, or everything changed
+    since is presentation and the entry's run parameters are unchanged (provenance's module doc)."""
+    if not provenance.is_stale(commit, current):
+        return False
+    return not (provenance.only_presentation_changed(commit, current) and not reproduce.run_spec_changed(fig, commit))
+
+
 def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[str, list[Entry]]:
     """Every manifest entry of every paper with what ``root`` holds for ``tier``."""
     root = Path(root)
@@ -221,7 +229,7 @@ def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[s
             commits = sorted({str(r.get("prov.commit", provenance.UNKNOWN)) for r in rows})
             entries.append(Entry(
                 fig=fig, status=status, rows=rows, compared=compare(fig, rows, tier), commits=commits,
-                stale=bool(rows) and any(provenance.is_stale(c, current) for c in commits),
+                stale=bool(rows) and any(_stale(fig, c, current) for c in commits),
                 wall_s=sum(float(r.get("wall_s") or 0) for r in rows), seeds=sorted({seed_of(r) for r in rows}),
                 finished_at=max((float(r["finished_at"]) for r in rows if r.get("finished_at")), default=None),
                 spread=seed_agreement.spread(fig.plot, rows) if tier != "smoke" else None,
@@ -294,7 +302,18 @@ def _fmt(v: float | None) -> str:
     return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
+def _paper_value(n: dict[str, Any]) -> str:
+    v = _fmt(float(n["value"]))
+    if n.get("bound") == "above":
+        return f"> {v}"
+    if n.get("bound") == "below":
+        return f"≤ {v}"
+    return v + (" (approx.)" if n.get("approx") else "")
+
+
 def _tolerance(n: dict[str, Any]) -> str:
+    if "bound" in n:
+        return "bound (only the side is stated)"
     if n.get("tolerance") == "direction":
         return f"direction (vs {n['direction_ref']:g})"
     if "abs_tolerance" in n:
@@ -317,6 +336,8 @@ def _prov_text(e: Entry, tier: str, current: str) -> str:
         return ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e.finished_at)) if e.finished_at else "?"
     stale = f" — STALE: made by {', '.join(e.commits)}, current is {current}" if e.stale else ""
+    if not e.stale and any(c != current for c in e.commits):
+        stale = f" — current is {current}: only presentation (docs, tests, the page's code, paper numbers) changed since"
     values: dict[str, list[str]] = {}  # every value a parameter takes over the points; seeds are listed on their own
     for r in e.rows:
         for k, v in r.items():
@@ -433,7 +454,7 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                 md += ["| paper number | paper | ours | tolerance | verdict | seeds | source |", "|---|---:|---:|---|---|---|---|"]
                 for c in e.compared:
                     n = c.number
-                    paper_v = _fmt(float(n["value"])) + (" (approx.)" if n.get("approx") else "")
+                    paper_v = _paper_value(n)
                     link_h = f" {_docs_link(paper, fig, n, False)}" if c.verdict == verdict.MISMATCH else ""
                     link_m = f" {_docs_link(paper, fig, n, True)}" if c.verdict == verdict.MISMATCH else ""
                     per = " / ".join(_fmt(v) for _, v in sorted(c.values.items()))

@@ -8,6 +8,10 @@ comparable, under the tolerance the manifest declares for it. Nothing else calls
 - Outside the tolerance, a number on the paper's side of ``direction_ref`` is "direction only";
   on the other side it is a mismatch. Without a reference (e.g. a threshold the paper names)
   there is no direction to agree on, so it is a mismatch.
+- ``bound = "above"`` / ``"below"`` (the paper states only that the metric exceeds / stays within
+  ``value``, e.g. "outperforms Pegasus for all distributions" is a ratio above 1, "within 200 us"
+  a time at most 200): match when ours satisfies the bound, mismatch otherwise. The paper gives no
+  magnitude beyond the bound, so satisfying it is all there is to reproduce.
 - A smoke run, or a metric our run did not produce, is "not comparable".
 """
 
@@ -23,6 +27,7 @@ MISMATCH = "mismatch"
 NOT_COMPARABLE = "not comparable"
 ORDER = (MATCH, DIRECTION, MISMATCH, NOT_COMPARABLE)
 DEFAULT_TOLERANCE = 0.3
+BOUNDS = ("above", "below")
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,13 @@ def check_spec(number: dict[str, Any], where: str) -> None:
             raise ValueError(f"{where}: paper number needs '{key}'")
     if finite(number["value"]) is None:
         raise ValueError(f"{where}: value must be a number, got {number['value']!r}")
+    if "bound" in number:
+        if number["bound"] not in BOUNDS:
+            raise ValueError(f"{where}: bound must be \"above\" or \"below\", got {number['bound']!r}")
+        extra = [k for k in ("tolerance", "abs_tolerance", "direction_ref") if k in number]
+        if extra:
+            raise ValueError(f"{where}: a bound is judged by its side of value alone; remove {', '.join(extra)}")
+        return
     tol = number.get("tolerance", DEFAULT_TOLERANCE)
     if tol != "direction" and (finite(tol) is None or float(tol) < 0):
         raise ValueError(f"{where}: tolerance must be a non-negative fraction or \"direction\", got {tol!r}")
@@ -70,6 +82,14 @@ def judge(number: dict[str, Any], ours: Any, comparable: bool = True) -> Judgeme
     if o is None:
         return Judgement(NOT_COMPARABLE, f"our run has no value for {number['metric']}")
     paper = float(number["value"])
+    if number.get("bound") == "above":
+        if o > paper:
+            return Judgement(MATCH, f"the paper states only that it is above {paper:g}; ours is")
+        return Judgement(MISMATCH, f"the paper states that it is above {paper:g}; ours is not")
+    if number.get("bound") == "below":
+        if o <= paper:
+            return Judgement(MATCH, f"the paper states only that it is at most {paper:g}; ours is")
+        return Judgement(MISMATCH, f"the paper states that it is at most {paper:g}; ours is above")
     tol = number.get("tolerance", DEFAULT_TOLERANCE)
     ref = finite(number.get("direction_ref"))
     same_side = ref is not None and _side(o, ref) == _side(paper, ref)

@@ -78,6 +78,12 @@ def test_manifest_errors_name_the_file_and_entry(tmp_path):
     with pytest.raises(reproduce.ManifestError, match=r"fig3.*paper\[0\].*tolerance"):
         reproduce._figure("p", {"id": "fig3", "title": "t", "unavailable": "hardware-only: an FPGA",
                                 "paper": [{"label": "x", "metric": "m", "value": 1, "tolerance": "lots"}]}, "papers/p.toml")
+    with pytest.raises(reproduce.ManifestError, match=r"fig4.*paper\[0\].*bound"):
+        reproduce._figure("p", {"id": "fig4", "title": "t", "unavailable": "hardware-only: an FPGA",
+                                "paper": [{"label": "x", "metric": "m", "value": 1, "bound": "sideways"}]}, "papers/p.toml")
+    with pytest.raises(reproduce.ManifestError, match=r"fig5.*remove direction_ref"):
+        reproduce._figure("p", {"id": "fig5", "title": "t", "unavailable": "hardware-only: an FPGA",
+                                "paper": [{"label": "x", "metric": "m", "value": 1, "bound": "above", "direction_ref": 1}]}, "papers/p.toml")
 
 
 @pytest.mark.parametrize(
@@ -91,6 +97,11 @@ def test_manifest_errors_name_the_file_and_entry(tmp_path):
         ({"label": "x", "metric": "m", "value": 0.0}, 0.005, verdict.MISMATCH),
         ({"label": "x", "metric": "m", "value": -0.84, "tolerance": "direction", "direction_ref": 0}, -0.84, verdict.DIRECTION),
         ({"label": "x", "metric": "m", "value": -0.84, "tolerance": "direction", "direction_ref": 0}, 0.1, verdict.MISMATCH),
+        ({"label": "x", "metric": "m", "value": 1.0, "bound": "above"}, 1.3, verdict.MATCH),
+        ({"label": "x", "metric": "m", "value": 1.0, "bound": "above"}, 1.0, verdict.MISMATCH),  # a tie is not "outperforms"
+        ({"label": "x", "metric": "m", "value": 1.0, "bound": "above"}, 0.8, verdict.MISMATCH),
+        ({"label": "x", "metric": "m", "value": 200, "bound": "below"}, 200, verdict.MATCH),
+        ({"label": "x", "metric": "m", "value": 200, "bound": "below"}, 250, verdict.MISMATCH),
         ({"label": "x", "metric": "m", "value": 10.0}, None, verdict.NOT_COMPARABLE),  # metric missing
         ({"label": "x", "metric": "m", "value": 10.0}, float("nan"), verdict.NOT_COMPARABLE),
     ],
@@ -231,6 +242,46 @@ def test_a_rerun_point_replaces_the_old_result(tmp_path):
     entry = next(e for e in report.collect(tmp_path, "standard")["switchv2p"] if e.fig.id == "table4")
     assert len(entry.rows) == 1 and entry.commits == [provenance.current_commit()]
     assert not any(c.verdict == verdict.MISMATCH for c in entry.compared)
+
+
+def test_a_result_survives_presentation_only_commits_but_not_code_or_parameter_changes(tmp_path):
+    """In a throwaway repository (so the test does not depend on this one's history): a commit
+    touching only docs/ and a paper number keeps a result current; one touching a crate, or an
+    entry's run parameters, makes it stale."""
+    repo = tmp_path / "repo"
+    (repo / "python/innet/papers").mkdir(parents=True)
+    (repo / "crates").mkdir()
+    (repo / "docs").mkdir()
+    toml = '[[figure]]\nid = "f1"\nexperiment = "x.y"\nstandard_fixed = { n = "1" }\npaper = [{ value = 1 }]\n'
+    (repo / "python/innet/papers/p.toml").write_text(toml)
+    (repo / "crates/a.rs").write_text("fn a() {}\n")
+    (repo / "docs/a.md").write_text("a\n")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def commit(msg: str) -> str:
+        git("add", "-A")
+        git("commit", "-qm", msg)
+        return git("rev-parse", "--short=12", "HEAD")
+
+    git("init", "-q")
+    base = commit("base")
+    (repo / "docs/a.md").write_text("b\n")
+    (repo / "python/innet/papers/p.toml").write_text(toml.replace("value = 1", "value = 2"))
+    docs_only = commit("docs and a paper number")
+    provenance.changed_paths.cache_clear()
+    assert provenance.changed_paths(base, docs_only, repo) == ("docs/a.md", "python/innet/papers/p.toml")
+    (repo / "crates/a.rs").write_text("fn a() { b() }\n")
+    code = commit("code")
+    assert provenance.changed_paths(docs_only, code, repo) == ("crates/a.rs",)
+    old, new = reproduce._run_specs(toml), reproduce._run_specs(toml.replace("value = 1", "value = 2"))
+    assert old == new  # a paper number is not a run parameter
+    assert reproduce._run_specs(toml.replace('n = "1"', 'n = "2"')) != old
+    assert all(p.startswith(provenance.PRESENTATION) for p in ("docs/a.md", "python/innet/papers/p.toml", "python/innet/report.py"))
+    assert not any(p.startswith(provenance.PRESENTATION) for p in ("crates/a.rs", "python/innet/appswitch_workload.py", "scripts/cassandra.sh"))
+    assert not provenance.only_presentation_changed("0123456789ab+dirty", "fedcba987654")
 
 
 def test_results_of_another_commit_are_stale(tmp_path):
