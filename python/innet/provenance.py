@@ -5,16 +5,27 @@ a commit other than the current one.
 A result of another commit is still current when every file changed between that commit and
 this one is *presentation*: documentation, tests, benchmarks, or the code that draws and judges
 the page (it runs afresh whenever the page is made), or the manifests, whose run parameters the
-report compares entry by entry (``reproduce.run_spec_changed``). Anything else (the simulator, an
+report compares entry by entry (``run_spec_changed``). Anything else (the simulator, an
 experiment runner, a server script) makes the result stale."""
 
 from __future__ import annotations
 
 import functools
 import subprocess
+import tomllib
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 UNKNOWN = "unknown"
+# The keys of a manifest entry that decide which points run; the rest (paper numbers, plots, text,
+# costs) only change how the page shows and judges them. The number of seeds is not among them: a
+# point's parameters (its seed included) are its identity, so another seed count adds or leaves
+# points without changing the ones that ran.
+_RUN_KEYS = (
+    "experiment", "fixed", "grid", "quick_fixed", "quick_grid", "standard_fixed", "standard_grid",
+    "full_fixed", "full_grid", "results_of", "smoke", "resources", "exclusive",
+)
 # Paths (prefixes) whose changes cannot change a stored result.
 PRESENTATION = (
     "docs/", "python/tests/", "bench/", ".ci/", "README.md", "DESIGN.md", "LICENSE",
@@ -67,3 +78,29 @@ def only_presentation_changed(result_commit: str, current: str) -> bool:
         return False
     changed = changed_paths(result_commit, current)
     return changed is not None and all(p.startswith(PRESENTATION) for p in changed)
+
+
+def _run_specs(text: str) -> dict[str, dict[str, Any]]:
+    return {f.get("id"): {k: f.get(k) for k in _RUN_KEYS} for f in tomllib.loads(text).get("figure", [])}
+
+
+@functools.cache
+def _run_specs_at(commit: str, paper: str) -> dict[str, dict[str, Any]] | None:
+    try:
+        text = subprocess.run(["git", "show", f"{commit}:python/innet/papers/{paper}.toml"],
+                              cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+                              timeout=30, check=True).stdout
+        return _run_specs(text)
+    except (OSError, subprocess.SubprocessError, tomllib.TOMLDecodeError):
+        return None
+
+
+def run_spec_changed(fig: Any, commit: str) -> bool:
+    """Whether the manifest at ``commit`` made ``fig``'s points differently (experiment,
+    parameters) from the manifest here; True when that commit's manifest cannot be read."""
+    old = _run_specs_at(commit, fig.paper)
+    if old is None:
+        return True
+    here = _run_specs((resources.files("innet.papers") / f"{fig.paper}.toml").read_text())
+    ids = [fig.id] + ([fig.results_of] if fig.results_of else [])
+    return any(old.get(i) != here.get(i) for i in ids)

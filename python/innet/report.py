@@ -203,7 +203,7 @@ def _stale(fig: reproduce.Figure, commit: str, current: str) -> bool:
     since is presentation and the entry's run parameters are unchanged (provenance's module doc)."""
     if not provenance.is_stale(commit, current):
         return False
-    return not (provenance.only_presentation_changed(commit, current) and not reproduce.run_spec_changed(fig, commit))
+    return not (provenance.only_presentation_changed(commit, current) and not provenance.run_spec_changed(fig, commit))
 
 
 def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[str, list[Entry]]:
@@ -278,18 +278,21 @@ def scoreboard_lines(board: dict[str, dict[str, int]], tier: str, seeds: dict[st
 
 
 def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5, floor_s: float = 10.0) -> list[str]:
-    """Entries whose measured CPU seconds per point differ from the manifest's ``cost_s`` by more
-    than ``factor`` either way (points under ``floor_s`` both ways do not matter to a tier's
-    time): the lines say what to write into ``cost_s``."""
+    """Entries whose measured seconds per point differ from the manifest's ``cost_s`` by more than
+    ``factor`` either way (points under ``floor_s`` both ways do not matter to a tier's time): the
+    lines say what to write into ``cost_s``. Simulated points are measured in CPU seconds (load on
+    the machine does not inflate them); real-packet points (``exclusive`` entries: real servers in
+    namespaces, whose work is in other processes) in wall seconds, which is what they occupy."""
     out = []
     for entries in collected.values():
         for e in entries:
             est = e.fig.cost_s.get(tier, 0.0)
-            if not e.rows or e.cpu_s is None or not est or e.fig.results_of:
+            used = e.wall_s if e.fig.exclusive else e.cpu_s
+            if not e.rows or used is None or not est or e.fig.results_of:
                 continue
-            per_point = e.cpu_s / len(e.rows)
+            per_point = used / len(e.rows)
             if max(per_point, est) >= floor_s and not est / factor <= per_point <= est * factor:
-                out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} CPU s per point "
+                out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} {'wall' if e.fig.exclusive else 'CPU'} s per point "
                            f"({len(e.rows)} points), manifest cost_s.{tier} = {est:,.0f}")
     return out
 

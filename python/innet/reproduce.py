@@ -25,8 +25,6 @@ both). Experiments without a ``seed`` parameter (deterministic replays) run once
 
 from __future__ import annotations
 
-import functools
-import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -45,12 +43,6 @@ _FIGURE_KEYS = {
     "standard_seeds", "seeds_note",
 }
 STANDARD_SEEDS = 2
-# The keys of an entry that decide which points run; the rest (paper numbers, plots, text, costs)
-# only change how the page shows and judges them.
-_RUN_KEYS = (
-    "experiment", "fixed", "grid", "quick_fixed", "quick_grid", "standard_fixed", "standard_grid",
-    "full_fixed", "full_grid", "results_of", "smoke", "standard_seeds", "resources", "exclusive",
-)
 _PAPER_KEYS = {"paper", "title", "venue", "docs", "figure"}
 
 
@@ -208,32 +200,6 @@ def load_papers() -> dict[str, Paper]:
                 raise ManifestError(f"{where} ({x.id}): results_of must name another entry of this paper with the same experiment")
         papers[name] = Paper(name, data["title"], data.get("venue", ""), data.get("docs", f"docs/{name}.md"), figures)
     return papers
-
-
-def _run_specs(text: str) -> dict[str, dict[str, Any]]:
-    return {f.get("id"): {k: f.get(k) for k in _RUN_KEYS} for f in tomllib.loads(text).get("figure", [])}
-
-
-@functools.cache
-def _run_specs_at(commit: str, paper: str) -> dict[str, dict[str, Any]] | None:
-    try:
-        text = subprocess.run(["git", "show", f"{commit}:python/innet/papers/{paper}.toml"],
-                              cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
-                              timeout=30, check=True).stdout
-        return _run_specs(text)
-    except (OSError, subprocess.SubprocessError, tomllib.TOMLDecodeError):
-        return None
-
-
-def run_spec_changed(fig: Figure, commit: str) -> bool:
-    """Whether the manifest at ``commit`` made ``fig``'s points differently (experiment, parameters,
-    seeds) from the manifest here; True when that commit's manifest cannot be read."""
-    old = _run_specs_at(commit, fig.paper)
-    if old is None:
-        return True
-    here = _run_specs((resources.files("innet.papers") / f"{fig.paper}.toml").read_text())
-    ids = [fig.id] + ([fig.results_of] if fig.results_of else [])
-    return any(old.get(i) != here.get(i) for i in ids)
 
 
 def available_experiments() -> set[str]:
