@@ -26,7 +26,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from innet import plots  # noqa: E402
@@ -157,6 +157,8 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
             sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
             ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
             xs |= set(sub["_x"])
+        if not spec.get("xscale"):  # at most six labels: long decimals (0.0005 s steps) ran into each other
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
             if spec["xscale"] == "log":  # ticks at the measured sizes, plainly numbered (no overlapping 2×10¹ minors)
@@ -195,7 +197,8 @@ def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[di
             if xpos is None:
                 continue
             xpos *= float(spec.get("x_scale", 1.0))
-        ax.plot([xpos], [float(n["value"]) * scale], linestyle="none", marker="D", ms=6,
+        # at.y_scale: the panel draws the metric in other units (e.g. a fraction of line rate on a Gb/s panel)
+        ax.plot([xpos], [float(n["value"]) * float(at.get("y_scale", scale))], linestyle="none", marker="D", ms=6,
                 markerfacecolor="none" if approx else "black", markeredgecolor="black",
                 label=None if label in placed_label else label, zorder=5)
         placed_label.add(label)
