@@ -73,17 +73,12 @@ def _remaining_seconds(fig: reproduce.Figure, batch: sweep.Batch, tier: str) -> 
     return fig.cost_s.get(tier, 0.0) * left
 
 
-def _critical_path(jobs: list[tuple[reproduce.Figure, sweep.Batch]], costs: list[float]) -> float:
-    """The longest chain that cannot be spread over workers: one figure's points in the worst
-    case (a single long point), or a serial group (entries sharing ``exclusive``) end to end."""
-    serial: dict[str, float] = {}
-    longest = 0.0
-    for (fig, b), c in zip(jobs, costs):
-        if b.serial:
-            serial[b.serial] = serial.get(b.serial, 0.0) + c
-        else:
-            longest = max(longest, c / max(1, len(b.points)))
-    return max([longest, *serial.values()])
+def _expected_seconds(jobs: list[tuple[reproduce.Figure, sweep.Batch]], costs: list[float], n_workers: int) -> float:
+    """Wall time: the simulated points spread over the workers (but no shorter than the longest
+    single point), then the real-packet entries (``exclusive``) one after another, alone."""
+    spread = sum(c for (_, b), c in zip(jobs, costs) if not b.serial)
+    longest = max((c / max(1, len(b.points)) for (_, b), c in zip(jobs, costs) if not b.serial), default=0.0)
+    return max(spread / n_workers, longest) + sum(c for (_, b), c in zip(jobs, costs) if b.serial)
 
 
 def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: str | None = None, workers: int | None = None,
@@ -94,13 +89,13 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
     n_workers = workers or (os.cpu_count() or 1)
     costs = [_remaining_seconds(f, b, tier) for f, b in jobs]
     total = sum(costs)
-    longest = _critical_path(jobs, costs)
+    expected = _expected_seconds(jobs, costs, n_workers)
     if tier == "full":
         echo(f"full tier: {len(jobs)} entries, estimated {total / 3600:.1f} core-hours"
-             + (f" on the Dask scheduler {scheduler}" if scheduler else f" (about {_hms(max(total / n_workers, longest))} on this machine's {n_workers} workers)"))
+             + (f" on the Dask scheduler {scheduler}" if scheduler else f" (about {_hms(expected)} on this machine's {n_workers} workers)"))
     else:
         echo(f"{tier} tier: {len(jobs)} entries, {sum(len(b.points) for _, b in jobs)} points; expected about "
-             f"{_hms(max(total / n_workers, longest))} on {n_workers} worker(s) ({total / 60:.0f} core-minutes not yet done)")
+             f"{_hms(expected)} on {n_workers} worker(s) ({total / 60:.0f} core-minutes not yet done)")
     for fig, b in jobs:
         seeds = sorted({dict(p.params).get("seed", "default") for p in b.points})
         if tier == "standard" and len(seeds) < 2 and not (seed or n_seeds):
@@ -123,7 +118,11 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
         echo(f"[{done_figs[0]}/{len(jobs)}] {f.paper}/{f.id}: {r.done} run, {r.skipped} already done, {r.failed} failed "
              f"({_hms(time.perf_counter() - t0)} elapsed, about {_hms(left[0] / n_workers)} of work left by the estimates)")
 
-    sweep.run_batches([b for _, b in jobs], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
+    # Simulated points first, spread over the workers; then the real-packet entries (real servers
+    # in namespaces, timed in wall-clock) one at a time with the machine to themselves: a
+    # simulation on the other core would be in their measurements.
+    sweep.run_batches([b for _, b in jobs if not b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
+    sweep.run_batches([b for _, b in jobs if b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
     from innet import report
 
     echo(f"results under {root / tier} in {_hms(time.perf_counter() - t0)}; `innet report {root} --tier {tier}` makes the page")
