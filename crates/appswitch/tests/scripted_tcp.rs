@@ -418,6 +418,7 @@ fn max_age_setting_is_checked() {
 }
 
 mod cql_v5 {
+    use super::memcached::Talk;
     use super::*;
     use innet_appswitch::cql_schema::tables_rows;
     use innet_wire::cql::{
@@ -682,6 +683,76 @@ mod cql_v5 {
         assert_eq!(r.counter("protocol_errors"), 0);
     }
 
+    /// Issue 23: `protocol_errors` read 6 in the authentication test. What it counted: each
+    /// driver `Cluster` without an explicit protocol version first opens connections in DSE v2
+    /// and DSE v1 (Cassandra answers a protocol error, the driver reconnects a version lower),
+    /// two per Cluster, three Clusters. Such connections are counted as `unsupported_versions`
+    /// (still passed through unread); the v5 SASL exchange that follows parses; bytes that are
+    /// not CQL at all still count as protocol errors.
+    #[test]
+    fn the_drivers_version_negotiation_is_not_a_protocol_error() {
+        let refusal = [&10i32.to_be_bytes()[..], &[0, 3], b"bad"].concat();
+        for version in [0x42u8, 0x41, 6, 2, 1] {
+            let mut t = Talk::with("cql");
+            let options = if version < 3 {
+                vec![version, 0, 0, opcode::OPTIONS, 0, 0, 0, 0]
+            } else {
+                vec![version, 0, 0, 0, opcode::OPTIONS, 0, 0, 0, 0]
+            };
+            assert_eq!(t.request(&options), None);
+            t.reply(&cql::response_frame(5, 0, opcode::ERROR, &refusal));
+            assert_eq!(
+                (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+                (1, 0),
+                "version {version}"
+            );
+        }
+        let mut t = Talk::with("cql");
+        assert_eq!(t.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), None);
+        assert_eq!(
+            (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+            (0, 1)
+        );
+        // The connection the driver keeps: v5 with PasswordAuthenticator. AUTHENTICATE is
+        // unframed, the SASL exchange after it is in segments.
+        let mut t = Talk::with("cql");
+        let startup = cql::request_frame(
+            5,
+            0,
+            opcode::STARTUP,
+            &[
+                0, 1, 0, 11, b'C', b'Q', b'L', b'_', b'V', b'E', b'R', b'S', b'I', b'O', b'N', 0,
+                5, b'3', b'.', b'0', b'.', b'0',
+            ],
+        );
+        assert_eq!(t.request(&startup), None);
+        let class = b"org.apache.cassandra.auth.PasswordAuthenticator";
+        let body = [&(class.len() as u16).to_be_bytes()[..], class].concat();
+        t.reply(&cql::response_frame(5, 0, opcode::AUTHENTICATE, &body));
+        let token = b"\0alice\0alice-pw";
+        let body = [&(token.len() as i32).to_be_bytes()[..], token].concat();
+        let auth = cql::request_frame(5, 0, opcode::AUTH_RESPONSE, &body);
+        assert_eq!(t.request(&seg(&auth)), None);
+        let ok = cql::response_frame(5, 0, opcode::AUTH_SUCCESS, &[0xff, 0xff, 0xff, 0xff]);
+        t.reply(&seg(&ok));
+        let params = QueryParams {
+            consistency: 1,
+            ..Default::default()
+        };
+        let q = cql::request_frame(
+            5,
+            1,
+            opcode::QUERY,
+            &cql::encode_query(5, "SELECT * FROM system.local", &params),
+        );
+        assert_eq!(t.request(&seg(&q)), None);
+        t.reply(&seg(&cql::response_frame(5, 1, opcode::RESULT, &rows(b"x"))));
+        assert_eq!(
+            (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+            (0, 0)
+        );
+    }
+
     /// v5 handshake, PREPARE, a miss, a hit answered in a v5 segment with the request's stream
     /// id, then a prepared UPDATE invalidates the key.
     #[test]
@@ -779,6 +850,9 @@ pub(crate) mod memcached {
             self.s_cli += reply.len() as u32;
             self.r.client(self.c_cli, self.s_cli, A, &[]);
             Some(reply)
+        }
+        pub(crate) fn counter(&self, name: &str) -> u64 {
+            self.r.counter(name)
         }
         pub(crate) fn reply(&mut self, rep: &[u8]) {
             let out = self.r.server(self.s_srv, self.c_srv, PA, rep);
