@@ -592,6 +592,25 @@ mod cql_v5 {
         (c, s)
     }
 
+    /// A v5 session (`v5_session`) in which key 7 is read twice: a miss, forwarded, whose
+    /// answer `seven` is learned, then a hit on stream 9. Returns the rig, the client's and the
+    /// server's next sequence numbers before the hit, the hit's request and what the switch
+    /// sent for it.
+    fn migrated() -> (Rig, u32, u32, Vec<u8>, Out) {
+        let mut r = Rig::with("cql");
+        handshake(&mut r);
+        let (mut c, mut s) = v5_session(&mut r, C_ISN, S_ISN);
+        let b = exec(3, b"SEL", &int_param(7, None));
+        assert_eq!(talk(&mut r, c, s, true, &b)[0].0, 1);
+        c += b.len() as u32;
+        let b = seg(&cql::response_frame(5, 3, opcode::RESULT, &rows(b"seven")));
+        talk(&mut r, c, s, false, &b);
+        s += b.len() as u32;
+        let b = exec(9, b"SEL", &int_param(7, None));
+        let out = talk(&mut r, c, s, true, &b);
+        (r, c, s, b, out)
+    }
+
     /// Issue 23's "CRC mismatch on header" suspects on the switch's side. The server's v5
     /// segments cut into TCP segments at every offset (inside headers, payloads and CRCs) pass
     /// byte for byte at their own sequence numbers, nothing counts as a protocol error, and the
@@ -642,17 +661,7 @@ mod cql_v5 {
     /// `v5_session`), and a miss and its answer too.
     #[test]
     fn a_new_connection_on_a_migrated_connections_addresses_is_not_shifted() {
-        let mut r = Rig::with("cql");
-        handshake(&mut r);
-        let (mut c, mut s) = v5_session(&mut r, C_ISN, S_ISN);
-        let b = exec(3, b"SEL", &int_param(7, None));
-        talk(&mut r, c, s, true, &b);
-        c += b.len() as u32;
-        let b = seg(&cql::response_frame(5, 3, opcode::RESULT, &rows(b"seven")));
-        talk(&mut r, c, s, false, &b);
-        s += b.len() as u32;
-        let b = exec(9, b"SEL", &int_param(7, None));
-        let out = talk(&mut r, c, s, true, &b);
+        let (mut r, c, s, _, out) = migrated();
         assert_eq!(out[0].0, 0, "a hit: the connection is migrated");
         assert!(r.counter("migrated_request_bytes") > 0 && r.counter("migrated_reply_bytes") > 0);
         // The client's next connection on the same addresses, its SYN seen while the migrated
@@ -702,7 +711,10 @@ mod cql_v5 {
             assert_eq!(t.request(&options), None);
             t.reply(&cql::response_frame(5, 0, opcode::ERROR, &refusal));
             assert_eq!(
-                (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+                (
+                    t.counter("unsupported_versions"),
+                    t.counter("protocol_errors")
+                ),
                 (1, 0),
                 "version {version}"
             );
@@ -710,7 +722,10 @@ mod cql_v5 {
         let mut t = Talk::with("cql");
         assert_eq!(t.request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), None);
         assert_eq!(
-            (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+            (
+                t.counter("unsupported_versions"),
+                t.counter("protocol_errors")
+            ),
             (0, 1)
         );
         // The connection the driver keeps: v5 with PasswordAuthenticator. AUTHENTICATE is
@@ -746,9 +761,17 @@ mod cql_v5 {
             &cql::encode_query(5, "SELECT * FROM system.local", &params),
         );
         assert_eq!(t.request(&seg(&q)), None);
-        t.reply(&seg(&cql::response_frame(5, 1, opcode::RESULT, &rows(b"x"))));
+        t.reply(&seg(&cql::response_frame(
+            5,
+            1,
+            opcode::RESULT,
+            &rows(b"x"),
+        )));
         assert_eq!(
-            (t.counter("unsupported_versions"), t.counter("protocol_errors")),
+            (
+                t.counter("unsupported_versions"),
+                t.counter("protocol_errors")
+            ),
             (0, 0)
         );
     }
@@ -757,19 +780,8 @@ mod cql_v5 {
     /// id, then a prepared UPDATE invalidates the key.
     #[test]
     fn prepared_select_hit_and_update_invalidates() {
-        let mut r = Rig::with("cql");
-        handshake(&mut r);
-        let (mut c, mut s) = v5_session(&mut r, C_ISN, S_ISN);
-        // Miss, forwarded; the answer is learned.
-        let b = exec(3, b"SEL", &int_param(7, None));
-        assert_eq!(talk(&mut r, c, s, true, &b)[0].0, 1);
-        c += b.len() as u32;
-        let b = seg(&cql::response_frame(5, 3, opcode::RESULT, &rows(b"seven")));
-        talk(&mut r, c, s, false, &b);
-        s += b.len() as u32;
+        let (mut r, mut c, s, b, out) = migrated();
         // Hit on stream 9: answered by the switch, in a v5 segment, with stream id 9.
-        let b = exec(9, b"SEL", &int_param(7, None));
-        let out = talk(&mut r, c, s, true, &b);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].0, 0, "answered by the switch");
         let mut reader = FrameReader::new(true);
