@@ -7,6 +7,9 @@ analysis) in an order rotated per round (A B, B A, ...), after a discarded warm-
 Fig. 17's points are 1 and 2 client machines (client namespaces) × `--fig17-conns` connections
 each, `--queries` reads per client dealt over its connections, both clients started together
 (python/innet/appswitch_figs.py's `connections_pass`, as `innet run appswitch.connections`).
+With 17 among `--figs` the topology has the second client namespace for the whole run, so client
+1's frames cross a Linux bridge in its namespace for every figure of that run (the same for both
+variants); measure Fig. 17 alone to keep the other figures' path as before.
 
 Per pass: the mean turnaround of its queries (the paper's statistic; Fig. 17: over every read of
 every connection of every client) and the switch's hit ratio.
