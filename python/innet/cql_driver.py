@@ -29,7 +29,7 @@ import struct
 _FIXED = False
 
 
-def _v5_stream(codec) -> tuple[bytes, list[int]]:
+def sample_stream(codec) -> tuple[bytes, list[int]]:
     """Three v5 segments, each carrying one response frame (streams 1, 2, 3); the second one's
     body is long and compressible (LZ4 compresses it; the others are stored as they are)."""
     out = io.BytesIO()
@@ -39,7 +39,7 @@ def _v5_stream(codec) -> tuple[bytes, list[int]]:
     return out.getvalue(), [1, 2, 3]
 
 
-def _read_split(process_segment_buffer, codec, cuts: list[int]) -> list[int]:
+def read_in_parts(process_segment_buffer, codec, cuts: list[int]) -> list[int]:
     """The stream ids the driver's reader hands out when the stream arrives in reads ending at
     `cuts`, with `process_segment_buffer` as the segment step. Raises what the reader raises."""
     from cassandra.connection import Connection, _ConnectionIOBuffer
@@ -60,14 +60,14 @@ def _read_split(process_segment_buffer, codec, cuts: list[int]) -> list[int]:
         raise exc
 
     c.defunct = defunct
-    data, _ = _v5_stream(codec)
+    data, _ = sample_stream(codec)
     for a, b in zip([0, *cuts], [*cuts, len(data)]):
         c._io_buffer.io_buffer.write(data[a:b])
         c.process_io_buffer()
     return got
 
 
-def _codecs() -> list:
+def segment_codecs() -> list:
     from cassandra.connection import segment_codec_lz4, segment_codec_no_compression
 
     return [c for c in (segment_codec_no_compression, segment_codec_lz4) if c is not None]
@@ -79,11 +79,11 @@ def segment_reader_loses_bytes(process_segment_buffer=None) -> bool:
     from cassandra.connection import Connection
 
     step = process_segment_buffer or Connection._process_segment_buffer
-    for codec in _codecs():
-        data, want = _v5_stream(codec)
+    for codec in segment_codecs():
+        data, want = sample_stream(codec)
         for cut in range(1, len(data)):
             try:
-                if _read_split(step, codec, [cut]) != want:
+                if read_in_parts(step, codec, [cut]) != want:
                     return True
             except Exception:  # noqa: BLE001 - a CRC error is the symptom looked for
                 return True

@@ -37,16 +37,16 @@ def test_the_fixed_reader_hands_out_every_frame_at_every_read_boundary():
     assert cql_driver.fix_segment_reader() is True  # idempotent
     step = Connection._process_segment_buffer
     rng = random.Random(23)
-    codecs = cql_driver._codecs()
+    codecs = cql_driver.segment_codecs()
     assert len(codecs) == 2, "the lz4 package is installed (scripts/setup.sh): both framings are tested"
     for codec in codecs:
-        data, want = cql_driver._v5_stream(codec)
+        data, want = cql_driver.sample_stream(codec)
         for cut in range(1, len(data)):  # two reads, split at every offset
-            assert cql_driver._read_split(step, codec, [cut]) == want, (codec.compression, cut)
-        assert cql_driver._read_split(step, codec, list(range(1, len(data)))) == want  # a byte per read
+            assert cql_driver.read_in_parts(step, codec, [cut]) == want, (codec.compression, cut)
+        assert cql_driver.read_in_parts(step, codec, list(range(1, len(data)))) == want  # a byte per read
         for _ in range(200):  # random read boundaries
             cuts = sorted(rng.sample(range(1, len(data)), rng.randrange(1, 8)))
-            assert cql_driver._read_split(step, codec, cuts) == want, (codec.compression, cuts)
+            assert cql_driver.read_in_parts(step, codec, cuts) == want, (codec.compression, cuts)
 
 
 def _peer(listener: socket.socket, cut: int) -> None:
