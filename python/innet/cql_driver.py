@@ -68,6 +68,7 @@ def read_in_parts(process_segment_buffer, codec, cuts: list[int]) -> list[int]:
 
 
 def segment_codecs() -> list:
+    """The driver's v5 segment codecs: plain, and LZ4 when the lz4 package is installed."""
     from cassandra.connection import segment_codec_lz4, segment_codec_no_compression
 
     return [c for c in (segment_codec_no_compression, segment_codec_lz4) if c is not None]
