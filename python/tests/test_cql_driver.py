@@ -8,7 +8,6 @@ own reader is fed the bytes, and a real driver connection talks to a scripted v5
 from __future__ import annotations
 
 import io
-import json
 import random
 import socket
 import struct
@@ -16,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from innet import cql_driver
 
@@ -96,10 +94,10 @@ def _options_round_trip(cut: int) -> str:
     listener = socket.create_server(("127.0.0.1", 0))
     threading.Thread(target=_peer, args=(listener, cut), daemon=True).start()
     DefaultConnection.initialize_reactor()
-    conn = DefaultConnection.factory(DefaultEndPoint("127.0.0.1", listener.getsockname()[1]), 10,
+    conn = DefaultConnection.factory(DefaultEndPoint("127.0.0.1", listener.getsockname()[1]), 30,
                                      protocol_version=5, compression=False)
     try:
-        r = conn.wait_for_response(OptionsMessage(), timeout=5)
+        r = conn.wait_for_response(OptionsMessage(), timeout=30)
         return "ok" if isinstance(r, SupportedMessage) else repr(r)
     except Exception as e:  # noqa: BLE001 - the outcome is the result
         return repr(e)
@@ -112,17 +110,49 @@ CUTS = (1, 2, 3, 4, 5, 6, 20)  # inside the header and its CRC24, then after the
 
 
 def test_a_real_connection_survives_a_read_ending_inside_a_segment_header():
+    """With the fix, whatever the reads. (Without it the same connection dies with the issue's
+    `CRC mismatch on header` whenever the client reads the first part alone — seen for cuts 1,
+    2, 3 and 5 in a run by hand; not asserted, since a starved client may read both parts at
+    once: the reader-level test above shows the fault deterministically.)"""
     cql_driver.fix_segment_reader()
     assert {cut: _options_round_trip(cut) for cut in CUTS} == dict.fromkeys(CUTS, "ok")
 
 
-def test_a_real_connection_of_the_released_driver_dies_there():
-    # The same in a fresh interpreter without the fix: the issue's error. (A read can only
-    # swallow both parts if the client is descheduled for the whole pause, so at least one of
-    # the five cuts inside the header shows it.)
-    code = ("import json, test_cql_driver as t; "
-            "print(json.dumps({c: t._options_round_trip(c) for c in (1, 2, 3, 4, 5)}))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
-                       cwd=str(Path(__file__).parent))
-    outcomes = list(json.loads(r.stdout).values())
-    assert any("CRC mismatch on header" in o for o in outcomes), outcomes
+def test_a_cluster_without_a_protocol_version_first_opens_two_connections_cassandra_refuses():
+    """Why the switch counts `unsupported_versions` (docs/appswitch.md, "Version negotiation"):
+    the driver's first connections ask for DSE v2, then DSE v1 (each refused, as Cassandra
+    refuses them: a protocol error), and only then v5."""
+    from cassandra.cluster import Cluster, NoHostAvailable
+
+    versions: list[int] = []
+
+    def refuse(listener: socket.socket) -> None:
+        while True:
+            try:
+                c, _ = listener.accept()
+            except OSError:
+                return
+            h = c.recv(9)
+            if h:
+                versions.append(h[0])
+                msg = f"Invalid or unsupported protocol version ({h[0]})".encode()
+                body = struct.pack(">iH", 0x000A, len(msg)) + msg
+                c.sendall(struct.pack(">BBhBi", 0x85, 0, struct.unpack(">h", h[2:4])[0], 0x00, len(body)) + body)
+            time.sleep(0.2)
+            c.close()
+            if len(versions) == 3:
+                listener.close()  # the next attempt is refused at once: the driver gives up
+                return
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=refuse, args=(listener,), daemon=True).start()
+    cluster = Cluster(["127.0.0.1"], port=listener.getsockname()[1], connect_timeout=30,
+                      control_connection_timeout=30)
+    try:
+        cluster.connect()
+    except NoHostAvailable:
+        pass  # v5 is refused too, then the port is closed
+    finally:
+        cluster.shutdown()
+        listener.close()
+    assert versions[:3] == [0x42, 0x41, 0x05], versions
