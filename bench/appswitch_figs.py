@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""The application switch's turnaround figures (Figs. 12, 15, 16, 18, 19) measured so that a
+"""The application switch's turnaround figures (Figs. 12, 15, 16, 17, 18, 19) measured so that a
 direction can be told from noise: one Cassandra and one data load, then per point of each
 figure `--repeat` rounds, each running every variant of the point once (normal = the `forward`
 program, cached = `appswitch` with a cold cache; Fig. 19: normal, fixed-offset parser, lexical
 analysis) in an order rotated per round (A B, B A, ...), after a discarded warm-up pass.
+Fig. 17's points are 1 and 2 client machines (client namespaces) × `--fig17-conns` connections
+each, `--queries` reads per client dealt over its connections, both clients started together
+(python/innet/appswitch_figs.py's `connections_pass`, as `innet run appswitch.connections`).
+With 17 among `--figs` the topology has the second client namespace for the whole run, so client
+1's frames cross a Linux bridge in its namespace for every figure of that run (the same for both
+variants); measure Fig. 17 alone to keep the other figures' path as before.
 
-Per pass: the mean turnaround of its queries (the paper's statistic) and the switch's hit ratio.
+Per pass: the mean turnaround of its queries (the paper's statistic; Fig. 17: over every read of
+every connection of every client) and the switch's hit ratio.
 Per round: the relative difference of the variants' means (cached / normal − 1; Fig. 19: lexical /
 fixed − 1 and lexical / normal − 1). Reported: the median of the rounds' differences with a 95 %
 distribution-free confidence interval (order statistics of the binomial; bench/startup.py), and
@@ -15,12 +22,12 @@ CPU placement (`--pin`, default on): the switch and the client on CPU 0, Cassand
 threads) on CPU 1 — fixed for every pass, stated in the output. The load average before and
 after is recorded beside the table.
 
-    sudo .venv/bin/python bench/appswitch_figs.py [--repeat 10] [--queries 1024] [--figs 12,15,16,18,19]
-        [--tables 16 --keys-per-table 256] [--out DIR]
+    sudo .venv/bin/python bench/appswitch_figs.py [--repeat 10] [--queries 1024] [--figs 12,15,16,17,18,19]
+        [--fig17-conns 1,8,64] [--tables 16 --keys-per-table 256] [--out DIR]
 
 Writes DIR/appswitch_figs.json (every pass) and DIR/appswitch_figs.md (the table), and prints the
 table; each pass is also appended to DIR/appswitch_figs.partial.jsonl as it ends. A pass that fails
-(a client error, the switch exiting non-zero) is recorded with its error and the run goes on. Needs root (namespaces) and scripts/cassandra.sh's jars. ~25 min with the defaults.
+(a client error, the switch exiting non-zero) is recorded with its error and the run goes on. Needs root (namespaces) and scripts/cassandra.sh's jars. ~35 min with the defaults (Fig. 17 ~10 of them).
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ SWEEPS = {
     "18": [(f"reads {int(r * 100)} %", 64, 1.0, r) for r in (1.0, 0.9, 0.5, 0.1, 0.0)],
 }
 LEXICAL_LENS = (4, 8, 16)
+FIG17_CLIENTS = (1, 2)
+ALL_FIGS = ("12", "15", "16", "17", "18", "19")
 # The fewest rounds whose extreme order statistics cover a median with >= 95 % (1 - 2/2^6).
 MIN_ROUNDS = 6
 
@@ -61,7 +70,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=10, help="rounds per point (default 10)")
     ap.add_argument("--queries", type=int, default=1024, help="operations per pass (default: the paper's 1,024)")
-    ap.add_argument("--figs", default="12,15,16,18,19", help="figures to measure (default all five)")
+    ap.add_argument("--figs", default=",".join(ALL_FIGS), help="figures to measure (default all six)")
+    ap.add_argument("--fig17-conns", default="1,8,64", help="Fig. 17: connections per client (default 1,8,64)")
     ap.add_argument("--tables", type=int, default=16)
     ap.add_argument("--keys-per-table", type=int, default=256)
     ap.add_argument("--protocol", type=int, default=5)
@@ -69,16 +79,22 @@ def main() -> int:
     ap.add_argument("--out", default="bench-appswitch-figs")
     a = ap.parse_args()
     figs = [f.strip() for f in a.figs.split(",") if f.strip()]
-    bad = [f for f in figs if f not in SWEEPS and f != "19"]
-    if bad or a.repeat < MIN_ROUNDS or a.queries < 1:
-        print(f"appswitch_figs: --figs takes 12,15,16,18,19 (got {bad}); --repeat >= {MIN_ROUNDS} (fewer rounds "
-              "cannot give a 95 % distribution-free interval of a median); --queries >= 1", file=sys.stderr)
+    bad = [f for f in figs if f not in ALL_FIGS]
+    try:
+        fig17_conns = [int(c) for c in a.fig17_conns.split(",") if c.strip()]
+    except ValueError:
+        fig17_conns = []
+    if bad or a.repeat < MIN_ROUNDS or a.queries < 1 or not fig17_conns or not all(1 <= c <= 1024 for c in fig17_conns):
+        print(f"appswitch_figs: --figs takes {','.join(ALL_FIGS)} (got {bad}); --repeat >= {MIN_ROUNDS} (fewer rounds "
+              "cannot give a 95 % distribution-free interval of a median); --queries >= 1; --fig17-conns: "
+              f"comma-separated counts 1..1024 (got {a.fig17_conns!r})", file=sys.stderr)
         return 2
     if "19" in figs and a.tables < max(LEXICAL_LENS):
         print(f"appswitch_figs: Fig. 19 queries tables of length {LEXICAL_LENS}: --tables must be >= 16", file=sys.stderr)
         return 2
 
     from innet.appswitch_experiments import cassandra_topology
+    from innet.appswitch_figs import connections_pass
     from innet.appswitch_workload import lexical_layout
 
     out = Path(a.out)
@@ -87,34 +103,54 @@ def main() -> int:
     load_before = uptime()
     passes: list[dict] = []
     tmp = Path(tempfile.mkdtemp(prefix="innet-bench-figs-"))
-    with cassandra_topology("bench/appswitch_figs.py", "axb", tmp / "cassandra") as t:
+    clients = max(FIG17_CLIENTS) if "17" in figs else 1
+    with cassandra_topology("bench/appswitch_figs.py", "axb", tmp / "cassandra", clients=clients) as t:
         if pin:
             for pidfile in (tmp / "cassandra").glob("node*/cassandra.pid"):
                 subprocess.run(["taskset", "-a", "-cp", "1", pidfile.read_text().strip()], capture_output=True, check=True)
 
+        pin_client = ["taskset", "-c", "0"] if pin else []
+        common = ["--host", t.server_ip, "--protocol", str(a.protocol), "--tables", str(a.tables),
+                  "--keys-per-table", str(a.keys_per_table)]
+
         def workload(extra: list[str]) -> list:
-            cmd = ([sys.executable] if not pin else ["taskset", "-c", "0", sys.executable])
-            cmd += ["-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip, "--protocol",
-                    str(a.protocol), "--seed", "1", "--tables", str(a.tables), "--keys-per-table",
-                    str(a.keys_per_table), *extra]
+            cmd = [*pin_client, sys.executable, "-m", "innet.appswitch_workload", "turnaround", *common,
+                   "--seed", "1", *extra]
             return json.loads(t.exec(t.client, cmd, timeout=3600).stdout)["samples"]
+
+        def sequential(args: list[str]):
+            """A pass of one client's sequential operations: (turnarounds in µs, reads issued)."""
+            def run() -> tuple[list[float], int]:
+                samples = workload(args)
+                return [s[3] for s in samples], sum(1 for s in samples if s[0] == "read")
+            return run
+
+        tags = iter(range(1 << 30))
+
+        def concurrent(nclients: int, conns: int):
+            """A Fig. 17 pass: every read of every connection of every client."""
+            def run() -> tuple[list[float], int]:
+                per_client, errors = connections_pass(t, tmp, f"p{next(tags)}", nclients, conns, a.queries, 1,
+                                                      [*common, "--zipf", "1.0"], pin_client)
+                if errors:
+                    raise RuntimeError(f"{len(errors)} reads failed: {errors[:3]}")
+                return [s[4] for per in per_client for s in per], nclients * a.queries
+            return run
 
         def start(program: str, sets: dict | None, stats: Path | None) -> None:
             t.start_switch(program, sets, extra=["--stats-json", str(stats)] if stats else None)
             if pin:
                 subprocess.run(["taskset", "-a", "-cp", "0", str(t.switch.pid)], capture_output=True, check=True)
 
-        def one_pass(variant: str, sets: dict | None, args: list[str]) -> dict:
+        def one_pass(variant: str, sets: dict | None, run) -> dict:
             stats = tmp / "stats.json"
             stats.unlink(missing_ok=True)
             start("forward" if variant == "normal" else "appswitch", sets, None if variant == "normal" else stats)
-            samples = workload(args)
+            us, reads = run()
             code, log = t.stop_switch()
             if code != 0:
                 raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
             hits = int(json.loads(stats.read_text())["program_report"]["hits"]) if variant != "normal" else 0
-            reads = sum(1 for s in samples if s[0] == "read")
-            us = [s[3] for s in samples]
             return {"mean_us": statistics.fmean(us), "median_us": statistics.median(us),
                     "hit_ratio": hits / reads if reads else None, "ops": len(us)}
 
@@ -123,21 +159,28 @@ def main() -> int:
         workload(["--ops", str(a.queries)])  # warm-up, discarded
         t.stop_switch()
         points = []
+        cql64 = {"protocol": "cql", "cache_entries": "64"}
         for fig in figs:
             if fig == "19":
                 for n in LEXICAL_LENS:
                     (t0, tl), (k0, kl) = lexical_layout(n)
-                    args = ["--ops", str(a.queries), "--literal", "--only-len", str(n)]
+                    run = sequential(["--ops", str(a.queries), "--literal", "--only-len", str(n)])
                     points.append((fig, f"N = {n}", {
-                        "normal": (None, args),
-                        "fixed": ({"protocol": "cql", "cache_entries": "64", "parser": "fixed",
-                                   "fixed_table": f"{t0}:{tl}", "fixed_key": f"{k0}:{kl}"}, args),
-                        "lexical": ({"protocol": "cql", "cache_entries": "64"}, args)}))
-                continue
-            for label, cache, k, rr in SWEEPS[fig]:
-                args = ["--ops", str(a.queries), "--zipf", str(k), "--read-ratio", str(rr)]
-                points.append((fig, label, {"normal": (None, args),
-                                            "cached": ({"protocol": "cql", "cache_entries": str(cache)}, args)}))
+                        "normal": (None, run),
+                        "fixed": ({**cql64, "parser": "fixed", "fixed_table": f"{t0}:{tl}",
+                                   "fixed_key": f"{k0}:{kl}"}, run),
+                        "lexical": (cql64, run)}))
+            elif fig == "17":
+                for nc in FIG17_CLIENTS:
+                    for conns in fig17_conns:
+                        run = concurrent(nc, conns)
+                        points.append((fig, f"{nc} client{'s' if nc > 1 else ''} × {conns} conns",
+                                       {"normal": (None, run), "cached": (cql64, run)}))
+            else:
+                for label, cache, k, rr in SWEEPS[fig]:
+                    run = sequential(["--ops", str(a.queries), "--zipf", str(k), "--read-ratio", str(rr)])
+                    points.append((fig, label, {"normal": (None, run),
+                                                "cached": ({"protocol": "cql", "cache_entries": str(cache)}, run)}))
         total = len(points) * a.repeat
         done = 0
         for fig, label, variants in points:
@@ -145,10 +188,10 @@ def main() -> int:
             for r in range(a.repeat):
                 order = names[r % len(names):] + names[:r % len(names)]
                 for v in order:
-                    sets, args = variants[v]
+                    sets, run = variants[v]
                     head = {"fig": fig, "point": label, "round": r, "variant": v, "order": order.index(v)}
                     try:
-                        passes.append({**head, **one_pass(v, sets, args)})
+                        passes.append({**head, **one_pass(v, sets, run)})
                     except RuntimeError as e:  # a failed pass is a finding: kept, named, not fatal
                         t.stop_switch()
                         passes.append({**head, "error": str(e)[-1500:]})

@@ -76,13 +76,19 @@ def _tear_down(t, cdir: Path) -> None:
     subprocess.run(["rm", "-rf", str(cdir)])
 
 
-def _stop_switch_hits(t, stats_path: Path | None) -> int:
+# The switch's counters a pass reports (its `program_report`, as integers).
+SWITCH_COUNTERS = ("hits", "misses", "migrated_request_bytes", "migrated_reply_bytes", "protocol_errors")
+
+
+def _stop_switch_counters(t, stats_path: Path | None) -> dict[str, int]:
+    """Stop the switch; its SWITCH_COUNTERS (all 0 for a pass without `--stats-json`)."""
     code, log = t.stop_switch()
     if code != 0:
         raise RuntimeError(f"switch exited {code}: {log[-2000:]}")
     if stats_path is None:
-        return 0
-    return int(json.loads(stats_path.read_text())["program_report"]["hits"])
+        return dict.fromkeys(SWITCH_COUNTERS, 0)
+    report = json.loads(stats_path.read_text())["program_report"]
+    return {k: int(report[k]) for k in SWITCH_COUNTERS}
 
 
 def replay_hits_timeline(samples: list[tuple], capacity: int) -> list[bool]:
@@ -121,6 +127,38 @@ def replay_hits_timeline(samples: list[tuple], capacity: int) -> list[bool]:
     return hit
 
 
+def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, queries: int, seed: int,
+                     common: list[str], prefix: list[str] | None = None) -> tuple[list[list], list[str]]:
+    """One Fig. 17 pass: `nclients` client processes (one per client namespace, seeds `seed`,
+    `seed + 1000`), each with `conns` connections sharing `queries` reads, connect first, then
+    all start together (ready/go files under `workdir`, named by `tag`). `common`: the
+    workload's host/protocol/data options; `prefix`: put before the command (CPU placement).
+    Per client, its samples; and the errors the clients met."""
+    procs = []
+    ready = [workdir / f"ready-{tag}-{j}" for j in range(nclients)]
+    go = workdir / f"go-{tag}"
+    for j, (ns, _ip) in enumerate(t.client_namespaces()[:nclients]):
+        cmd = [*(prefix or []), sys.executable, "-m", "innet.appswitch_workload", "connections", *common,
+               "--seed", str(seed + 1000 * j), "--ops", str(queries), "--conns", str(conns),
+               "--ready-file", str(ready[j]), "--go-file", str(go)]
+        procs.append(t.popen(ns, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    deadline = time.time() + 300
+    while not all(r.exists() for r in ready):
+        if any(pr.poll() is not None for pr in procs) or time.time() > deadline:
+            break
+        time.sleep(0.01)
+    go.touch()
+    per_client, errors = [], []
+    for j, pr in enumerate(procs):
+        out, err = pr.communicate(timeout=1800)
+        if pr.returncode != 0:
+            raise RuntimeError(f"client {j} failed ({pr.returncode}): {err.decode(errors='replace')[-2000:]}")
+        res = json.loads(out)
+        per_client.append(res["samples"])
+        errors += res["errors"]
+    return per_client, errors
+
+
 def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     conns_list, clients_list = _ints(p["conns"]), _ints(p["clients"])
     from innet import _native
@@ -139,54 +177,30 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
     results, rows = [], {k: [] for k in ("clients", "conns", "mode", "client", "conn", "table_len", "key", "hit",
                                          "turnaround_us")}
 
-    def base_cmd(extra: list[str]) -> list[str]:
-        return [sys.executable, "-m", "innet.appswitch_workload", "--host", t.server_ip, "--protocol", str(protocol),
-                "--zipf", str(zipf), "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
+    common = ["--host", t.server_ip, "--protocol", str(protocol), "--zipf", str(zipf), "--tables", str(tables),
+              "--keys-per-table", str(kpt)]
 
     def load(nclients: int, conns: int, tag: str) -> tuple[list[list], list[str]]:
-        """One pass: every client process connects, then all start together. Per client, its samples."""
-        procs = []
-        ready = [cdir / f"ready-{tag}-{j}" for j in range(nclients)]
-        go = cdir / f"go-{tag}"
-        for j, (ns, _ip) in enumerate(t.client_namespaces()[:nclients]):
-            cmd = base_cmd(["--seed", str(seed + 1000 * j), "--ops", str(queries), "--conns", str(conns),
-                            "--ready-file", str(ready[j]), "--go-file", str(go)])
-            cmd.insert(3, "connections")
-            procs.append(t.popen(ns, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        deadline = time.time() + 300
-        while not all(r.exists() for r in ready):
-            if any(pr.poll() is not None for pr in procs) or time.time() > deadline:
-                break
-            time.sleep(0.01)
-        go.touch()
-        per_client, errors = [], []
-        for j, pr in enumerate(procs):
-            out, err = pr.communicate(timeout=1800)
-            if pr.returncode != 0:
-                raise RuntimeError(f"client {j} failed ({pr.returncode}): {err.decode(errors='replace')[-2000:]}")
-            res = json.loads(out)
-            per_client.append(res["samples"])
-            errors += res["errors"]
-        return per_client, errors
+        return connections_pass(t, cdir, tag, nclients, conns, queries, seed, common)
 
     try:
         _start_cassandra(t, cdir)
         progress(0.1)
         t.start_switch("forward")
-        setup = base_cmd(["--seed", str(seed), "--setup", "--ops", "0"])
-        setup.insert(3, "turnaround")
-        t.exec(t.client, setup, timeout=1800)
+        t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", "turnaround", *common, "--seed", str(seed),
+                          "--setup", "--ops", "0"], timeout=1800)
         load(1, 1, "warm")  # warm-up pass, discarded (Cassandra's JIT, flushes after loading)
         t.stop_switch()
         for k, (nclients, conns) in enumerate(points):
             t.start_switch("forward")
             normal, nerr = load(nclients, conns, f"n{k}")
-            _stop_switch_hits(t, None)
+            _stop_switch_counters(t, None)
             stats_path = cdir / f"stats-{k}.json"
             t.start_switch("appswitch", {"protocol": "cql", "cache_entries": str(cache)},
                            extra=["--stats-json", str(stats_path)])
             cached, cerr = load(nclients, conns, f"a{k}")
-            switch_hits = _stop_switch_hits(t, stats_path)
+            counters = _stop_switch_counters(t, stats_path)
+            switch_hits = counters["hits"]
             truth = {(s[1], s[2]): s[5] for per in normal for s in per}
             flat = [(j, s) for j, per in enumerate(cached) for s in per]
             wrong = sum(1 for _, s in flat if (s[1], s[2]) in truth and truth[(s[1], s[2])] != s[5])
@@ -203,7 +217,7 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
                 "answered": len(a_us), "answered_normal": len(n_us),
                 "errors": nerr + cerr, "wrong_answers": wrong,
                 "hit_ratio": switch_hits / sent if sent else 0.0,
-                "hits_switch": switch_hits, "hits_replay": sum(hits),
+                "hits_switch": switch_hits, "hits_replay": sum(hits), "switch": counters,
                 "turnaround_mean_us": {"all": _mean(a_us), "hit": _mean(h_us), "miss": _mean(m_us),
                                        "normal": normal_mean},
                 "turnaround_median_us": {"all": _median(a_us), "hit": _median(h_us), "miss": _median(m_us),
@@ -290,7 +304,7 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                             sets |= {"fixed_table": f"{t0}:{tl}", "fixed_key": f"{k0}:{kl}"}
                         t.start_switch("appswitch", sets, extra=["--stats-json", str(stats_path)])
                     samples = workload(["--ops", str(queries), "--literal", "--only-len", str(n)])
-                    h = _stop_switch_hits(t, None if mode == "normal" else stats_path)
+                    h = _stop_switch_counters(t, None if mode == "normal" else stats_path)["hits"]
                     replay = _lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
                     if mode != "normal" and h != sum(replay):
                         raise RuntimeError(f"{mode} N={n}: the switch counted {h} hits, the LRU replay {sum(replay)}: "

@@ -638,6 +638,10 @@ def run_auth(host: str) -> dict:
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
 
+    from innet.cql_driver import fix_segment_reader
+
+    fix_segment_reader()
+
     def login(user: str, password: str):
         deadline = time.time() + 120
         while True:  # the default superuser appears a few seconds after CQL starts listening

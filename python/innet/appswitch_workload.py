@@ -198,6 +198,10 @@ def cql_session(host: str, protocol: int | None, compression: str = "auto"):
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
 
+    from innet.cql_driver import fix_segment_reader
+
+    fix_segment_reader()  # the driver's v5 reader loses bytes at some read boundaries
+
     kw = {"contact_points": [host], "load_balancing_policy": WhiteListRoundRobinPolicy([host]),
           "connect_timeout": 30, "control_connection_timeout": 30,
           "compression": {"auto": True, "none": False}.get(compression, compression)}

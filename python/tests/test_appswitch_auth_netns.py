@@ -28,3 +28,7 @@ def test_no_user_gets_an_answer_cassandra_would_refuse_them(cassandra_cache, tmp
         assert out["wrong"] == [], json.dumps(out["wrong"], indent=1)[:6000]
         # The reads went to Cassandra (the rule: authenticated connections are never answered).
         assert program_counter(s, "hits") == 0 and program_counter(s, "learned") == 0, s
+        # The SASL exchanges parsed; the drivers' version negotiation (a DSE v2 and a DSE v1
+        # connection per Cluster, refused by Cassandra) is not a protocol error (it read 6).
+        assert program_counter(s, "protocol_errors") == 0, s
+        assert program_counter(s, "unsupported_versions") > 0, s

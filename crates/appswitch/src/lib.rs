@@ -95,6 +95,10 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
                     c.out_of_order_dropped.to_string(),
                 ),
                 ("protocol_errors".into(), c.protocol_errors.to_string()),
+                (
+                    "unsupported_versions".into(),
+                    c.unsupported_versions.to_string(),
+                ),
                 ("connections".into(), c.connections.to_string()),
                 ("unseen_resets".into(), c.unseen_resets.to_string()),
                 ("cache_entries".into(), p.cache.len().to_string()),

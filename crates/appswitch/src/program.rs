@@ -78,6 +78,9 @@ pub struct Counters {
     pub out_of_order_dropped: u64,
     /// Connections whose bytes did not parse (then passed through, mapped, never answered).
     pub protocol_errors: u64,
+    /// CQL connections whose first frame asked for a protocol version other than 3-5 (the
+    /// drivers' version negotiation): passed through like the above, not counted there.
+    pub unsupported_versions: u64,
     pub connections: u64,
     /// Segments of connections the switch did not see open, answered by closing the
     /// connection (an RST to the sender, a probe to the other side).

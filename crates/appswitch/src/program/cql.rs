@@ -507,7 +507,16 @@ impl AppSwitch {
         let boundary_before = c.c2s.at_boundary();
         let s2c_boundary = c.s2c.at_boundary();
         let framing_ok = c.c2s.framing() == c.s2c.framing();
-        if c.c2s
+        if from == 0 && asks_unsupported_version(bytes) {
+            // A connection opened in a version the switch does not speak: the drivers' version
+            // negotiation (the Python driver tries DSE v2 and v1 first; Cassandra refuses them
+            // and the driver reconnects a version lower). Passed through unread like any
+            // unreadable connection (a server speaking that version would run what follows),
+            // but not a parse failure.
+            conn.broken = true;
+            self.counters.unsupported_versions += 1;
+        } else if c
+            .c2s
             .push_reusing(bytes, frames, &mut self.spare_bufs)
             .is_err()
         {
@@ -673,4 +682,19 @@ impl AppSwitch {
             self.counters.protocol_errors += 1;
         }
     }
+}
+
+/// The first bytes of a connection are a request opening it (OPTIONS or STARTUP) in a protocol
+/// version other than 3-5 (v1/v2 have an 8-byte header with the opcode at byte 3, later
+/// versions and DSE's a 9-byte one with it at byte 4).
+fn asks_unsupported_version(first: &[u8]) -> bool {
+    let Some(&v) = first.first() else {
+        return false;
+    };
+    let opcode_at = if v < 3 { 3 } else { 4 };
+    v & 0x80 == 0
+        && !(3..=5).contains(&v)
+        && first
+            .get(opcode_at)
+            .is_some_and(|&op| op == opcode::OPTIONS || op == opcode::STARTUP)
 }
