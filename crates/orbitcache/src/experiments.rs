@@ -421,6 +421,29 @@ impl Experiment for Sweep {
     }
 }
 
+/// Where a margin measured at the sweep's axis values (in order) first turns negative: the point
+/// where the straight line between the last value with a margin >= 0 and the first one below 0
+/// crosses zero (the curves are sampled, so the first sampled value past the crossing would
+/// overstate it by up to a grid step: FarReach overtakes OrbitCache between write ratios 0.25 and
+/// 0.5, and "0.5" read as the crossing was a mismatch with the paper's "over 25 %"). The first
+/// value itself when the margin is already negative there; None when it never turns negative or an
+/// axis value is not a number.
+fn crossing(values: &[String], margin: impl Fn(&str) -> Option<f64>) -> Option<f64> {
+    let mut prev: Option<(f64, f64)> = None;
+    for v in values {
+        let x: f64 = v.parse().ok()?;
+        let Some(m) = margin(v) else { continue };
+        if m < 0.0 {
+            return Some(match prev {
+                Some((x0, m0)) => x0 + (x - x0) * m0 / (m0 - m),
+                None => x,
+            });
+        }
+        prev = Some((x, m));
+    }
+    None
+}
+
 /// Numbers the paper states in words, computed from the sweep: throughput ratios at the headline
 /// point, the write ratio where FarReach overtakes OrbitCache, the best cache size, and the
 /// switch-latency gap to NetCache.
@@ -442,12 +465,11 @@ fn derived(axis: &str, values: &[String], points: &[(Scheme, String, RunSpec)], 
         }
     }
     if axis == "write_ratio" {
-        let cross = values.iter().find(|v| match (at(Scheme::FarReach, v), at(Scheme::OrbitCache, v)) {
-            (Some(f), Some(o)) => f.throughput_rps > o.throughput_rps,
-            _ => false,
-        });
-        if let Some(v) = cross {
-            d.insert("farreach_overtakes_at_write_ratio".into(), json!(v.parse::<f64>().unwrap_or(f64::NAN)));
+        if let Some(x) = crossing(values, |v| match (at(Scheme::FarReach, v), at(Scheme::OrbitCache, v)) {
+            (Some(f), Some(o)) => Some(o.throughput_rps - f.throughput_rps),
+            _ => None,
+        }) {
+            d.insert("farreach_overtakes_at_write_ratio".into(), json!(round6(x)));
         }
     }
     if axis == "cache_size" {
@@ -697,4 +719,28 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             quick: &[("duration_us", "60000.0"), ("hot_in_period_us", "20000.0"), ("controller_period_us", "2000.0"), ("fetch_timeout_us", "2000.0")],
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crossing;
+
+    fn axis(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_crossing_lies_between_the_two_sampled_values_that_bracket_it() {
+        // Fig. 18b's shape: OrbitCache ahead by 0.10 MRPS at 0.25, behind by 0.55 at 0.5.
+        let values = axis(&["0", "0.25", "0.5", "1"]);
+        let margin = |v: &str| Some(match v { "0" => 1.8, "0.25" => 0.10, "0.5" => -0.55, _ => -1.0 });
+        let x = crossing(&values, margin).unwrap();
+        assert!((x - (0.25 + 0.25 * 0.10 / 0.65)).abs() < 1e-12, "{x}");
+        assert!(x > 0.25 && x < 0.5);
+        // behind from the start: the first value; never behind: none; a point without data is skipped
+        assert_eq!(crossing(&values, |_| Some(-1.0)), Some(0.0));
+        assert_eq!(crossing(&values, |_| Some(1.0)), None);
+        let gap = |v: &str| if v == "0.25" { None } else { Some(match v { "0" => 1.0, "0.5" => -1.0, _ => -2.0 }) };
+        assert_eq!(crossing(&values, gap), Some(0.25));
+    }
 }
