@@ -10,8 +10,8 @@ use crate::slowpath::{Pipeline, Trace};
 /// Takes what `ofproto/trace` takes for the fields this slow path models (ICMP's 8-bit
 /// `icmp_type`/`icmp_code` included) and the packet-only fields OVS prints on its `Flow:` line,
 /// so that line pastes back: `nw_ecn` (the ToS byte's low bits), `nw_frag=no`, `recirc_id=0`,
-/// `eth`, and `nw_ttl`/`tcp_flags`, which are read and checked but cannot change a trace (the
-/// flow language refuses matches on them and no action reads them).
+/// `eth`, and `tcp_flags`, which is read and checked but cannot change a trace (the
+/// flow language refuses matches on it and no action reads it).
 pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
     let err = |column: usize, message: String| ParseError { line: 1, column, message };
     // Packet-only tokens are blanked (columns kept) before the rest goes to the flow parser.
@@ -29,9 +29,6 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
         };
         match key {
             "nw_ecn" | "ip_ecn" => ecn = Some(number(3)?),
-            "nw_ttl" | "ip_ttl" => {
-                number(255)?;
-            }
             "tcp_flags" => {
                 // A number or flag names joined by '|', as OVS prints them (`syn|ack`).
                 const NAMES: [&str; 9] = ["fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"];
@@ -41,7 +38,7 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
                 }
             }
             "recirc_id" if number(u32::MAX as u64)? != 0 => {
-                return Err(err(column, "recirc_id must be 0: recirculation is not modelled".into()));
+                return Err(err(column, "recirc_id must be 0: a trace starts with the packet's first pass (set later passes' conntrack state with --ct-next)".into()));
             }
             "recirc_id" => {}
             "eth" if val.is_none() => {}
@@ -94,6 +91,12 @@ pub fn format_match(value: &Flow, mask: &Flow) -> String {
     } else {
         None
     };
+    // Datapath metadata comes first, as OVS prints it (recirc_id, ct_state, ct_zone, ct_mark).
+    for f in DATAPATH_METADATA {
+        if mask.get(f) != 0 {
+            parts.push(format!("{}={}", f.name(), f.format(value.get(f) & mask.get(f), mask.get(f))));
+        }
+    }
     match (ip, proto_name) {
         (true, Some(p)) => parts.push(p.into()),
         (true, None) => parts.push("ip".into()),
@@ -137,7 +140,10 @@ pub fn format_match(value: &Flow, mask: &Flow) -> String {
     parts.join(",")
 }
 
-/// The order OVS's `match_format` prints fields in.
+/// The fields OVS prints before the protocol, in its order.
+const DATAPATH_METADATA: [Field; 4] = [Field::RecircId, Field::CtState, Field::CtZone, Field::CtMark];
+
+/// The order OVS's `match_format` prints the other fields in.
 fn print_order() -> Vec<Field> {
     let mut order: Vec<Field> = (0..16).map(Field::Reg).collect();
     order.extend([
@@ -151,23 +157,31 @@ fn print_order() -> Vec<Field> {
         Field::NwDst,
         Field::NwProto,
         Field::NwTos,
+        Field::NwTtl,
         Field::TpSrc,
         Field::TpDst,
     ]);
     order
 }
 
-/// A Megaflow as OVS prints it: `recirc_id=0,eth,` then the match, with `nw_frag=no` for IP.
+/// A Megaflow as OVS prints it: `recirc_id=ID`, the conntrack fields examined, `eth`, then
+/// the match, with `nw_frag=no` for IP.
 pub fn format_megaflow(trace: &Trace) -> String {
-    let text = format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask);
+    let (mut head, mut rest) = (Flow::default(), trace.megaflow_mask);
+    for f in DATAPATH_METADATA {
+        head.set(f, rest.get(f));
+        rest.set(f, 0);
+    }
+    let head = format_match(&trace.initial_flow.masked(&head), &head);
+    let text = format_match(&trace.initial_flow.masked(&rest), &rest);
     if !trace.initial_flow.is_ip() {
-        return format!("recirc_id=0,eth,{text}");
+        return format!("{head},eth,{text}");
     }
     // nw_frag follows the L3 fields and precedes the L4 ones.
     let mut parts: Vec<&str> = text.split(',').collect();
     let pos = parts.iter().position(|p| ["tp_src=", "tp_dst=", "icmp_type=", "icmp_code="].iter().any(|k| p.starts_with(k))).unwrap_or(parts.len());
     parts.insert(pos, "nw_frag=no");
-    format!("recirc_id=0,eth,{}", parts.join(","))
+    format!("{head},eth,{}", parts.join(","))
 }
 
 fn format_action(a: &Action) -> String {
@@ -186,6 +200,21 @@ fn format_action(a: &Action) -> String {
         Action::GotoTable { table } => format!("goto_table:{table}"),
         Action::Output { port } => format!("output:{port}"),
         Action::Drop => "drop".into(),
+        Action::DecTtl => "dec_ttl".into(),
+        Action::CtClear => "ct_clear".into(),
+        Action::Ct { commit, zone, table } => {
+            let mut args = Vec::new();
+            if *commit {
+                args.push("commit".to_string());
+            }
+            if let Some(t) = table {
+                args.push(format!("table={t}"));
+            }
+            if *zone != 0 {
+                args.push(format!("zone={zone}"));
+            }
+            format!("ct({})", args.join(","))
+        }
     }
 }
 
@@ -321,7 +350,7 @@ mod tests {
     fn the_flow_line_ovs_prints_parses_back() {
         let line = "tcp,in_port=1,vlan_tci=0x0000,dl_src=00:00:00:00:00:00,dl_dst=00:00:00:00:00:00,nw_src=192.168.0.1,nw_dst=10.1.2.3,nw_tos=0,nw_ecn=2,nw_ttl=64,nw_frag=no,tp_src=0,tp_dst=80,tcp_flags=syn|ack";
         let p = parse_packet(line).unwrap();
-        assert_eq!((p.get(Field::NwDst), p.get(Field::TpDst), p.get(Field::NwTos)), (0x0a01_0203, 80, 2));
+        assert_eq!((p.get(Field::NwDst), p.get(Field::TpDst), p.get(Field::NwTos), p.get(Field::NwTtl)), (0x0a01_0203, 80, 2, 64));
         let e = parse_packet("tcp,nw_frag=first").unwrap_err();
         assert!(e.message.contains("nw_frag") && e.column == 5, "{e}");
         assert!(parse_packet("tcp,tcp_flags=0x12").is_ok());
