@@ -88,6 +88,12 @@ pub fn parse_ct_state(s: &str, signed: bool) -> Result<(u64, u64), String> {
     Ok((value, mask))
 }
 
+/// A packet's `ct_state` as OVS prints it (`new|trk`), or `0`.
+pub fn format_ct_flags(value: u64) -> String {
+    let names: Vec<&str> = CT_STATE_NAMES.iter().enumerate().filter(|(i, _)| value >> i & 1 == 1).map(|(_, n)| *n).collect();
+    if names.is_empty() { "0".into() } else { names.join("|") }
+}
+
 /// `ct_state` as OVS prints a match (`+new+trk`, `-new+est+trk`; masked bits only).
 pub fn format_ct_state(value: u64, mask: u64) -> String {
     let mut s = String::new();
