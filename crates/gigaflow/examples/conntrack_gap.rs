@@ -1,5 +1,5 @@
 //! GF − MF with and without conntrack (issue 22): for each pipeline given, the e2e run
-//! (high locality, MF vs GF 4×N, DP, no mask limit, no eviction) on the pipeline as built —
+//! (high locality, or low with `INNET_LOCALITY=low`; MF vs GF 4×N, DP, no mask limit, no eviction) on the pipeline as built —
 //! OLS and ANT recirculate through `ct(table=N)`, ANT decrements the TTL — and on the same
 //! pipeline with conntrack and dec_ttl removed (`pipelines::without_conntrack`, the form before
 //! conntrack was modelled), same rules and traffic. Deterministic counts.
@@ -22,6 +22,7 @@ fn main() {
     }
     let num = |i: usize| a[i].parse::<usize>().unwrap_or_else(|_| panic!("argument {} must be a number, got {}", i + 1, a[i]));
     let (rules, flows, mf, gf) = (num(0), num(1), num(2), num(3));
+    let locality = Locality::parse(&std::env::var("INNET_LOCALITY").unwrap_or_else(|_| "high".into())).unwrap_or_else(|e| panic!("INNET_LOCALITY: {e}"));
     println!("| pipeline | form | packets (passes) | arrivals | MF hit rate | GF hit rate | GF − MF (points) | MF misses | GF misses | MF per-arrival | GF per-arrival |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for name in &a[4..] {
@@ -30,7 +31,7 @@ fn main() {
             let spec = if stateful { spec } else { pipelines::without_conntrack(spec) };
             let rs = ruleset::generate(&spec, Profile::Acl, rules, 1).unwrap();
             let p = Pipeline::parse(&rs.text).unwrap();
-            let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: flows, locality: Locality::High, seed: 1, ..TrafficConfig::default() }).unwrap();
+            let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: flows, locality, seed: 1, ..TrafficConfig::default() }).unwrap();
             let specs = [
                 CacheSpec::Megaflow { entries: mf, eviction: Eviction::None, max_masks: usize::MAX },
                 CacheSpec::Gigaflow(GigaflowConfig { entries_per_table: gf, seed: 1, ..GigaflowConfig::default() }),

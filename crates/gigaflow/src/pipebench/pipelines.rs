@@ -143,14 +143,8 @@ pub fn ols() -> PipelineSpec {
                 .miss_if((0, 1), &[CtNext(OLS_ZONE_IN)], Table(14))
                 .miss_if((0, 2), &[CtNext(OLS_ZONE_IN)], Table(14))
                 .miss(&[], Table(14)),
-            TableSpec::new(14, "ls_in_acl_hint", "ACL hints from the connection state (ct.new / ct.est && !ct.rpl → hint registers)")
-                .guard(7, "+new-est+trk", &[Load(7, 1)], Table(15))
-                .guard(6, "-new+est-rpl+trk", &[Load(7, 2)], Table(15))
-                .miss(&[], Table(15)),
-            TableSpec::new(15, "ls_in_acl", "from-lport ACLs: drop/reject or allow on the 5-tuple; before them OVN's ct.inv drop and its reply/related fast paths")
-                .guard(65535, "+inv+trk", &[], Drop)
-                .guard(65535, "-new+est-rel-inv+rpl+trk", &[], Table(16))
-                .guard(65535, "-new-est+rel-inv+trk", &[], Table(16))
+            ovn_acl_hint(TableSpec::new(14, "ls_in_acl_hint", "ACL hints from the connection state (ct.new / ct.est && !ct.rpl → hint registers)"), 15),
+            ovn_acl_guards(TableSpec::new(15, "ls_in_acl", "from-lport ACLs: drop/reject or allow on the 5-tuple; before them OVN's ct.inv drop and its reply/related fast paths"), 16)
                 .hit(ACL5, &[], Drop)
                 .hit(ACL5, &[Load(1, 1)], Table(16))
                 .miss(&[], Table(16)),
@@ -185,14 +179,8 @@ pub fn ols() -> PipelineSpec {
             next(41, "ls_out_pre_acl", "egress: mark for conntrack (continues)"),
             TableSpec::new(42, "ls_out_pre_stateful", "egress: conntrack in the output port's zone (ct_next: ct(table=next stage), a recirculation)").miss(&[CtNext(OLS_ZONE_OUT)], Table(43)),
             next(43, "ls_out_lb", "egress: load-balancer reply handling (continues)"),
-            TableSpec::new(44, "ls_out_acl_hint", "egress: ACL hints from the connection state")
-                .guard(7, "+new-est+trk", &[Load(7, 1)], Table(45))
-                .guard(6, "-new+est-rpl+trk", &[Load(7, 2)], Table(45))
-                .miss(&[], Table(45)),
-            TableSpec::new(45, "ls_out_acl", "to-lport ACLs on the 5-tuple; before them ct.inv drop and the reply/related fast paths")
-                .guard(65535, "+inv+trk", &[], Drop)
-                .guard(65535, "-new+est-rel-inv+rpl+trk", &[], Table(46))
-                .guard(65535, "-new-est+rel-inv+trk", &[], Table(46))
+            ovn_acl_hint(TableSpec::new(44, "ls_out_acl_hint", "egress: ACL hints from the connection state"), 45),
+            ovn_acl_guards(TableSpec::new(45, "ls_out_acl", "to-lport ACLs on the 5-tuple; before them ct.inv drop and the reply/related fast paths"), 46)
                 .hit(ACL5, &[], Drop)
                 .miss(&[], Table(46)),
             next(46, "ls_out_qos_mark", "egress QoS marking (continues)"),
@@ -209,6 +197,19 @@ pub fn ols() -> PipelineSpec {
                 .miss(&[], Drop),
         ],
     })
+}
+
+/// OVN's ACL hint stage: hint registers from the connection state, then `next`.
+fn ovn_acl_hint(t: TableSpec, next: u8) -> TableSpec {
+    t.guard(7, "+new-est+trk", &[Load(7, 1)], Table(next)).guard(6, "-new+est-rpl+trk", &[Load(7, 2)], Table(next)).miss(&[], Table(next))
+}
+
+/// OVN's priority-65535 rules before an ACL stage's ACLs: `ct.inv` drops; reply traffic of
+/// established connections and related traffic skip the ACLs to `next`.
+fn ovn_acl_guards(t: TableSpec, next: u8) -> TableSpec {
+    t.guard(65535, "+inv+trk", &[], Drop)
+        .guard(65535, "-new+est-rel-inv+rpl+trk", &[], Table(next))
+        .guard(65535, "-new-est+rel-inv+trk", &[], Table(next))
 }
 
 /// `spec` with its conntrack and TTL handling removed: no `ct`, no `dec_ttl`, no `ct_state`
