@@ -21,16 +21,19 @@ def register(cli: click.Group) -> None:
     @click.argument("flows", type=click.Path(dir_okay=False))
     @click.argument("packet")
     @click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON.")
-    def trace(flows: str, packet: str, as_json: bool) -> None:
+    @click.option("--ct-next", "ct_next", multiple=True, metavar="FLAGS",
+                  help="Conntrack state of the next recirculated pass, e.g. trk,est (repeatable, in order; default trk,new).")
+    def trace(flows: str, packet: str, as_json: bool, ct_next: tuple[str, ...]) -> None:
         """Trace PACKET (e.g. 'in_port=1,tcp,nw_dst=10.0.0.1,tp_dst=80') through the flow file
-        FLOWS like `ovs-appctl ofproto/trace`: per-table hits, final flow, Megaflow, actions."""
+        FLOWS like `ovs-appctl ofproto/trace`: per-table hits, final flow, Megaflow, actions; a
+        ct(table=N) recirculates, and each later pass is traced with its conntrack state."""
         from innet import _native
 
         path = Path(flows)
         if not path.is_file():
             raise VswitchError(f"{flows}: no such file")
         try:
-            text, js = _native.gigaflow_trace(path.read_text(), packet)
+            text, js = _native.gigaflow_trace(path.read_text(), packet, list(ct_next))
         except _native.UserInputError as e:
             raise VswitchError(f"{flows}: {e}") from None
         if as_json:

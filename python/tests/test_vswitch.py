@@ -39,3 +39,19 @@ def test_trace_takes_icmp_type_and_code(innet_cmd):
     assert "nw_frag=no,icmp_type=0x8/0xff" in r.stdout
     r = innet_cmd("vswitch", "trace", str(PIPELINES / "l3_router.flows"), "in_port=1,icmp,icmp_type=8/0xf0")
     assert r.returncode == 2 and "exact" in r.stderr
+
+
+def test_trace_follows_recirculation_with_ct_next(innet_cmd):
+    # ct(table=30) recirculates: the second pass is traced with the state --ct-next gives it.
+    packet = "in_port=1,tcp,nw_src=10.1.0.1,nw_dst=10.2.0.1,nw_ttl=64,tp_dst=80"
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "conntrack.flows"), packet, "--ct-next", "trk,est", "--json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert "nw_ttl=64" in v["megaflow"] and v["outputs"] == []
+    (second,) = v["recirculations"]
+    assert [t["table"] for t in second["tables"]] == [30, 35]
+    assert "ct_state=+est-inv+trk,ct_zone=5" in second["megaflow"] and second["outputs"] == [3]
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "conntrack.flows"), packet)
+    assert r.returncode == 0 and "resume conntrack with ct_state=new|trk" in r.stdout
+    r = innet_cmd("vswitch", "trace", str(PIPELINES / "conntrack.flows"), packet, "--ct-next", "trk,nonsense")
+    assert r.returncode == 2 and "--ct-next" in r.stderr

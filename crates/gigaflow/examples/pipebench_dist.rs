@@ -13,7 +13,7 @@ fn main() {
     let mut seen: BTreeMap<Vec<u8>, (usize, usize)> = BTreeMap::new();
     for f in &t.flows {
         let tr = p.trace(&f.headers);
-        let e = seen.entry(tr.visits.iter().map(|v| v.table).collect()).or_default();
+        let e = seen.entry(p.traversal_tables(&f.headers)).or_default();
         e.0 += 1;
         if let Some(v) = tr.visits.last() {
             if let Some(r) = v.rule {

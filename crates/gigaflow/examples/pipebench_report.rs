@@ -30,7 +30,7 @@ fn main() {
                 let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
                 let mut on_chain = 0usize;
                 for f in &traffic.flows {
-                    let tables: Vec<u8> = p.trace(&f.headers).visits.iter().map(|v| v.table).collect();
+                    let tables: Vec<u8> = p.traversal_tables(&f.headers);
                     let chain = rs.chains[f.chain as usize];
                     let planned: Vec<u8> = rs.paths[chain.path as usize].iter().map(|s| s.table()).collect();
                     on_chain += (tables == planned) as usize;

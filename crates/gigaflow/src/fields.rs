@@ -19,10 +19,92 @@ pub enum Field {
     NwTos,
     TpSrc,
     TpDst,
+    /// The datapath's recirculation id: 0 for a packet's first pass, the id of the frozen
+    /// pipeline state (resume table, registers, metadata, conntrack zone) after a `ct(table=N)`.
+    RecircId,
+    /// Connection-tracking state flags ([`CT_NEW`] ...), set by conntrack before a recirculated pass.
+    CtState,
+    CtZone,
+    CtMark,
+    NwTtl,
 }
 
 /// Number of fields (16 registers included).
-pub const N_FIELDS: usize = 28;
+pub const N_FIELDS: usize = 33;
+
+/// `ct_state` flags, in OVS's bit order (`CS_NEW` ... `CS_DST_NAT`).
+pub const CT_NEW: u64 = 0x01;
+pub const CT_EST: u64 = 0x02;
+pub const CT_REL: u64 = 0x04;
+pub const CT_RPL: u64 = 0x08;
+pub const CT_INV: u64 = 0x10;
+pub const CT_TRK: u64 = 0x20;
+pub const CT_SNAT: u64 = 0x40;
+pub const CT_DNAT: u64 = 0x80;
+/// Flag names as OVS prints and parses them, lowest bit first.
+pub const CT_STATE_NAMES: [&str; 8] = ["new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"];
+
+/// `ct_state` flags written `+trk+new-est` (a match) or `trk|new` (a packet's state):
+/// (value, mask). `signed` selects the match form.
+pub fn parse_ct_state(s: &str, signed: bool) -> Result<(u64, u64), String> {
+    let bit = |name: &str| {
+        CT_STATE_NAMES.iter().position(|&n| n == name).map(|i| 1u64 << i).ok_or_else(|| {
+            format!("unknown ct_state flag '{name}' (expected {})", CT_STATE_NAMES.join(", "))
+        })
+    };
+    if s.starts_with("0x") || s.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        let (v, m) = match s.split_once('/') {
+            Some((v, m)) => (crate::flows::parse_uint(v, 0xff)?, crate::flows::parse_uint(m, 0xff)?),
+            None => (crate::flows::parse_uint(s, 0xff)?, 0xff),
+        };
+        return Ok((v & m, m));
+    }
+    let (mut value, mut mask) = (0, 0);
+    if signed {
+        let mut rest = s;
+        while !rest.is_empty() {
+            let plus = match rest.as_bytes()[0] {
+                b'+' => true,
+                b'-' => false,
+                _ => return Err(format!("expected '+flag' or '-flag' in ct_state, got '{rest}'")),
+            };
+            let end = rest[1..].find(['+', '-']).map_or(rest.len(), |p| p + 1);
+            let b = bit(&rest[1..end])?;
+            if mask & b != 0 {
+                return Err(format!("ct_state flag '{}' given twice", &rest[1..end]));
+            }
+            mask |= b;
+            if plus {
+                value |= b;
+            }
+            rest = &rest[end..];
+        }
+    } else {
+        for name in s.split('|') {
+            value |= bit(name)?;
+        }
+        mask = 0xff;
+    }
+    Ok((value, mask))
+}
+
+/// A packet's `ct_state` as OVS prints it (`new|trk`), or `0`.
+pub fn format_ct_flags(value: u64) -> String {
+    let names: Vec<&str> = CT_STATE_NAMES.iter().enumerate().filter(|(i, _)| value >> i & 1 == 1).map(|(_, n)| *n).collect();
+    if names.is_empty() { "0".into() } else { names.join("|") }
+}
+
+/// `ct_state` as OVS prints a match (`+new+trk`, `-new+est+trk`; masked bits only).
+pub fn format_ct_state(value: u64, mask: u64) -> String {
+    let mut s = String::new();
+    for (i, n) in CT_STATE_NAMES.iter().enumerate() {
+        if mask >> i & 1 == 1 {
+            s.push(if value >> i & 1 == 1 { '+' } else { '-' });
+            s.push_str(n);
+        }
+    }
+    s
+}
 
 /// IPv4 ethertype.
 pub const ETH_TYPE_IP: u64 = 0x0800;
@@ -53,6 +135,11 @@ impl Field {
             Field::NwTos => 25,
             Field::TpSrc => 26,
             Field::TpDst => 27,
+            Field::RecircId => 28,
+            Field::CtState => 29,
+            Field::CtZone => 30,
+            Field::CtMark => 31,
+            Field::NwTtl => 32,
         }
     }
 
@@ -70,7 +157,12 @@ impl Field {
             24 => Field::NwProto,
             25 => Field::NwTos,
             26 => Field::TpSrc,
-            _ => Field::TpDst,
+            27 => Field::TpDst,
+            28 => Field::RecircId,
+            29 => Field::CtState,
+            30 => Field::CtZone,
+            31 => Field::CtMark,
+            _ => Field::NwTtl,
         }
     }
 
@@ -84,6 +176,9 @@ impl Field {
             Field::NwSrc | Field::NwDst => 32,
             Field::NwProto | Field::NwTos => 8,
             Field::TpSrc | Field::TpDst => 16,
+            Field::RecircId | Field::CtMark => 32,
+            Field::CtState | Field::NwTtl => 8,
+            Field::CtZone => 16,
         }
     }
 
@@ -99,14 +194,15 @@ impl Field {
     /// The classifier stage (OVS flow segment) the field belongs to: 0 metadata, 1 L2, 2 L3, 3 L4.
     pub fn stage(self) -> usize {
         match self {
-            Field::InPort | Field::Metadata | Field::Reg(_) => 0,
+            Field::InPort | Field::Metadata | Field::Reg(_) | Field::RecircId | Field::CtState | Field::CtZone | Field::CtMark => 0,
             Field::DlDst | Field::DlSrc | Field::DlType | Field::VlanTci => 1,
-            Field::NwSrc | Field::NwDst | Field::NwProto | Field::NwTos => 2,
+            Field::NwSrc | Field::NwDst | Field::NwProto | Field::NwTos | Field::NwTtl => 2,
             Field::TpSrc | Field::TpDst => 3,
         }
     }
 
-    /// Whether the field is a packet header (kept in a Megaflow) rather than pipeline state.
+    /// Whether the field is a packet header or datapath metadata (kept in a Megaflow: the
+    /// conntrack fields and recirc_id are) rather than pipeline state.
     pub fn is_packet_field(self) -> bool {
         !matches!(self, Field::Metadata | Field::Reg(_))
     }
@@ -126,6 +222,11 @@ impl Field {
             Field::NwTos => "nw_tos".into(),
             Field::TpSrc => "tp_src".into(),
             Field::TpDst => "tp_dst".into(),
+            Field::RecircId => "recirc_id".into(),
+            Field::CtState => "ct_state".into(),
+            Field::CtZone => "ct_zone".into(),
+            Field::CtMark => "ct_mark".into(),
+            Field::NwTtl => "nw_ttl".into(),
         }
     }
 
@@ -149,6 +250,12 @@ impl Field {
                 } else {
                     format!("{}/{}", format_ip(value), format_ip(mask))
                 }
+            }
+            Field::CtState => format_ct_state(value, mask),
+            // C's `%#x`, as OVS prints these: "0" for zero, "0x5" otherwise.
+            Field::RecircId | Field::CtMark => {
+                let c = |v: u64| if v == 0 { "0".to_string() } else { format!("{v:#x}") };
+                if full { c(value) } else { format!("{}/{}", c(value), c(mask)) }
             }
             Field::DlType | Field::VlanTci => {
                 if full {
@@ -184,8 +291,14 @@ pub fn format_ip(v: u64) -> String {
 
 /// Values of every field: a packet's headers plus its pipeline state (registers, metadata).
 /// The same type holds wildcard masks (1 bits are examined).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Flow(pub [u64; N_FIELDS]);
+
+impl Default for Flow {
+    fn default() -> Self {
+        Flow([0; N_FIELDS])
+    }
+}
 
 impl Flow {
     pub fn get(&self, f: Field) -> u64 {

@@ -49,6 +49,15 @@ pub enum Action {
     GotoTable { table: u8 },
     Output { port: u32 },
     Drop,
+    /// `ct(commit,zone=Z,table=N)`: send the packet through conntrack in `zone`; `commit`
+    /// records the connection; with `table` a clone recirculates and resumes at table N with
+    /// `ct_state`/`ct_zone` set (the current pass continues, with the conntrack fields cleared).
+    Ct { commit: bool, zone: u16, table: Option<u8> },
+    /// `ct_clear`: clear the conntrack fields.
+    CtClear,
+    /// `dec_ttl`: decrement the IPv4 TTL; a TTL of 0 or 1 ends the translation (OVS sends the
+    /// packet to the controller).
+    DecTtl,
 }
 
 /// One line of a flow file.
@@ -281,6 +290,22 @@ fn parse_match_token(ctx: &LineCtx, tok: Tok<'_>, rule: &mut FlowRule) -> Result
             let v = parse_uint(need("a protocol number")?, 255).map_err(|m| ctx.err(voff, m))?;
             add_match(ctx, off, rule, Field::NwProto, v, u64::MAX)
         }
+        "nw_ttl" | "ip_ttl" => {
+            let v = parse_uint(need("a TTL")?, 255).map_err(|m| ctx.err(voff, m))?;
+            add_match(ctx, off, rule, Field::NwTtl, v, u64::MAX)
+        }
+        "ct_state" => {
+            let (v, m) = crate::fields::parse_ct_state(need("conntrack flags like +trk+new")?, true).map_err(|m| ctx.err(voff, m))?;
+            add_match(ctx, off, rule, Field::CtState, v, m)
+        }
+        "ct_zone" => {
+            let v = parse_uint(need("a zone number")?, 0xffff).map_err(|m| ctx.err(voff, m))?;
+            add_match(ctx, off, rule, Field::CtZone, v, u64::MAX)
+        }
+        "ct_mark" => {
+            let (v, m) = parse_masked(need("a value")?, |s| parse_uint(s, 0xffff_ffff), 32).map_err(|m| ctx.err(voff, m))?;
+            add_match(ctx, off, rule, Field::CtMark, v, m)
+        }
         "nw_tos" => {
             let v = parse_uint(need("a ToS value")?, 255).map_err(|m| ctx.err(voff, m))?;
             if v & 3 != 0 {
@@ -304,7 +329,7 @@ fn parse_match_token(ctx: &LineCtx, tok: Tok<'_>, rule: &mut FlowRule) -> Result
             let (v, m) = parse_masked(need("a value")?, |s| parse_uint(s, 0xffff_ffff), 32).map_err(|m| ctx.err(voff, m))?;
             add_match(ctx, off, rule, Field::Reg(r), v, m)
         }
-        _ => Err(ctx.err(off, format!("unknown match field '{key}' (expected table, priority, in_port, dl_src, dl_dst, dl_type, dl_vlan, ip, tcp, udp, icmp, arp, nw_src, nw_dst, nw_proto, nw_tos, tp_src, tp_dst, reg0..reg15, metadata or actions=)"))),
+        _ => Err(ctx.err(off, format!("unknown match field '{key}' (expected table, priority, in_port, dl_src, dl_dst, dl_type, dl_vlan, ip, tcp, udp, icmp, arp, nw_src, nw_dst, nw_proto, nw_tos, nw_ttl, tp_src, tp_dst, ct_state, ct_zone, ct_mark, reg0..reg15, metadata or actions=)"))),
     }
 }
 
@@ -317,7 +342,7 @@ fn check_match_prereqs(ctx: &LineCtx, rule: &FlowRule) -> Result<(), ParseError>
             Field::NwSrc | Field::NwDst if dl_type != Some(ETH_TYPE_IP) && dl_type != Some(ETH_TYPE_ARP) => {
                 return Err(ctx.err(0, format!("{} needs 'ip' or 'arp' (dl_type=0x0800 or 0x0806)", m.field.name())));
             }
-            Field::NwProto | Field::NwTos if dl_type != Some(ETH_TYPE_IP) => {
+            Field::NwProto | Field::NwTos | Field::NwTtl if dl_type != Some(ETH_TYPE_IP) => {
                 return Err(ctx.err(0, format!("{} needs 'ip' (dl_type=0x0800)", m.field.name())));
             }
             Field::TpSrc | Field::TpDst
@@ -430,6 +455,7 @@ pub fn field_by_name(name: &str) -> Option<(Field, Prereq)> {
         "ip_dst" | "nw_dst" | "ipv4_dst" | "NXM_OF_IP_DST" | "OXM_OF_IPV4_DST" => (Field::NwDst, Prereq::Ip),
         "nw_proto" | "ip_proto" | "NXM_OF_IP_PROTO" => (Field::NwProto, Prereq::Ip),
         "nw_tos" | "NXM_OF_IP_TOS" => (Field::NwTos, Prereq::Ip),
+        "nw_ttl" | "ip_ttl" | "NXM_NX_IP_TTL" => (Field::NwTtl, Prereq::Ip),
         "tcp_src" | "tp_src" | "NXM_OF_TCP_SRC" | "OXM_OF_TCP_SRC" => (Field::TpSrc, tcp),
         "tcp_dst" | "tp_dst" | "NXM_OF_TCP_DST" | "OXM_OF_TCP_DST" => (Field::TpDst, tcp),
         "udp_src" | "NXM_OF_UDP_SRC" | "OXM_OF_UDP_SRC" => (Field::TpSrc, udp),
@@ -507,6 +533,13 @@ fn parse_action(ctx: &LineCtx, tok: Tok<'_>, rule: &FlowRule) -> Result<Action, 
     };
     match name {
         "drop" if arg.is_none() => Ok(Action::Drop),
+        "ct_clear" if arg.is_none() => Ok(Action::CtClear),
+        "dec_ttl" if arg.is_none() => {
+            // OVS refuses dec_ttl in an OpenFlow 1.3 flow that does not match IP.
+            check_prereq(ctx, off, Field::NwTtl, Prereq::Ip, rule)?;
+            Ok(Action::DecTtl)
+        }
+        "ct" => parse_ct(ctx, aoff, arg.unwrap_or("()"), rule),
         "output" => {
             let p = parse_uint(need("a port number")?, 0xfeff).map_err(|m| ctx.err(aoff, m))?;
             Ok(Action::Output { port: p as u32 })
@@ -594,8 +627,28 @@ fn parse_action(ctx: &LineCtx, tok: Tok<'_>, rule: &FlowRule) -> Result<Action, 
             check_writable(ctx, doff, dst.field, dst.prereq, rule)?;
             Ok(Action::Move { src, dst })
         }
-        _ => Err(ctx.err(off, format!("unknown action '{s}' (expected output, drop, resubmit, goto_table, set_field, load, move or mod_*)"))),
+        _ => Err(ctx.err(off, format!("unknown action '{s}' (expected output, drop, resubmit, goto_table, set_field, load, move, mod_*, ct, ct_clear or dec_ttl)"))),
     }
+}
+
+/// `ct(...)` with `commit`, `zone=N` and `table=N`; what else OVS takes (nat, exec, alg,
+/// force, a zone from a field) is refused as not modelled.
+fn parse_ct(ctx: &LineCtx, off: usize, arg: &str, rule: &FlowRule) -> Result<Action, ParseError> {
+    let inner = arg.strip_prefix('(').and_then(|a| a.strip_suffix(')')).ok_or_else(|| ctx.err(off, "expected ct(...) with parentheses"))?;
+    if rule.match_value(Field::DlType).map(|(v, _)| v) != Some(ETH_TYPE_IP) {
+        return Err(ctx.err(off, "ct needs the flow to match 'ip' (OVS: OFPBAC_MATCH_INCONSISTENT)"));
+    }
+    let (mut commit, mut zone, mut table) = (false, 0u16, None);
+    for tok in split_top(inner, off + 1, false) {
+        let (k, v) = tok.text.split_once('=').map_or((tok.text, None), |(k, v)| (k, Some(v)));
+        match (k, v) {
+            ("commit", None) => commit = true,
+            ("zone", Some(v)) => zone = parse_uint(v, 0xffff).map_err(|m| ctx.err(tok.offset, format!("ct zone: {m} (a zone taken from a field is not supported)")))? as u16,
+            ("table", Some(v)) => table = Some(parse_uint(v, 254).map_err(|m| ctx.err(tok.offset, format!("ct table: {m}")))? as u8),
+            _ => return Err(ctx.err(tok.offset, format!("ct argument '{}' is not modelled (expected commit, zone=N or table=N)", tok.text))),
+        }
+    }
+    Ok(Action::Ct { commit, zone, table })
 }
 
 /// The value of a `set_field`, in the field's own notation, with an optional `/mask`.

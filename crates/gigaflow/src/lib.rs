@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod bench;
 pub mod classifier;
+pub mod conntrack;
 pub mod coverage;
 pub mod experiments;
 pub mod fields;

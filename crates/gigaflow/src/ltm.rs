@@ -252,7 +252,7 @@ impl GigaflowCache {
         outputs.clear();
         self.touched.clear();
         *flow_out = *packet;
-        let mut tag = TAG_START;
+        let Some(mut tag) = self.start_tag(packet) else { return false };
         for k in 0..self.tables.len() {
             if let Some(id) = self.tables[k].lookup(tag, flow_out, None) {
                 let e = &self.tables[k].get(id).payload;
@@ -265,6 +265,16 @@ impl GigaflowCache {
             }
         }
         false
+    }
+
+    /// The tag a packet's pass starts with: [`TAG_START`], or for a recirculated pass the tag
+    /// of the table it resumes in (its entries also match its recirc_id, which every lookup
+    /// examines, so passes never share entries). `None` when tags run out.
+    fn start_tag(&mut self, packet: &Flow) -> Option<u16> {
+        match crate::slowpath::resume_table(packet) {
+            0 if packet.get(crate::fields::Field::RecircId) == 0 => Some(TAG_START),
+            t => self.tags.tag(t, &[]),
+        }
     }
 
     /// Whether `packet` would hit now (no counters touched).
@@ -315,7 +325,8 @@ impl GigaflowCache {
     /// same lookups there.
     fn captured_prefix(&mut self, trace: &Trace) -> (usize, usize) {
         let mut flow = trace.initial_flow;
-        let (mut tag, mut done, mut next_table) = (TAG_START, 0usize, 0usize);
+        let Some(start) = self.start_tag(&flow) else { return (0, 0) };
+        let (mut tag, mut done, mut next_table) = (start, 0usize, 0usize);
         let mut outputs = std::mem::take(&mut self.scratch_outputs);
         for k in 0..self.tables.len() {
             if let Some(id) = self.tables[k].lookup(tag, &flow, None) {

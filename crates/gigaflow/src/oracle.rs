@@ -5,7 +5,7 @@
 
 use crate::fields::{Field, Flow, ETH_TYPE_ARP, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 use crate::flows::{parse_ip_masked, parse_mac, parse_uint};
-use crate::slowpath::Output;
+use crate::slowpath::{CtAction, Output};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -40,8 +40,12 @@ pub struct Ovs {
 #[derive(Clone, Debug)]
 pub struct OvsTrace {
     pub text: String,
+    /// The first pass's lines.
     pub megaflow_line: String,
     pub actions_line: String,
+    /// Every datapath pass: (Megaflow line, Datapath actions line); after the first, one per
+    /// recirculation (`recirc(0x..) - resume conntrack with ct_state=...`).
+    pub passes: Vec<(String, String)>,
 }
 
 fn run(cmd: &mut Command) -> Result<String, String> {
@@ -164,14 +168,30 @@ impl Ovs {
 
     /// `ofproto/trace BRIDGE FLOW`.
     pub fn trace(&mut self, flow: &str) -> Result<OvsTrace, String> {
+        self.trace_ct(flow, &[])
+    }
+
+    /// `ofproto/trace BRIDGE FLOW --ct-next S1 --ct-next S2 ...`: the conntrack state each
+    /// recirculated pass resumes with, in order (OVS's default is `trk,new`).
+    pub fn trace_ct(&mut self, flow: &str, ct_next: &[&str]) -> Result<OvsTrace, String> {
         let bridge = self.bridge.clone();
-        let text = self.appctl("ofproto/trace", &[&bridge, flow])?;
-        let line = |prefix: &str| text.lines().find_map(|l| l.strip_prefix(prefix)).map(str::to_string);
-        Ok(OvsTrace {
-            megaflow_line: line("Megaflow: ").ok_or_else(|| format!("no Megaflow line in trace of {flow}:\n{text}"))?,
-            actions_line: line("Datapath actions: ").ok_or_else(|| format!("no Datapath actions line in trace of {flow}:\n{text}"))?,
-            text,
-        })
+        let mut params: Vec<&str> = vec![&bridge, flow];
+        for s in ct_next {
+            params.extend(["--ct-next", s]);
+        }
+        let text = self.appctl("ofproto/trace", &params)?;
+        let mut passes = Vec::new();
+        let mut megaflow = None;
+        for l in text.lines() {
+            if let Some(m) = l.strip_prefix("Megaflow: ") {
+                megaflow = Some(m.to_string());
+            } else if let Some(a) = l.strip_prefix("Datapath actions: ") {
+                let m = megaflow.take().ok_or_else(|| format!("Datapath actions without a Megaflow line in trace of {flow}:\n{text}"))?;
+                passes.push((m, a.to_string()));
+            }
+        }
+        let (megaflow_line, actions_line) = passes.first().cloned().ok_or_else(|| format!("no Megaflow/Datapath actions lines in trace of {flow}:\n{text}"))?;
+        Ok(OvsTrace { megaflow_line, actions_line, passes, text })
     }
 
     pub fn dp_to_of(&self) -> &BTreeMap<u32, u32> {
@@ -233,10 +253,11 @@ pub fn trace_flow_string(p: &Flow) -> String {
     }
     if p.is_ip() {
         s += &format!(
-            ",nw_src={},nw_dst={},nw_tos={}",
+            ",nw_src={},nw_dst={},nw_tos={},nw_ttl={}",
             crate::fields::format_ip(p.get(Field::NwSrc)),
             crate::fields::format_ip(p.get(Field::NwDst)),
-            p.get(Field::NwTos) & 0xfc
+            p.get(Field::NwTos) & 0xfc,
+            p.get(Field::NwTtl)
         );
     }
     if let Some((_, src, dst)) = l4 {
@@ -288,7 +309,21 @@ pub fn parse_megaflow(line: &str) -> Result<(Flow, Flow, Vec<String>), String> {
             None => (tok, None),
         };
         match (k, v) {
-            ("recirc_id", _) | ("eth", None) | ("nw_frag", _) => {}
+            ("eth", None) | ("nw_frag", _) => {}
+            ("recirc_id", Some(v)) => put(Field::RecircId, parse_uint(v, u32::MAX as u64)?, u32::MAX as u64),
+            ("ct_state", Some(v)) => {
+                let (a, m) = crate::fields::parse_ct_state(v, true)?;
+                put(Field::CtState, a, m)
+            }
+            ("ct_zone", Some(v)) => {
+                let (a, m) = masked_num(v, 16)?;
+                put(Field::CtZone, a, m)
+            }
+            ("ct_mark", Some(v)) => {
+                let (a, m) = masked_num(v, 32)?;
+                put(Field::CtMark, a, m)
+            }
+            ("nw_ttl", Some(v)) => put(Field::NwTtl, parse_uint(v, 255)?, 0xff),
             ("ip", None) => put(Field::DlType, ETH_TYPE_IP, 0xffff),
             ("arp", None) => put(Field::DlType, ETH_TYPE_ARP, 0xffff),
             ("tcp", None) | ("udp", None) | ("icmp", None) => {
@@ -338,7 +373,9 @@ pub fn parse_datapath_actions(line: &str, packet: &Flow, dp_to_of: &BTreeMap<u32
     let mut headers = *packet;
     let mut outputs = Vec::new();
     for act in split_commas(line) {
-        if act == "drop" {
+        // Conntrack, recirculation and the dec_ttl exception's controller action send nothing
+        // out ([`parse_ct_actions`] reads the first two).
+        if act == "drop" || act == "ct" || act.starts_with("ct(") || act.starts_with("recirc(") || act.starts_with("userspace(") {
             continue;
         }
         if let Ok(dp) = act.parse::<u32>() {
@@ -365,6 +402,7 @@ pub fn parse_datapath_actions(line: &str, packet: &Flow, dp_to_of: &BTreeMap<u32
                 }
                 ("ipv4", "src" | "dst") => (if k == "src" { Field::NwSrc } else { Field::NwDst }, parse_ip_masked(v)?),
                 ("ipv4", "tos") => (Field::NwTos, masked_num(v, 8)?),
+                ("ipv4", "ttl") => (Field::NwTtl, masked_num(v, 8)?),
                 ("tcp" | "udp", "src" | "dst") => (if k == "src" { Field::TpSrc } else { Field::TpDst }, masked_num(v, 16)?),
                 _ => return Err(format!("unsupported key '{k}' in datapath action '{act}'")),
             };
@@ -374,9 +412,33 @@ pub fn parse_datapath_actions(line: &str, packet: &Flow, dp_to_of: &BTreeMap<u32
     Ok(outputs)
 }
 
+/// The `ct` datapath actions of a pass, in order, as [`CtAction`]s (a `recirc(ID)` right
+/// after a `ct` is its recirculation; OVS's id numbers are its own, so the id is kept as is).
+pub fn parse_ct_actions(line: &str) -> Result<Vec<CtAction>, String> {
+    let mut out: Vec<CtAction> = Vec::new();
+    for act in split_commas(line) {
+        if let Some(id) = act.strip_prefix("recirc(").and_then(|r| r.strip_suffix(')')) {
+            let last = out.last_mut().filter(|c| c.recirc.is_none()).ok_or_else(|| format!("'{act}' does not follow a ct action in '{line}'"))?;
+            last.recirc = Some(parse_uint(id, u32::MAX as u64)? as u32);
+        } else if act == "ct" || act.starts_with("ct(") {
+            let mut c = CtAction { commit: false, zone: 0, recirc: None };
+            let inner = act.strip_prefix("ct(").and_then(|a| a.strip_suffix(')')).unwrap_or("");
+            for kv in split_commas(inner) {
+                match kv.split_once('=') {
+                    None if kv == "commit" => c.commit = true,
+                    Some(("zone", z)) => c.zone = parse_uint(z, 0xffff)? as u16,
+                    _ => return Err(format!("unsupported ct argument '{kv}' in '{act}'")),
+                }
+            }
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
 /// The packet fields an output's headers are compared on.
-pub const HEADER_FIELDS: [Field; 8] =
-    [Field::DlSrc, Field::DlDst, Field::VlanTci, Field::NwSrc, Field::NwDst, Field::NwTos, Field::TpSrc, Field::TpDst];
+pub const HEADER_FIELDS: [Field; 9] =
+    [Field::DlSrc, Field::DlDst, Field::VlanTci, Field::NwSrc, Field::NwDst, Field::NwTos, Field::NwTtl, Field::TpSrc, Field::TpDst];
 
 /// Outputs compared on port and packet headers only (registers and metadata do not leave).
 pub fn same_outputs(a: &[Output], b: &[Output]) -> bool {
@@ -388,9 +450,13 @@ pub fn same_outputs(a: &[Output], b: &[Output]) -> bool {
 /// `nw_tos` and `nw_ecn` without their masks (`nw_tos=V` shows the masked value whenever any
 /// DSCP bit is examined), so for that byte we compare what the text can show: which of the two
 /// parts are matched and their masked values.
+/// recirc_id values are each side's own numbering: only the mask and whether the id is 0 (a
+/// packet's first pass) are compared.
 pub fn megaflow_equal(packet: &Flow, our_mask: &Flow, ovs_value: &Flow, ovs_mask: &Flow) -> bool {
     Field::all().all(|f| {
-        if f == Field::NwTos {
+        if f == Field::RecircId {
+            our_mask.get(f) == ovs_mask.get(f) && (packet.get(f) == 0) == (ovs_value.get(f) == 0)
+        } else if f == Field::NwTos {
             let (m, o) = (our_mask.get(f), ovs_mask.get(f));
             let v = packet.get(f) & m;
             ((m & 0xfc != 0) == (o & 0xfc != 0))

@@ -10,8 +10,8 @@ use crate::slowpath::{Pipeline, Trace};
 /// Takes what `ofproto/trace` takes for the fields this slow path models (ICMP's 8-bit
 /// `icmp_type`/`icmp_code` included) and the packet-only fields OVS prints on its `Flow:` line,
 /// so that line pastes back: `nw_ecn` (the ToS byte's low bits), `nw_frag=no`, `recirc_id=0`,
-/// `eth`, and `nw_ttl`/`tcp_flags`, which are read and checked but cannot change a trace (the
-/// flow language refuses matches on them and no action reads them).
+/// `eth`, and `tcp_flags`, which is read and checked but cannot change a trace (the
+/// flow language refuses matches on it and no action reads it).
 pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
     let err = |column: usize, message: String| ParseError { line: 1, column, message };
     // Packet-only tokens are blanked (columns kept) before the rest goes to the flow parser.
@@ -29,9 +29,6 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
         };
         match key {
             "nw_ecn" | "ip_ecn" => ecn = Some(number(3)?),
-            "nw_ttl" | "ip_ttl" => {
-                number(255)?;
-            }
             "tcp_flags" => {
                 // A number or flag names joined by '|', as OVS prints them (`syn|ack`).
                 const NAMES: [&str; 9] = ["fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns"];
@@ -41,9 +38,17 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
                 }
             }
             "recirc_id" if number(u32::MAX as u64)? != 0 => {
-                return Err(err(column, "recirc_id must be 0: recirculation is not modelled".into()));
+                return Err(err(column, "recirc_id must be 0: a trace starts with the packet's first pass (set later passes' conntrack state with --ct-next)".into()));
             }
             "recirc_id" => {}
+            "ct_state" => {
+                // As OVS prints it on the Flow: line (`new|trk`); a first pass's packet is untracked.
+                let v = val.unwrap_or("");
+                let state = crate::fields::parse_ct_state(v, false).map_err(|m| err(column, format!("ct_state: {m}")))?.0;
+                if state != 0 {
+                    return Err(err(column, "ct_state must be 0 in a packet: conntrack sets it for the passes after ct(table=N) (use --ct-next)".into()));
+                }
+            }
             "eth" if val.is_none() => {}
             "nw_frag" | "ip_frag" => match val {
                 Some("no") => {}
@@ -81,6 +86,12 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
 
 /// Formats a (value, mask) flow as OVS prints matches, with protocol shorthands.
 pub fn format_match(value: &Flow, mask: &Flow) -> String {
+    format_fields(value, mask, false)
+}
+
+/// As [`format_match`]; `packet`: a packet's own fields, with `ct_state` as its flags
+/// (`est|trk`, as OVS's `Flow:` line prints them) instead of a match.
+fn format_fields(value: &Flow, mask: &Flow, packet: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     let exact = |f: Field| mask.get(f) == f.full_mask();
     let ip = exact(Field::DlType) && value.get(Field::DlType) == ETH_TYPE_IP;
@@ -94,6 +105,16 @@ pub fn format_match(value: &Flow, mask: &Flow) -> String {
     } else {
         None
     };
+    // Datapath metadata comes first, as OVS prints it (recirc_id, ct_state, ct_zone, ct_mark).
+    for f in DATAPATH_METADATA {
+        if mask.get(f) != 0 {
+            let text = match f {
+                Field::CtState if packet => crate::fields::format_ct_flags(value.get(f)),
+                _ => f.format(value.get(f) & mask.get(f), mask.get(f)),
+            };
+            parts.push(format!("{}={text}", f.name()));
+        }
+    }
     match (ip, proto_name) {
         (true, Some(p)) => parts.push(p.into()),
         (true, None) => parts.push("ip".into()),
@@ -137,7 +158,10 @@ pub fn format_match(value: &Flow, mask: &Flow) -> String {
     parts.join(",")
 }
 
-/// The order OVS's `match_format` prints fields in.
+/// The fields OVS prints before the protocol, in its order.
+const DATAPATH_METADATA: [Field; 4] = [Field::RecircId, Field::CtState, Field::CtZone, Field::CtMark];
+
+/// The order OVS's `match_format` prints the other fields in.
 fn print_order() -> Vec<Field> {
     let mut order: Vec<Field> = (0..16).map(Field::Reg).collect();
     order.extend([
@@ -151,23 +175,31 @@ fn print_order() -> Vec<Field> {
         Field::NwDst,
         Field::NwProto,
         Field::NwTos,
+        Field::NwTtl,
         Field::TpSrc,
         Field::TpDst,
     ]);
     order
 }
 
-/// A Megaflow as OVS prints it: `recirc_id=0,eth,` then the match, with `nw_frag=no` for IP.
+/// A Megaflow as OVS prints it: `recirc_id=ID`, the conntrack fields examined, `eth`, then
+/// the match, with `nw_frag=no` for IP.
 pub fn format_megaflow(trace: &Trace) -> String {
-    let text = format_match(&trace.initial_flow.masked(&trace.megaflow_mask), &trace.megaflow_mask);
+    let (mut head, mut rest) = (Flow::default(), trace.megaflow_mask);
+    for f in DATAPATH_METADATA {
+        head.set(f, rest.get(f));
+        rest.set(f, 0);
+    }
+    let head = format_match(&trace.initial_flow.masked(&head), &head);
+    let text = format_match(&trace.initial_flow.masked(&rest), &rest);
     if !trace.initial_flow.is_ip() {
-        return format!("recirc_id=0,eth,{text}");
+        return format!("{head},eth,{text}");
     }
     // nw_frag follows the L3 fields and precedes the L4 ones.
     let mut parts: Vec<&str> = text.split(',').collect();
     let pos = parts.iter().position(|p| ["tp_src=", "tp_dst=", "icmp_type=", "icmp_code="].iter().any(|k| p.starts_with(k))).unwrap_or(parts.len());
     parts.insert(pos, "nw_frag=no");
-    format!("recirc_id=0,eth,{}", parts.join(","))
+    format!("{head},eth,{}", parts.join(","))
 }
 
 fn format_action(a: &Action) -> String {
@@ -186,6 +218,21 @@ fn format_action(a: &Action) -> String {
         Action::GotoTable { table } => format!("goto_table:{table}"),
         Action::Output { port } => format!("output:{port}"),
         Action::Drop => "drop".into(),
+        Action::DecTtl => "dec_ttl".into(),
+        Action::CtClear => "ct_clear".into(),
+        Action::Ct { commit, zone, table } => {
+            let mut args = Vec::new();
+            if *commit {
+                args.push("commit".to_string());
+            }
+            if let Some(t) = table {
+                args.push(format!("table={t}"));
+            }
+            if *zone != 0 {
+                args.push(format!("zone={zone}"));
+            }
+            format!("ct({})", args.join(","))
+        }
     }
 }
 
@@ -205,7 +252,7 @@ fn format_flow(f: &Flow) -> String {
             mask.set(fl, 0);
         }
     }
-    format_match(f, &mask)
+    format_fields(f, &mask, true)
 }
 
 /// Our datapath actions: header rewrites as `set(field=value)` before each output that needs
@@ -274,13 +321,32 @@ pub fn trace_json(pipeline: &Pipeline, trace: &Trace) -> serde_json::Value {
     })
 }
 
-/// `innet vswitch trace`: parse the flow file text and the packet, trace, and return
-/// (text, JSON). Errors name the flow file line/column or the packet column.
-pub fn trace_command(flows_text: &str, packet: &str) -> Result<(String, String), String> {
+/// `innet vswitch trace`: parse the flow file text and the packet, trace every datapath pass,
+/// and return (text, JSON). `ct_next` is the `ct_state` each recirculated pass resumes with, in
+/// order, as `ofproto/trace --ct-next` takes it (`trk,new`; OVS's default when none is left).
+/// The JSON is the first pass's, with the later passes under `recirculations`. Errors name the
+/// flow file line/column, the packet column or the bad state.
+pub fn trace_command(flows_text: &str, packet: &str, ct_next: &[String]) -> Result<(String, String), String> {
     let pipeline = Pipeline::parse(flows_text).map_err(|e| format!("flows: {e}"))?;
     let p = parse_packet(packet).map_err(|e| format!("packet: column {}: {}", e.column, e.message))?;
-    let t = pipeline.trace(&p);
-    Ok((format_trace(&pipeline, &t), trace_json(&pipeline, &t).to_string()))
+    let states = ct_next
+        .iter()
+        .map(|s| crate::fields::parse_ct_state(&s.replace(',', "|"), false).map(|v| v.0).map_err(|e| format!("--ct-next {s}: {e}")))
+        .collect::<Result<Vec<u64>, String>>()?;
+    let mut next = states.into_iter();
+    let default = crate::fields::CT_TRK | crate::fields::CT_NEW;
+    let passes = pipeline.trace_passes(&p, |_, _| next.next().unwrap_or(default));
+    let mut text = format_trace(&pipeline, &passes[0]);
+    let mut js = trace_json(&pipeline, &passes[0]);
+    let mut later = Vec::new();
+    for t in &passes[1..] {
+        let state = crate::fields::format_ct_flags(t.initial_flow.get(Field::CtState));
+        text += &format!("\n{}\nrecirc({:#x}) - resume conntrack with ct_state={state}\n{}\n\n", "=".repeat(79), t.initial_flow.get(Field::RecircId), "=".repeat(79));
+        text += &format_trace(&pipeline, t);
+        later.push(trace_json(&pipeline, t));
+    }
+    js["recirculations"] = serde_json::Value::Array(later);
+    Ok((text, js.to_string()))
 }
 
 #[cfg(test)]
@@ -290,13 +356,13 @@ mod tests {
     #[test]
     fn prints_tables_megaflow_and_actions() {
         let flows = include_str!("../pipelines/l3_router.flows");
-        let (text, json) = trace_command(flows, "in_port=1,tcp,nw_src=192.168.0.1,nw_dst=10.1.2.4,tp_dst=80").unwrap();
+        let (text, json) = trace_command(flows, "in_port=1,tcp,nw_src=192.168.0.1,nw_dst=10.1.2.4,tp_dst=80", &[]).unwrap();
         assert!(text.contains(" 1. ip,nw_dst=10.1.2.0/24, priority 124"), "{text}");
         assert!(text.contains("Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.4/30,nw_frag=no,tp_dst=80"), "{text}");
         assert!(text.contains("Actions: set(dl_dst=00:00:00:00:02:02),output:2"), "{text}");
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["outputs"], serde_json::json!([2]));
-        let e = trace_command(flows, "in_port=1,nw_dst=10.0.0.1").unwrap_err();
+        let e = trace_command(flows, "in_port=1,nw_dst=10.0.0.1", &[]).unwrap_err();
         assert!(e.contains("'ip'"), "{e}");
     }
 
@@ -306,8 +372,8 @@ mod tests {
         assert_eq!((p.get(Field::TpSrc), p.get(Field::TpDst), p.get(Field::NwProto)), (8, 0, IPPROTO_ICMP));
         // The l3_router's echo-request rule (icmp,icmp_type=8) takes it; type 0 does not.
         let flows = include_str!("../pipelines/l3_router.flows");
-        let (echo, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0").unwrap();
-        let (reply, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=0,icmp_code=0").unwrap();
+        let (echo, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=8,icmp_code=0", &[]).unwrap();
+        let (reply, _) = trace_command(flows, "in_port=1,icmp,nw_dst=10.1.2.3,icmp_type=0,icmp_code=0", &[]).unwrap();
         // As OVS prints it: icmp_type is tp_src's low byte (checked against real OVS).
         assert!(echo.contains("Megaflow: recirc_id=0,eth,icmp,in_port=1,dl_dst=00:00:00:00:00:00,nw_dst=10.1.2.3,nw_frag=no,icmp_type=0x8/0xff\n"), "{echo}");
         assert!(echo.contains(", priority 90") && !reply.contains("priority 90"), "{reply}");
@@ -318,10 +384,30 @@ mod tests {
     }
 
     #[test]
+    fn recirculated_passes_are_traced_with_their_ct_state() {
+        let flows = include_str!("../pipelines/conntrack.flows");
+        let packet = "in_port=1,tcp,nw_src=10.1.0.1,nw_dst=10.2.0.1,nw_ttl=64,tp_dst=80";
+        let (text, json) = trace_command(flows, packet, &["trk,est".to_string()]).unwrap();
+        assert!(text.contains("resume conntrack with ct_state=est|trk"), "{text}");
+        assert!(text.contains("Megaflow: recirc_id=0,eth,tcp,in_port=1,dl_src=00:00:00:00:00:00,nw_src=10.1.0.0/16,nw_dst=10.2.0.0/16,nw_ttl=64,nw_frag=no"), "{text}");
+        assert!(text.contains("Flow: recirc_id=0x"), "{text}");
+        assert!(text.contains(",ct_state=est|trk,ct_zone=5,"), "{text}");
+        let js: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let later = js["recirculations"].as_array().unwrap();
+        assert_eq!(later.len(), 1);
+        assert!(later[0]["megaflow"].as_str().unwrap().contains("ct_state=+est-inv+trk,ct_zone=5"), "{}", later[0]);
+        assert_eq!(later[0]["outputs"], serde_json::json!([3]));
+        let e = trace_command(flows, packet, &["trk,bogus".to_string()]).unwrap_err();
+        assert!(e.contains("--ct-next") && e.contains("bogus"), "{e}");
+        assert!(parse_packet("ct_state=new|trk,tcp").unwrap_err().message.contains("--ct-next"));
+        assert!(parse_packet("ct_state=0,tcp").is_ok());
+    }
+
+    #[test]
     fn the_flow_line_ovs_prints_parses_back() {
         let line = "tcp,in_port=1,vlan_tci=0x0000,dl_src=00:00:00:00:00:00,dl_dst=00:00:00:00:00:00,nw_src=192.168.0.1,nw_dst=10.1.2.3,nw_tos=0,nw_ecn=2,nw_ttl=64,nw_frag=no,tp_src=0,tp_dst=80,tcp_flags=syn|ack";
         let p = parse_packet(line).unwrap();
-        assert_eq!((p.get(Field::NwDst), p.get(Field::TpDst), p.get(Field::NwTos)), (0x0a01_0203, 80, 2));
+        assert_eq!((p.get(Field::NwDst), p.get(Field::TpDst), p.get(Field::NwTos), p.get(Field::NwTtl)), (0x0a01_0203, 80, 2, 64));
         let e = parse_packet("tcp,nw_frag=first").unwrap_err();
         assert!(e.message.contains("nw_frag") && e.column == 5, "{e}");
         assert!(parse_packet("tcp,tcp_flags=0x12").is_ok());

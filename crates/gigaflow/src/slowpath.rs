@@ -2,11 +2,18 @@
 //! recording the traversal (each table visited, the flow it saw, the rule it hit and the bits it
 //! examined) and producing the final flow, the Megaflow (the packet under the accumulated
 //! wildcards) and the outputs with the headers each one carries.
+//!
+//! Recirculation: a `ct(table=N)` freezes the pipeline state (resume table, registers,
+//! metadata, conntrack zone) under a recirculation id, as OVS's `recirc_id` pool does; one
+//! [`Pipeline::trace`] is one datapath pass, ending with `final_flow`'s `recirc_id` set to the
+//! id to resume; [`Pipeline::thaw`] builds the next pass's packet once conntrack has set
+//! `ct_state`, and [`Pipeline::trace_passes`] runs every pass.
 
 use crate::classifier::{Classifier, DualWildcards};
 use crate::fields::{Field, Flow, IPPROTO_ICMP};
 use crate::flows::{parse_flows, Action, FlowRule, ParseError, Prereq};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 /// OVS's resubmit depth limit.
 pub const MAX_RESUBMIT_DEPTH: usize = 64;
@@ -14,12 +21,65 @@ pub const MAX_RESUBMIT_DEPTH: usize = 64;
 /// it, a rule resubmitting twice into a loop makes 2^64 lookups (found by the gigaflow_flows
 /// fuzzer as an out-of-memory).
 pub const MAX_RESUBMITS: usize = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
+/// Most datapath passes [`Pipeline::trace_passes`] runs (OVS: `MAX_RECIRC_DEPTH`, 6).
+pub const MAX_PASSES: usize = 6;
 
 /// A parsed pipeline: its rules and one classifier per table.
 #[derive(Clone, Debug)]
 pub struct Pipeline {
     pub rules: Vec<FlowRule>,
     tables: BTreeMap<u8, Classifier>,
+    /// Frozen states by recirculation id (shared by clones, as OVS's id pool is per datapath).
+    recirc: Arc<Mutex<RecircIds>>,
+}
+
+/// The pipeline state a `ct(table=N)` freezes: where the recirculated pass resumes and the
+/// pipeline fields it resumes with (OVS's `frozen_state`: table, registers, metadata).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Frozen {
+    table: u8,
+    zone: u16,
+    /// Metadata and registers ([`Field::Metadata`], [`Field::Reg`]) at the freeze.
+    state: [u64; 17],
+}
+
+/// Recirculation ids: `(index + 1) << 8 | resume table`, so a cache can tell the table a
+/// recirculated packet resumes in from the packet alone (OVS's ids are opaque numbers; only
+/// their identity matters).
+#[derive(Debug, Default)]
+struct RecircIds {
+    ids: HashMap<Frozen, u32>,
+    states: Vec<Frozen>,
+}
+
+impl RecircIds {
+    fn id(&mut self, f: Frozen) -> Option<u32> {
+        if let Some(&id) = self.ids.get(&f) {
+            return Some(id);
+        }
+        if self.states.len() >= (1 << 23) {
+            return None;
+        }
+        let id = ((self.states.len() as u32 + 1) << 8) | f.table as u32;
+        self.states.push(f.clone());
+        self.ids.insert(f, id);
+        Some(id)
+    }
+}
+
+/// The table a packet's pass starts in: 0, or the resume table its recirc_id names.
+pub fn resume_table(packet: &Flow) -> u8 {
+    (packet.get(Field::RecircId) & 0xff) as u8
+}
+
+/// A `ct` datapath action of a pass, in order (OVS prints `ct(commit,zone=Z)`, then
+/// `recirc(ID)` when the packet recirculates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtAction {
+    pub commit: bool,
+    pub zone: u16,
+    /// The recirculation id, for `ct(table=N)`.
+    pub recirc: Option<u32>,
 }
 
 /// A pending resubmit frame: (rule index, next action index, depth the rule ran at).
@@ -82,6 +142,11 @@ pub struct Trace {
     /// For [`Pipeline::trace_segment`]: the lookup (table, pending frames, depth) that would
     /// have come next when the segment stopped; `None` when the traversal ended.
     pub next_lookup: Option<(u8, Vec<Frame>, u8)>,
+    /// The conntrack actions of the pass; the last one with a `recirc` id is the pass the
+    /// packet continues with (`final_flow`'s recirc_id is that id).
+    pub ct: Vec<CtAction>,
+    /// `dec_ttl` met a TTL of 0 or 1 and ended the translation (OVS: to the controller).
+    pub ttl_exception: bool,
 }
 
 impl Trace {
@@ -105,16 +170,28 @@ impl Pipeline {
             by_table.entry(r.table).or_default().push((i, r));
         }
         let tables = by_table.iter().map(|(t, rs)| (*t, Classifier::new(rs))).collect();
-        Pipeline { rules, tables }
+        Pipeline { rules, tables, recirc: Arc::default() }
     }
 
-    /// Runs `packet` (headers, registers and metadata zero unless set) through the pipeline.
+    /// Runs `packet` (headers, registers and metadata zero unless set) through the pipeline:
+    /// one datapath pass, from table 0, or for a recirculated packet ([`Pipeline::thaw`]) from
+    /// the table its recirc_id resumes in.
     pub fn trace(&self, packet: &Flow) -> Trace {
         let mut x = Xlate::new(self, packet, usize::MAX);
         // Fields OVS always considers examined.
         x.wc.set(Field::InPort, u64::MAX);
         x.wc.set(Field::DlType, u64::MAX);
-        x.table(0, 0);
+        x.wc.set(Field::RecircId, u64::MAX);
+        x.table(resume_table(packet), 0);
+        if let Some(id) = x.ct.iter().rev().find_map(|c| c.recirc) {
+            // The pass ends by recirculating: the last lookup's window writes the id.
+            x.written(Field::RecircId, u64::MAX);
+            x.flow.set(Field::RecircId, id as u64);
+        }
+        if x.ct.iter().filter(|c| c.recirc.is_some()).count() > 1 {
+            // Two clones recirculate from one pass; the caches model one continuation.
+            x.depth_limited = true;
+        }
         let mut wc = x.wc;
         for f in Field::all() {
             if !f.is_packet_field() {
@@ -132,7 +209,55 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None, ct: x.ct, ttl_exception: x.stopped }
+    }
+
+    /// The packet of the pass after `after` (a pass's final flow, or a cache hit's flow, whose
+    /// recirc_id names the frozen state): its headers, the frozen registers, metadata and zone,
+    /// and `ct_state` as conntrack set it. `None` when `after` does not recirculate.
+    pub fn thaw(&self, after: &Flow, ct_state: u64) -> Option<Flow> {
+        let id = after.get(Field::RecircId) as u32;
+        let index = (id >> 8).checked_sub(1)? as usize;
+        let ids = self.recirc.lock().unwrap_or_else(|e| e.into_inner());
+        let frozen = ids.states.get(index)?;
+        let mut f = *after;
+        f.0[1..18].copy_from_slice(&frozen.state);
+        f.set(Field::CtState, ct_state);
+        f.set(Field::CtZone, frozen.zone as u64);
+        f.set(Field::CtMark, 0);
+        Some(f)
+    }
+
+    /// The conntrack zone a recirculation id's pass runs in.
+    pub fn recirc_zone(&self, id: u32) -> Option<u16> {
+        let index = (id >> 8).checked_sub(1)? as usize;
+        self.recirc.lock().unwrap_or_else(|e| e.into_inner()).states.get(index).map(|f| f.zone)
+    }
+
+    /// The tables `packet` visits over all its passes, each recirculation resuming as a new
+    /// connection's first packet would (`+trk+new`): its traversal in the paper's sense.
+    pub fn traversal_tables(&self, packet: &Flow) -> Vec<u8> {
+        let new = crate::fields::CT_TRK | crate::fields::CT_NEW;
+        self.trace_passes(packet, |_, _| new).iter().flat_map(|t| t.visits.iter().map(|v| v.table)).collect()
+    }
+
+    /// Every datapath pass of `packet`: the first, then one per recirculation, each thawed with
+    /// the `ct_state` that `conntrack(packet before the pass, zone)` returns (at most
+    /// [`MAX_PASSES`]).
+    pub fn trace_passes(&self, packet: &Flow, mut conntrack: impl FnMut(&Flow, u16) -> u64) -> Vec<Trace> {
+        let mut passes = vec![self.trace(packet)];
+        while passes.len() < MAX_PASSES {
+            let last = &passes[passes.len() - 1];
+            if last.depth_limited || !last.ct.iter().any(|c| c.recirc.is_some()) {
+                break;
+            }
+            let after = last.final_flow;
+            let id = after.get(Field::RecircId) as u32;
+            let Some(zone) = self.recirc_zone(id) else { break };
+            let Some(next) = self.thaw(&after, conntrack(&after, zone)) else { break };
+            passes.push(self.trace(&next));
+        }
+        passes
     }
 
     /// Runs at most `max_lookups` lookups starting in `table` at resubmit depth `depth` with
@@ -151,7 +276,7 @@ impl Pipeline {
             let (rule, next, d) = continuation[i];
             x.run_actions(rule as usize, next as usize, d as usize);
         }
-        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted, ct: x.ct, ttl_exception: x.stopped }
     }
 }
 
@@ -167,15 +292,18 @@ struct Xlate<'a> {
     max_visits: usize,
     halted: Option<(u8, Vec<Frame>, u8)>,
     probes: u64,
+    ct: Vec<CtAction>,
+    /// A `dec_ttl` exception ended the translation.
+    stopped: bool,
 }
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0 }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), stopped: false }
     }
 
     fn table(&mut self, table: u8, depth: usize) {
-        if self.halted.is_some() {
+        if self.halted.is_some() || self.stopped {
             return;
         }
         if self.visits.len() >= self.max_visits {
@@ -191,6 +319,7 @@ impl<'a> Xlate<'a> {
         let mut window = Flow::default();
         window.set(Field::InPort, u64::MAX);
         window.set(Field::DlType, u64::MAX);
+        window.set(Field::RecircId, u64::MAX);
         let rule = match self.pipeline.tables.get(&table) {
             Some(cls) => cls.lookup_counted(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window }, &mut self.probes),
             None => None,
@@ -209,7 +338,7 @@ impl<'a> Xlate<'a> {
     fn run_actions(&mut self, rule: usize, from: usize, depth: usize) {
         let actions = &self.pipeline.rules[rule].actions;
         for (i, a) in actions.iter().enumerate().skip(from) {
-            if self.halted.is_some() {
+            if self.halted.is_some() || self.stopped {
                 return;
             }
             let calls = matches!(a, Action::Resubmit { .. } | Action::GotoTable { .. });
@@ -299,6 +428,48 @@ impl<'a> Xlate<'a> {
                 }
             }
             Action::Drop => {}
+            Action::DecTtl => {
+                // Observed with OVS 3.1: dec_ttl examines nw_ttl and (as an IPv4 write) nw_proto.
+                if self.prereqs_ok(Prereq::Ip) {
+                    self.unwildcard(Field::NwTtl, u64::MAX);
+                    let ttl = self.flow.get(Field::NwTtl);
+                    if ttl > 1 {
+                        self.written(Field::NwTtl, u64::MAX);
+                        self.flow.set(Field::NwTtl, ttl - 1);
+                    } else {
+                        self.stopped = true;
+                    }
+                }
+            }
+            Action::Ct { commit, zone, table } => {
+                let recirc = match table {
+                    Some(t) => {
+                        let mut state = [0u64; 17];
+                        state.copy_from_slice(&self.flow.0[1..18]);
+                        let id = self.pipeline.recirc.lock().unwrap_or_else(|e| e.into_inner()).id(Frozen { table: t, zone, state });
+                        if id.is_none() {
+                            self.depth_limited = true;
+                        }
+                        id
+                    }
+                    None => None,
+                };
+                self.ct.push(CtAction { commit, zone, recirc });
+                self.clear_conntrack();
+            }
+            Action::CtClear => self.clear_conntrack(),
+        }
+    }
+
+    /// After `ct` and `ct_clear` the packet is untracked: the conntrack fields are zero for the
+    /// rest of the pass. Not a datapath write (the Megaflow does not match them for it), but a
+    /// write of the window, so a Gigaflow entry leaves the next one the same fields.
+    fn clear_conntrack(&mut self) {
+        for f in [Field::CtState, Field::CtZone, Field::CtMark] {
+            self.flow.set(f, 0);
+            if let Some(v) = self.visits.last_mut() {
+                v.window_writes.or(f, u64::MAX);
+            }
         }
     }
 }

@@ -32,8 +32,7 @@ fn traffic_traversals(name: &str, profile: Profile, locality: Locality, n_rules:
     let traffic = pipebench::generate_traffic(&rs, &cfg).unwrap();
     let mut seen = BTreeMap::new();
     for f in &traffic.flows {
-        let t = p.trace(&f.headers);
-        *seen.entry(t.visits.iter().map(|v| v.table).collect::<Vec<u8>>()).or_insert(0) += 1;
+        *seen.entry(p.traversal_tables(&f.headers)).or_insert(0) += 1;
     }
     seen
 }
@@ -251,7 +250,7 @@ fn recombined_traffic_keeps_port_security_bindings() {
         for locality in [Locality::High, Locality::Low] {
             let cfg = TrafficConfig { n_flows: 5_000, locality, seed: 3, ..TrafficConfig::default() };
             let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
-            let dropped = t.flows.iter().filter(|f| p.trace(&f.headers).visits.iter().map(|v| v.table).collect::<Vec<_>>() == spoof_drop).count();
+            let dropped = t.flows.iter().filter(|f| p.traversal_tables(&f.headers) == spoof_drop).count();
             eprintln!("{name} {locality:?}: {dropped} of 5000 flows dropped by the source binding");
             assert!(dropped < 250, "{name} {locality:?}: {dropped} of 5000 flows dropped by the source binding");
         }
@@ -274,7 +273,7 @@ fn any_seed_stays_inside_the_spec() {
             let mut packets: Vec<_> = pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
             packets.extend(random_packets(&p, 200, 4, seed));
             for pkt in &packets {
-                let t: Vec<u8> = p.trace(pkt).visits.iter().map(|v| v.table).collect();
+                let t: Vec<u8> = p.traversal_tables(pkt);
                 assert!(allowed.contains(&t), "{name} seed {seed}: traversal {t:?} outside the spec");
             }
         }

@@ -1,8 +1,12 @@
 //! Differential test of the Pipebench pipelines against real Open vSwitch: every generated
 //! pipeline loads with `ovs-ofctl add-flows`, and for ~500 Pipebench packets per pipeline our
-//! slow path's final actions and Megaflow equal what `ofproto/trace` reports.
+//! slow path's final actions and Megaflow equal what `ofproto/trace` reports, in every datapath
+//! pass (OLS and ANT recirculate through conntrack; `--ct-next` sets the state each pass resumes
+//! with).
 //! Needs Debian's openvswitch-switch (scripts/setup.sh installs it) and root.
 
+use innet_gigaflow::fields::{CT_EST, CT_NEW, CT_TRK};
+use innet_gigaflow::report::format_megaflow;
 use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
 use innet_gigaflow::pipebench::{self, pipelines, ruleset::N_PORTS, Locality, Profile, TrafficConfig};
 use innet_gigaflow::packetgen::random_packets;
@@ -30,7 +34,7 @@ fn pipebench_pipelines_agree_with_real_ovs() {
         std::fs::write(&path, &rs.text).unwrap();
         let pipeline = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
         ovs.load_flows(&path).unwrap_or_else(|e| panic!("ovs-ofctl add-flows {name}: {e}"));
-        let (mut actions_equal, mut megaflows_equal, mut n) = (0, 0, 0);
+        let (mut actions_equal, mut megaflows_equal, mut n, mut recirculated) = (0, 0, 0, 0);
         let mut examples = Vec::new();
         // Pipebench traffic of both localities, plus packets drawn near the rules' values
         // (bits flipped, random elsewhere) that probe the misses and the prefix tries.
@@ -41,26 +45,34 @@ fn pipebench_pipelines_agree_with_real_ovs() {
         }
         packets.extend(random_packets(&pipeline, PACKETS_PER_PIPELINE / 5, N_PORTS, 3 + i as u64));
         {
-            for p in &packets {
+            for (k, p) in packets.iter().enumerate() {
+                // Every datapath pass (OLS and ANT recirculate through conntrack): alternate
+                // packets resume as a new and as an established connection.
+                let state = if k % 2 == 0 { "trk,new" } else { "trk,est" };
+                let ct = if k % 2 == 0 { CT_TRK | CT_NEW } else { CT_TRK | CT_EST };
                 let flow = trace_flow_string(p);
-                let theirs = ovs.trace(&flow).unwrap_or_else(|e| panic!("{name}: trace {flow}: {e}"));
-                let ours = pipeline.trace(p);
-                let outs = parse_datapath_actions(&theirs.actions_line, p, ovs.dp_to_of()).unwrap_or_else(|e| panic!("{name}: {e}"));
-                let (v, m, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap_or_else(|e| panic!("{name}: {e}"));
-                let a_ok = same_outputs(&ours.outputs, &outs);
-                let m_ok = unknown.is_empty() && megaflow_equal(p, &ours.megaflow_mask, &v, &m);
-                n += 1;
-                actions_equal += a_ok as usize;
-                megaflows_equal += m_ok as usize;
-                if (!a_ok || !m_ok) && examples.len() < 3 {
-                    let mine: Vec<String> = ours.megaflow().iter().map(|(f, v, m)| format!("{}={}", f.name(), f.format(*v, *m))).collect();
-                    examples.push(format!("{flow}\n  OVS: {}\n  our: {}\n  OVS actions: {}\n  our outputs: {:?}", theirs.megaflow_line, mine.join(","), theirs.actions_line, ours.outputs.iter().map(|o| o.port).collect::<Vec<_>>()));
+                let theirs = ovs.trace_ct(&flow, &[state; 3]).unwrap_or_else(|e| panic!("{name}: trace {flow}: {e}"));
+                let passes = pipeline.trace_passes(p, |_, _| ct);
+                recirculated += (passes.len() > 1) as usize;
+                for (i, ours) in passes.iter().enumerate() {
+                    let (their_mf, their_actions) = theirs.passes.get(i).cloned().unwrap_or_default();
+                    let outs = parse_datapath_actions(&their_actions, &ours.initial_flow, ovs.dp_to_of()).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let (v, m, unknown) = parse_megaflow(&their_mf).unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let a_ok = same_outputs(&ours.outputs, &outs) && passes.len() == theirs.passes.len();
+                    let m_ok = unknown.is_empty() && megaflow_equal(&ours.initial_flow, &ours.megaflow_mask, &v, &m);
+                    n += 1;
+                    actions_equal += a_ok as usize;
+                    megaflows_equal += m_ok as usize;
+                    if (!a_ok || !m_ok) && examples.len() < 3 {
+                        examples.push(format!("{flow} pass {i}\n  OVS: {their_mf}\n  our: {}\n  OVS actions: {their_actions}\n  our outputs: {:?}", format_megaflow(ours), ours.outputs.iter().map(|o| o.port).collect::<Vec<_>>()));
+                    }
                 }
             }
         }
         eprintln!(
-            "{name} ({} rules, {profile:?}): {n} packets, actions equal {actions_equal}, megaflow equal {megaflows_equal}",
-            rs.text.lines().filter(|l| !l.starts_with('#')).count()
+            "{name} ({} rules, {profile:?}): {} packets ({recirculated} recirculated), {n} datapath passes, actions equal {actions_equal}, megaflow equal {megaflows_equal}",
+            rs.text.lines().filter(|l| !l.starts_with('#')).count(),
+            packets.len()
         );
         for e in &examples {
             eprintln!("{e}");

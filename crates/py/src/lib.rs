@@ -251,11 +251,13 @@ fn switchvm_stack(data: Vec<u8>, lanes: u8) -> PyResult<Vec<u32>> {
     Ok(innet_switchvm::encoding::decode(&data, lanes).map_err(UserInputError::new_err)?.stack)
 }
 
-/// Trace a packet through a pipeline in ovs-ofctl syntax: (OVS-style text, JSON). Errors name
-/// the flow-file line and column or the packet column.
+/// Trace a packet through a pipeline in ovs-ofctl syntax, every datapath pass (`ct_next`: the
+/// conntrack state of each recirculated pass): (OVS-style text, JSON). Errors name the flow-file
+/// line and column or the packet column.
 #[pyfunction]
-fn gigaflow_trace(flows_text: &str, packet: &str) -> PyResult<(String, String)> {
-    innet_gigaflow::report::trace_command(flows_text, packet).map_err(UserInputError::new_err)
+#[pyo3(signature = (flows_text, packet, ct_next = Vec::new()))]
+fn gigaflow_trace(flows_text: &str, packet: &str, ct_next: Vec<String>) -> PyResult<(String, String)> {
+    innet_gigaflow::report::trace_command(flows_text, packet, &ct_next).map_err(UserInputError::new_err)
 }
 
 /// Gigaflow benchmark: slow-path cost per miss (traversal, partitioning, rule generation) and

@@ -62,8 +62,7 @@ pub fn traversals_command(name: &str, profile: &str, n_rules: usize, seed: u64, 
     let t = super::generate_traffic(&rs, &cfg)?;
     let mut seen: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
     for f in &t.flows {
-        let tr = p.trace(&f.headers);
-        *seen.entry(tr.visits.iter().map(|v| v.table).collect()).or_default() += f.n_packets as u64;
+        *seen.entry(p.traversal_tables(&f.headers)).or_default() += f.n_packets as u64;
     }
     let js = serde_json::json!({
         "pipeline": rs.spec.name,
@@ -116,6 +115,9 @@ fn edge_text(requires: Option<(u8, u32)>, acts: &[Act], next: Next) -> String {
             Act::RouteMacs => "set MACs".into(),
             Act::SetEthDst => "set dl_dst".into(),
             Act::Dnat => "DNAT nw_dst".into(),
+            Act::CtNext(z) => format!("ct(zone={z}), recirculate:"),
+            Act::CtCommit(z) => format!("ct(commit,zone={z})"),
+            Act::DecTtl => "dec_ttl".into(),
         });
     }
     parts.push(match next {
@@ -135,7 +137,8 @@ pub fn markdown(spec: &PipelineSpec) -> String {
     s.push_str("| table | name | purpose | matches (hit rules) | hit → | miss → |\n|---|---|---|---|---|---|\n");
     for t in &spec.tables {
         let keys: Vec<String> = t.matched_keys().into_iter().map(key_text).collect();
-        let hits: Vec<String> = t.hits.iter().map(|e| edge_text(e.requires, &e.acts, e.next)).collect();
+        let guards = t.guards.iter().map(|g| format!("ct_state={}: {}", g.ct_state, edge_text(None, &g.acts, g.next)));
+        let hits: Vec<String> = guards.chain(t.hits.iter().map(|e| edge_text(e.requires, &e.acts, e.next))).collect();
         let misses: Vec<String> = t.misses.iter().map(|e| edge_text(e.requires, &e.acts, e.next)).collect();
         let _ = writeln!(
             s,

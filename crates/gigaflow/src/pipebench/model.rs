@@ -55,6 +55,25 @@ pub enum Act {
     LoadPort(u8),
     /// Service DNAT: `mod_nw_dst:<endpoint>` (the destination prefix's `addr | 2`), `ip` only.
     Dnat,
+    /// `ct(table=NEXT,zone=Z)` instead of `goto_table:NEXT`: conntrack, then the next table in
+    /// a recirculated datapath pass (OVN's `ct_next`, Antrea's Conntrack table).
+    CtNext(u16),
+    /// `ct(commit,zone=Z)`.
+    CtCommit(u16),
+    /// `dec_ttl`.
+    DecTtl,
+}
+
+/// A fixed rule on the connection state (not from ClassBench, not a traversal of its own: it
+/// continues as the table's default does, or drops packets our traffic never has, like
+/// `+inv`): how the stateful stages read `ct_state`, which puts its bits in the Megaflow.
+#[derive(Clone, Debug)]
+pub struct Guard {
+    pub priority: u16,
+    /// `ct_state` match, OVS syntax (`+inv+trk`).
+    pub ct_state: &'static str,
+    pub acts: Vec<Act>,
+    pub next: Next,
 }
 
 /// Where a rule sends the packet.
@@ -86,6 +105,7 @@ pub struct TableSpec {
     pub purpose: &'static str,
     pub hits: Vec<Edge>,
     pub misses: Vec<Edge>,
+    pub guards: Vec<Guard>,
     /// Longest-prefix-match priorities (`100 + 10·len` of the table's single prefix key)
     /// instead of ClassBench order.
     pub lpm: bool,
@@ -93,7 +113,11 @@ pub struct TableSpec {
 
 impl TableSpec {
     pub fn new(id: u8, name: &'static str, purpose: &'static str) -> Self {
-        TableSpec { id, name, purpose, hits: Vec::new(), misses: Vec::new(), lpm: false }
+        TableSpec { id, name, purpose, hits: Vec::new(), misses: Vec::new(), guards: Vec::new(), lpm: false }
+    }
+    pub fn guard(mut self, priority: u16, ct_state: &'static str, acts: &[Act], next: Next) -> Self {
+        self.guards.push(Guard { priority, ct_state, acts: acts.to_vec(), next });
+        self
     }
     pub fn lpm(mut self) -> Self {
         self.lpm = true;

@@ -139,9 +139,12 @@ pub fn ols() -> PipelineSpec {
             TableSpec::new(12, "ls_in_pre_lb", "traffic to a load-balancer VIP: mark for conntrack/LB")
                 .hit(&[IpDst, Proto, DPort], &[Load(0, 2)], Table(13))
                 .miss(&[], Table(13)),
-            next(13, "ls_in_pre_stateful", "send marked traffic to conntrack (ct_next; not modelled, continues)"),
-            next(14, "ls_in_acl_hint", "set ACL hints from the connection state (continues)"),
-            TableSpec::new(15, "ls_in_acl", "from-lport ACLs: drop/reject or allow on the 5-tuple")
+            TableSpec::new(13, "ls_in_pre_stateful", "send traffic marked for conntrack or load balancing to conntrack (ct_next: ct(table=next stage), a recirculation) in the ingress zone")
+                .miss_if((0, 1), &[CtNext(OLS_ZONE_IN)], Table(14))
+                .miss_if((0, 2), &[CtNext(OLS_ZONE_IN)], Table(14))
+                .miss(&[], Table(14)),
+            ovn_acl_hint(TableSpec::new(14, "ls_in_acl_hint", "ACL hints from the connection state (ct.new / ct.est && !ct.rpl → hint registers)"), 15),
+            ovn_acl_guards(TableSpec::new(15, "ls_in_acl", "from-lport ACLs: drop/reject or allow on the 5-tuple; before them OVN's ct.inv drop and its reply/related fast paths"), 16)
                 .hit(ACL5, &[], Drop)
                 .hit(ACL5, &[Load(1, 1)], Table(16))
                 .miss(&[], Table(16)),
@@ -152,7 +155,9 @@ pub fn ols() -> PipelineSpec {
             TableSpec::new(18, "ls_in_lb", "load balancing: DNAT a VIP to a backend (ct_lb as a rewrite)")
                 .hit_if((0, 2), &[IpDst, Proto, DPort], &[Dnat], Table(19))
                 .miss(&[], Table(19)),
-            next(19, "ls_in_stateful", "commit allowed connections (ct_commit; continues)"),
+            TableSpec::new(19, "ls_in_stateful", "commit new connections (ct_commit: ct(commit))")
+                .guard(100, "+new+trk", &[CtCommit(OLS_ZONE_IN)], Table(20))
+                .miss(&[], Table(20)),
             next(20, "ls_in_arp_rsp", "ARP/ND responder for known addresses (IPv4 passes)"),
             TableSpec::new(21, "ls_in_dhcp_options", "DHCPv4 requests (udp dst 67) from a port with DHCP options: flag the reply")
                 .hit(&[InPort, EthSrc, Udp(67)], &[Load(4, 1)], Table(22))
@@ -172,13 +177,17 @@ pub fn ols() -> PipelineSpec {
                 .miss(&[], Drop),
             next(40, "ls_out_pre_lb", "egress: mark LB traffic (continues)"),
             next(41, "ls_out_pre_acl", "egress: mark for conntrack (continues)"),
-            next(42, "ls_out_pre_stateful", "egress: conntrack (continues)"),
+            TableSpec::new(42, "ls_out_pre_stateful", "egress: conntrack in the output port's zone (ct_next: ct(table=next stage), a recirculation)").miss(&[CtNext(OLS_ZONE_OUT)], Table(43)),
             next(43, "ls_out_lb", "egress: load-balancer reply handling (continues)"),
-            next(44, "ls_out_acl_hint", "egress: ACL hints (continues)"),
-            TableSpec::new(45, "ls_out_acl", "to-lport ACLs on the 5-tuple").hit(ACL5, &[], Drop).miss(&[], Table(46)),
+            ovn_acl_hint(TableSpec::new(44, "ls_out_acl_hint", "egress: ACL hints from the connection state"), 45),
+            ovn_acl_guards(TableSpec::new(45, "ls_out_acl", "to-lport ACLs on the 5-tuple; before them ct.inv drop and the reply/related fast paths"), 46)
+                .hit(ACL5, &[], Drop)
+                .miss(&[], Table(46)),
             next(46, "ls_out_qos_mark", "egress QoS marking (continues)"),
             next(47, "ls_out_qos_meter", "egress QoS metering (continues)"),
-            next(48, "ls_out_stateful", "egress: commit connections (continues)"),
+            TableSpec::new(48, "ls_out_stateful", "egress: commit new connections (ct(commit))")
+                .guard(100, "+new+trk", &[CtCommit(OLS_ZONE_OUT)], Table(49))
+                .miss(&[], Table(49)),
             TableSpec::new(49, "ls_out_port_sec_ip", "IPv4 destination port security: eth.dst + allowed ip4.dst pass, other addresses to that MAC drop")
                 .hit(&[EthDst, IpDstHost], &[], Table(50))
                 .hit(&[EthDst], &[], Drop)
@@ -188,6 +197,32 @@ pub fn ols() -> PipelineSpec {
                 .miss(&[], Drop),
         ],
     })
+}
+
+/// OVN's ACL hint stage: hint registers from the connection state, then `next`.
+fn ovn_acl_hint(t: TableSpec, next: u8) -> TableSpec {
+    t.guard(7, "+new-est+trk", &[Load(7, 1)], Table(next)).guard(6, "-new+est-rpl+trk", &[Load(7, 2)], Table(next)).miss(&[], Table(next))
+}
+
+/// OVN's priority-65535 rules before an ACL stage's ACLs: `ct.inv` drops; reply traffic of
+/// established connections and related traffic skip the ACLs to `next`.
+fn ovn_acl_guards(t: TableSpec, next: u8) -> TableSpec {
+    t.guard(65535, "+inv+trk", &[], Drop)
+        .guard(65535, "-new+est-rel-inv+rpl+trk", &[], Table(next))
+        .guard(65535, "-new-est+rel-inv+trk", &[], Table(next))
+}
+
+/// `spec` with its conntrack and TTL handling removed: no `ct`, no `dec_ttl`, no `ct_state`
+/// guards — the stateful stages continue as plain `goto_table`s, as the pipelines were built
+/// before conntrack was modelled (issue 22). Measures what recirculation does to the caches.
+pub fn without_conntrack(mut spec: PipelineSpec) -> PipelineSpec {
+    for t in &mut spec.tables {
+        t.guards.clear();
+        for e in t.hits.iter_mut().chain(t.misses.iter_mut()) {
+            e.acts.retain(|a| !matches!(a, CtNext(_) | CtCommit(_) | DecTtl));
+        }
+    }
+    spec
 }
 
 /// Renumbers OVN's ingress tables 8..=39 to 0..=31 (see [`ols`]).
@@ -200,9 +235,21 @@ fn shift_ingress(mut spec: PipelineSpec) -> PipelineSpec {
                 e.next = Next::Table(map(n));
             }
         }
+        for g in &mut t.guards {
+            if let Next::Table(n) = g.next {
+                g.next = Next::Table(map(n));
+            }
+        }
     }
     spec
 }
+
+/// OVN's conntrack zones for the logical switch's ingress and egress (OVN takes them per
+/// logical port from reg13; one per direction here, as our ct takes no zone from a field).
+const OLS_ZONE_IN: u16 = 1;
+const OLS_ZONE_OUT: u16 = 2;
+/// Antrea's conntrack zone (`CtZone`, 0xfff0).
+const ANT_ZONE: u16 = 65520;
 
 /// Antrea's OVS pipeline (docs/design/ovs-pipeline.md, Antrea 1.x table numbers). reg0 marks,
 /// reg1 = output port, reg4 = Service state (1 affinity, 2 needs DNAT).
@@ -220,8 +267,8 @@ pub fn ant() -> PipelineSpec {
             TableSpec::new(5, "Uplink", "traffic from the uplink goes to the host (bridge-local port)").miss(&[], Port(1)),
             TableSpec::new(10, "SpoofGuard", "a Pod's port, MAC and IP must agree; otherwise drop").hit(&[InPort, EthSrc, IpSrc], &[], Table(30)).miss(&[], Drop),
             TableSpec::new(20, "ARPResponder", "answers ARP for the gateway/remote Pods (ARP only: no IPv4 packet comes here)").miss(&[], Drop),
-            TableSpec::new(30, "Conntrack", "ct(zone) to ConntrackState (conntrack not modelled; continues)").miss(&[], Table(31)),
-            TableSpec::new(31, "ConntrackState", "drop invalid connections, restore marks (continues for stateless packets)").miss(&[], Table(40)),
+            TableSpec::new(30, "Conntrack", "ct(table=31,zone=65520): conntrack, then ConntrackState in a recirculated pass").miss(&[CtNext(ANT_ZONE)], Table(31)),
+            TableSpec::new(31, "ConntrackState", "drop invalid connections (ct_state=+inv+trk)").guard(190, "+inv+trk", &[], Drop).miss(&[], Table(40)),
             TableSpec::new(40, "SessionAffinity", "Service session affinity: remember the chosen Endpoint (reg4=1)")
                 .hit(&[IpSrc, IpDst, Proto, DPort], &[Load(4, 1)], Table(41))
                 .miss(&[], Table(41)),
@@ -240,7 +287,7 @@ pub fn ant() -> PipelineSpec {
             TableSpec::new(70, "L3Forwarding", "to the gateway MAC and another subnet: rewrite MACs and route; same subnet goes to L2")
                 .hit(&[RouterMac, IpDst], &[RouteMacs], Table(72))
                 .miss(&[], Table(80)),
-            TableSpec::new(72, "L3DecTTL", "decrement TTL of routed packets (dec_ttl not modelled; continues)").miss(&[], Table(80)),
+            TableSpec::new(72, "L3DecTTL", "decrement TTL of routed packets (dec_ttl)").miss(&[DecTtl], Table(80)),
             TableSpec::new(80, "L2ForwardingCalc", "destination MAC to output port (reg1); unknown destinations flood (reg1=5)")
                 .hit(&[EthDst], &[LoadPort(1)], Table(85))
                 .miss(&[Load(1, 5)], Table(85)),
@@ -250,7 +297,9 @@ pub fn ant() -> PipelineSpec {
                 .miss(&[], Table(100)),
             TableSpec::new(100, "IngressDefaultRule", "default deny for Pods isolated for ingress").hit(&[IpDst], &[], Drop).miss(&[], Table(101)),
             TableSpec::new(101, "IngressMetric", "ingress policy metrics (continues)").miss(&[], Table(105)),
-            TableSpec::new(105, "ConntrackCommit", "commit new connections (ct commit not modelled; continues)").miss(&[], Table(110)),
+            TableSpec::new(105, "ConntrackCommit", "commit new connections: ct(commit,table=110), a recirculation")
+                .guard(200, "+new+trk", &[CtCommit(ANT_ZONE), CtNext(ANT_ZONE)], Table(110))
+                .miss(&[], Table(110)),
             out_by_port(TableSpec::new(110, "L2ForwardingOut", "output on reg1's port; flood for unknown destinations"), 1)
                 .miss_if((1, 5), &[], Output)
                 .miss(&[], Drop),

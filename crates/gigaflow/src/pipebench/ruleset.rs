@@ -189,11 +189,19 @@ pub fn edge_actions(edge: &Edge, r: Option<&CbRule>) -> String {
             }
             (Act::SetEthDst, Some(r)) => a.push(format!("mod_dl_dst:{}", format_mac(host_mac(&r.dst)))),
             (Act::Dnat, Some(r)) => a.push(format!("mod_nw_dst:{}", format_ip(endpoint_of(&r.dst) as u64))),
+            // A commit in the zone the edge recirculates in is one action, ct(commit,table=N).
+            (Act::CtCommit(z), _) if !edge.acts.contains(&Act::CtNext(z)) => a.push(format!("ct(commit,zone={z})")),
+            (Act::DecTtl, _) => a.push("dec_ttl".into()),
             _ => {}
         }
     }
+    let ct_next = edge.acts.iter().find_map(|a| if let Act::CtNext(z) = *a { Some(z) } else { None });
     match (edge.next, r) {
-        (Next::Table(t), _) => a.push(format!("goto_table:{t}")),
+        (Next::Table(t), _) => match ct_next {
+            Some(z) if edge.acts.contains(&Act::CtCommit(z)) => a.push(format!("ct(commit,table={t},zone={z})")),
+            Some(z) => a.push(format!("ct(table={t},zone={z})")),
+            None => a.push(format!("goto_table:{t}")),
+        },
         (Next::Output, Some(r)) => a.push(format!("output:{}", port_of(&r.dst))),
         // A miss that outputs floods to every port (OVS skips the input port).
         (Next::Output, None) => a.extend((1..=N_PORTS).map(|p| format!("output:{p}"))),
@@ -265,13 +273,22 @@ pub fn generate(spec: &PipelineSpec, profile: Profile, n_rules: usize, seed: u64
             text.push_str(&l);
             text.push('\n');
         }
+        for g in &t.guards {
+            let e = Edge { keys: &[], requires: None, acts: g.acts.clone(), next: g.next };
+            let _ = writeln!(text, "table={},priority={},ct_state={},ip,actions={}", t.id, g.priority, g.ct_state, edge_actions(&e, None));
+            n += 1;
+        }
         let n_cond = t.misses.iter().filter(|e| e.requires.is_some()).count();
         for (i, e) in t.misses.iter().enumerate() {
             // Conditional misses in their listed order (the first wins), above the default.
-            let (prio, m) = match e.requires {
+            let (prio, mut m) = match e.requires {
                 Some((reg, v)) => (1 + n_cond - i, format!(",reg{reg}={v}")),
                 None => (0, String::new()),
             };
+            // OVS takes ct and dec_ttl only in flows that match IP.
+            if e.acts.iter().any(|a| matches!(a, Act::CtNext(_) | Act::CtCommit(_) | Act::DecTtl)) {
+                m.push_str(",ip");
+            }
             let _ = writeln!(text, "table={},priority={prio}{m},actions={}", t.id, edge_actions(e, None));
             n += 1;
         }

@@ -123,6 +123,9 @@ impl Traffic {
     }
 }
 
+/// The IPv4 TTL of generated packets.
+pub const PACKET_TTL: u64 = 64;
+
 /// The IANA ephemeral port range clients draw source ports from.
 const EPHEMERAL_PORTS: (u16, u16) = (49152, 65535);
 
@@ -136,6 +139,9 @@ pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng)
     let mut p = Flow::default();
     p.set(Field::InPort, port_of(&r.src) as u64);
     p.set(Field::DlType, ETH_TYPE_IP);
+    // One TTL for every packet, as the artifact's tgen sends them (its PACKET_TTL, 64; the
+    // header line has no TTL). Only pipelines with dec_ttl (ANT) read it.
+    p.set(Field::NwTtl, PACKET_TTL);
     p.set(Field::DlSrc, host_mac(&r.src));
     p.set(Field::DlDst, host_mac(&r.dst));
     p.set(Field::NwSrc, r.src.sample(rng) as u64);
