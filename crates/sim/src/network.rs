@@ -25,7 +25,8 @@ pub enum Event {
     /// peer. Each port keeps its in-flight packets in order, so one event per link stands in the
     /// list; the packet id rides along so the loop can prefetch it before its turn.
     WireHead { port: PortId, pkt: PacketId },
-    /// `port` finished serializing its current packet.
+    /// `port` finished serializing its current packet. A switch port's is deferred (not in the
+    /// list) until a packet queues behind it; see `Network::start_tx`.
     TxDone { port: PortId },
     /// A node's timer; the token means what the node wants it to mean.
     Timer { node: NodeId, token: u64 },
