@@ -64,6 +64,7 @@ impl Simulator {
     pub fn run_until(&mut self, until_ps: u64, progress: &mut dyn FnMut(u64)) {
         const PROGRESS_EVERY: u64 = 1 << 18;
         let mut countdown = PROGRESS_EVERY;
+        self.net.begin_run(until_ps);
         while let Some(ev) = self.net.pop(until_ps) {
             match ev {
                 Event::WireHead { port, .. } => {
@@ -100,10 +101,10 @@ impl Simulator {
                 progress(self.net.now_ps());
             }
         }
-        if self.net.pending_events() == 0 {
-            return;
+        if self.net.pending_events() != 0 {
+            self.net.set_now(until_ps);
         }
-        self.net.set_now(until_ps);
+        self.net.end_run();
     }
 
     /// End the run: drop whatever is still in flight with a reason and check conservation.

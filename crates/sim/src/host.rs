@@ -396,8 +396,7 @@ impl Host {
     /// Feed line-rate UDP sources into the NIC one packet at a time, round-robin, while it is idle.
     fn pump_udp(&mut self, net: &mut Network) {
         while !self.udp_line_rate.is_empty() {
-            let port = &net.ports[self.addr.nic as usize];
-            if port.busy || !port.queue.is_empty() {
+            if !net.port_is_idle(self.addr.nic) {
                 return;
             }
             let i = self.udp_rr % self.udp_line_rate.len();

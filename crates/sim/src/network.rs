@@ -25,7 +25,8 @@ pub enum Event {
     /// peer. Each port keeps its in-flight packets in order, so one event per link stands in the
     /// list; the packet id rides along so the loop can prefetch it before its turn.
     WireHead { port: PortId, pkt: PacketId },
-    /// `port` finished serializing its current packet.
+    /// `port` finished serializing its current packet. A switch port's is deferred (not in the
+    /// list) until a packet queues behind it; see `Network::start_tx`.
     TxDone { port: PortId },
     /// A node's timer; the token means what the node wants it to mean.
     Timer { node: NodeId, token: u64 },
@@ -60,9 +61,14 @@ pub struct Port {
     /// the packet: its slot is likely out of cache by then).
     pub queue: VecDeque<(PacketId, u32)>,
     pub queue_bytes: u64,
+    /// Serializing a packet. While its `TxDone` is deferred (see [`Network::defer_tx_done`])
+    /// this stays set past the end of serialization; [`Network::port_is_idle`] is the answer.
     pub busy: bool,
     /// Packet being serialized (on the wire until its TxDone + delay).
     pub in_tx: Option<PacketId>,
+    /// The key (time above sequence) of the current packet's `TxDone` when it was deferred
+    /// instead of scheduled, else 0.
+    tx_done_deferred: u128,
     /// Packets on the wire toward the peer, oldest first: (arrival time, packet, wire bytes).
     pub wire: VecDeque<(u64, PacketId, u32)>,
     /// Fault injection on this direction of the link.
@@ -140,6 +146,14 @@ pub struct Network {
     pub rng: ChaCha8Rng,
     pub seed: u64,
     events_processed: u64,
+    /// The (time, sequence) key of the event being handled, as one number: what "already
+    /// happened" means for a deferred `TxDone`.
+    current_key: u128,
+    /// Events up to this time will be handled by the running `run_until` (0 outside a run).
+    horizon_ps: u64,
+    /// Defer a switch port's `TxDone` (see [`Network::start_tx`]); off only to check that
+    /// deferring changes nothing.
+    pub defer_tx_done: bool,
     /// Optional observer of packets at nodes (see [`PacketTap`]).
     pub tap: Option<Box<dyn PacketTap>>,
 }
@@ -158,6 +172,9 @@ impl Network {
             rng: ChaCha8Rng::seed_from_u64(seed),
             seed,
             events_processed: 0,
+            current_key: 0,
+            horizon_ps: 0,
+            defer_tx_done: true,
             tap: None,
         }
     }
@@ -210,6 +227,7 @@ impl Network {
             queue_bytes: 0,
             busy: false,
             in_tx: None,
+            tx_done_deferred: 0,
             wire: VecDeque::new(),
             loss: None,
         });
@@ -271,9 +289,11 @@ impl Network {
             (_, None) => false,
         };
         let queue = if from_timers { &mut self.timers } else { &mut self.events };
-        if queue.peek_time()? > until_ps {
+        let key = queue.peek_key()?;
+        if (key >> 64) as u64 > until_ps {
             return None;
         }
+        self.current_key = key;
         let (t, event) = queue.pop().expect("peeked");
         self.now_ps = t;
         self.events_processed += 1;
@@ -288,6 +308,18 @@ impl Network {
 
     pub(crate) fn set_now(&mut self, t: u64) {
         self.now_ps = self.now_ps.max(t);
+    }
+
+    /// A run handles every event up to `until_ps` from now on (deferred `TxDone`s up to it
+    /// are counted as handled when deferred).
+    pub(crate) fn begin_run(&mut self, until_ps: u64) {
+        self.horizon_ps = until_ps;
+    }
+
+    /// The run stopped: every event up to now has been handled.
+    pub(crate) fn end_run(&mut self) {
+        self.horizon_ps = 0;
+        self.current_key = ((self.now_ps as u128) << 64) | u64::MAX as u128;
     }
 
     /// Create a packet now; it counts as created and must end delivered or dropped.
@@ -370,17 +402,47 @@ impl Network {
             }
         }
         self.nodes[node].buffer_used_bytes += wire;
+        let busy = !self.port_is_idle(port);
         let p = &mut self.ports[port as usize];
         p.queue.push_back((id, wire as u32));
         p.queue_bytes += wire;
         let qb = p.queue_bytes;
-        let busy = p.busy;
         let pc = &mut self.metrics.ports[port as usize];
         pc.max_queue_bytes = pc.max_queue_bytes.max(qb);
         if !busy {
             self.start_tx(port);
+        } else {
+            self.schedule_deferred_tx_done(port);
         }
         true
+    }
+
+    /// Whether `port` is free to start sending now: not serializing, or its deferred `TxDone`
+    /// is already in the past (then it is retired here, as the event would have done).
+    #[inline]
+    pub fn port_is_idle(&mut self, port: PortId) -> bool {
+        let current = self.current_key;
+        let p = &mut self.ports[port as usize];
+        if p.busy && p.tx_done_deferred != 0 && p.tx_done_deferred < current {
+            p.busy = false;
+            p.in_tx = None;
+            p.tx_done_deferred = 0;
+        }
+        !p.busy && p.queue.is_empty()
+    }
+
+    /// A packet now waits behind the one being serialized: its deferred `TxDone` (if it was
+    /// deferred) must happen after all, with the key it was given then, to start the next.
+    #[inline]
+    fn schedule_deferred_tx_done(&mut self, port: PortId) {
+        let p = &mut self.ports[port as usize];
+        if p.tx_done_deferred != 0 {
+            let key = p.tx_done_deferred;
+            p.tx_done_deferred = 0;
+            self.events.push((key >> 64) as u64, key as u64, Event::TxDone { port });
+            // It was counted as handled when deferred; it will be counted when it pops.
+            self.events_processed -= 1;
+        }
     }
 
     fn start_tx(&mut self, port: PortId) {
@@ -410,7 +472,21 @@ impl Network {
         let now = self.now_ps;
         let peer_node = self.ports[peer as usize].node;
         let ingress = self.nodes[peer_node as usize].ingress_latency_ps;
-        self.schedule(now + ser, Event::TxDone { port });
+        let done = now + ser;
+        let p = &mut self.ports[port as usize];
+        if self.defer_tx_done && p.queue.is_empty() && done <= self.horizon_ps && !self.nodes[node].wants_port_idle {
+            // Defer the TxDone: most switch ports have nothing more queued when serialization
+            // ends, and then the event would only mark the port idle. It takes its sequence number
+            // now, so every other event keeps its key and order; it is counted as handled (the
+            // run handles everything up to its horizon); the port is found idle lazily
+            // (`port_is_idle`), and if a packet queues behind it first the event is scheduled
+            // after all, with this key (`schedule_deferred_tx_done`).
+            self.seq += 1;
+            p.tx_done_deferred = ((done as u128) << 64) | self.seq as u128;
+            self.events_processed += 1;
+        } else {
+            self.schedule(done, Event::TxDone { port });
+        }
         let arrive = now + ser + link.delay_ps + ingress;
         let wire = &mut self.ports[port as usize].wire;
         wire.push_back((arrive, id, wire_bytes));

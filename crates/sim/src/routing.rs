@@ -4,7 +4,7 @@
 //! holds the group of egress ports on shortest paths. ECMP picks one by hashing the outer 5-tuple
 //! with a per-switch seed, so a ToR's uplink choice and a spine's core choice are independent.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::network::{Network, NodeId, PortId};
 use crate::packet::Packet;
@@ -21,7 +21,7 @@ pub enum NextHop {
 }
 
 /// Forwarding state of one switch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fib {
     /// Per destination index: group id (u32::MAX = no route, u32::MAX-1 = local host subnet,
     /// u32::MAX-2 = this switch).
@@ -164,15 +164,111 @@ impl Routing {
                 }
             })
             .collect();
+        // Hosts are never transit nodes: search and group over switch neighbours only (the
+        // order of `adj` kept, so groups list their ports in the same order).
+        let switch_adj: Vec<Vec<(NodeId, u16)>> = adj
+            .iter()
+            .map(|a| a.iter().copied().filter(|&(v, _)| topo.nodes[v as usize].role != Role::Host).collect())
+            .collect();
         let mut interned: Vec<HashMap<Vec<u16>, u32>> = vec![HashMap::new(); num_switches as usize];
         let mut dist = vec![u32::MAX; n];
-        let mut queue = VecDeque::new();
+        // Breadth-first order of the search; also the list of `dist` entries to reset.
+        let mut reached: Vec<NodeId> = Vec::new();
+        let mut group: Vec<u16> = Vec::new();
         for d in 0..num_dests as u32 {
             let target = if d < num_tors { topo.tors[d as usize] } else { topo.switches[(d - num_tors) as usize] };
-            dist.fill(u32::MAX);
+            for &v in &reached {
+                dist[v as usize] = u32::MAX;
+            }
+            reached.clear();
             dist[target as usize] = 0;
-            queue.clear();
-            queue.push_back(target);
+            reached.push(target);
+            let mut head = 0;
+            while let Some(&u) = reached.get(head) {
+                head += 1;
+                for &(v, _) in &switch_adj[u as usize] {
+                    if dist[v as usize] == u32::MAX {
+                        dist[v as usize] = dist[u as usize] + 1;
+                        reached.push(v);
+                    }
+                }
+            }
+            for (si, &sw) in topo.switches.iter().enumerate() {
+                let fib = &mut fibs[si];
+                if sw == target {
+                    fib.dest_group[d as usize] = if d < num_tors { LOCAL_SUBNET } else { SELF };
+                    continue;
+                }
+                let ds = dist[sw as usize];
+                if ds == u32::MAX {
+                    continue;
+                }
+                group.clear();
+                group.extend(switch_adj[sw as usize].iter().filter(|&&(v, _)| dist[v as usize] + 1 == ds).map(|&(_, p)| p));
+                // Group ids in order of first appearance; most destinations reuse the group of
+                // the one before (all of another pod's ToRs, say), so try that one first.
+                let prev = if d > 0 { fib.dest_group[d as usize - 1] } else { NO_ROUTE };
+                let same_as_prev = (prev as usize) < fib.groups.len() && {
+                    let (start, len) = fib.groups[prev as usize];
+                    fib.ports[start as usize..start as usize + len as usize] == group[..]
+                };
+                let found = if same_as_prev { Some(prev) } else { interned[si].get(&group[..]).copied() };
+                let gid = match found {
+                    Some(g) => g,
+                    None => {
+                        let next = fib.groups.len() as u32;
+                        let start = fib.ports.len() as u32;
+                        fib.ports.extend_from_slice(&group);
+                        fib.groups.push((start, group.len() as u16));
+                        interned[si].insert(group.clone(), next);
+                        next
+                    }
+                };
+                fib.dest_group[d as usize] = gid;
+            }
+        }
+        Routing { num_tors, num_switches, fibs }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Ipv4, L4, IP_PROTO_UDP};
+    use crate::topology::{host_ip, TopologySpec};
+
+    fn ft8() -> (Topology, Network, Routing) {
+        let t = Topology::build(&TopologySpec::ft8(), &[]).unwrap();
+        let mut net = Network::new(1);
+        t.instantiate(&mut net);
+        let r = Routing::compute(&t, &net, 1);
+        (t, net, r)
+    }
+
+    /// The tables as the first version computed them (a BFS over every node per destination,
+    /// one allocated and hashed group per switch and destination): the oracle for `compute`.
+    fn reference_fibs(topo: &Topology, net: &Network, seed: u64) -> Vec<Fib> {
+        let n = topo.nodes.len();
+        let mut adj: Vec<Vec<(NodeId, u16)>> = vec![Vec::new(); n];
+        for (node, info) in net.nodes.iter().enumerate() {
+            for local in 0..info.num_ports {
+                let pid = info.first_port + local as PortId;
+                adj[node].push((net.ports[net.ports[pid as usize].peer as usize].node, local));
+            }
+        }
+        let (num_tors, num_switches) = (topo.tors.len() as u32, topo.switches.len() as u32);
+        let num_dests = (num_tors + num_switches) as usize;
+        let mut fibs: Vec<Fib> = Routing::compute(topo, net, seed)
+            .fibs
+            .into_iter()
+            .map(|f| Fib { dest_group: vec![NO_ROUTE; num_dests], groups: Vec::new(), ports: Vec::new(), ..f })
+            .collect();
+        let mut interned: Vec<HashMap<Vec<u16>, u32>> = vec![HashMap::new(); num_switches as usize];
+        for d in 0..num_dests as u32 {
+            let target = if d < num_tors { topo.tors[d as usize] } else { topo.switches[(d - num_tors) as usize] };
+            let mut dist = vec![u32::MAX; n];
+            dist[target as usize] = 0;
+            let mut queue = std::collections::VecDeque::from([target]);
             while let Some(u) = queue.pop_front() {
                 for &(v, _) in &adj[u as usize] {
                     if topo.nodes[v as usize].role != Role::Host && dist[v as usize] == u32::MAX {
@@ -198,30 +294,50 @@ impl Routing {
                     .collect();
                 let next = fib.groups.len() as u32;
                 let gid = *interned[si].entry(group.clone()).or_insert_with(|| {
-                    let start = fib.ports.len() as u32;
+                    fib.groups.push((fib.ports.len() as u32, group.len() as u16));
                     fib.ports.extend_from_slice(&group);
-                    fib.groups.push((start, group.len() as u16));
                     next
                 });
                 fib.dest_group[d as usize] = gid;
             }
         }
-        Routing { num_tors, num_switches, fibs }
+        fibs
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::packet::{Ipv4, L4, IP_PROTO_UDP};
-    use crate::topology::{host_ip, TopologySpec};
-
-    fn ft8() -> (Topology, Network, Routing) {
-        let t = Topology::build(&TopologySpec::ft8(), &[]).unwrap();
-        let mut net = Network::new(1);
-        t.instantiate(&mut net);
-        let r = Routing::compute(&t, &net, 1);
-        (t, net, r)
+    /// `compute` gives exactly the reference's tables (same group ids in the same order, same
+    /// ports), on regular fabrics and on fabrics with links removed (irregular groups,
+    /// unreachable destinations).
+    #[test]
+    fn compute_matches_the_reference_tables() {
+        let specs = [
+            TopologySpec::k_ary(4),
+            TopologySpec::ft8(),
+            TopologySpec::fattree(3, 4, 2, 3, 6),
+            TopologySpec::leaf_spine(5, 3, 2),
+            TopologySpec::rack(3),
+        ];
+        for spec in specs {
+            for drop_every in [0usize, 2, 3, 7] {
+                let mut t = Topology::build(&spec, &[]).unwrap();
+                if drop_every > 0 {
+                    // Remove some switch-to-switch links.
+                    let fabric = |l: &crate::topology::TopoLink| {
+                        t.nodes[l.a as usize].role != Role::Host && t.nodes[l.b as usize].role != Role::Host
+                    };
+                    let keep: Vec<bool> =
+                        t.links.iter().enumerate().map(|(i, l)| !(fabric(l) && i % drop_every == 1)).collect();
+                    let mut i = 0;
+                    t.links.retain(|_| {
+                        i += 1;
+                        keep[i - 1]
+                    });
+                }
+                let mut net = Network::new(1);
+                t.instantiate(&mut net);
+                let got = Routing::compute(&t, &net, 9).fibs;
+                assert!(got == reference_fibs(&t, &net, 9), "{spec:?}, every {drop_every}th fabric link removed");
+            }
+        }
     }
 
     fn pkt(src: u32, dst: u32, sport: u16) -> Packet {

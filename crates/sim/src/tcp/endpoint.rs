@@ -101,12 +101,6 @@ impl TcpEndpoint {
             cfg.max_rto_ps,
             cfg.clock_granularity_ps,
         );
-        let stats = TcpStats {
-            cwnd_bytes: cc.cwnd,
-            ssthresh_bytes: cc.ssthresh,
-            rto_ps: rtt.rto_ps(),
-            ..TcpStats::default()
-        };
         TcpEndpoint {
             cfg,
             mss,
@@ -150,7 +144,8 @@ impl TcpEndpoint {
             rst_pending: false,
             time_wait_deadline_ps: None,
             events: VecDeque::new(),
-            stats,
+            // The congestion and RTT fields are filled in by `stats()`.
+            stats: TcpStats::default(),
         }
     }
 
@@ -236,8 +231,18 @@ impl TcpEndpoint {
         self.ecn_on
     }
 
-    pub fn stats(&self) -> &TcpStats {
-        &self.stats
+    /// The counters, with the congestion and RTT state as of now (read from their owners
+    /// here rather than copied into the counters after every segment).
+    pub fn stats(&self) -> TcpStats {
+        TcpStats {
+            cwnd_bytes: self.cc.cwnd,
+            ssthresh_bytes: self.cc.ssthresh,
+            srtt_ps: self.rtt.srtt_ps().unwrap_or(0),
+            rttvar_ps: self.rtt.rttvar_ps(),
+            min_rtt_ps: self.rtt.min_rtt_ps().unwrap_or(0),
+            rto_ps: self.rtt.rto_ps(),
+            ..self.stats.clone()
+        }
     }
 
     pub fn poll_event(&mut self) -> Option<TcpEvent> {
@@ -246,14 +251,12 @@ impl TcpEndpoint {
 
     /// Earliest pending timer: retransmission (data, SYN, SYN-ACK), delayed ACK, TIME-WAIT.
     pub fn next_timeout_ps(&self) -> Option<u64> {
-        [
-            self.rto_deadline_ps,
-            self.delack_deadline_ps,
-            self.time_wait_deadline_ps,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let earlier = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        earlier(earlier(self.rto_deadline_ps, self.delack_deadline_ps), self.time_wait_deadline_ps)
     }
 
     /// Run every timer that is due at `now_ps`.
@@ -271,7 +274,6 @@ impl TcpEndpoint {
             self.rto_deadline_ps = None;
             self.retransmission_timeout();
         }
-        self.sync_stats();
     }
 
     fn retransmission_timeout(&mut self) {
@@ -387,7 +389,6 @@ impl TcpEndpoint {
             if seg.payload_len == 0 && seg.flags.0 == TcpFlags::ACK | (seg.flags.0 & TcpFlags::ECE) {
                 self.stats.pure_acks_sent += 1;
             }
-            self.sync_stats();
         }
         out
     }
@@ -581,7 +582,6 @@ impl TcpEndpoint {
             TcpState::SynSent => self.on_segment_syn_sent(now_ps, seg),
             _ => self.on_segment_synchronized(now_ps, seg, ce_marked),
         }
-        self.sync_stats();
     }
 
     /// RFC 793 "If the state is CLOSED": discard the segment and answer anything but a RST with
@@ -990,15 +990,6 @@ impl TcpEndpoint {
         } else if self.delack_deadline_ps.is_none() {
             self.delack_deadline_ps = Some(now_ps.saturating_add(self.cfg.delayed_ack_timeout_ps));
         }
-    }
-
-    fn sync_stats(&mut self) {
-        self.stats.cwnd_bytes = self.cc.cwnd;
-        self.stats.ssthresh_bytes = self.cc.ssthresh;
-        self.stats.srtt_ps = self.rtt.srtt_ps().unwrap_or(0);
-        self.stats.rttvar_ps = self.rtt.rttvar_ps();
-        self.stats.min_rtt_ps = self.rtt.min_rtt_ps().unwrap_or(0);
-        self.stats.rto_ps = self.rtt.rto_ps();
     }
 }
 
