@@ -123,9 +123,6 @@ enum Pending {
     Other,
 }
 
-
-
-
 enum Proto {
     Cql(CqlConn),
     Redis(RedisConn),
@@ -303,13 +300,48 @@ fn tcp_opts(pkt: &Packet) -> &[u8] {
         .unwrap_or(&[])
 }
 
-
 /// Requests were parsed and every one is a cache hit (so the switch can answer them all).
 fn all_hits(items: &[(Option<i16>, Classified)]) -> bool {
     !items.is_empty()
         && items
             .iter()
             .all(|(_, c)| matches!(c, Classified::Read { hit: Some(_), .. }))
+}
+
+/// What each protocol reads from its connection state around one client segment, for the one
+/// rule that decides whether the switch may answer the segment in the server's place.
+struct AnswerGate {
+    /// The segment carries only new bytes and no FIN (`ClientBytes::may_answer`).
+    may_answer: bool,
+    /// The client's stream was at a request boundary before the segment and after it: the
+    /// segment holds whole requests only.
+    c2s_boundary_before: bool,
+    c2s_boundary_after: bool,
+    /// The server's stream is at a reply boundary: no reply is half sent, so ours cannot
+    /// interleave with one.
+    s2c_boundary: bool,
+    /// The protocol's own condition. RESP and memcached match replies to requests by order, so
+    /// nothing may be pending at the server; CQL matches by stream id, but both directions
+    /// must be framed alike (a v5 framing switch in flight makes our reply unreadable).
+    protocol_ok: bool,
+}
+
+impl AnswerGate {
+    /// The switch answers a segment only when every request in it hits, the connection is
+    /// readable, the segment is whole requests that no half-sent reply or earlier request can
+    /// be reordered with, and the server has not closed its side (it would not answer then).
+    /// (`broken` and `mig` are the connection's: passed apart so that the protocol's state
+    /// may stay borrowed.)
+    fn open(&self, broken: bool, mig: &Migration, items: &[(Option<i16>, Classified)]) -> bool {
+        self.may_answer
+            && !broken
+            && self.c2s_boundary_before
+            && self.c2s_boundary_after
+            && self.s2c_boundary
+            && self.protocol_ok
+            && all_hits(items)
+            && !mig.server_fin
+    }
 }
 
 impl AppSwitch {
@@ -338,9 +370,6 @@ impl AppSwitch {
         self.hit_bytes.extend_from_slice(body);
         Some(at..self.hit_bytes.len())
     }
-
-
-
 
     /// Start the write bookkeeping of a pending entry that is being forwarded.
     fn begin(&mut self, p: Pending) -> Pending {
@@ -390,10 +419,12 @@ impl AppSwitch {
                 }
             }
             Pending::WriteAll => self.cache.end_write_all(),
-            Pending::Prepare { .. } | Pending::SchemaRead { .. } | Pending::Use | Pending::Other => {}
+            Pending::Prepare { .. }
+            | Pending::SchemaRead { .. }
+            | Pending::Use
+            | Pending::Other => {}
         }
     }
-
 }
 
 impl WriteToken {
@@ -756,7 +787,15 @@ impl AppSwitch {
         // The per-packet lists live in `self` between packets (no allocation per packet).
         let mut items = std::mem::take(&mut self.items_scratch);
         let mut frames = std::mem::take(&mut self.frames_scratch);
-        let seg = ClientBytes { bytes, may_answer, from, end, pkt, meta, ctx };
+        let seg = ClientBytes {
+            bytes,
+            may_answer,
+            from,
+            end,
+            pkt,
+            meta,
+            ctx,
+        };
         let answered = self.parse_client_bytes_into(conn, seg, &mut items, &mut frames);
         for (_, cl) in items.drain(..) {
             self.give_classified(cl);

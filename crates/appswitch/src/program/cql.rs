@@ -6,8 +6,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-
-use super::{all_hits, AppSwitch, Classified, ClientBytes, Conn, HashMap, Pending, Proto};
+use super::{AnswerGate, AppSwitch, Classified, ClientBytes, Conn, HashMap, Pending, Proto};
 use crate::cache::WriteToken;
 use crate::cql_schema::{schema_read, PartitionKey, SchemaRead};
 use innet_wire::cql::compression::{self, Compression};
@@ -537,7 +536,11 @@ impl AppSwitch {
         // unqualified table names: the keyspace is then unknown.
         let use_in_flight = c.pending.values().any(|p| matches!(p, Pending::Use));
         let authenticated = c.authenticated;
-        let mut ks = if use_in_flight { None } else { c.keyspace.as_deref() };
+        let mut ks = if use_in_flight {
+            None
+        } else {
+            c.keyspace.as_deref()
+        };
         for f in frames.drain(..) {
             let cl = self.classify_cql(&f.header, &f.body, ks, authenticated);
             if matches!(cl, Classified::Pending(Pending::Use)) {
@@ -549,17 +552,14 @@ impl AppSwitch {
         let Proto::Cql(c) = &mut conn.proto else {
             unreachable!()
         };
-        let at_end = c.c2s.at_boundary();
-        let all_hits = all_hits(items);
-        if may_answer
-            && !conn.broken
-            && boundary_before
-            && at_end
-            && s2c_boundary
-            && framing_ok
-            && all_hits
-            && !conn.mig.server_fin
-        {
+        let gate = AnswerGate {
+            may_answer,
+            c2s_boundary_before: boundary_before,
+            c2s_boundary_after: c.c2s.at_boundary(),
+            s2c_boundary,
+            protocol_ok: framing_ok,
+        };
+        if gate.open(conn.broken, &conn.mig, items) {
             let mut frames_bytes = conn.mig.take_reply_buffer();
             for (stream, cl) in items.iter() {
                 if let Classified::Read {

@@ -4,8 +4,7 @@
 
 use std::collections::VecDeque;
 
-
-use super::{all_hits, AppSwitch, Classified, ClientBytes, Conn, Pending, Proto};
+use super::{AnswerGate, AppSwitch, Classified, ClientBytes, Conn, Pending, Proto};
 use crate::cache::WriteToken;
 use innet_wire::memcache::{self, McReader, ReplyShape};
 
@@ -166,15 +165,14 @@ impl AppSwitch {
         let Proto::Mc(m) = &mut conn.proto else {
             unreachable!()
         };
-        let all_hits = all_hits(items);
-        let answer = may_answer
-            && !conn.broken
-            && boundary_before
-            && m.c2s.at_boundary()
-            && s2c_boundary
-            && all_hits
-            && m.pending.is_empty()
-            && !conn.mig.server_fin;
+        let gate = AnswerGate {
+            may_answer,
+            c2s_boundary_before: boundary_before,
+            c2s_boundary_after: m.c2s.at_boundary(),
+            s2c_boundary,
+            protocol_ok: m.pending.is_empty(),
+        };
+        let answer = gate.open(conn.broken, &conn.mig, items);
         if !answer {
             for ((_, cl), &(shape, noreply)) in items.drain(..).zip(shapes.iter()) {
                 let p = self.to_pending(cl);
