@@ -825,16 +825,11 @@ impl AppSwitch {
 
     /// Answer requests that all hit with their cached replies back to back (RESP, memcached:
     /// replies carry no request id, so they are simply concatenated in order).
-    #[allow(clippy::too_many_arguments)]
     fn answer_concatenated(
         &mut self,
         conn: &mut Conn,
         items: &[(Option<i16>, Classified)],
-        from: u64,
-        end: u64,
-        pkt: &Packet,
-        meta: &Metadata,
-        ctx: &mut Ctx<'_>,
+        seg: ClientBytes<'_, '_>,
     ) {
         let mut reply = conn.mig.take_reply_buffer();
         for (_, cl) in items {
@@ -843,10 +838,10 @@ impl AppSwitch {
             }
         }
         self.counters.hits += items.len() as u64;
-        self.counters.migrated_request_bytes += end - from;
+        self.counters.migrated_request_bytes += seg.end - seg.from;
         self.counters.migrated_reply_bytes += reply.len() as u64;
-        let i = conn.mig.answer(from, end, reply);
-        self.send_reply(conn, i, pkt, meta, ctx);
+        let i = conn.mig.answer(seg.from, seg.end, reply);
+        self.send_reply(conn, i, seg.pkt, seg.meta, seg.ctx);
     }
 
     fn to_pending(&mut self, cl: Classified) -> Pending {

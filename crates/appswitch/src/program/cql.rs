@@ -494,19 +494,10 @@ impl AppSwitch {
         let Proto::Cql(c) = &mut conn.proto else {
             unreachable!("a CQL connection")
         };
-        let ClientBytes {
-            bytes,
-            may_answer,
-            from,
-            end,
-            pkt,
-            meta,
-            ctx,
-        } = seg;
         let boundary_before = c.c2s.at_boundary();
         let s2c_boundary = c.s2c.at_boundary();
         let framing_ok = c.c2s.framing() == c.s2c.framing();
-        if from == 0 && asks_unsupported_version(bytes) {
+        if seg.from == 0 && asks_unsupported_version(seg.bytes) {
             // A connection opened in a version the switch does not speak: the drivers' version
             // negotiation (the Python driver tries DSE v2 and v1 first; Cassandra refuses them
             // and the driver reconnects a version lower). Passed through unread like any
@@ -516,7 +507,7 @@ impl AppSwitch {
             self.counters.unsupported_versions += 1;
         } else if c
             .c2s
-            .push_reusing(bytes, frames, &mut self.spare_bufs)
+            .push_reusing(seg.bytes, frames, &mut self.spare_bufs)
             .is_err()
         {
             conn.broken = true;
@@ -553,7 +544,7 @@ impl AppSwitch {
             unreachable!()
         };
         let gate = AnswerGate {
-            may_answer,
+            may_answer: seg.may_answer,
             c2s_boundary_before: boundary_before,
             c2s_boundary_after: c.c2s.at_boundary(),
             s2c_boundary,
@@ -584,10 +575,10 @@ impl AppSwitch {
                 frames_bytes
             };
             self.counters.hits += items.len() as u64;
-            self.counters.migrated_request_bytes += end - from;
+            self.counters.migrated_request_bytes += seg.end - seg.from;
             self.counters.migrated_reply_bytes += reply.len() as u64;
-            let i = conn.mig.answer(from, end, reply);
-            self.send_reply(conn, i, pkt, meta, ctx);
+            let i = conn.mig.answer(seg.from, seg.end, reply);
+            self.send_reply(conn, i, seg.pkt, seg.meta, seg.ctx);
             return true;
         }
         for (stream, cl) in items.drain(..) {

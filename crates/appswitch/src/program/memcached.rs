@@ -136,22 +136,13 @@ impl AppSwitch {
         let Proto::Mc(m) = &mut conn.proto else {
             unreachable!("a memcached connection")
         };
-        let ClientBytes {
-            bytes,
-            may_answer,
-            from,
-            end,
-            pkt,
-            meta,
-            ctx,
-        } = seg;
         let boundary_before = m.c2s.at_boundary();
         let s2c_boundary = m.s2c.at_boundary();
         // Requests are classified as they are framed (borrowed from the segment); their
         // reply shapes go to a reused list beside `items`.
         let mut shapes = std::mem::take(&mut self.mc_shapes);
         let mut quiet = false;
-        let res = m.c2s.push_requests(bytes, |r| {
+        let res = m.c2s.push_requests(seg.bytes, |r| {
             quiet |= r.quiet;
             shapes.push((r.reply, r.noreply));
             items.push((None, self.classify_mc(r)));
@@ -166,7 +157,7 @@ impl AppSwitch {
             unreachable!()
         };
         let gate = AnswerGate {
-            may_answer,
+            may_answer: seg.may_answer,
             c2s_boundary_before: boundary_before,
             c2s_boundary_after: m.c2s.at_boundary(),
             s2c_boundary,
@@ -194,7 +185,7 @@ impl AppSwitch {
         if !answer {
             return false;
         }
-        self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
+        self.answer_concatenated(conn, items, seg);
         true
     }
 

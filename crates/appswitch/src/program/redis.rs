@@ -151,20 +151,11 @@ impl AppSwitch {
         let Proto::Redis(r) = &mut conn.proto else {
             unreachable!("a Redis connection")
         };
-        let ClientBytes {
-            bytes,
-            may_answer,
-            from,
-            end,
-            pkt,
-            meta,
-            ctx,
-        } = seg;
         let boundary_before = r.c2s.at_boundary();
         let s2c_boundary = r.s2c.at_boundary();
         // Commands classified in place, as they are framed (no argument copies).
         let st = &mut r.st;
-        let parsed = r.c2s.for_each_command(bytes, |args| {
+        let parsed = r.c2s.for_each_command(seg.bytes, |args| {
             let cl = self.classify_redis(args, st);
             items.push((None, cl));
         });
@@ -176,7 +167,7 @@ impl AppSwitch {
             unreachable!()
         };
         let gate = AnswerGate {
-            may_answer,
+            may_answer: seg.may_answer,
             c2s_boundary_before: boundary_before,
             c2s_boundary_after: r.c2s.at_boundary(),
             s2c_boundary,
@@ -191,7 +182,7 @@ impl AppSwitch {
             }
             return false;
         }
-        self.answer_concatenated(conn, items, from, end, pkt, meta, ctx);
+        self.answer_concatenated(conn, items, seg);
         true
     }
 
