@@ -335,7 +335,10 @@ def test_the_resource_table_comes_from_program_resources():
     assert row["m.totals.register_arrays"] == 3 and row["m.totals.tcam_bits"] == 0
     assert row["m.totals.sram_bits"] > 64 * 96 + 80 * 32  # more than the cache and the vector
     assert row["m.tofino1.stateful_alu_fraction"] == 3 / 48
-    assert row["m.totals.hash_bits"] == 6 + 6 + 10 and row["m.tofino1.hash_bits_fraction"] == 22 / (416 * 12)
+    # Hash bits: the two 6-bit index CRCs and the 10-bit random, plus each block's own (the two
+    # cache registers' 6-bit and the vector's 7-bit addresses, one 10-bit way per exact table).
+    assert row["m.totals.hash_bits"] == (6 + 6 + 10) + (6 + 6 + 7) + 4 * 10
+    assert row["m.tofino1.hash_bits_fraction"] == 81 / (416 * 12)
     assert 0 < row["m.tofino1.sram_fraction"] < 0.001 and row["m.tofino1.fits"] is True
 
 
@@ -348,6 +351,9 @@ def test_orbitcache_resources_come_from_its_switch():
     assert row["m.totals.sram_bits"] == 8192 * 160 + 8192 * 97 + 8192 * 8 * 112 + 2 * 64
     assert row["m.totals.register_arrays"] == 13 and row["m.tofino1.fits"] is True
     assert 0.05 < row["m.tofino1.sram_block_fraction"] < 0.15
+    # Hash bits (the paper's 9.29 %): the lookup table's four 11-bit ways, seven 13-bit per-key
+    # register addresses and four 16-bit request-table addresses; the counters take none.
+    assert row["m.totals.hash_bits"] == 4 * 11 + 7 * 13 + 4 * 16
 
 def test_tiers_keep_separate_results_and_each_resumes(innet_cmd, tmp_path):
     out = tmp_path / "rep"

@@ -82,6 +82,38 @@ impl ResourceEntry {
             ResourceKind::Ternary | ResourceKind::Lpm => self.entries * self.key_bits as u64,
         }
     }
+
+    /// Hash-output bits this block takes on an RMT (Tofino) stage. An exact-match table hashes
+    /// its key to a row in each of its ways: one way per 1,024-row SRAM block up to
+    /// `EXACT_MAX_WAYS`, each way taking the bits that address its rows (at least the block's
+    /// 10). A register array's address reaches its stateful ALU through the stage's hash
+    /// distribution, so it takes its index width. Keyless tables, one-entry registers and
+    /// TCAM blocks take none.
+    pub fn hash_bits(&self) -> u64 {
+        match self.kind {
+            ResourceKind::Exact if self.key_bits > 0 && self.entries > 0 => {
+                let ways = self.entries.div_ceil(SRAM_ROWS).min(EXACT_MAX_WAYS);
+                let per_way = self.entries.div_ceil(ways).max(SRAM_ROWS);
+                ways * ceil_log2(per_way)
+            }
+            ResourceKind::Register if self.entries > 1 => ceil_log2(self.entries),
+            _ => 0,
+        }
+    }
+}
+
+/// Rows of one SRAM block (Tofino: 1,024 rows of 128 bits).
+const SRAM_ROWS: u64 = 1024;
+/// Ways of a cuckoo exact-match table: the Tofino compiler's usual choice for large tables.
+const EXACT_MAX_WAYS: u64 = 4;
+
+/// Bits needed to address `n` items (0 for n <= 1).
+fn ceil_log2(n: u64) -> u64 {
+    if n <= 1 {
+        0
+    } else {
+        64 - (n - 1).leading_zeros() as u64
+    }
 }
 
 /// A program's blocks, in declaration order.
@@ -129,6 +161,11 @@ impl ResourceReport {
     }
     pub fn tcam_bits(&self) -> u64 {
         self.entries.iter().map(|e| e.tcam_bits()).sum()
+    }
+    /// Hash-output bits of the tables and registers (`ResourceEntry::hash_bits`); hash units a
+    /// program computes itself (an index CRC, a random number) are declared by the program.
+    pub fn hash_bits(&self) -> u64 {
+        self.entries.iter().map(|e| e.hash_bits()).sum()
     }
     pub fn register_arrays(&self) -> u64 {
         self.entries
@@ -273,6 +310,27 @@ mod tests {
         for needle in ["reg", "register", "tern", "ternary", "lpm", "4384"] {
             assert!(shown.contains(needle), "{needle} missing in\n{shown}");
         }
+    }
+
+    #[test]
+    fn hash_bits_count_exact_ways_and_register_indices() {
+        let bits = |kind, entries, key_bits| ResourceEntry::new("b", kind, entries, key_bits, 32).hash_bits();
+        // A small exact table still addresses a whole 1,024-row block in its one way.
+        assert_eq!(bits(ResourceKind::Exact, 64, 32), 10);
+        // 8,192 entries: four ways of 2,048 rows, 11 bits each.
+        assert_eq!(bits(ResourceKind::Exact, 8192, 128), 44);
+        assert_eq!(bits(ResourceKind::Exact, 3000, 32), 3 * 10);
+        // Keyless (a default-action table) and TCAM tables take no hash bits.
+        assert_eq!(bits(ResourceKind::Exact, 1, 0), 0);
+        assert_eq!(bits(ResourceKind::Ternary, 4096, 32), 0);
+        // A register's index width: 65,536 slots take 16 bits, 80 take 7, one takes none.
+        assert_eq!(bits(ResourceKind::Register, 65536, 0), 16);
+        assert_eq!(bits(ResourceKind::Register, 80, 0), 7);
+        assert_eq!(bits(ResourceKind::Register, 1, 0), 0);
+        let mut r = ResourceReport::new("p");
+        r.push(ResourceEntry::new("t", ResourceKind::Exact, 8192, 128, 32));
+        r.push(ResourceEntry::new("r", ResourceKind::Register, 8192, 0, 8));
+        assert_eq!(r.hash_bits(), 44 + 13);
     }
 
     #[test]
