@@ -154,7 +154,9 @@ struct SimDevice<'a> {
     net: &'a mut Network,
     me: NodeId,
     ports: &'a mut SimPorts,
-    cpu_port: Option<CpuPort>,
+    /// Borrowed, not copied: it is read only when a packet goes to the CPU, and a copy per
+    /// packet read its cache line at every hop.
+    cpu_port: &'a Option<CpuPort>,
 }
 
 fn drop_reason(cause: DropCause) -> DropReason {
@@ -280,7 +282,7 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
             net,
             me,
             ports: &mut self.ports,
-            cpu_port: self.cpu_port,
+            cpu_port: &self.cpu_port,
         };
         self.core.receive(&mut dev, id, local);
     }
@@ -291,7 +293,7 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
             net,
             me,
             ports: &mut self.ports,
-            cpu_port: self.cpu_port,
+            cpu_port: &self.cpu_port,
         };
         match token >> 56 {
             TIMER_PROGRAM => self.core.timer(&mut dev, Timer::Program(rest)),

@@ -33,7 +33,6 @@ impl TraceDriver {
                 first_arrival_ps: None,
                 complete_ps: None,
                 packets_received: 0,
-                last_arrival_ps: 0,
             })
             .collect();
         let flows = Arc::new(flows);

@@ -444,7 +444,6 @@ impl Host {
         }
         let now = net.now_ps();
         if let Some(rec) = net.metrics.flows.get_mut(pkt.flow_id as usize) {
-            rec.last_arrival_ps = rec.last_arrival_ps.max(now);
             rec.packets_received += 1;
             if rec.first_arrival_ps.is_none() {
                 rec.first_arrival_ps = Some(now);

@@ -77,8 +77,6 @@ pub struct FlowRecord {
     /// All payload bytes delivered to the receiving application.
     pub complete_ps: Option<u64>,
     pub packets_received: u64,
-    /// Latest arrival of any packet of this flow at either end (ACKs included).
-    pub last_arrival_ps: u64,
 }
 
 impl FlowRecord {

@@ -386,6 +386,8 @@ impl<P: Program, C: ControlPlane<P>> Pipeline<P, C> {
         let mut clones = std::mem::take(&mut self.actions.clones);
         let mut generated = std::mem::take(&mut self.actions.generated);
         let mut frames = std::mem::take(&mut self.actions.frames);
+        // Every list has been taken: what the recursion below adds sets `pending` again.
+        self.actions.pending = false;
         let meta = Metadata {
             ingress_port: dev.recirculation_port(),
             instance: Instance::Clone,

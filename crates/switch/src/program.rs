@@ -90,16 +90,21 @@ pub struct Digest {
     pub data: Vec<u64>,
 }
 
-/// Side actions a pass requested; the runtime carries them out after the pass.
+/// Side actions a pass requested; the runtime carries them out after the pass. The lists are
+/// filled only through [`Ctx`], which also sets `pending`: the pipeline asks "any actions?" after
+/// every pass, and one flag answers it from one cache line, where six list lengths took several.
 #[derive(Default)]
 pub struct Actions {
-    pub clones: Vec<(Packet, Verdict)>,
-    pub generated: Vec<(Packet, Verdict)>,
-    pub digests: Vec<Digest>,
-    pub timers: Vec<(u64, u64)>,
-    pub control_timers: Vec<(u64, u64)>,
+    pub(crate) clones: Vec<(Packet, Verdict)>,
+    pub(crate) generated: Vec<(Packet, Verdict)>,
+    pub(crate) digests: Vec<Digest>,
+    pub(crate) timers: Vec<(u64, u64)>,
+    pub(crate) control_timers: Vec<(u64, u64)>,
     /// Frames a program wrote whole ([`Ctx::reply_tcp`]), each with the port it leaves by.
-    pub frames: Vec<(u16, Vec<u8>)>,
+    pub(crate) frames: Vec<(u16, Vec<u8>)>,
+    /// Whether any of the lists above may hold something (set by every [`Ctx`] method that
+    /// adds to them; cleared by the pipeline when it has taken them all).
+    pub(crate) pending: bool,
     /// Buffers of sent frames, reused by [`Ctx::reply_tcp`]. Not an action.
     pub spare_frames: Vec<Vec<u8>>,
     /// Packets the runtime recycled, handed out by [`Ctx::copy_headers`] (no allocation per
@@ -119,14 +124,21 @@ impl Actions {
         self.timers.clear();
         self.control_timers.clear();
         self.frames.clear();
+        self.pending = false;
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.clones.is_empty()
-            && self.generated.is_empty()
-            && self.digests.is_empty()
-            && self.timers.is_empty()
-            && self.control_timers.is_empty()
-            && self.frames.is_empty()
+        debug_assert!(
+            self.pending
+                || (self.clones.is_empty()
+                    && self.generated.is_empty()
+                    && self.digests.is_empty()
+                    && self.timers.is_empty()
+                    && self.control_timers.is_empty()
+                    && self.frames.is_empty()),
+            "an action was added without setting `pending`"
+        );
+        !self.pending
     }
 }
 
@@ -164,6 +176,7 @@ impl<'a> Ctx<'a> {
     /// Copy `pkt` (as it is now) to another destination (I2E/E2E clone via the PRE).
     pub fn clone_to(&mut self, pkt: &Packet, dest: Verdict) {
         self.actions.clones.push((pkt.clone(), dest));
+        self.actions.pending = true;
     }
     /// A copy of `pkt`'s headers, tunnel and wire extras with no payload, for a packet the
     /// program builds from a received one (a reply). Made in a packet the runtime recycled when
@@ -239,6 +252,7 @@ impl<'a> Ctx<'a> {
                 match write_tcp_frame(&hdr, seg.payload, seg.payload.len(), &[], &mut buf) {
                     Ok(()) => {
                         self.actions.frames.push((port, buf));
+                        self.actions.pending = true;
                         return;
                     }
                     Err(_) => self.actions.spare_frames.push(buf),
@@ -261,18 +275,22 @@ impl<'a> Ctx<'a> {
     /// Inject a brand-new packet (packet generation, learning packets, replies).
     pub fn generate(&mut self, pkt: Packet, dest: Verdict) {
         self.actions.generated.push((pkt, dest));
+        self.actions.pending = true;
     }
     /// Send a digest to the control plane (arrives after the control-plane latency).
     pub fn digest(&mut self, kind: u16, data: Vec<u64>) {
         self.actions.digests.push(Digest { kind, data });
+        self.actions.pending = true;
     }
     /// Ask for `Program::timer(token)` at `at_ps` (a packet generator's trigger).
     pub fn set_timer(&mut self, at_ps: u64, token: u64) {
         self.actions.timers.push((at_ps, token));
+        self.actions.pending = true;
     }
     /// Ask for `ControlPlane::timer(token)` at `at_ps` (periodic control-plane work).
     pub fn set_control_timer(&mut self, at_ps: u64, token: u64) {
         self.actions.control_timers.push((at_ps, token));
+        self.actions.pending = true;
     }
     /// The forwarding table's choice for this packet.
     pub fn route(&self, pkt: &Packet) -> NextHop {
