@@ -96,8 +96,8 @@ fn main() -> Result<(), String> {
     println!(
         "{} {} {} {} flows {}, passes {passes}: upcalls with unlimited tables MF {mf_upcalls}, GF (K={k}) {gf_upcalls}",
         a[1],
-        a[6..].join(" "),
-        if noct { "without conntrack" } else { "with conntrack" },
+        a.iter().skip(6).cloned().collect::<Vec<_>>().join(" "),
+        if noct { "without conntrack" } else { "as built" },
         a[2],
         traffic.flows.len()
     );

@@ -272,12 +272,12 @@ impl Common {
                 "host_entries": self.host_entries,
             }),
         );
-        // The pipeline and L2 variants (issue 22) are named only when they differ from the
-        // default, so default runs' summaries stay as they were.
+        // The pipeline and L2 variants (issue 22) are named only when they differ from their
+        // defaults (common_params), so default runs' summaries stay as they were.
         let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
-        for (name, on) in [("recombine_l2", self.recombine_l2), ("conntrack", self.conntrack), ("ip_port_security", self.ip_port_security)] {
-            if !on {
-                settings.insert(name.into(), json!(false));
+        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
+            if value != default {
+                settings.insert(name.into(), json!(value));
             }
         }
     }
@@ -341,7 +341,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
         ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
         ParamSpec { name: "recombine_l2", default: "true", doc: "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)" },
-        ParamSpec { name: "conntrack", default: "true", doc: "OLS and ANT keep their conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false: the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
+        ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
         ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
         ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
