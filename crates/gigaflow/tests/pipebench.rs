@@ -279,3 +279,45 @@ fn any_seed_stays_inside_the_spec() {
         }
     }
 }
+
+/// MAC-only port security (issue 22's experiment): OLS's and ANT's MAC↔IPv4 binding tables
+/// keep no rule that matches an end's MAC and address together, and a flow they dropped as
+/// spoofed (its dl_dst not owning its nw_dst) now reaches the tables after them.
+#[test]
+fn mac_only_port_security_removes_the_mac_address_bindings() {
+    let binding = |line: &str| (line.contains("dl_src=") && line.contains("nw_src=")) || (line.contains("dl_dst=") && line.contains("nw_dst="));
+    for (name, tables) in [("OLS", ["table=1,", "table=49,"]), ("ANT", ["table=10,", "table=10,"])] {
+        let spec = pipelines::pipeline(name).unwrap();
+        let built = pipebench::ruleset::generate(&spec, Profile::Acl, 2000, 1).unwrap();
+        let mac_only = pipebench::ruleset::generate(&pipelines::mac_only_port_security(spec), Profile::Acl, 2000, 1).unwrap();
+        let bound = |text: &str| text.lines().filter(|l| tables.iter().any(|t| l.starts_with(t)) && binding(l)).count();
+        assert!(bound(&built.text) > 0, "{name}: the pipeline as built binds MACs to addresses");
+        assert_eq!(bound(&mac_only.text), 0, "{name}: a binding rule is left");
+        // Traffic recombines L2 parts freely now: no flow ends in a binding table.
+        let p = Pipeline::parse(&mac_only.text).unwrap();
+        let t = pipebench::generate_traffic(&mac_only, &TrafficConfig { n_flows: 3_000, seed: 3, ..TrafficConfig::default() }).unwrap();
+        let ids: Vec<u8> = tables.iter().map(|t| t[6..t.len() - 1].parse().unwrap()).collect();
+        let ended_there = t.flows.iter().filter(|f| p.traversal_tables(&f.headers).last().is_some_and(|x| ids.contains(x))).count();
+        assert_eq!(ended_there, 0, "{name}: {ended_there} flows dropped by a binding table");
+    }
+}
+
+/// `recombine_l2: false` takes a flow's L2 part from its own chain: at high locality flows
+/// then differ only in their L3 part (or a fresh source port), so with fresh ports every
+/// (dl_src, dl_dst) pair of a flow is one its L3 chain's anchor carries.
+#[test]
+fn own_l2_parts_stay_with_their_chain() {
+    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let l2_of = |recombine_l2: bool| {
+        let cfg = TrafficConfig { n_flows: 3_000, seed: 3, fresh_source_ports: true, recombine_l2, ..TrafficConfig::default() };
+        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        let mut by_chain: BTreeMap<u32, BTreeSet<(u64, u64, u64)>> = BTreeMap::new();
+        for f in &t.flows {
+            let h = &f.headers;
+            by_chain.entry(f.chain).or_default().insert((h.get(innet_gigaflow::Field::InPort), h.get(innet_gigaflow::Field::DlSrc), h.get(innet_gigaflow::Field::DlDst)));
+        }
+        by_chain.values().map(|s| s.len()).max().unwrap()
+    };
+    assert_eq!(l2_of(false), 1, "one L2 part per chain");
+    assert!(l2_of(true) > 1, "recombined L2 parts vary within a chain");
+}

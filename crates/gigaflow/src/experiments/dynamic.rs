@@ -163,9 +163,7 @@ impl Experiment for Dynamic {
             });
         }
         let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
-        let profile = Profile::parse(&p.common.profile).map_err(bad("profile"))?;
-        let rs = pipebench::render_pipeline(&p.pipeline, profile, p.common.rules, p.common.seed)
-            .map_err(ExperimentError::Input)?;
+        let rs = p.common.ruleset(&p.pipeline).map_err(ExperimentError::Input)?;
         let pl = Pipeline::parse(&rs.text).map_err(|e| {
             ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline))
         })?;

@@ -249,6 +249,9 @@ struct Common {
     align: bool,
     fresh_source_ports: bool,
     sampled_headers: bool,
+    recombine_l2: bool,
+    conntrack: bool,
+    ip_port_security: bool,
 }
 
 impl Common {
@@ -269,6 +272,14 @@ impl Common {
                 "host_entries": self.host_entries,
             }),
         );
+        // The pipeline and L2 variants (issue 22) are named only when they differ from their
+        // defaults (common_params), so default runs' summaries stay as they were.
+        let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
+        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
+            if value != default {
+                settings.insert(name.into(), json!(value));
+            }
+        }
     }
 
     /// The Gigaflow defaults with this run's seed and install alignment.
@@ -278,6 +289,14 @@ impl Common {
 
     fn nic(&self) -> NicModel {
         NicModel { host_cache_entries: self.host_entries, ..NicModel::default() }
+    }
+
+    /// The pipeline's generated ruleset, with or without its conntrack stages.
+    fn ruleset(&self, name: &str) -> Result<Ruleset, String> {
+        let spec = pipebench::pipelines::pipeline(name)?;
+        let spec = if self.conntrack { spec } else { pipebench::pipelines::without_conntrack(spec) };
+        let spec = if self.ip_port_security { spec } else { pipebench::pipelines::mac_only_port_security(spec) };
+        pipebench::ruleset::generate(&spec, Profile::parse(&self.profile)?, self.rules, self.seed)
     }
 
     fn traffic(&self, locality: Locality, seed: u64) -> Result<TrafficConfig, String> {
@@ -290,14 +309,14 @@ impl Common {
             timing: Timing::parse(&self.timing)?,
             fresh_source_ports: self.fresh_source_ports,
             sampled_headers: self.sampled_headers,
+            recombine_l2: self.recombine_l2,
             ..TrafficConfig::default()
         })
     }
 }
 
 fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
-    let profile = Profile::parse(&c.profile)?;
-    let rs = pipebench::render_pipeline(name, profile, c.rules, c.seed)?;
+    let rs = c.ruleset(name)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
     let t = pipebench::generate_traffic(&rs, &c.traffic(loc, c.seed)?)?;
     Ok((rs, p, t))
@@ -321,6 +340,9 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
         ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
+        ParamSpec { name: "recombine_l2", default: "true", doc: "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)" },
+        ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
+        ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
         ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
     ]

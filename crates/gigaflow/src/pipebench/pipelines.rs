@@ -4,7 +4,7 @@
 //! OVS cannot express without conntrack or groups (which the slow path does not model) are
 //! written as register-carried decisions, as docs/gigaflow.md explains table by table.
 
-use super::model::{Act, Key, Next, PipelineSpec, TableSpec};
+use super::model::{Act, Edge, Key, Next, PipelineSpec, TableSpec};
 use Act::*;
 use Key::*;
 use Next::*;
@@ -221,6 +221,23 @@ pub fn without_conntrack(mut spec: PipelineSpec) -> PipelineSpec {
         for e in t.hits.iter_mut().chain(t.misses.iter_mut()) {
             e.acts.retain(|a| !matches!(a, CtNext(_) | CtCommit(_) | DecTtl));
         }
+    }
+    spec
+}
+
+/// The pipeline with MAC-only port security: the tables that bind an end's MAC to its IPv4
+/// address (OLS's `ls_in_port_sec_ip` and `ls_out_port_sec_ip`, ANT's SpoofGuard) keep only
+/// their default, which continues where an admitted packet went — what OVN installs for a
+/// logical port whose `port_security` lists a MAC and no IP, and Antrea without its IP check.
+/// For the experiment varying the cause of GF < MF on OLS and ANT (issue 22): those lookups
+/// examine an end's MAC and address together, coupling L2 and L3 parts into one per-flow
+/// sub-traversal.
+pub fn mac_only_port_security(mut spec: PipelineSpec) -> PipelineSpec {
+    let binds = |k: &[Key]| (k.contains(&EthSrc) && (k.contains(&IpSrc) || k.contains(&IpSrcHost))) || (k.contains(&EthDst) && (k.contains(&IpDst) || k.contains(&IpDstHost)));
+    for t in &mut spec.tables {
+        let Some(admit) = t.hits.iter().find(|e| binds(e.keys)).map(|e| e.next) else { continue };
+        t.hits.clear();
+        t.misses = vec![Edge { keys: &[], requires: None, acts: Vec::new(), next: admit }];
     }
     spec
 }

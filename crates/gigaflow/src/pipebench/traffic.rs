@@ -58,6 +58,11 @@ pub struct TrafficConfig {
     /// High locality: every flow samples its headers inside its chains' rules (as low locality
     /// does) instead of copying the chains' anchor packets; only the rule choice is local.
     pub sampled_headers: bool,
+    /// A flow's L2 part (in_port, dl_src, dl_dst) comes from a second, independently drawn chain
+    /// (the default); `false`: from the flow's own L3 chain, so a host's MAC stays with its
+    /// address at both ends and flows of one host pair differ only by what else varies (e.g.
+    /// `fresh_source_ports`).
+    pub recombine_l2: bool,
 }
 
 /// The artifact's replay volume: tgen replays a CAIDA slice at ~10 kpps for up to 300 s, about
@@ -92,6 +97,7 @@ impl Default for TrafficConfig {
             zipf_s: 1.0,
             fresh_source_ports: false,
             sampled_headers: false,
+            recombine_l2: true,
         }
     }
 }
@@ -272,6 +278,7 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         // field from the rules' ranges, so L2 and L3 parts recombine.
         let ci = draw_chain(&mut rng);
         let l2 = draw_chain(&mut rng);
+        let l2 = if cfg.recombine_l2 { l2 } else { ci };
         let mut headers = match cfg.locality {
             _ if cfg.sampled_headers => chain_packet(rs, ci, &mut rng),
             Locality::Low => chain_packet(rs, ci, &mut rng),
