@@ -637,3 +637,32 @@ pub fn switch_path(fabric: &innet_dataplane::fabric::Fabric, src: u32, dst: u32)
     }
     path
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper (§5, "In-switch memory size"): the cache size is the aggregate over the caching
+    /// switches, relative to the address space, split equally. The artifact's `run.py` computes
+    /// `int(p × 10240) // switches` with 80 switches for SwitchV2P and LocalLearning, the 4
+    /// gateway ToRs for GwCache and the 32 ToRs for Bluebird; footnote 6: 1 % is one entry per
+    /// switch. Differential check over the artifact's whole sweep.
+    #[test]
+    fn cache_size_is_the_artifacts_split_of_the_address_space() {
+        let ns = NetworkSpec::ft8_10k();
+        let extra: Vec<(u32, u32)> = ns.gateway_tors.iter().map(|&t| (t, ns.gateways_per_tor)).collect();
+        let topo = Topology::build(&ns.topo, &extra).unwrap();
+        assert_eq!(ns.vm_count(), 10_240);
+        let sweep = [0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 1500.0];
+        for (scheme, switches) in [(Scheme::SwitchV2P, 80u64), (Scheme::LocalLearning, 80), (Scheme::GwCache, 4), (Scheme::Bluebird, 32)] {
+            for p in sweep {
+                let artifact = ((p * 10_240.0_f64).floor() as u64 / switches).max(1);
+                let (slots, caching) = cache_slots(scheme, p * ns.vm_count() as f64, &topo, ns.gateway_tors.len());
+                assert_eq!((slots as u64, caching as u64), (artifact, switches), "{scheme:?} at {p}");
+            }
+        }
+        // The setting of Figs. 9, 10 and Tables 5-6: 50 % is 64 slots on every switch.
+        assert_eq!(cache_slots(Scheme::SwitchV2P, 0.5 * 10_240.0, &topo, 4), (64, 80));
+        assert_eq!(cache_slots(Scheme::SwitchV2P, 0.01 * 10_240.0, &topo, 4), (1, 80));
+    }
+}
