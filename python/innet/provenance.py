@@ -11,6 +11,7 @@ experiment runner, a server script) makes the result stale."""
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 import tomllib
 from importlib import resources
@@ -35,6 +36,14 @@ PRESENTATION = (
     "scripts/reproduce.sh", "scripts/check_summaries.py", "scripts/summary_hashes.json",
     "scripts/fuzz.sh", "scripts/test.sh", "fuzz/",
 )
+# A crate's examples, integration tests and benches are their own programs: nothing of them is
+# linked into the library that `innet` runs, so changing them cannot change a result.
+_CRATE_PROGRAMS = re.compile(r"crates/[^/]+/(examples|tests|benches)/")
+
+
+def is_presentation(path: str) -> bool:
+    """Whether a changed file cannot change any result (see PRESENTATION and _CRATE_PROGRAMS)."""
+    return path.startswith(PRESENTATION) or _CRATE_PROGRAMS.match(path) is not None
 
 
 @functools.cache
@@ -77,7 +86,7 @@ def only_presentation_changed(result_commit: str, current: str) -> bool:
     if result_commit.endswith("+dirty") or current.endswith("+dirty") or UNKNOWN in (result_commit, current):
         return False
     changed = changed_paths(result_commit, current)
-    return changed is not None and all(p.startswith(PRESENTATION) for p in changed)
+    return changed is not None and all(is_presentation(p) for p in changed)
 
 
 def _run_specs(text: str) -> dict[str, dict[str, Any]]:

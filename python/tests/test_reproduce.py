@@ -282,8 +282,12 @@ def test_a_result_survives_presentation_only_commits_but_not_code_or_parameter_c
     old, new = provenance._run_specs(toml), provenance._run_specs(toml.replace("value = 1", "value = 2"))
     assert old == new  # a paper number is not a run parameter
     assert provenance._run_specs(toml.replace('n = "1"', 'n = "2"')) != old
-    assert all(p.startswith(provenance.PRESENTATION) for p in ("docs/a.md", "python/innet/papers/p.toml", "python/innet/report.py"))
-    assert not any(p.startswith(provenance.PRESENTATION) for p in ("crates/a.rs", "python/innet/appswitch_workload.py", "scripts/cassandra.sh"))
+    assert all(provenance.is_presentation(p) for p in (
+        "docs/a.md", "python/innet/papers/p.toml", "python/innet/report.py",
+        "crates/gigaflow/examples/segment_sharing.rs", "crates/sim/tests/one_core.rs", "crates/sim/benches/b.rs"))
+    assert not any(provenance.is_presentation(p) for p in (
+        "crates/a.rs", "crates/gigaflow/src/experiments/e2e.rs", "crates/gigaflow/Cargo.toml",
+        "crates/sim/src/tests/x.rs", "python/innet/appswitch_workload.py", "scripts/cassandra.sh"))
     assert not provenance.only_presentation_changed("0123456789ab+dirty", "fedcba987654")
 
 
