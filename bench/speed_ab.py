@@ -2,7 +2,8 @@
 """Engine speed, baseline against branch: the runs reproductions are made of, interleaved.
 
     python3 bench/speed_ab.py --base BASE/basic_run --branch BRANCH/basic_run [--repeat 3]
-                              [--scenario ft8-tcp-hadoop,ft16-tcp-hadoop] [--set K=V ...] [--json]
+                              [--scenario ft8-tcp-hadoop,ft16-tcp-hadoop] [--set K=V ...]
+                              [--base-env K=V ...] [--branch-env K=V ...] [--json]
 
 Each variant is a `basic_run` binary (`cargo build --release -p innet-basic --example
 basic_run`; for a commit that predates the example, copy crates/basic/examples/basic_run.rs
@@ -13,6 +14,10 @@ and a 95 % confidence interval (order statistics of the sorted runs; with fewer 
 interval is the min..max) of wall seconds, user CPU seconds, events per wall second and
 packet-hops per wall second, plus peak RSS, and checks that both variants printed the same
 summary (the same answers). The load average before the first run is printed beside them.
+
+`--base-env`/`--branch-env` add environment variables to one variant's processes, so one binary
+can be compared with itself under another setting (e.g. `--branch-env
+GLIBC_TUNABLES=glibc.malloc.hugetlb=1`: transparent huge pages, docs/results/engine.md).
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ SCENARIOS = {
 }
 
 
-def run_once(binary: str, args: list[str]) -> dict:
+def run_once(binary: str, args: list[str], env: dict[str, str] | None = None) -> dict:
     t0 = time.perf_counter()
-    p = subprocess.Popen([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **env} if env else None)
     out, err = p.stdout.read(), p.stderr.read()  # both small: the summary and one line
     _, status, usage = os.wait4(p.pid, 0)  # this child's own rusage (peak RSS in KiB)
     wall = time.perf_counter() - t0
@@ -64,8 +70,20 @@ def main() -> None:
     ap.add_argument("--scenario", default=",".join(SCENARIOS))
     ap.add_argument("--set", action="append", default=[], metavar="K=V",
                     help="extra basic.fattree parameter (e.g. flows=2000 for a reduced run)")
+    ap.add_argument("--base-env", action="append", default=[], metavar="K=V",
+                    help="environment variable for the base variant's processes")
+    ap.add_argument("--branch-env", action="append", default=[], metavar="K=V",
+                    help="environment variable for the branch variant's processes")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    envs = {}
+    for variant, pairs in (("base", a.base_env), ("branch", a.branch_env)):
+        envs[variant] = {}
+        for kv in pairs:
+            k, sep, v = kv.partition("=")
+            if not sep or not k:
+                sys.exit(f"--{variant}-env: expected K=V, got '{kv}'")
+            envs[variant][k] = v
     names = [s for s in a.scenario.split(",") if s]
     for s in names:
         if s not in SCENARIOS:
@@ -76,7 +94,7 @@ def main() -> None:
         runs: dict[str, list[dict]] = {"base": [], "branch": []}
         for _ in range(a.repeat):
             for variant, binary in (("base", a.base), ("branch", a.branch)):
-                runs[variant].append(run_once(binary, SCENARIOS[name] + a.set))
+                runs[variant].append(run_once(binary, SCENARIOS[name] + a.set, envs[variant]))
         summaries = {json.dumps(r["summary"], sort_keys=True) for v in runs.values() for r in v}
         for variant, rs in runs.items():
             events = rs[0]["summary"]["events"]
@@ -95,13 +113,15 @@ def main() -> None:
         for row in rows:
             print(json.dumps(row))
         return
-    print(f"{'scenario':<16} {'variant':<7} {'wall s':>22} {'user s':>22} {'events/s':>30} {'hops/s':>30} same")
+    print(f"{'scenario':<16} {'variant':<7} {'wall s':>22} {'user s':>22} {'events/s':>30} {'hops/s':>30} "
+          f"{'peak MiB':>9} same")
     for r in rows:
         cell = lambda t, f: f"{f(t[0])} [{f(t[1])}, {f(t[2])}]"  # noqa: E731
         sec = lambda x: f"{x:.2f}"  # noqa: E731
         rate = lambda x: f"{x / 1e6:.2f}M"  # noqa: E731
         print(f"{r['scenario']:<16} {r['variant']:<7} {cell(r['wall_s'], sec):>22} {cell(r['user_s'], sec):>22} "
-              f"{cell(r['events_per_wall_s'], rate):>30} {cell(r['packet_hops_per_wall_s'], rate):>30} {r['same_answers']}")
+              f"{cell(r['events_per_wall_s'], rate):>30} {cell(r['packet_hops_per_wall_s'], rate):>30} "
+              f"{r['peak_rss_mib']:>9.0f} {r['same_answers']}")
     print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
 
