@@ -5,7 +5,8 @@ a commit other than the current one.
 A result of another commit is still current when every file changed between that commit and
 this one is *presentation*: documentation, tests, benchmarks, or the code that draws and judges
 the page (it runs afresh whenever the page is made), or the manifests, whose run parameters the
-report compares entry by entry (``run_spec_changed``). Anything else (the simulator, an
+report compares entry by entry (``run_spec_changed``); and a change inside one system's crate
+leaves the other systems' results current (``can_change``). Anything else (the simulator, an
 experiment runner, a server script) makes the result stale."""
 
 from __future__ import annotations
@@ -46,6 +47,23 @@ def is_presentation(path: str) -> bool:
     return path.startswith(PRESENTATION) or _CRATE_PROGRAMS.match(path) is not None
 
 
+# The crates that hold one system each (crates/<name>, package innet-<name>). Only the PyO3 front
+# links them (python/tests/test_architecture.py enforces the layering), and every experiment is
+# named after its system ("gigaflow.e2e"), so a change inside one can change only the results of
+# that system's experiments.
+SYSTEM_CRATES = ("appswitch", "gigaflow", "orbitcache", "switchv2p", "switchvm")
+_SYSTEM_CRATE = re.compile(r"crates/(" + "|".join(SYSTEM_CRATES) + r")/")
+
+
+def can_change(path: str, experiment: str | None = None) -> bool:
+    """Whether a change to ``path`` can change a result of ``experiment`` (of any experiment when
+    None): not presentation, and not inside another system's crate."""
+    if is_presentation(path):
+        return False
+    m = _SYSTEM_CRATE.match(path)
+    return not (m and experiment and not experiment.startswith(m.group(1) + "."))
+
+
 @functools.cache
 def current_commit(where: str | Path | None = None) -> str:
     """Short commit of the checkout holding this package (``unknown`` outside git)."""
@@ -80,13 +98,14 @@ def changed_paths(older: str, newer: str, where: str | Path | None = None) -> tu
     return tuple(line for line in out.splitlines() if line)
 
 
-def only_presentation_changed(result_commit: str, current: str) -> bool:
-    """Whether every file changed between the two commits is presentation (see PRESENTATION);
-    False for a dirty tree on either side or commits git cannot compare."""
+def only_presentation_changed(result_commit: str, current: str, experiment: str | None = None) -> bool:
+    """Whether no file changed between the two commits can change a result of ``experiment`` (see
+    ``can_change``; any experiment when None); False for a dirty tree on either side or commits
+    git cannot compare."""
     if result_commit.endswith("+dirty") or current.endswith("+dirty") or UNKNOWN in (result_commit, current):
         return False
     changed = changed_paths(result_commit, current)
-    return changed is not None and all(is_presentation(p) for p in changed)
+    return changed is not None and not any(can_change(p, experiment) for p in changed)
 
 
 def _run_specs(text: str) -> dict[str, dict[str, Any]]:

@@ -199,11 +199,13 @@ def load_rows(fig: reproduce.Figure, root: Path, tier: str) -> list[dict[str, An
 
 
 def _stale(fig: reproduce.Figure, commit: str, current: str) -> bool:
-    """A point of ``commit`` is stale unless that is the current commit, or everything changed
-    since is presentation and the entry's run parameters are unchanged (provenance's module doc)."""
+    """A point of ``commit`` is stale unless that is the current commit, or nothing changed since
+    can change the entry's results (presentation, or another system's crate) and its run
+    parameters are unchanged (provenance's module doc)."""
     if not provenance.is_stale(commit, current):
         return False
-    return not (provenance.only_presentation_changed(commit, current) and not provenance.run_spec_changed(fig, commit))
+    return not (provenance.only_presentation_changed(commit, current, fig.experiment)
+                and not provenance.run_spec_changed(fig, commit))
 
 
 def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[str, list[Entry]]:
@@ -340,7 +342,8 @@ def _prov_text(e: Entry, tier: str, current: str) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e.finished_at)) if e.finished_at else "?"
     stale = f" — STALE: made by {', '.join(e.commits)}, current is {current}" if e.stale else ""
     if not e.stale and any(c != current for c in e.commits):
-        stale = f" — current is {current}: only presentation (docs, tests, the page's code, paper numbers) changed since"
+        stale = (f" — current is {current}: only presentation (docs, tests, the page's code, paper numbers) "
+                 "or other systems' code changed since")
     values: dict[str, list[str]] = {}  # every value a parameter takes over the points; seeds are listed on their own
     for r in e.rows:
         for k, v in r.items():

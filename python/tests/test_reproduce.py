@@ -288,6 +288,19 @@ def test_a_result_survives_presentation_only_commits_but_not_code_or_parameter_c
     assert not any(provenance.is_presentation(p) for p in (
         "crates/a.rs", "crates/gigaflow/src/experiments/e2e.rs", "crates/gigaflow/Cargo.toml",
         "crates/sim/src/tests/x.rs", "python/innet/appswitch_workload.py", "scripts/cassandra.sh"))
+    # A system's crate changes only that system's results; the shared crates change everyone's.
+    assert not provenance.can_change("crates/gigaflow/src/x.rs", "orbitcache.skew")
+    assert provenance.can_change("crates/gigaflow/src/x.rs", "gigaflow.e2e")
+    assert provenance.can_change("crates/gigaflow/src/x.rs")  # no experiment named: any
+    assert provenance.can_change("crates/sim/src/engine.rs", "orbitcache.skew")
+    assert provenance.can_change("crates/gigaflowx/src/x.rs", "orbitcache.skew")  # not the crate
+    assert not provenance.can_change("crates/gigaflow/examples/e.rs", "gigaflow.e2e")  # a program
+    (repo / "crates/gigaflow/src").mkdir(parents=True)
+    (repo / "crates/gigaflow/src/g.rs").write_text("fn g() {}\n")
+    gf = commit("a gigaflow change")
+    provenance.changed_paths.cache_clear()
+    assert all(not provenance.can_change(p, "orbitcache.skew") for p in provenance.changed_paths(code, gf, repo))
+    assert any(provenance.can_change(p, "gigaflow.e2e") for p in provenance.changed_paths(code, gf, repo))
     assert not provenance.only_presentation_changed("0123456789ab+dirty", "fedcba987654")
 
 
