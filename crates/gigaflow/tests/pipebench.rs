@@ -321,3 +321,21 @@ fn own_l2_parts_stay_with_their_chain() {
     assert_eq!(l2_of(false), 1, "one L2 part per chain");
     assert!(l2_of(true) > 1, "recombined L2 parts vary within a chain");
 }
+
+/// `single_in_port: true` sends every packet in on port 1 (the artifact's one tgen link), and
+/// only in_port changes: the rest of every flow's headers are the default traffic's.
+#[test]
+fn single_in_port_changes_only_the_port() {
+    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let gen = |single_in_port: bool| pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
+    let (spread, one) = (gen(false), gen(true));
+    let ports = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(innet_gigaflow::Field::InPort)).collect::<BTreeSet<_>>();
+    assert!(ports(&spread).len() > 1, "default traffic uses several ports");
+    assert_eq!(ports(&one), BTreeSet::from([1]), "every packet on port 1");
+    assert_eq!(spread.flows.len(), one.flows.len());
+    for (a, b) in spread.flows.iter().zip(&one.flows) {
+        let mut h = a.headers;
+        h.set(innet_gigaflow::Field::InPort, 1);
+        assert_eq!(h, b.headers, "only in_port differs");
+    }
+}

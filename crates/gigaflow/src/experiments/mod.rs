@@ -250,6 +250,7 @@ struct Common {
     fresh_source_ports: bool,
     sampled_headers: bool,
     recombine_l2: bool,
+    single_in_port: bool,
     conntrack: bool,
     ip_port_security: bool,
 }
@@ -275,7 +276,7 @@ impl Common {
         // The pipeline and L2 variants (issue 22) are named only when they differ from their
         // defaults (common_params), so default runs' summaries stay as they were.
         let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
-        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
+        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
             if value != default {
                 settings.insert(name.into(), json!(value));
             }
@@ -310,6 +311,7 @@ impl Common {
             fresh_source_ports: self.fresh_source_ports,
             sampled_headers: self.sampled_headers,
             recombine_l2: self.recombine_l2,
+            single_in_port: self.single_in_port,
             ..TrafficConfig::default()
         })
     }
@@ -341,6 +343,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
         ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
         ParamSpec { name: "recombine_l2", default: "true", doc: "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)" },
+        ParamSpec { name: "single_in_port", default: "false", doc: "every packet enters on port 1, as the artifact's tgen sends all traffic over one link (its header lines have no in_port); false: a flow's in_port is its L2 part's port (1-4)" },
         ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
         ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },

@@ -63,6 +63,11 @@ pub struct TrafficConfig {
     /// address at both ends and flows of one host pair differ only by what else varies (e.g.
     /// `fresh_source_ports`).
     pub recombine_l2: bool,
+    /// Every packet enters on port 1, as the artifact's tgen sends every packet over its one
+    /// link to the switch (its header lines carry no in_port); `false` (the default): a flow's
+    /// in_port is its L2 part's source port (1–4). OVS examines in_port in every lookup, so it
+    /// is part of every Megaflow and every LTM entry.
+    pub single_in_port: bool,
 }
 
 /// The artifact's replay volume: tgen replays a CAIDA slice at ~10 kpps for up to 300 s, about
@@ -98,6 +103,7 @@ impl Default for TrafficConfig {
             fresh_source_ports: false,
             sampled_headers: false,
             recombine_l2: true,
+            single_in_port: false,
         }
     }
 }
@@ -306,6 +312,9 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         }
         if !own.sets_dl_dst && !(own.binds_destination && other.binds_destination) {
             headers.set(Field::DlDst, l2_part.get(Field::DlDst));
+        }
+        if cfg.single_in_port {
+            headers.set(Field::InPort, 1);
         }
         if cfg.fresh_source_ports && cfg.locality == Locality::High {
             let sport = rs.cb_rules[rs.chains[ci].rule as usize].sport;
