@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from innet.stats import median_ci  # noqa: E402  (one median CI for every timing direction)
 
 # Keep in step with crates/basic/src/bench.rs (fattree_scenario).
 SCENARIOS = {
@@ -47,19 +50,6 @@ def run_once(binary: str, args: list[str], env: dict[str, str] | None = None) ->
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{binary} {' '.join(args)} failed: {err.strip()}")
     return {"summary": json.loads(out), "wall_s": wall, "user_s": usage.ru_utime, "peak_rss_mib": usage.ru_maxrss / 1024}
-
-
-def median_ci(xs: list[float]) -> tuple[float, float, float]:
-    s = sorted(xs)
-    n = len(s)
-    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-    if n < 6:
-        return med, s[0], s[-1]
-    # Distribution-free CI of the median: ranks n/2 -+ 1.96 sqrt(n)/2.
-    half = 1.96 * math.sqrt(n) / 2
-    lo = max(0, math.floor(n / 2 - half))
-    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
-    return med, s[lo], s[hi]
 
 
 def main() -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import pty
 import resource
@@ -27,6 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from innet.stats import median_ci  # noqa: E402  (one median CI for every timing direction)
 
 # Run `innet.cli.main()` with `run_experiment` replaced by a stamp-and-exit: the time written is
 # when the simulation would have started. stderr is a terminal (a pty), as for a user, so the
@@ -43,21 +45,6 @@ sys.argv = ["innet", *sys.argv[1:]]
 from innet.cli import main
 main()
 """
-
-
-def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Median and a distribution-free interval: the order statistics whose binomial(n, 1/2)
-    coverage is at least `level`."""
-    s = sorted(xs)
-    n = len(s)
-    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-    best = (s[0], s[-1])
-    for j in range(n // 2, -1, -1):
-        cover = sum(math.comb(n, k) for k in range(j, n - j)) / 2**n
-        if cover >= level:
-            best = (s[j], s[n - 1 - j])
-            break
-    return med, best[0], best[1]
 
 
 def env_for(pythonpath: str | None) -> dict[str, str]:

@@ -184,7 +184,17 @@ def test_turnaround_quick_direction(cassandra_cache):
     assert s["protocol_errors"] == 0, s
     m, med = r.summary["turnaround_mean_us"], r.summary["turnaround_median_us"]
     assert all(v is not None and v > 0 for v in (*m.values(), *med.values())), (m, med)
-    assert len(r.tables["samples"]) == 2 * r.summary["queries"]
+    # Two rounds (the quick form), normal first in round 0 and cached first in round 1; the same
+    # query sequence in every pass, each class's change per round, and the median between.
+    smp = r.tables["samples"]
+    assert r.summary["rounds"] == 2 and len(smp) == 4 * r.summary["queries"], len(smp)
+    firsts = smp.groupby("round", sort=True)["mode"].first().tolist()
+    assert firsts == ["normal", "appswitch"], firsts
+    per_pass = smp.groupby(["round", "mode"])["key"].apply(list)
+    assert all(keys == per_pass.iloc[0] for keys in per_pass), "passes sent different queries"
+    for c in ("all", "hit", "miss"):
+        rounds, (lo, hi) = r.summary["vs_normal_rounds"][c], r.summary["vs_normal_ci95"][c]
+        assert len(rounds) == 2 and lo <= r.summary["vs_normal"][c] <= hi, (c, rounds, lo, hi)
     # Every paper number the report sets beside Fig. 12 names a metric this summary has.
     from innet import reproduce
 

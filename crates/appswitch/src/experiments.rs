@@ -43,8 +43,13 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             "appswitch.turnaround",
             "Fig. 12 on real packets: Cassandra 5.0 + the application switch in network namespaces; \
              mean turnaround normal vs with cache, hit vs miss (needs root)",
-            cql_workload(&[QUERIES, CACHE, ZIPF]),
-            &[("queries", "512"), ("tables", "8"), ("keys_per_table", "64")],
+            cql_workload(&[
+                QUERIES,
+                CACHE,
+                ZIPF,
+                p("rounds", "10", "rounds of one normal and one cached pass (order alternating per round)"),
+            ]),
+            &[("queries", "512"), ("rounds", "2"), ("tables", "8"), ("keys_per_table", "64")],
         ),
         e(
             "appswitch.cachesize",
@@ -99,7 +104,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
             cql_workload(&[
                 p("key_lens", "\"4,8,16\"", "table-name and key lengths N (one table per point)"),
                 QUERIES,
-                p("rounds", "2", "passes per mode and point (mode order rotated per round)"),
+                p("rounds", "6", "passes per mode and point (mode order rotated per round)"),
                 CACHE,
                 ZIPF,
             ]),
