@@ -22,7 +22,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
