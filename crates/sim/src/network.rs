@@ -48,40 +48,67 @@ pub struct LinkParams {
 }
 
 /// One direction of a port: its egress queue and the link to the peer.
+///
+/// Laid out by cache line, because at FT16 scale a port is cold every time a hop reaches it:
+/// the first line holds what the packet's arrival at the peer needs (and the link timing of a
+/// transmission), the second what enqueueing and starting a transmission need, the third the
+/// parameters as given (read only when a port has an ECN threshold, a queue limit or a loss
+/// model, each flagged in the hot lines). The line boundaries are checked below.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    /// The port's index within its node.
-    pub local: u16,
+    // ---- line 0: the wire ----
     /// The port at the other end of the link (itself for a loopback such as recirculation).
-    /// Set by [`Network::connect_pair`], with the two facts below.
+    /// Set by [`Network::connect_pair`], with `peer_node` and `flight_ps`.
     pub peer: PortId,
-    /// The peer port's node, and that node's ingress latency: what a transmission and an
-    /// arrival need of the peer, kept here so a hop does not load the peer's port and node
-    /// (two cache lines that are cold at FT16 scale).
+    /// The peer port's node (so an arrival does not load the peer's port).
     peer_node: NodeId,
-    peer_ingress_ps: u64,
-    pub link: LinkParams,
+    /// Packets on the wire toward the peer, the head included.
+    on_wire: u32,
+    /// `loss` is set.
+    lossy: bool,
+    /// Packets on the wire toward the peer behind the head (which rides in the port's
+    /// `WireHead` event), oldest first: (arrival time, packet, wire bytes).
+    wire: VecDeque<(u64, PacketId, u32)>,
+    /// From the end of serialization to the arrival at the peer: the link's delay plus the
+    /// peer node's ingress latency (so a transmission does not load the peer's node).
+    flight_ps: u64,
     /// Picoseconds per byte on `link` when that is a whole number (then serialization is a
     /// multiplication), else 0 (a 128-bit division per packet).
     ps_per_byte: u64,
+    // ---- line 1: the queue ----
+    /// The key (time above sequence) of the current packet's `TxDone` when it was deferred
+    /// instead of scheduled, else 0.
+    tx_done_deferred: u128,
     /// Packets waiting to be serialized, each with its wire bytes (so sending it does not touch
     /// the packet: its slot is likely out of cache by then).
     pub queue: VecDeque<(PacketId, u32)>,
     pub queue_bytes: u64,
+    pub node: NodeId,
+    /// The port's index within its node.
+    pub local: u16,
     /// Serializing a packet. While its `TxDone` is deferred (see [`Network::defer_tx_done`])
     /// this stays set past the end of serialization; [`Network::port_is_idle`] is the answer.
     pub busy: bool,
-    /// The key (time above sequence) of the current packet's `TxDone` when it was deferred
-    /// instead of scheduled, else 0.
-    tx_done_deferred: u128,
-    /// Packets on the wire toward the peer behind the head (which rides in the port's
-    /// `WireHead` event), oldest first: (arrival time, packet, wire bytes).
-    wire: VecDeque<(u64, PacketId, u32)>,
-    /// Packets on the wire toward the peer, the head included.
-    on_wire: u32,
-    /// Fault injection on this direction of the link.
-    pub loss: Option<LossModel>,
+    /// `link` has an ECN threshold or a queue limit.
+    limited: bool,
+    // ---- line 2: as configured ----
+    /// Change it with [`Network::set_link`] (which keeps the copies above in step).
+    pub link: LinkParams,
+    /// Fault injection on this direction of the link; set with [`Network::set_loss`].
+    loss: Option<Box<LossModel>>,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(Port, tx_done_deferred) == 64);
+    assert!(std::mem::offset_of!(Port, link) == 128);
+    assert!(std::mem::size_of::<Port>() == 192);
+};
+
+impl Port {
+    fn is_limited(link: &LinkParams) -> bool {
+        link.ecn_threshold_bytes.is_some() || link.queue_limit_bytes.is_some()
+    }
 }
 
 /// Picoseconds per byte at `bandwidth_bps` if that is a whole number, else 0.
@@ -229,19 +256,21 @@ impl Network {
         info.num_ports += 1;
         let ingress = info.ingress_latency_ps;
         self.ports.push(Port {
-            node,
-            local,
             peer: id,
             peer_node: node,
-            peer_ingress_ps: ingress,
-            link,
+            on_wire: 0,
+            lossy: false,
+            wire: VecDeque::new(),
+            flight_ps: link.delay_ps + ingress,
             ps_per_byte: exact_ps_per_byte(link.bandwidth_bps),
+            tx_done_deferred: 0,
             queue: VecDeque::new(),
             queue_bytes: 0,
+            node,
+            local,
             busy: false,
-            tx_done_deferred: 0,
-            wire: VecDeque::new(),
-            on_wire: 0,
+            limited: Port::is_limited(&link),
+            link,
             loss: None,
         });
         self.metrics.ports.push(Default::default());
@@ -258,7 +287,7 @@ impl Network {
             let p = &mut self.ports[from as usize];
             p.peer = to;
             p.peer_node = to_node;
-            p.peer_ingress_ps = ingress;
+            p.flight_ps = p.link.delay_ps + ingress;
         }
     }
 
@@ -273,9 +302,19 @@ impl Network {
 
     /// Set the link of one port (direction port → peer).
     pub fn set_link(&mut self, port: PortId, link: LinkParams) {
+        let ingress = self.nodes[self.ports[port as usize].peer_node as usize].ingress_latency_ps;
         let p = &mut self.ports[port as usize];
         p.link = link;
         p.ps_per_byte = exact_ps_per_byte(link.bandwidth_bps);
+        p.flight_ps = link.delay_ps + ingress;
+        p.limited = Port::is_limited(&link);
+    }
+
+    /// Set (or clear) the fault injector of one port (direction port → peer).
+    pub fn set_loss(&mut self, port: PortId, loss: Option<LossModel>) {
+        let p = &mut self.ports[port as usize];
+        p.lossy = loss.is_some();
+        p.loss = loss.map(Box::new);
     }
 
     /// The index within `node` of its port `port` (what `ports[port].local` holds, without
@@ -409,13 +448,15 @@ impl Network {
         let p = &self.ports[port as usize];
         let node = p.node as usize;
         let info = &self.nodes[node];
-        let over_port = p.link.queue_limit_bytes.is_some_and(|l| p.queue_bytes + wire > l);
+        debug_assert_eq!(p.limited, Port::is_limited(&p.link), "links are changed with set_link");
+        let over_port = p.limited && p.link.queue_limit_bytes.is_some_and(|l| p.queue_bytes + wire > l);
         if info.buffer_used_bytes + wire > info.buffer_bytes || over_port {
             self.metrics.ports[port as usize].drops += 1;
             self.drop_packet(id, DropReason::BufferOverflow);
             return false;
         }
-        if let Some(th) = p.link.ecn_threshold_bytes {
+        let ecn_threshold = if p.limited { p.link.ecn_threshold_bytes } else { None };
+        if let Some(th) = ecn_threshold {
             if p.queue_bytes > th {
                 let pkt = self.packets.get_mut(id);
                 let ip = pkt.routing_ip_mut();
@@ -494,10 +535,9 @@ impl Network {
         let p = &mut self.ports[port as usize];
         p.busy = true;
         let node = p.node as usize;
-        let link = p.link;
-        let ingress = p.peer_ingress_ps;
+        let flight = p.flight_ps;
         let ser = match p.ps_per_byte {
-            0 => serialization_ps(wire, link.bandwidth_bps),
+            0 => serialization_ps(wire, p.link.bandwidth_bps),
             ps_per_byte => wire * ps_per_byte,
         };
         let pc = &mut self.metrics.ports[port as usize];
@@ -528,7 +568,7 @@ impl Network {
         } else {
             self.schedule(done, Event::TxDone { port });
         }
-        let arrive = now + ser + link.delay_ps + ingress;
+        let arrive = now + ser + flight;
         let p = &mut self.ports[port as usize];
         p.on_wire += 1;
         if p.on_wire == 1 {
@@ -549,7 +589,7 @@ impl Network {
         if let Some((next, next_id, next_bytes)) = p.wire.pop_front() {
             self.schedule(next, Event::WireHead { port, pkt: next_id, wire_bytes: next_bytes });
         }
-        if self.ports[port as usize].loss.is_some() && self.lost_on_link(port) {
+        if self.ports[port as usize].lossy && self.lost_on_link(port) {
             self.drop_packet(id, DropReason::LinkLoss);
             return None;
         }
@@ -565,7 +605,7 @@ impl Network {
         // The packet just taken off the wire was number tx_packets - 1 - (still on the wire).
         let sent = self.metrics.ports[port as usize].tx_packets;
         let index = sent - 1 - self.ports[port as usize].on_wire as u64;
-        match &self.ports[port as usize].loss {
+        match self.ports[port as usize].loss.as_deref() {
             Some(LossModel::Indices(ix)) => ix.contains(&index),
             Some(LossModel::Probability(p)) => {
                 let p = *p;
