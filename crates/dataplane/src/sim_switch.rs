@@ -277,7 +277,7 @@ impl Device for SimDevice<'_> {
 impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
     #[inline]
     fn receive(&mut self, net: &mut Network, me: NodeId, in_port: PortId, id: PacketId) {
-        let local = net.ports[in_port as usize].local;
+        let local = net.local_port(me, in_port);
         let mut dev = SimDevice {
             net,
             me,

@@ -156,7 +156,7 @@ fn link_faults_lose_exactly_the_chosen_packets() {
     let mut f = build_fabric(topo, 1, host_cfg(), vec![udp(0, 1, 0, 10)], l3_switch);
     // Host 0's NIC is port 0 of node 1 (the switch is node 0).
     let nic = f.sim.net.port_id(1, 0);
-    f.sim.net.ports[nic as usize].loss = Some(LossModel::Indices(vec![0, 4, 9]));
+    f.sim.net.set_loss(nic, Some(LossModel::Indices(vec![0, 4, 9])));
     f.sim.run_until(u64::MAX, &mut |_| {});
     assert!(f.sim.finish().ok());
     let m = &f.sim.net.metrics;

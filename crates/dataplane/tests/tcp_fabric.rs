@@ -147,7 +147,7 @@ fn a_lost_segment_is_retransmitted_and_the_flow_completes() {
         |f| {
             let nic = f.sim.net.port_id(1, 0);
             // Packet 0 is the SYN, 1 the handshake ACK (or first data); lose a data segment.
-            f.sim.net.ports[nic as usize].loss = Some(LossModel::Indices(vec![20]));
+            f.sim.net.set_loss(nic, Some(LossModel::Indices(vec![20])));
         },
     );
     let rec = f.sim.net.metrics.flows[0];

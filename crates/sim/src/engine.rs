@@ -67,9 +67,8 @@ impl Simulator {
         self.net.begin_run(until_ps);
         while let Some(ev) = self.net.pop(until_ps) {
             match ev {
-                Event::WireHead { port, .. } => {
-                    if let Some((port, pkt, wire_bytes)) = self.net.wire_head(port) {
-                        let node = self.net.ports[port as usize].node;
+                Event::WireHead { port, pkt, wire_bytes } => {
+                    if let Some((port, node)) = self.net.wire_head(port, pkt) {
                         let m = &mut self.net.metrics.nodes[node as usize];
                         m.rx_packets += 1;
                         m.rx_bytes += wire_bytes as u64;

@@ -21,10 +21,12 @@ pub type PortId = u32;
 /// A scheduled happening.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// The first packet on the wire of `port` (a sending port), `pkt`, finished arriving at the
-    /// peer. Each port keeps its in-flight packets in order, so one event per link stands in the
-    /// list; the packet id rides along so the loop can prefetch it before its turn.
-    WireHead { port: PortId, pkt: PacketId },
+    /// The first packet on the wire of `port` (a sending port), `pkt` of `wire_bytes`, finished
+    /// arriving at the peer. Each port keeps its in-flight packets in order, so one event per link
+    /// stands in the list; it carries the head packet itself (the port's FIFO holds the ones
+    /// behind it), so a link with one packet in flight never touches its FIFO's buffer, and the
+    /// loop can prefetch the packet before its turn.
+    WireHead { port: PortId, pkt: PacketId, wire_bytes: u32 },
     /// `port` finished serializing its current packet. A switch port's is deferred (not in the
     /// list) until a packet queues behind it; see `Network::start_tx`.
     TxDone { port: PortId },
@@ -46,33 +48,67 @@ pub struct LinkParams {
 }
 
 /// One direction of a port: its egress queue and the link to the peer.
+///
+/// Laid out by cache line, because at FT16 scale a port is cold every time a hop reaches it:
+/// the first line holds what the packet's arrival at the peer needs (and the link timing of a
+/// transmission), the second what enqueueing and starting a transmission need, the third the
+/// parameters as given (read only when a port has an ECN threshold, a queue limit or a loss
+/// model, each flagged in the hot lines). The line boundaries are checked below.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    /// The port's index within its node.
-    pub local: u16,
+    // ---- line 0: the wire ----
     /// The port at the other end of the link (itself for a loopback such as recirculation).
+    /// Set by [`Network::connect_pair`], with `peer_node` and `flight_ps`.
     pub peer: PortId,
-    pub link: LinkParams,
+    /// The peer port's node (so an arrival does not load the peer's port).
+    peer_node: NodeId,
+    /// Packets on the wire toward the peer, the head included.
+    on_wire: u32,
+    /// `loss` is set.
+    lossy: bool,
+    /// Packets on the wire toward the peer behind the head (which rides in the port's
+    /// `WireHead` event), oldest first: (arrival time, packet, wire bytes).
+    wire: VecDeque<(u64, PacketId, u32)>,
+    /// From the end of serialization to the arrival at the peer: the link's delay plus the
+    /// peer node's ingress latency (so a transmission does not load the peer's node).
+    flight_ps: u64,
     /// Picoseconds per byte on `link` when that is a whole number (then serialization is a
     /// multiplication), else 0 (a 128-bit division per packet).
     ps_per_byte: u64,
+    // ---- line 1: the queue ----
+    /// The key (time above sequence) of the current packet's `TxDone` when it was deferred
+    /// instead of scheduled, else 0.
+    tx_done_deferred: u128,
     /// Packets waiting to be serialized, each with its wire bytes (so sending it does not touch
     /// the packet: its slot is likely out of cache by then).
     pub queue: VecDeque<(PacketId, u32)>,
     pub queue_bytes: u64,
+    pub node: NodeId,
+    /// The port's index within its node.
+    pub local: u16,
     /// Serializing a packet. While its `TxDone` is deferred (see [`Network::defer_tx_done`])
     /// this stays set past the end of serialization; [`Network::port_is_idle`] is the answer.
     pub busy: bool,
-    /// Packet being serialized (on the wire until its TxDone + delay).
-    pub in_tx: Option<PacketId>,
-    /// The key (time above sequence) of the current packet's `TxDone` when it was deferred
-    /// instead of scheduled, else 0.
-    tx_done_deferred: u128,
-    /// Packets on the wire toward the peer, oldest first: (arrival time, packet, wire bytes).
-    pub wire: VecDeque<(u64, PacketId, u32)>,
-    /// Fault injection on this direction of the link.
-    pub loss: Option<LossModel>,
+    /// `link` has an ECN threshold or a queue limit.
+    limited: bool,
+    // ---- line 2: as configured ----
+    /// Change it with [`Network::set_link`] (which keeps the copies above in step).
+    pub link: LinkParams,
+    /// Fault injection on this direction of the link; set with [`Network::set_loss`].
+    loss: Option<Box<LossModel>>,
+}
+
+const _: () = {
+    assert!(std::mem::offset_of!(Port, tx_done_deferred) == 64);
+    assert!(std::mem::offset_of!(Port, link) == 128);
+    assert!(std::mem::size_of::<Port>() == 192);
+};
+
+impl Port {
+    fn is_limited(link: &LinkParams) -> bool {
+        link.ecn_threshold_bytes.is_some() || link.queue_limit_bytes.is_some()
+    }
 }
 
 /// Picoseconds per byte at `bandwidth_bps` if that is a whole number, else 0.
@@ -100,8 +136,9 @@ pub struct NodeInfo {
     pub name: String,
     pub first_port: PortId,
     pub num_ports: u16,
-    /// Latency added to every arrival at this node (the ingress pipeline).
-    pub ingress_latency_ps: u64,
+    /// Latency added to every arrival at this node (the ingress pipeline); fixed when the node
+    /// is added (its peers' ports keep a copy).
+    ingress_latency_ps: u64,
     pub buffer_bytes: u64,
     pub buffer_used_bytes: u64,
     /// Whether the node wants `port_idle` callbacks (pull-based senders).
@@ -217,18 +254,23 @@ impl Network {
         );
         let local = info.num_ports;
         info.num_ports += 1;
+        let ingress = info.ingress_latency_ps;
         self.ports.push(Port {
-            node,
-            local,
             peer: id,
-            link,
+            peer_node: node,
+            on_wire: 0,
+            lossy: false,
+            wire: VecDeque::new(),
+            flight_ps: link.delay_ps + ingress,
             ps_per_byte: exact_ps_per_byte(link.bandwidth_bps),
+            tx_done_deferred: 0,
             queue: VecDeque::new(),
             queue_bytes: 0,
+            node,
+            local,
             busy: false,
-            in_tx: None,
-            tx_done_deferred: 0,
-            wire: VecDeque::new(),
+            limited: Port::is_limited(&link),
+            link,
             loss: None,
         });
         self.metrics.ports.push(Default::default());
@@ -239,8 +281,14 @@ impl Network {
     /// Ports of one node must be created before any port of a later node... except through this
     /// function, which may interleave: use [`crate::topology`] builders, which add ports in order.
     pub fn connect_pair(&mut self, a: PortId, b: PortId) {
-        self.ports[a as usize].peer = b;
-        self.ports[b as usize].peer = a;
+        for (from, to) in [(a, b), (b, a)] {
+            let to_node = self.ports[to as usize].node;
+            let ingress = self.nodes[to_node as usize].ingress_latency_ps;
+            let p = &mut self.ports[from as usize];
+            p.peer = to;
+            p.peer_node = to_node;
+            p.flight_ps = p.link.delay_ps + ingress;
+        }
     }
 
     /// Reserve `count` ports on `node`, all with `link`, returning the first one's id.
@@ -254,9 +302,28 @@ impl Network {
 
     /// Set the link of one port (direction port → peer).
     pub fn set_link(&mut self, port: PortId, link: LinkParams) {
+        let ingress = self.nodes[self.ports[port as usize].peer_node as usize].ingress_latency_ps;
         let p = &mut self.ports[port as usize];
         p.link = link;
         p.ps_per_byte = exact_ps_per_byte(link.bandwidth_bps);
+        p.flight_ps = link.delay_ps + ingress;
+        p.limited = Port::is_limited(&link);
+    }
+
+    /// Set (or clear) the fault injector of one port (direction port → peer).
+    pub fn set_loss(&mut self, port: PortId, loss: Option<LossModel>) {
+        let p = &mut self.ports[port as usize];
+        p.lossy = loss.is_some();
+        p.loss = loss.map(Box::new);
+    }
+
+    /// The index within `node` of its port `port` (what `ports[port].local` holds, without
+    /// loading the port).
+    #[inline]
+    pub fn local_port(&self, node: NodeId, port: PortId) -> u16 {
+        let local = port - self.nodes[node as usize].first_port;
+        debug_assert_eq!(local as u16, self.ports[port as usize].local);
+        local as u16
     }
 
     #[inline]
@@ -299,7 +366,7 @@ impl Network {
         self.events_processed += 1;
         // Most events are arrivals, whose packet and port were last touched long ago: start
         // loading the next one's while this one is handled.
-        if let Some(&Event::WireHead { port, pkt }) = self.events.peek() {
+        if let Some(&Event::WireHead { port, pkt, .. }) = self.events.peek() {
             self.packets.prefetch(pkt);
             crate::prefetch::prefetch(self.ports.get(port as usize));
         }
@@ -381,13 +448,15 @@ impl Network {
         let p = &self.ports[port as usize];
         let node = p.node as usize;
         let info = &self.nodes[node];
-        let over_port = p.link.queue_limit_bytes.is_some_and(|l| p.queue_bytes + wire > l);
+        debug_assert_eq!(p.limited, Port::is_limited(&p.link), "links are changed with set_link");
+        let over_port = p.limited && p.link.queue_limit_bytes.is_some_and(|l| p.queue_bytes + wire > l);
         if info.buffer_used_bytes + wire > info.buffer_bytes || over_port {
             self.metrics.ports[port as usize].drops += 1;
             self.drop_packet(id, DropReason::BufferOverflow);
             return false;
         }
-        if let Some(th) = p.link.ecn_threshold_bytes {
+        let ecn_threshold = if p.limited { p.link.ecn_threshold_bytes } else { None };
+        if let Some(th) = ecn_threshold {
             if p.queue_bytes > th {
                 let pkt = self.packets.get_mut(id);
                 let ip = pkt.routing_ip_mut();
@@ -401,19 +470,23 @@ impl Network {
                 }
             }
         }
+        if self.port_is_idle(port) {
+            // Nothing queued and nothing serializing: the packet would be enqueued and taken
+            // straight off again, so it goes onto the link without touching the queue (its
+            // buffer is one more cold line per hop). Same counters, same events.
+            let pc = &mut self.metrics.ports[port as usize];
+            pc.max_queue_bytes = pc.max_queue_bytes.max(wire);
+            self.send(port, id, wire as u32);
+            return true;
+        }
         self.nodes[node].buffer_used_bytes += wire;
-        let busy = !self.port_is_idle(port);
         let p = &mut self.ports[port as usize];
         p.queue.push_back((id, wire as u32));
         p.queue_bytes += wire;
         let qb = p.queue_bytes;
         let pc = &mut self.metrics.ports[port as usize];
         pc.max_queue_bytes = pc.max_queue_bytes.max(qb);
-        if !busy {
-            self.start_tx(port);
-        } else {
-            self.schedule_deferred_tx_done(port);
-        }
+        self.schedule_deferred_tx_done(port);
         true
     }
 
@@ -425,7 +498,6 @@ impl Network {
         let p = &mut self.ports[port as usize];
         if p.busy && p.tx_done_deferred != 0 && p.tx_done_deferred < current {
             p.busy = false;
-            p.in_tx = None;
             p.tx_done_deferred = 0;
         }
         !p.busy && p.queue.is_empty()
@@ -445,23 +517,29 @@ impl Network {
         }
     }
 
+    /// Start serializing the next queued packet of `port`.
     fn start_tx(&mut self, port: PortId) {
         let p = &mut self.ports[port as usize];
         let Some((id, wire_bytes)) = p.queue.pop_front() else {
             return;
         };
-        let wire = wire_bytes as u64;
-        p.queue_bytes -= wire;
-        p.busy = true;
-        p.in_tx = Some(id);
+        p.queue_bytes -= wire_bytes as u64;
         let node = p.node as usize;
-        let link = p.link;
-        let peer = p.peer;
+        self.nodes[node].buffer_used_bytes -= wire_bytes as u64;
+        self.send(port, id, wire_bytes);
+    }
+
+    /// Serialize packet `id` (`wire_bytes` on the wire) on the idle `port` and put it on the link.
+    fn send(&mut self, port: PortId, id: PacketId, wire_bytes: u32) {
+        let wire = wire_bytes as u64;
+        let p = &mut self.ports[port as usize];
+        p.busy = true;
+        let node = p.node as usize;
+        let flight = p.flight_ps;
         let ser = match p.ps_per_byte {
-            0 => serialization_ps(wire, link.bandwidth_bps),
+            0 => serialization_ps(wire, p.link.bandwidth_bps),
             ps_per_byte => wire * ps_per_byte,
         };
-        self.nodes[node].buffer_used_bytes -= wire;
         let pc = &mut self.metrics.ports[port as usize];
         pc.tx_packets += 1;
         pc.tx_bytes += wire;
@@ -469,9 +547,12 @@ impl Network {
             let local = self.ports[port as usize].local;
             tap.on_packet(self.now_ps, node as NodeId, local, TapDirection::Tx, self.packets.get(id));
         }
+        debug_assert_eq!(
+            self.ports[port as usize].peer_node,
+            self.ports[self.ports[port as usize].peer as usize].node,
+            "ports are connected by connect_pair"
+        );
         let now = self.now_ps;
-        let peer_node = self.ports[peer as usize].node;
-        let ingress = self.nodes[peer_node as usize].ingress_latency_ps;
         let done = now + ser;
         let p = &mut self.ports[port as usize];
         if self.defer_tx_done && p.queue.is_empty() && done <= self.horizon_ps && !self.nodes[node].wants_port_idle {
@@ -487,25 +568,28 @@ impl Network {
         } else {
             self.schedule(done, Event::TxDone { port });
         }
-        let arrive = now + ser + link.delay_ps + ingress;
-        let wire = &mut self.ports[port as usize].wire;
-        wire.push_back((arrive, id, wire_bytes));
-        if wire.len() == 1 {
-            self.schedule(arrive, Event::WireHead { port, pkt: id });
+        let arrive = now + ser + flight;
+        let p = &mut self.ports[port as usize];
+        p.on_wire += 1;
+        if p.on_wire == 1 {
+            self.schedule(arrive, Event::WireHead { port, pkt: id, wire_bytes });
+        } else {
+            p.wire.push_back((arrive, id, wire_bytes));
         }
     }
 
-    /// The head of `port`'s wire arrived: returns (receiving port, packet, its wire bytes) and
+    /// The head of `port`'s wire, `id`, arrived: returns the receiving port and its node, and
     /// schedules the next; None if a fault injector lost it.
     #[inline]
-    pub(crate) fn wire_head(&mut self, port: PortId) -> Option<(PortId, PacketId, u32)> {
+    pub(crate) fn wire_head(&mut self, port: PortId, id: PacketId) -> Option<(PortId, NodeId)> {
         let p = &mut self.ports[port as usize];
-        let (_, id, wire_bytes) = p.wire.pop_front().expect("a wire event has a packet");
+        p.on_wire -= 1;
         let peer = p.peer;
-        if let Some(&(next, next_id, _)) = p.wire.front() {
-            self.schedule(next, Event::WireHead { port, pkt: next_id });
+        let peer_node = p.peer_node;
+        if let Some((next, next_id, next_bytes)) = p.wire.pop_front() {
+            self.schedule(next, Event::WireHead { port, pkt: next_id, wire_bytes: next_bytes });
         }
-        if self.ports[port as usize].loss.is_some() && self.lost_on_link(port) {
+        if self.ports[port as usize].lossy && self.lost_on_link(port) {
             self.drop_packet(id, DropReason::LinkLoss);
             return None;
         }
@@ -513,15 +597,15 @@ impl Network {
             let p = &self.ports[peer as usize];
             tap.on_packet(self.now_ps, p.node, p.local, TapDirection::Rx, self.packets.get(id));
         }
-        Some((peer, id, wire_bytes))
+        Some((peer, peer_node))
     }
 
     fn lost_on_link(&mut self, port: PortId) -> bool {
         use rand::Rng;
         // The packet just taken off the wire was number tx_packets - 1 - (still on the wire).
         let sent = self.metrics.ports[port as usize].tx_packets;
-        let index = sent - 1 - self.ports[port as usize].wire.len() as u64;
-        match &self.ports[port as usize].loss {
+        let index = sent - 1 - self.ports[port as usize].on_wire as u64;
+        match self.ports[port as usize].loss.as_deref() {
             Some(LossModel::Indices(ix)) => ix.contains(&index),
             Some(LossModel::Probability(p)) => {
                 let p = *p;
@@ -535,7 +619,6 @@ impl Network {
     pub(crate) fn tx_done(&mut self, port: PortId) -> bool {
         let p = &mut self.ports[port as usize];
         p.busy = false;
-        p.in_tx = None;
         if p.queue.is_empty() {
             true
         } else {
@@ -556,12 +639,17 @@ impl Network {
 
     /// At the end of a time-limited run: end every packet still queued or on a wire.
     pub(crate) fn drain_in_flight(&mut self) {
-        self.events.drain_all();
+        for (_, event) in self.events.drain_all() {
+            if let Event::WireHead { pkt, .. } = event {
+                self.drop_packet(pkt, DropReason::InFlightAtEnd);
+            }
+        }
         self.timers.drain_all();
         for i in 0..self.ports.len() {
             while let Some((_, id, _)) = self.ports[i].wire.pop_front() {
                 self.drop_packet(id, DropReason::InFlightAtEnd);
             }
+            self.ports[i].on_wire = 0;
             while let Some((id, _)) = self.ports[i].queue.pop_front() {
                 self.drop_packet(id, DropReason::InFlightAtEnd);
             }
@@ -587,7 +675,7 @@ mod tests {
             for (i, (kind, at)) in ops.into_iter().enumerate() {
                 let ev = match kind {
                     0 => Event::Timer { node: 0, token: i as u64 },
-                    1 => Event::WireHead { port: i as u32, pkt: 0 },
+                    1 => Event::WireHead { port: i as u32, pkt: 0, wire_bytes: 0 },
                     2 => Event::TxDone { port: i as u32 },
                     _ => Event::FlowStart { index: i as u32 },
                 };

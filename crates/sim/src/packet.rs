@@ -10,12 +10,19 @@ pub type PacketId = u32;
 /// Owner of every live packet. Slots are reused, so steady-state runs allocate nothing per packet.
 #[derive(Default)]
 pub struct PacketPool {
-    slots: Vec<Option<Packet>>,
+    slots: Vec<Slot>,
     free: Vec<PacketId>,
     live: usize,
     next_uid: u64,
     created: u64,
 }
+
+/// A packet's place in the pool, on cache-line boundaries: a switch hop reads the first two
+/// lines of a packet (see [`Packet`]'s layout), which an unaligned 144-byte slot spread over
+/// three.
+#[derive(Default)]
+#[repr(align(64))]
+struct Slot(Option<Packet>);
 
 impl PacketPool {
     pub fn new() -> Self {
@@ -29,17 +36,17 @@ impl PacketPool {
         self.created += 1;
         self.live += 1;
         if let Some(id) = self.free.pop() {
-            self.slots[id as usize] = Some(pkt);
+            self.slots[id as usize] = Slot(Some(pkt));
             id
         } else {
-            self.slots.push(Some(pkt));
+            self.slots.push(Slot(Some(pkt)));
             (self.slots.len() - 1) as PacketId
         }
     }
 
     /// Remove a packet that has ended (delivered or dropped).
     pub fn remove(&mut self, id: PacketId) -> Packet {
-        let pkt = self.slots[id as usize].take().expect("packet id is live");
+        let pkt = self.slots[id as usize].0.take().expect("packet id is live");
         self.free.push(id);
         self.live -= 1;
         pkt
@@ -53,12 +60,12 @@ impl PacketPool {
 
     #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
-        self.slots[id as usize].as_ref().expect("packet id is live")
+        self.slots[id as usize].0.as_ref().expect("packet id is live")
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        self.slots[id as usize].as_mut().expect("packet id is live")
+        self.slots[id as usize].0.as_mut().expect("packet id is live")
     }
 
     pub fn live(&self) -> usize {

@@ -21,8 +21,14 @@ pub enum NextHop {
 }
 
 /// Forwarding state of one switch.
+///
+/// Its first cache line answers most lookups toward a ToR by itself (`ecmp_seed` and the
+/// [`FastPath`]): at FT16 scale the per-destination table below is cold at almost every hop.
 #[derive(Debug, Clone, PartialEq)]
+#[repr(C, align(64))]
 pub struct Fib {
+    pub ecmp_seed: u64,
+    fast: FastPath,
     /// Per destination index: group id (u32::MAX = no route, u32::MAX-1 = local host subnet,
     /// u32::MAX-2 = this switch).
     dest_group: Vec<u32>,
@@ -31,8 +37,28 @@ pub struct Fib {
     /// For a ToR: local port per host slot (index = last octet - 1).
     host_ports: Vec<u16>,
     my_tor: Option<u32>,
-    pub ecmp_seed: u64,
 }
+
+/// Up to this many ports in the default group, and this many ToRs routed otherwise.
+const FAST_WIDTH: usize = 8;
+/// In `FastPath::exc_port`: the exception's group has more than one port (or is not a port):
+/// look it up in the table.
+const IN_TABLE: u16 = u16::MAX;
+
+/// The ToR destinations of one switch in one line: the group most of them share (a ToR's
+/// uplinks, a spine's core links) with its ports, and the few ToRs routed otherwise (the ToR's
+/// own subnet, a spine's own pod's ToRs), each with its port when its group has one. Derived
+/// from the table after it is built; `default_len == 0` means "not this switch": use the table.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct FastPath {
+    default_ports: [u16; FAST_WIDTH],
+    exc_dest: [u16; FAST_WIDTH],
+    exc_port: [u16; FAST_WIDTH],
+    default_len: u8,
+    exc_len: u8,
+}
+
+const _: () = assert!(std::mem::offset_of!(Fib, dest_group) == 64, "ecmp_seed and the fast path fill the first line");
 
 const NO_ROUTE: u32 = u32::MAX;
 const LOCAL_SUBNET: u32 = u32::MAX - 1;
@@ -80,6 +106,23 @@ impl Fib {
         let Some(d) = dest_index(ip, routing.num_tors, routing.num_switches) else {
             return NextHop::NoRoute;
         };
+        let f = &self.fast;
+        if f.default_len != 0 && d < routing.num_tors {
+            match f.exc_dest[..f.exc_len as usize].iter().position(|&e| e as u32 == d) {
+                None => {
+                    let len = f.default_len as u64;
+                    let i = if len == 1 { 0 } else { flow_hash(pkt.outer_five_tuple(), self.ecmp_seed) % len };
+                    return NextHop::Port(f.default_ports[i as usize]);
+                }
+                Some(k) if f.exc_port[k] != IN_TABLE => return NextHop::Port(f.exc_port[k]),
+                Some(_) => {}
+            }
+        }
+        self.next_hop_in_table(ip, d, pkt)
+    }
+
+    /// Next hop toward destination index `d` (address `ip`) from the table itself.
+    fn next_hop_in_table(&self, ip: u32, d: u32, pkt: &Packet) -> NextHop {
         match self.dest_group[d as usize] {
             NO_ROUTE => NextHop::NoRoute,
             SELF => NextHop::ToSelf,
@@ -115,6 +158,40 @@ impl Fib {
 
     pub fn my_tor(&self) -> Option<u32> {
         self.my_tor
+    }
+
+    /// Fill the fast path from the table of the `num_tors` ToR destinations, if their groups
+    /// fit it (see [`FastPath`]); else leave it off.
+    fn build_fast_path(&mut self, num_tors: u32) {
+        self.fast = FastPath::default();
+        let tors = &self.dest_group[..num_tors.min(self.dest_group.len() as u32) as usize];
+        if num_tors > u16::MAX as u32 || tors.is_empty() {
+            return;
+        }
+        // The most common group (the first of the most common, for a fixed answer).
+        let mut counts: HashMap<u32, (usize, usize)> = HashMap::new();
+        for (d, &g) in tors.iter().enumerate() {
+            counts.entry(g).or_insert((0, d)).0 += 1;
+        }
+        let (&default, _) = counts.iter().max_by_key(|(_, &(n, first))| (n, std::cmp::Reverse(first))).expect("non-empty");
+        if default >= SELF {
+            return;
+        }
+        let (start, len) = self.groups[default as usize];
+        let exceptions: Vec<usize> = (0..tors.len()).filter(|&d| tors[d] != default).collect();
+        if len as usize > FAST_WIDTH || exceptions.len() > FAST_WIDTH {
+            return;
+        }
+        let mut f = FastPath { default_len: len as u8, exc_len: exceptions.len() as u8, ..FastPath::default() };
+        f.default_ports[..len as usize].copy_from_slice(&self.ports[start as usize..(start + len as u32) as usize]);
+        for (k, &d) in exceptions.iter().enumerate() {
+            f.exc_dest[k] = d as u16;
+            f.exc_port[k] = match tors[d] {
+                g if g < SELF && self.groups[g as usize].1 == 1 => self.ports[self.groups[g as usize].0 as usize],
+                _ => IN_TABLE,
+            };
+        }
+        self.fast = f;
     }
 }
 
@@ -155,6 +232,7 @@ impl Routing {
                     }
                 }
                 Fib {
+                    fast: FastPath::default(),
                     dest_group: vec![NO_ROUTE; num_dests],
                     groups: Vec::new(),
                     ports: Vec::new(),
@@ -226,6 +304,9 @@ impl Routing {
                 };
                 fib.dest_group[d as usize] = gid;
             }
+        }
+        for fib in &mut fibs {
+            fib.build_fast_path(num_tors);
         }
         Routing { num_tors, num_switches, fibs }
     }
@@ -334,8 +415,47 @@ mod tests {
                 }
                 let mut net = Network::new(1);
                 t.instantiate(&mut net);
-                let got = Routing::compute(&t, &net, 9).fibs;
-                assert!(got == reference_fibs(&t, &net, 9), "{spec:?}, every {drop_every}th fabric link removed");
+                let r = Routing::compute(&t, &net, 9);
+                let reference = reference_fibs(&t, &net, 9);
+                let same_tables = r.fibs.iter().zip(&reference).all(|(a, b)| {
+                    (&a.dest_group, &a.groups, &a.ports, &a.host_ports, a.my_tor, a.ecmp_seed)
+                        == (&b.dest_group, &b.groups, &b.ports, &b.host_ports, b.my_tor, b.ecmp_seed)
+                });
+                assert!(same_tables && r.fibs.len() == reference.len(), "{spec:?}, every {drop_every}th fabric link removed");
+                fast_path_agrees_with_the_table(&t, &r);
+            }
+        }
+    }
+
+    /// Every switch's lookup toward every host (one per ToR and the ToR's first and last host
+    /// slots) and every switch, for many flows, gives the port the table gives.
+    fn fast_path_agrees_with_the_table(t: &Topology, r: &Routing) {
+        let mut dests: Vec<u32> = (0..r.num_tors).flat_map(|tor| [host_ip(tor, 0), host_ip(tor, 1), host_ip(tor, 200)]).collect();
+        dests.extend((0..r.num_switches).map(|s| 0x0B00_0000 | s));
+        for fib in &r.fibs {
+            for &dst in &dests {
+                for sport in 0..24u16 {
+                    let p = pkt(host_ip(0, 3), dst, 1000 + 7 * sport);
+                    let d = dest_index(dst, r.num_tors, r.num_switches).unwrap();
+                    assert_eq!(fib.next_hop(r, &p), fib.next_hop_in_table(dst, d, &p), "{:?} toward {dst:#x}", t.nodes.len());
+                }
+            }
+        }
+    }
+
+    /// The fast path is on where it should be: every ToR and spine of a fat-tree (the test
+    /// above would pass with it off everywhere).
+    #[test]
+    fn fat_tree_tors_and_spines_use_the_fast_path() {
+        for spec in [TopologySpec::ft8(), TopologySpec::fattree(6, 8, 4, 8, 16)] {
+            let t = Topology::build(&spec, &[]).unwrap();
+            let mut net = Network::new(1);
+            t.instantiate(&mut net);
+            let r = Routing::compute(&t, &net, 1);
+            for (si, &node) in t.switches.iter().enumerate() {
+                let role = t.nodes[node as usize].role;
+                let on = r.fibs[si].fast.default_len != 0;
+                assert_eq!(on, role != Role::Core, "{spec:?}: switch {si} ({role:?})");
             }
         }
     }
