@@ -8,7 +8,7 @@
 //! security (`pipelines::mac_only_port_security`), `own_l2` takes each flow's L2
 //! part from its own chain (`recombine_l2: false`), `fresh_ports` gives high-locality flows
 //! fresh ephemeral source ports, `one_port` sends every packet in on port 1
-//! (`single_in_port: true`, the experiments' default; without it ports 1–4), `low_anchors`
+//! (`single_in_port: true`, the artifact's one link; without it ports 1–4, the experiments' default), `low_anchors`
 //! gives low-locality flows their chains' anchor packets — and the DP partitioner over K
 //! (default 4) unlimited LTM tables, and prints: the upcalls Megaflow and Gigaflow would need
 //! with no capacity limit (a pass needs one when its Megaflow, or one of its sub-traversal

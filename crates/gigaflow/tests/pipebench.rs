@@ -338,14 +338,14 @@ fn own_l2_parts_stay_with_their_chain() {
     assert!(l2_of(true) > 1, "recombined L2 parts vary within a chain");
 }
 
-/// `single_in_port: true` (the default) sends every packet in on port 1 (the artifact's one
+/// `single_in_port: true` sends every packet in on port 1 (the artifact's one
 /// tgen link), and only in_port changes: the rest of every flow's headers are those of the
 /// every-port form. What that takes away: OTL's trunk ports (2, 4 skip MAC learning, table 2)
 /// are never used, and OLS's port security drops the hosts it binds to ports 2-4 at its first
 /// table.
 #[test]
 fn single_in_port_changes_only_the_port() {
-    assert!(TrafficConfig::default().single_in_port, "one input port is the default");
+    assert!(!TrafficConfig::default().single_in_port, "every port is the default (one port drops OLS/ANT flows)");
     for (name, lost) in [("OTL", [0u8, 1, 3, 5].as_slice()), ("OLS", [0u8].as_slice())] {
         let rs = pipebench::render_pipeline(name, Profile::Acl, 1000, 1).unwrap();
         let p = Pipeline::parse(&rs.text).unwrap();

@@ -67,10 +67,11 @@ pub struct TrafficConfig {
     /// address at both ends and flows of one host pair differ only by what else varies (e.g.
     /// `fresh_source_ports`).
     pub recombine_l2: bool,
-    /// Every packet enters on port 1 (the default), as the artifact's tgen sends every packet
-    /// over its one link to the switch (its header lines carry no in_port); `false`: a flow's
+    /// Every packet enters on port 1, as the artifact's tgen sends every packet over its one
+    /// link to the switch (its header lines carry no in_port); `false` (the default): a flow's
     /// in_port is its L2 part's source port (1–4), so every port-dependent traversal (OLS's port
-    /// security, ANT's Classifier, OTL's trunk roles) is taken. OVS examines in_port in every
+    /// security, ANT's Classifier, OTL's trunk roles) is taken — with one port our pipelines'
+    /// port bindings drop 23–56 % of OLS's and ANT's flows at table 0 (docs/gigaflow.md). OVS examines in_port in every
     /// lookup, so it is part of every Megaflow and every LTM entry.
     pub single_in_port: bool,
 }
@@ -109,7 +110,7 @@ impl Default for TrafficConfig {
             sampled_headers: false,
             low_anchors: false,
             recombine_l2: true,
-            single_in_port: true,
+            single_in_port: false,
         }
     }
 }
