@@ -28,7 +28,8 @@ fn specs_have_table_1_counts() {
 fn traffic_traversals(name: &str, profile: Profile, locality: Locality, n_rules: usize, n_flows: usize) -> BTreeMap<Vec<u8>, usize> {
     let rs = pipebench::render_pipeline(name, profile, n_rules, 7).unwrap();
     let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let cfg = TrafficConfig { n_flows, locality, seed: 3, ..TrafficConfig::default() };
+    // Every port: Table 1 counts traversals that only traffic from ports 2-4 takes.
+    let cfg = TrafficConfig { n_flows, locality, seed: 3, single_in_port: false, ..TrafficConfig::default() };
     let traffic = pipebench::generate_traffic(&rs, &cfg).unwrap();
     let mut seen = BTreeMap::new();
     for f in &traffic.flows {
@@ -187,6 +188,19 @@ fn fresh_source_ports_and_sampled_headers_vary_what_anchors_fix() {
     let chains = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.chain).collect::<HashSet<_>>().len();
     assert!(dsts(&sampled) > 2 * dsts(&anchored), "{} vs {}", dsts(&sampled), dsts(&anchored));
     assert!(chains(&sampled) < 2 * chains(&anchored), "rules are still drawn by recurrence");
+    // Low locality with anchors: chains are still drawn uniformly, but a chain's flows carry
+    // one L3 part (one destination address per chain), as high-locality flows do.
+    let low = TrafficConfig { locality: Locality::Low, ..base.clone() };
+    let (sampled_low, anchored_low) = (pipebench::generate_traffic(&rs, &low).unwrap(), pipebench::generate_traffic(&rs, &TrafficConfig { low_anchors: true, ..low.clone() }).unwrap());
+    assert_eq!(anchored_low.flows.len(), 5_000);
+    assert!(dsts(&anchored_low) <= chains(&anchored_low), "{} destinations for {} chains", dsts(&anchored_low), chains(&anchored_low));
+    assert!(dsts(&sampled_low) > 2 * dsts(&anchored_low), "{} vs {}", dsts(&sampled_low), dsts(&anchored_low));
+    let busiest = |t: &pipebench::Traffic| {
+        let mut n = std::collections::HashMap::new();
+        t.flows.iter().for_each(|f| *n.entry(f.chain).or_insert(0) += 1);
+        n.into_values().max().unwrap()
+    };
+    assert!(2 * busiest(&anchored_low) < busiest(&anchored), "chains stay uniform: busiest chain {} flows vs high's {}", busiest(&anchored_low), busiest(&anchored));
 }
 
 #[test]
@@ -248,7 +262,9 @@ fn recombined_traffic_keeps_port_security_bindings() {
         let rs = pipebench::render_pipeline(name, Profile::Acl, 2000, 1).unwrap();
         let p = Pipeline::parse(&rs.text).unwrap();
         for locality in [Locality::High, Locality::Low] {
-            let cfg = TrafficConfig { n_flows: 5_000, locality, seed: 3, ..TrafficConfig::default() };
+            // Every port: with one input port the hosts bound to ports 2-4 are spoofed by
+            // construction (single_in_port_changes_only_the_port).
+            let cfg = TrafficConfig { n_flows: 5_000, locality, seed: 3, single_in_port: false, ..TrafficConfig::default() };
             let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
             let dropped = t.flows.iter().filter(|f| p.traversal_tables(&f.headers) == spoof_drop).count();
             eprintln!("{name} {locality:?}: {dropped} of 5000 flows dropped by the source binding");
@@ -322,10 +338,29 @@ fn own_l2_parts_stay_with_their_chain() {
     assert!(l2_of(true) > 1, "recombined L2 parts vary within a chain");
 }
 
-/// `single_in_port: true` sends every packet in on port 1 (the artifact's one tgen link), and
-/// only in_port changes: the rest of every flow's headers are the default traffic's.
+/// `single_in_port: true` sends every packet in on port 1 (the artifact's one
+/// tgen link), and only in_port changes: the rest of every flow's headers are those of the
+/// every-port form. What that takes away: OTL's trunk ports (2, 4 skip MAC learning, table 2)
+/// are never used, and OLS's port security drops the hosts it binds to ports 2-4 at its first
+/// table.
 #[test]
 fn single_in_port_changes_only_the_port() {
+    assert!(!TrafficConfig::default().single_in_port, "every port is the default (one port drops OLS/ANT flows)");
+    for (name, lost) in [("OTL", [0u8, 1, 3, 5].as_slice()), ("OLS", [0u8].as_slice())] {
+        let rs = pipebench::render_pipeline(name, Profile::Acl, 1000, 1).unwrap();
+        let p = Pipeline::parse(&rs.text).unwrap();
+        let count = |single_in_port: bool| {
+            let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
+            t.flows.iter().filter(|f| p.traversal_tables(&f.headers).starts_with(lost) && (name != "OLS" || p.traversal_tables(&f.headers) == lost)).count()
+        };
+        let (every, one) = (count(false), count(true));
+        eprintln!("{name}: {every} flows -> {one} flows on {lost:?}");
+        if name == "OTL" {
+            assert!(every > 0 && one == 0, "OTL: trunk traversals ({every} flows on every port) vanish with one port ({one})");
+        } else {
+            assert!(one > every + 300, "OLS: port security drops the hosts of ports 2-4 with one port ({every} -> {one})");
+        }
+    }
     let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
     let gen = |single_in_port: bool| pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
     let (spread, one) = (gen(false), gen(true));

@@ -40,7 +40,7 @@ fn pipebench_pipelines_agree_with_real_ovs() {
         // (bits flipped, random elsewhere) that probe the misses and the prefix tries.
         let mut packets = Vec::new();
         for locality in [Locality::High, Locality::Low] {
-            let cfg = TrafficConfig { n_flows: PACKETS_PER_PIPELINE * 2 / 5, locality, seed: 5, ..TrafficConfig::default() };
+            let cfg = TrafficConfig { n_flows: PACKETS_PER_PIPELINE * 2 / 5, locality, seed: 5, single_in_port: false, ..TrafficConfig::default() };
             packets.extend(pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers));
         }
         packets.extend(random_packets(&pipeline, PACKETS_PER_PIPELINE / 5, N_PORTS, 3 + i as u64));

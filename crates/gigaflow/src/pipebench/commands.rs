@@ -58,7 +58,9 @@ pub fn traversals_command(name: &str, profile: &str, n_rules: usize, seed: u64, 
     let rs = render_pipeline(name, Profile::parse(profile)?, n_rules, seed)?;
     let spec_traversals = rs.spec.traversals()?;
     let p = Pipeline::parse(&rs.text).map_err(|e| format!("generated flow file: {e}"))?;
-    let cfg = TrafficConfig { n_flows, locality: Locality::parse(locality)?, seed, ..TrafficConfig::default() };
+    // Table 1 counts the pipeline's traversals, and some need ports 2-4 (OTL's trunks, OLS's and
+    // ANT's port-bound hosts): the traffic enters on every port here, not only the artifact's one.
+    let cfg = TrafficConfig { n_flows, locality: Locality::parse(locality)?, seed, single_in_port: false, ..TrafficConfig::default() };
     let t = super::generate_traffic(&rs, &cfg)?;
     let mut seen: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
     for f in &t.flows {

@@ -58,6 +58,10 @@ pub struct TrafficConfig {
     /// High locality: every flow samples its headers inside its chains' rules (as low locality
     /// does) instead of copying the chains' anchor packets; only the rule choice is local.
     pub sampled_headers: bool,
+    /// Low locality: every flow copies its chains' anchor packets (as high locality does)
+    /// instead of sampling fresh headers inside the rules, so the two localities differ only in
+    /// how chains are drawn (uniformly vs. by recurrence), the one difference the paper names.
+    pub low_anchors: bool,
     /// A flow's L2 part (in_port, dl_src, dl_dst) comes from a second, independently drawn chain
     /// (the default); `false`: from the flow's own L3 chain, so a host's MAC stays with its
     /// address at both ends and flows of one host pair differ only by what else varies (e.g.
@@ -65,8 +69,10 @@ pub struct TrafficConfig {
     pub recombine_l2: bool,
     /// Every packet enters on port 1, as the artifact's tgen sends every packet over its one
     /// link to the switch (its header lines carry no in_port); `false` (the default): a flow's
-    /// in_port is its L2 part's source port (1–4). OVS examines in_port in every lookup, so it
-    /// is part of every Megaflow and every LTM entry.
+    /// in_port is its L2 part's source port (1–4), so every port-dependent traversal (OLS's port
+    /// security, ANT's Classifier, OTL's trunk roles) is taken — with one port our pipelines'
+    /// port bindings drop 23–56 % of OLS's and ANT's flows at table 0 (docs/gigaflow.md). OVS examines in_port in every
+    /// lookup, so it is part of every Megaflow and every LTM entry.
     pub single_in_port: bool,
 }
 
@@ -102,6 +108,7 @@ impl Default for TrafficConfig {
             zipf_s: 1.0,
             fresh_source_ports: false,
             sampled_headers: false,
+            low_anchors: false,
             recombine_l2: true,
             single_in_port: false,
         }
@@ -264,7 +271,13 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         Locality::Low => ((0..n_chains).collect(), None),
     };
     let needs = l2_needs(rs);
-    // High locality: each chain's flows share one anchor packet (all but the source port).
+    // Whether flows copy their chains' anchor packets (high locality; low with `low_anchors`)
+    // or sample fresh headers inside the rules (low locality; high with `sampled_headers`).
+    let anchored = match cfg.locality {
+        Locality::High => !cfg.sampled_headers,
+        Locality::Low => cfg.low_anchors,
+    };
+    // Each anchored chain's flows share one anchor packet.
     let mut anchors: HashMap<usize, Flow> = HashMap::new();
     let mut seen: HashSet<Flow> = HashSet::with_capacity(cfg.n_flows);
     let mut flows = Vec::with_capacity(cfg.n_flows);
@@ -285,20 +298,13 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         let ci = draw_chain(&mut rng);
         let l2 = draw_chain(&mut rng);
         let l2 = if cfg.recombine_l2 { l2 } else { ci };
-        let mut headers = match cfg.locality {
-            _ if cfg.sampled_headers => chain_packet(rs, ci, &mut rng),
-            Locality::Low => chain_packet(rs, ci, &mut rng),
-            // High locality: the L3 chain's anchor as it is; a flow is new by its (L2 chain, L3
-            // chain) pair, so every header part it carries recurs in other flows (a fresh
-            // source port per flow made the ACL part, whose megaflow bits include tp_src, new for
-            // every flow).
-            Locality::High => *anchors.entry(ci).or_insert_with(|| chain_packet(rs, ci, &mut anchor_rng(cfg.seed, ci))),
-        };
-        let l2_part = match cfg.locality {
-            _ if cfg.sampled_headers => chain_packet(rs, l2, &mut rng),
-            Locality::Low => chain_packet(rs, l2, &mut rng),
-            Locality::High => *anchors.entry(l2).or_insert_with(|| chain_packet(rs, l2, &mut anchor_rng(cfg.seed, l2))),
-        };
+        // Anchored: the chains' anchor packets as they are; a flow is new by its (L2 chain, L3
+        // chain) pair, so every header part it carries recurs in other flows (a fresh source
+        // port per flow made the ACL part, whose megaflow bits include tp_src, new for every
+        // flow). Sampled: fresh headers inside the chains' rules.
+        let mut part_of = |c: usize, rng: &mut ChaCha8Rng| if anchored { *anchors.entry(c).or_insert_with(|| chain_packet(rs, c, &mut anchor_rng(cfg.seed, c))) } else { chain_packet(rs, c, rng) };
+        let mut headers = part_of(ci, &mut rng);
+        let l2_part = part_of(l2, &mut rng);
         // When both chains' traversals bind an end's MAC to its IPv4 address (port security,
         // spoof guards), the flow keeps that end's own addresses, as a real host's packets do
         // (recombining them would make the flow a spoofed one, dropped by the binding table);
@@ -310,7 +316,8 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
             headers.set(Field::InPort, l2_part.get(Field::InPort));
             headers.set(Field::DlSrc, l2_part.get(Field::DlSrc));
         }
-        if !own.sets_dl_dst && !(own.binds_destination && other.binds_destination) {
+        let keeps_dl_dst = own.sets_dl_dst || (own.binds_destination && other.binds_destination);
+        if !keeps_dl_dst {
             headers.set(Field::DlDst, l2_part.get(Field::DlDst));
         }
         if cfg.single_in_port {
