@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -146,14 +147,31 @@ def ours(rows: list[dict[str, Any]], metric: str, agg: str = "mean", where: dict
     return {s: _agg(v, agg) for s, v in by_seed.items() if v}
 
 
+def intervals(rows: list[dict[str, Any]], metric: str) -> dict[str, tuple[float, float]]:
+    """Per seed, the [low, high] interval a point stores under ``metric`` (a summary key whose
+    value is a two-number list); a seed with several points or no interval has none."""
+    by_seed: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        v = r.get(f"m.{metric}")
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                v = None
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(finite(x) is not None for x in v):
+            by_seed.setdefault(seed_of(r), []).append((float(v[0]), float(v[1])))
+    return {s: iv[0] for s, iv in by_seed.items() if len(iv) == 1}
+
+
 def compare(fig: reproduce.Figure, rows: list[dict[str, Any]], tier: str) -> list[Compared]:
     out = []
     comparable = tier != "smoke"
     for n in fig.paper_numbers:
         per_seed = ours(rows, n["metric"], n.get("agg", "mean"), n.get("where"))
         o = sum(per_seed.values()) / len(per_seed) if per_seed else None
-        j = verdict.judge(n, o, comparable)
-        seeds = {s: verdict.judge(n, v, comparable) for s, v in per_seed.items()} if comparable else {}
+        ivs = intervals(rows, n["interval"]) if "interval" in n else {}
+        j = verdict.judge(n, o, comparable, next(iter(ivs.values())) if len(per_seed) == 1 and ivs else None)
+        seeds = {s: verdict.judge(n, v, comparable, ivs.get(s)) for s, v in per_seed.items()} if comparable else {}
         by_seed = {s: x.verdict for s, x in seeds.items()}
         worst = max([j, *seeds.values()], key=lambda x: verdict.ORDER.index(x.verdict))
         differ = len(set(by_seed.values())) > 1

@@ -12,6 +12,11 @@ comparable, under the tolerance the manifest declares for it. Nothing else calls
   ``value``, e.g. "outperforms Pegasus for all distributions" is a ratio above 1, "within 200 us"
   a time at most 200): match when ours satisfies the bound, mismatch otherwise. The paper gives no
   magnitude beyond the bound, so satisfying it is all there is to reproduce.
+- ``interval = "metric"`` (with ``tolerance = "direction"``): the metric holding our 95 %
+  confidence interval ``[low, high]`` of the number (e.g. the median over rounds of a timing
+  difference on real packets). When it contains ``direction_ref`` our measurement does not tell
+  the direction, so the number is "not comparable" rather than a direction or a mismatch: a
+  direction is called only when the interval excludes the reference.
 - A smoke run, or a metric our run did not produce, is "not comparable".
 """
 
@@ -68,14 +73,18 @@ def check_spec(number: dict[str, Any], where: str) -> None:
         raise ValueError(f"{where}: a \"direction\" tolerance needs direction_ref (the value that separates the two directions)")
     if "direction_ref" in number and finite(number["direction_ref"]) is None:
         raise ValueError(f"{where}: direction_ref must be a number")
+    if "interval" in number and (tol != "direction" or not isinstance(number["interval"], str)):
+        raise ValueError(f"{where}: interval names the metric of our [low, high] interval and needs tolerance = \"direction\"")
 
 
 def _side(v: float, ref: float) -> int:
     return (v > ref) - (v < ref)
 
 
-def judge(number: dict[str, Any], ours: Any, comparable: bool = True) -> Judgement:
-    """The verdict for ``ours`` against the paper ``number`` (a manifest ``paper`` entry)."""
+def judge(number: dict[str, Any], ours: Any, comparable: bool = True,
+          interval: tuple[float, float] | None = None) -> Judgement:
+    """The verdict for ``ours`` against the paper ``number`` (a manifest ``paper`` entry);
+    ``interval``: our 95 % interval of it, for a number that declares ``interval``."""
     if not comparable:
         return Judgement(NOT_COMPARABLE, "smoke run: not comparable with the paper")
     o = finite(ours)
@@ -94,6 +103,9 @@ def judge(number: dict[str, Any], ours: Any, comparable: bool = True) -> Judgeme
     ref = finite(number.get("direction_ref"))
     same_side = ref is not None and _side(o, ref) == _side(paper, ref)
     if tol == "direction":
+        if interval is not None and ref is not None and interval[0] <= ref <= interval[1]:
+            return Judgement(NOT_COMPARABLE, f"our 95 % interval [{interval[0]:.3g}, {interval[1]:.3g}] contains "
+                             f"{ref:g}: the direction is not resolved")
         if same_side:
             return Judgement(DIRECTION, f"same side of {ref:g} as the paper (testbed number: direction is what we claim)")
         return Judgement(MISMATCH, f"opposite side of {ref:g} from the paper")

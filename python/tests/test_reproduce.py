@@ -203,6 +203,29 @@ def test_a_match_needs_every_seed():
     assert c.ours == 24 and c.verdict == verdict.MISMATCH and c.seeds_agree is True  # both seeds miss: no match from the mean
 
 
+def test_a_direction_is_called_only_when_our_interval_excludes_the_reference():
+    """A testbed number with `interval`: a seed whose 95 % interval contains direction_ref is not
+    comparable (the direction is unresolved), whatever side its median falls on; a seed whose
+    interval excludes it gets the usual direction verdict; the entry claims only what every seed
+    supports."""
+    n = {"label": "miss vs normal", "metric": "vs_normal.miss", "interval": "vs_normal_ci95.miss", "value": 0.06,
+         "tolerance": "direction", "direction_ref": 0}
+    verdict.check_spec(n, "t")
+    fig = reproduce.Figure("appswitch", "t", "t", paper_numbers=[n])
+    row = lambda seed, med, lo, hi: {"param.seed": seed, "m.vs_normal.miss": med,  # noqa: E731
+                                     "m.vs_normal_ci95.miss": f"[{lo}, {hi}]"}
+    (c,) = report.compare(fig, [row("1", -0.08, -0.2, 0.3), row("2", -0.01, -0.07, 0.14)], "standard")
+    assert c.verdict == verdict.NOT_COMPARABLE and "not resolved" in c.why, c
+    (c,) = report.compare(fig, [row("1", -0.08, -0.2, -0.01), row("2", -0.05, -0.07, -0.02)], "standard")
+    assert c.verdict == verdict.MISMATCH, c  # both intervals below 0: the opposite direction, resolved
+    (c,) = report.compare(fig, [row("1", 0.07, 0.02, 0.1), row("2", 0.05, -0.01, 0.1)], "standard")
+    assert c.verdict == verdict.NOT_COMPARABLE and "seeds differ" in c.why, c
+    (c,) = report.compare(fig, [row("1", 0.07, 0.02, 0.1)], "standard")
+    assert c.verdict == verdict.DIRECTION, c
+    with pytest.raises(ValueError, match="interval"):
+        verdict.check_spec({**n, "tolerance": 0.3}, "t")
+
+
 def _per_server_row(seed: str, scale: float = 1.0) -> dict:
     return {"param.seed": seed, "prov.commit": provenance.current_commit(), "tables": {"per_server": [
         {"scheme": s, "server_rank": i, "rps": (1000.0 - 10 * i) * (scale if (s, i) == ("orbitcache", 3) else 1.0)}
