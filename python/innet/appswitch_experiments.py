@@ -250,9 +250,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     # (the paper's comparison: the bars of Fig. 12 against "normal"). Reported: the median over
     # rounds with its distribution-free 95 % interval (min..max below 6 rounds).
     rel_rounds: dict[str, list[float]] = {c: [] for c in cls}
-    for (_, _, s_normal, _), (_, _, s_cached, _) in zip(
-            sorted((x for x in passes if x[1] == "normal"), key=lambda x: x[0]),
-            sorted((x for x in passes if x[1] == "appswitch"), key=lambda x: x[0])):
+    for s_normal, s_cached in zip(by_mode["normal"], by_mode["appswitch"]):  # both in round order
         base = mean([x[3] for x in s_normal])
         for c, which in cls.items():
             v = cls_mean(s_cached, which)
@@ -286,7 +284,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
         "vs_normal": vs_normal,
         "vs_normal_ci95": vs_ci,
         "vs_normal_rounds": rel_rounds,
-        "switch": passes[-1][3] if passes[-1][1] == "appswitch" else passes[-2][3],
+        "switch": next(report for _, mode, _, report in reversed(passes) if mode == "appswitch"),
     }
     rows: dict[str, list] = {k: [] for k in ("round", "mode", "query", "table_len", "key", "hit", "turnaround_us")}
     for rnd, mode, samples, _ in passes:

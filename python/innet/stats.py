@@ -8,9 +8,9 @@ import math
 
 
 def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(median, low, high) of `xs`. The interval is [x_(j), x_(n-1-j)] for the largest j whose
-    coverage sum_{k=j}^{n-j-1} C(n,k) / 2^n is at least `level`; with too few values for that
-    (n < 6 at 95 %) it is the whole range, min..max."""
+    """(median, low, high) of `xs`. The interval is [x_(j), x_(n-1-j)] (0-based) for the largest j
+    whose coverage sum_{k=j+1}^{n-j-1} C(n,k) / 2^n is at least `level`; with too few values for
+    that (n < 6 at 95 %) it is the whole range, min..max."""
     if not xs:
         raise ValueError("median_ci of no values")
     s = sorted(xs)
@@ -21,4 +21,3 @@ def median_ci(xs: list[float], level: float = 0.95) -> tuple[float, float, float
         if sum(math.comb(n, k) for k in range(j + 1, n - j)) / 2**n >= level:
             return med, s[j], s[n - 1 - j]
     return med, s[0], s[-1]
-
