@@ -1,6 +1,6 @@
 //! How much a pipeline's traffic can share sub-traversals, independent of cache capacity (a
 //! command, not a test):
-//! `cargo run --release -p innet-gigaflow --example segment_sharing -- NAME LOCALITY RULES FLOWS [K] [noct] [macps] [own_l2] [fresh_ports] [one_port] [low_anchors]`
+//! `cargo run --release -p innet-gigaflow --example segment_sharing -- NAME LOCALITY RULES FLOWS [K] [noct] [macps] [own_l2] [fresh_ports] [one_port] [low_sampled]`
 //!
 //! Runs Pipebench traffic (ACL profile, seed 1) through the slow path — every datapath pass of
 //! each flow's first packet (conntrack state `+trk+new`), as the caches see it; `noct` runs the
@@ -8,8 +8,8 @@
 //! security (`pipelines::mac_only_port_security`), `own_l2` takes each flow's L2
 //! part from its own chain (`recombine_l2: false`), `fresh_ports` gives high-locality flows
 //! fresh ephemeral source ports, `one_port` sends every packet in on port 1
-//! (`single_in_port: true`, the artifact's one link; without it ports 1–4, the experiments' default), `low_anchors`
-//! gives low-locality flows their chains' anchor packets — and the DP partitioner over K
+//! (`single_in_port: true`, the artifact's one link; without it ports 1–4, the experiments' default), `low_sampled`
+//! gives low-locality flows fresh headers inside their rules (`low_anchors: false`) — and the DP partitioner over K
 //! (default 4) unlimited LTM tables, and prints: the upcalls Megaflow and Gigaflow would need
 //! with no capacity limit (a pass needs one when its Megaflow, or one of its sub-traversal
 //! entries, is new), per LTM table the distinct entries, the flows that install into it and,
@@ -38,7 +38,7 @@ type Entry = (Vec<u8>, Flow, Flow);
 fn main() -> Result<(), String> {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 5 {
-        return Err("usage: segment_sharing NAME LOCALITY RULES FLOWS [K] [noct] [macps] [own_l2] [fresh_ports] [one_port] [low_anchors]".into());
+        return Err("usage: segment_sharing NAME LOCALITY RULES FLOWS [K] [noct] [macps] [own_l2] [fresh_ports] [one_port] [low_sampled]".into());
     }
     let num = |s: &str| s.parse::<usize>().map_err(|e| format!("`{s}`: {e}"));
     let k = if a.len() > 5 { num(&a[5])? } else { 4 };
@@ -49,7 +49,7 @@ fn main() -> Result<(), String> {
     let spec = if flag("macps") { pipelines::mac_only_port_security(spec) } else { spec };
     let rs = ruleset::generate(&spec, Profile::parse("acl")?, num(&a[3])?, 1)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| e.to_string())?;
-    let cfg = TrafficConfig { n_flows: num(&a[4])?, locality: Locality::parse(&a[2])?, seed: 1, recombine_l2: !flag("own_l2"), fresh_source_ports: flag("fresh_ports"), single_in_port: flag("one_port"), low_anchors: flag("low_anchors"), ..TrafficConfig::default() };
+    let cfg = TrafficConfig { n_flows: num(&a[4])?, locality: Locality::parse(&a[2])?, seed: 1, recombine_l2: !flag("own_l2"), fresh_source_ports: flag("fresh_ports"), single_in_port: flag("one_port"), low_anchors: !flag("low_sampled"), ..TrafficConfig::default() };
     let traffic = pipebench::generate_traffic(&rs, &cfg)?;
     let tables: Vec<usize> = (0..k).collect();
     let mut part = Partitioner::default();

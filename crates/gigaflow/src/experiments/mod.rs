@@ -277,7 +277,7 @@ impl Common {
         // The pipeline and L2 variants (issue 22) are named only when they differ from their
         // defaults (common_params), so default runs' summaries stay as they were.
         let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
-        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("low_anchors", self.low_anchors, false), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
+        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("low_anchors", self.low_anchors, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
             if value != default {
                 settings.insert(name.into(), json!(value));
             }
@@ -344,7 +344,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
         ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
         ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
-        ParamSpec { name: "low_anchors", default: "false", doc: "low locality: every flow copies its chains' anchor packets (as high locality does) instead of sampling fresh headers inside the rules, so the localities differ only in how chains are drawn (uniformly vs by recurrence), the one difference the paper names" },
+        ParamSpec { name: "low_anchors", default: "true", doc: "low locality: every flow copies its chains' anchor packets, as high locality does, so the localities differ only in how chains are drawn (uniformly vs by recurrence), the one difference the paper names; false: every flow samples fresh headers inside its rules (the default until 27 Nov)" },
         ParamSpec { name: "recombine_l2", default: "true", doc: "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)" },
         ParamSpec { name: "single_in_port", default: "false", doc: "true: every packet enters on port 1, as the artifact's tgen sends all traffic over one link (its header lines have no in_port; the form to compare GF - MF on PSC, OFD and OTL with the paper); false (default): a flow's in_port is its L2 part's port (1-4), so OLS's port security, ANT's Classifier and OTL's trunk ports see every port (with one port our OLS and ANT bindings drop 23-56 % of flows at table 0)" },
         ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },

@@ -90,6 +90,8 @@ fn key_text(k: Key) -> String {
         Key::InPort => "in_port".into(),
         Key::PortGroup(g) => format!("in_port (ports of role {g})"),
         Key::Udp(p) => format!("udp,tp_dst={p}"),
+        Key::DhcpDiscover => "DHCP discovery (udp 0.0.0.0:68 → 255.255.255.255:67)".into(),
+        Key::DhcpRequest => "DHCP discovery or renewal (udp 68 → 67 from 0.0.0.0, or from the host to the server or broadcast)".into(),
         Key::Untagged => "vlan_tci (untagged)".into(),
         Key::EthSrc => "dl_src".into(),
         Key::EthDst => "dl_dst".into(),

@@ -52,6 +52,7 @@ pub fn ofd() -> PipelineSpec {
         description: "CORD OF-DPA",
         paper_tables: 10,
         paper_traversals: 5,
+        traversals_built: 5,
         tables: vec![
             TableSpec::new(0, "ingress_port", "admit packets by physical input port; goto VLAN").hit(&[InPort], &[], Table(10)).miss(&[], Table(10)),
             TableSpec::new(10, "vlan", "assign the port's VLAN to untagged frames (reg3); ports without a rule get the default VLAN 1")
@@ -95,6 +96,7 @@ pub fn psc() -> PipelineSpec {
         description: "PISCES L2L3-ACL",
         paper_tables: 7,
         paper_traversals: 2,
+        traversals_built: 2,
         tables: vec![
             TableSpec::new(0, "smac", "known source MACs (MAC learning); unknown ones would be learnt, both continue").hit(&[EthSrc], &[], Table(1)).miss(&[], Table(1)),
             TableSpec::new(1, "routable", "frames to a router MAC are routed (IPv4), the rest bridged").hit(&[RouterMac], &[], Table(2)).miss(&[], Table(5)),
@@ -125,12 +127,16 @@ pub fn ols() -> PipelineSpec {
         description: "OVN logical switch",
         paper_tables: 30,
         paper_traversals: 23,
+        // Table 1's 23 less the 4 that paired the DHCP responder with the stateless skip or the
+        // egress ACL drop: a DHCP discovery carries no address a ClassBench rule matches.
+        traversals_built: 19,
         tables: vec![
             TableSpec::new(8, "ls_in_port_sec_l2", "admit frames whose inport and eth.src match a port's addresses (sets the logical inport)")
                 .hit(&[InPort, EthSrc], &[Load(14, 1)], Table(9))
                 .miss(&[], Drop),
-            TableSpec::new(9, "ls_in_port_sec_ip", "IPv4 source port security: inport + eth.src + ip4.src allowed")
+            TableSpec::new(9, "ls_in_port_sec_ip", "IPv4 source port security: inport + eth.src + ip4.src allowed; DHCP discovery (0.0.0.0 → 255.255.255.255, udp 68 → 67) from the port's eth.src allowed")
                 .hit(&[InPort, EthSrc, IpSrc], &[], Table(10))
+                .hit(&[InPort, EthSrc, DhcpDiscover], &[], Table(10))
                 .miss(&[], Drop),
             next(10, "ls_in_port_sec_nd", "ARP/ND port security (IPv4 passes with the default)"),
             TableSpec::new(11, "ls_in_pre_acl", "mark traffic for conntrack (REGBIT_CONNTRACK_DEFRAG); stateless (allow-stateless) traffic skips the stateful ACL stages")
@@ -159,8 +165,8 @@ pub fn ols() -> PipelineSpec {
                 .guard(100, "+new+trk", &[CtCommit(OLS_ZONE_IN)], Table(20))
                 .miss(&[], Table(20)),
             next(20, "ls_in_arp_rsp", "ARP/ND responder for known addresses (IPv4 passes)"),
-            TableSpec::new(21, "ls_in_dhcp_options", "DHCPv4 requests (udp dst 67) from a port with DHCP options: flag the reply")
-                .hit(&[InPort, EthSrc, Udp(67)], &[Load(4, 1)], Table(22))
+            TableSpec::new(21, "ls_in_dhcp_options", "DHCPv4 requests (udp 68 → 67; discovery 0.0.0.0 → 255.255.255.255, renewal from the port's address to the server or broadcast) from a port with DHCP options: flag the reply")
+                .hit(&[InPort, EthSrc, DhcpRequest], &[Load(4, 1)], Table(22))
                 .miss(&[], Table(22)),
             TableSpec::new(22, "ls_in_dhcp_response", "answer flagged DHCP requests: outport = inport; output (to egress)")
                 .miss_if((4, 1), &[Load(15, 1)], Table(40))
@@ -276,6 +282,7 @@ pub fn ant() -> PipelineSpec {
         description: "Antrea (Kubernetes)",
         paper_tables: 22,
         paper_traversals: 20,
+        traversals_built: 20,
         tables: vec![
             TableSpec::new(0, "Classifier", "classify by input port (and interface MAC): Pods, gateway and tunnel to SpoofGuard, uplink to Uplink")
                 .hit(&[InPort, EthSrc], &[Load(0, 2)], Table(10))
@@ -333,6 +340,7 @@ pub fn otl() -> PipelineSpec {
         description: "ONF TTP L2L3-ACL",
         paper_tables: 8,
         paper_traversals: 11,
+        traversals_built: 11,
         tables: vec![
             TableSpec::new(0, "ingress_acl", "ingress 5-tuple ACL: deny drops").hit(ACL5, &[], Drop).miss(&[], Table(1)),
             TableSpec::new(1, "vlan", "untagged frames get the port's VLAN (reg3); access ports (1, 3) go to MAC learning, trunk ports (2, 4) skip it")

@@ -57,6 +57,25 @@ pub fn port_of(p: &Prefix) -> u32 {
 pub fn host_of(p: &Prefix) -> u32 {
     if p.len < 32 { p.addr | 1 } else { p.addr }
 }
+/// The DHCP server address (`server_id`) of the switch's one DHCP_Options row.
+pub const DHCP_SERVER: u32 = 0x0aff_fffe;
+/// The IPv4 broadcast address a DHCP discovery is sent to.
+pub const IP_BROADCAST: u32 = 0xffff_ffff;
+/// The DHCPv4 client and server ports.
+pub const DHCP_CLIENT_PORT: u16 = 68;
+pub const DHCP_SERVER_PORT: u16 = 67;
+
+/// The DHCP request headers (ip4.src, ip4.dst) a DHCP key matches, as ovn-northd writes them
+/// for a port whose hosts sit in `src`: the discovery, and for the DHCP stage also the renewal
+/// from the port's address to broadcast and to the server.
+fn dhcp_addresses(k: Key, src: &Prefix) -> Vec<(u32, u32)> {
+    let discovery = (0, IP_BROADCAST);
+    match k {
+        Key::DhcpRequest => vec![discovery, (host_of(src), IP_BROADCAST), (host_of(src), DHCP_SERVER)],
+        _ => vec![discovery],
+    }
+}
+
 /// The service endpoint a DNAT rewrites a destination prefix to.
 pub fn endpoint_of(p: &Prefix) -> u32 {
     if p.len < 31 { p.addr | 2 } else { p.addr }
@@ -103,6 +122,14 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: u
             _ => {}
         }
     }
+    // A DHCP key's forms (one match line each); every other edge has one form.
+    let forms: Vec<String> = match edge.keys.iter().find(|k| k.is_dhcp()) {
+        Some(&k) => dhcp_addresses(k, &r.src)
+            .into_iter()
+            .map(|(s, d)| format!("udp,nw_src={},nw_dst={},tp_src={DHCP_CLIENT_PORT},tp_dst={DHCP_SERVER_PORT}", format_ip(s as u64), format_ip(d as u64)))
+            .collect(),
+        None => vec![String::new()],
+    };
     if let Some(p) = udp_service {
         base.push(format!("udp,tp_dst={p}"));
     } else if l3 {
@@ -141,16 +168,21 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: u
     let smasks = if has(Key::SPort) && ports && !r.sport.is_wildcard() { r.sport.to_masks() } else { one.to_vec() };
     let dmasks = if has(Key::DPort) && ports && !r.dport.is_wildcard() { r.dport.to_masks() } else { one.to_vec() };
     let mut out = Vec::new();
-    for &(sv, sm) in &smasks {
-        for &(dv, dm) in &dmasks {
-            let mut m = base.clone();
-            if sm != 0 {
-                m.push(if sm == 0xffff { format!("tp_src={sv}") } else { format!("tp_src={sv}/0x{sm:04x}") });
+    for form in &forms {
+        for &(sv, sm) in &smasks {
+            for &(dv, dm) in &dmasks {
+                let mut m = base.clone();
+                if !form.is_empty() {
+                    m.push(form.clone());
+                }
+                if sm != 0 {
+                    m.push(if sm == 0xffff { format!("tp_src={sv}") } else { format!("tp_src={sv}/0x{sm:04x}") });
+                }
+                if dm != 0 {
+                    m.push(if dm == 0xffff { format!("tp_dst={dv}") } else { format!("tp_dst={dv}/0x{dm:04x}") });
+                }
+                out.push(m.join(","));
             }
-            if dm != 0 {
-                m.push(if dm == 0xffff { format!("tp_dst={dv}") } else { format!("tp_dst={dv}/0x{dm:04x}") });
-            }
-            out.push(m.join(","));
         }
     }
     let priority = if lpm {
@@ -165,6 +197,8 @@ pub fn edge_matches(edge: &Edge, r: &CbRule, lpm: bool, index: usize, n_rules: u
                 Key::IpSrc => r.src.len as u32,
                 Key::IpDst => r.dst.len as u32,
                 Key::IpSrcHost | Key::IpDstHost => 32,
+                // Both addresses, protocol and both ports exact.
+                Key::DhcpDiscover | Key::DhcpRequest => 32 + 32 + 8 + 16 + 16,
                 Key::Proto if r.proto.is_some() => 8,
                 Key::SPort if ports => port_bits(&r.sport),
                 Key::DPort if ports => port_bits(&r.dport),

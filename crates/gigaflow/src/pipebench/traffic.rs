@@ -5,13 +5,13 @@
 //! (in_port, dl_src, dl_dst) come from two independently drawn chains, so header parts examined
 //! by different tables recombine (ClassBench's trace generator; many hosts behind one gateway).
 //! High locality draws chains by how often their header tuple recurs in the ruleset (Zipf over
-//! that ranking) and builds each flow from two chains' anchor packets (a flow is new by its
-//! pair); low locality draws chains uniformly and headers uniformly inside each rule.
+//! that ranking), low locality uniformly (the paper's one difference between the two); both
+//! build each flow from two chains' anchor packets (a flow is new by its pair).
 //! Deterministic from the seed.
 
 use super::classbench::CbRule;
 use super::model::{Key, Step};
-use super::ruleset::{host_mac, host_of, port_of, router_mac, Ruleset};
+use super::ruleset::{host_mac, host_of, port_of, router_mac, Ruleset, DHCP_CLIENT_PORT, DHCP_SERVER_PORT, IP_BROADCAST};
 use crate::fields::{Field, Flow, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,9 +58,10 @@ pub struct TrafficConfig {
     /// High locality: every flow samples its headers inside its chains' rules (as low locality
     /// does) instead of copying the chains' anchor packets; only the rule choice is local.
     pub sampled_headers: bool,
-    /// Low locality: every flow copies its chains' anchor packets (as high locality does)
-    /// instead of sampling fresh headers inside the rules, so the two localities differ only in
-    /// how chains are drawn (uniformly vs. by recurrence), the one difference the paper names.
+    /// Low locality: every flow copies its chains' anchor packets (as high locality does), so
+    /// the two localities differ only in how chains are drawn (uniformly vs. by recurrence), the
+    /// one difference the paper names (the default since 27 Nov); `false`: every flow samples
+    /// fresh headers inside its chains' rules (the form until then).
     pub low_anchors: bool,
     /// A flow's L2 part (in_port, dl_src, dl_dst) comes from a second, independently drawn chain
     /// (the default); `false`: from the flow's own L3 chain, so a host's MAC stays with its
@@ -108,7 +109,7 @@ impl Default for TrafficConfig {
             zipf_s: 1.0,
             fresh_source_ports: false,
             sampled_headers: false,
-            low_anchors: false,
+            low_anchors: true,
             recombine_l2: true,
             single_in_port: false,
         }
@@ -180,8 +181,16 @@ pub fn packet_for(rs: &Ruleset, path: &[Step], r: &CbRule, rng: &mut ChaCha8Rng)
                     Key::RouterMac => p.set(Field::DlDst, router_mac(&r.dst)),
                     Key::Udp(port) => {
                         p.set(Field::NwProto, IPPROTO_UDP);
-                        p.set(Field::TpSrc, if *port == 67 { 68 } else { rng.gen_range(1024..65535) });
+                        p.set(Field::TpSrc, rng.gen_range(1024..65535));
                         p.set(Field::TpDst, *port as u64);
+                    }
+                    // A DHCP traversal's packet is a discovery: the host has no address yet.
+                    Key::DhcpDiscover | Key::DhcpRequest => {
+                        p.set(Field::NwSrc, 0);
+                        p.set(Field::NwDst, IP_BROADCAST as u64);
+                        p.set(Field::NwProto, IPPROTO_UDP);
+                        p.set(Field::TpSrc, DHCP_CLIENT_PORT as u64);
+                        p.set(Field::TpDst, DHCP_SERVER_PORT as u64);
                     }
                     Key::EthMcast => p.set(Field::DlDst, 0xffff_ffff_ffff),
                     Key::IpSrcHost => p.set(Field::NwSrc, host_of(&r.src) as u64),
@@ -211,7 +220,8 @@ struct L2Needs {
     /// It needs a particular destination MAC (gateway or multicast).
     sets_dl_dst: bool,
     /// It binds the source's port and MAC to its IPv4 address (port security, spoof guards:
-    /// `in_port` + `dl_src` + `nw_src`).
+    /// `in_port` + `dl_src` + `nw_src`) or to a DHCP request (OVN's DHCP stage and its
+    /// port-security exemption: `in_port` + `dl_src` + the discovery's headers).
     binds_source: bool,
     /// It binds the destination MAC to its IPv4 address (`dl_dst` + `nw_dst`).
     binds_destination: bool,
@@ -226,7 +236,7 @@ fn l2_needs(rs: &Ruleset) -> Vec<L2Needs> {
             let binds = |eth: Key, ip: Key, host: Key| hit_keys().any(|k| k.contains(&eth) && (k.contains(&ip) || k.contains(&host)));
             L2Needs {
                 sets_dl_dst: hit_keys().any(|k| k.iter().any(|k| matches!(k, Key::RouterMac | Key::EthMcast))),
-                binds_source: binds(Key::EthSrc, Key::IpSrc, Key::IpSrcHost),
+                binds_source: binds(Key::EthSrc, Key::IpSrc, Key::IpSrcHost) || hit_keys().any(|k| k.contains(&Key::EthSrc) && k.iter().any(Key::is_dhcp)),
                 binds_destination: binds(Key::EthDst, Key::IpDst, Key::IpDstHost),
             }
         })
@@ -326,7 +336,7 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         if cfg.fresh_source_ports && cfg.locality == Locality::High {
             let sport = rs.cb_rules[rs.chains[ci].rule as usize].sport;
             let l4 = matches!(headers.get(Field::NwProto), p if p == IPPROTO_TCP || p == IPPROTO_UDP);
-            if l4 && headers.get(Field::TpSrc) != 68 && sport.lo <= EPHEMERAL_PORTS.0 && sport.hi >= EPHEMERAL_PORTS.1 {
+            if l4 && headers.get(Field::TpSrc) != DHCP_CLIENT_PORT as u64 && sport.lo <= EPHEMERAL_PORTS.0 && sport.hi >= EPHEMERAL_PORTS.1 {
                 headers.set(Field::TpSrc, pick_port(&mut rng, EPHEMERAL_PORTS.0, EPHEMERAL_PORTS.1));
             }
         }
