@@ -1,6 +1,6 @@
 //! The simulator benchmark without the Python front: `cargo run --release -p innet-basic
-//! --example bench_sim -- [FLOWS.htsim] [k] [udp|tcp]` or `-- --scenario NAME`; prints one
-//! JSON line.
+//! --example bench_sim -- [FLOWS.htsim] [k] [udp|tcp]` or `-- --scenario NAME [FLOWS]` (FLOWS:
+//! the scenario's reduced form with that many flows); prints one JSON line.
 
 use innet_basic::{bench_sim, BenchOptions};
 
@@ -9,6 +9,12 @@ fn main() {
     let mut o = BenchOptions::default();
     if args.first().map(String::as_str) == Some("--scenario") {
         o.scenario = args.get(1).cloned();
+        if let Some(n) = args.get(2) {
+            o.scenario_flows = Some(n.parse().unwrap_or_else(|_| {
+                eprintln!("bench_sim: FLOWS must be a whole number of flows, got '{n}'");
+                std::process::exit(2)
+            }));
+        }
         run(&o);
         return;
     }

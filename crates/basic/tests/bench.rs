@@ -36,3 +36,15 @@ fn reads_htsim_flow_lists_and_checks_them_against_the_topology() {
     let e = bench_sim(&BenchOptions { k: 5, ..Default::default() }).unwrap_err().to_string();
     assert!(e.contains("'k'"), "{e}");
 }
+
+#[test]
+fn a_named_scenario_runs_reduced_with_fewer_flows() {
+    // The reduced form keeps the scenario's generator: 12 flows of 0.5-1.5 MB at k=4.
+    let o = BenchOptions { scenario: Some("ft4-udp".into()), scenario_flows: Some(12), ..Default::default() };
+    let r = bench_sim(&o).unwrap();
+    assert_eq!(r.fields["flows"], 12);
+    assert_eq!(r.fields["k"], 4);
+    assert_eq!(r.fields["conservation_ok"], true);
+    let full = bench_sim(&BenchOptions { scenario: Some("ft4-udp".into()), flows: 12, ..Default::default() }).unwrap();
+    assert_eq!(full.fields["delivered_packets"], r.fields["delivered_packets"], "same list as flows=12");
+}

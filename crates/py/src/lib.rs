@@ -161,6 +161,7 @@ fn bench_sim(
         k,
         transport,
         scenario,
+        scenario_flows: None,
         flows,
         seed,
     };
