@@ -230,7 +230,7 @@ impl Device for SimDevice<'_> {
         id
     }
     fn consume(&mut self, h: PacketId) {
-        self.net.deliver(h);
+        self.net.consume(h);
     }
     #[inline]
     fn drop_packet(&mut self, h: PacketId, cause: DropCause) {

@@ -44,7 +44,7 @@ impl Node for Tap {
             Ok(()) => self.got.push(f),
             Err(e) => self.got.push(format!("emit error: {e}").into_bytes()),
         }
-        net.deliver(id);
+        net.consume(id);
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self

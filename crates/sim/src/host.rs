@@ -438,12 +438,12 @@ impl Host {
         net.schedule_timer(self.addr.node, at_ps, (TIMER_HOLD << 56) | slot as u64);
     }
 
-    fn record_arrival(net: &mut Network, pkt: &Packet) {
-        if pkt.flow_id == NO_FLOW {
+    fn record_arrival(net: &mut Network, flow_id: u64) {
+        if flow_id == NO_FLOW {
             return;
         }
         let now = net.now_ps();
-        if let Some(rec) = net.metrics.flows.get_mut(pkt.flow_id as usize) {
+        if let Some(rec) = net.metrics.flows.get_mut(flow_id as usize) {
             rec.packets_received += 1;
             if rec.first_arrival_ps.is_none() {
                 rec.first_arrival_ps = Some(now);
@@ -489,12 +489,12 @@ impl Host {
         }))
     }
 
-    fn receive_udp(&mut self, net: &mut Network, pkt: &Packet) {
+    fn receive_udp(&mut self, net: &mut Network, flow_id: u64, is_data: bool) {
         self.stats.udp_received += 1;
-        if pkt.flow_id == NO_FLOW || !pkt.is_data {
+        if flow_id == NO_FLOW || !is_data {
             return;
         }
-        let flow = pkt.flow_id as usize;
+        let flow = flow_id as usize;
         let expected = self.flows.get(flow).map(|s| s.udp_packets()).unwrap_or(0);
         let now = net.now_ps();
         if let Some(rec) = net.metrics.flows.get_mut(flow) {
@@ -538,19 +538,22 @@ impl Node for Host {
             }
             _ => None,
         };
-        let pkt = net.deliver(id);
-        Self::record_arrival(net, &pkt);
-        match (pkt.l4, conn) {
+        // What the stack needs, read in place: the packet ends here without being moved out of
+        // its slot (a 192-byte copy per delivery).
+        let pkt = net.pkt(id);
+        let (l4, payload_len, ce, flow_id, is_data) = (pkt.l4, pkt.payload_len, pkt.ip.ecn == ecn::CE, pkt.flow_id, pkt.is_data);
+        net.consume(id);
+        Self::record_arrival(net, flow_id);
+        match (l4, conn) {
             (L4::Tcp(h), Some(idx)) => {
-                let seg = TcpSegment { seq: h.seq, ack: h.ack, flags: h.flags, window: h.window, payload_len: pkt.payload_len };
-                let ce = pkt.ip.ecn == ecn::CE;
+                let seg = TcpSegment { seq: h.seq, ack: h.ack, flags: h.flags, window: h.window, payload_len };
                 let now = net.now_ps();
                 if let Some(c) = self.conns[idx as usize].as_mut() {
                     c.ep.on_segment(now, &seg, ce);
                 }
                 self.pump_conn(net, me, idx);
             }
-            (L4::Udp { .. }, _) => self.receive_udp(net, &pkt),
+            (L4::Udp { .. }, _) => self.receive_udp(net, flow_id, is_data),
             _ => {}
         }
     }

@@ -406,10 +406,24 @@ impl Network {
         self.packets.get_mut(id)
     }
 
-    /// End a packet at its destination.
+    /// End a packet at its destination and hand it to the caller.
     #[inline]
     pub fn deliver(&mut self, id: PacketId) -> Packet {
-        let pkt = self.packets.remove(id);
+        self.count_delivery(id);
+        self.packets.remove(id)
+    }
+
+    /// End a packet at its destination, freeing its slot in place: for a caller that has read
+    /// what it needs through [`Network::pkt`] (no copy of the packet, unlike `deliver`).
+    #[inline]
+    pub fn consume(&mut self, id: PacketId) {
+        self.count_delivery(id);
+        self.packets.free(id);
+    }
+
+    #[inline]
+    fn count_delivery(&mut self, id: PacketId) {
+        let pkt = self.packets.get(id);
         let m = &mut self.metrics;
         m.delivered_packets += 1;
         m.delivered_bytes += pkt.frame_bytes() as u64;
@@ -421,7 +435,6 @@ impl Network {
             m.packet_latency_ps.push(lat);
             m.packet_hops.push(pkt.hops);
         }
-        pkt
     }
 
     /// End a packet with a counted reason.
