@@ -72,8 +72,8 @@ pub struct TrafficConfig {
     /// link to the switch (its header lines carry no in_port); `false` (the default): a flow's
     /// in_port is its L2 part's source port (1–4), so every port-dependent traversal (OLS's port
     /// security, ANT's Classifier, OTL's trunk roles) is taken — with one port our pipelines'
-    /// port bindings drop 23–56 % of OLS's and ANT's flows at table 0 (docs/gigaflow.md). OVS examines in_port in every
-    /// lookup, so it is part of every Megaflow and every LTM entry.
+    /// port bindings drop 23–56 % of OLS's and ANT's flows at table 0 (docs/gigaflow.md). OVS
+    /// examines in_port in every lookup, so it is part of every Megaflow and every LTM entry.
     pub single_in_port: bool,
 }
 
@@ -312,7 +312,15 @@ pub fn generate(rs: &Ruleset, cfg: &TrafficConfig) -> Result<Traffic, String> {
         // chain) pair, so every header part it carries recurs in other flows (a fresh source
         // port per flow made the ACL part, whose megaflow bits include tp_src, new for every
         // flow). Sampled: fresh headers inside the chains' rules.
-        let mut part_of = |c: usize, rng: &mut ChaCha8Rng| if anchored { *anchors.entry(c).or_insert_with(|| chain_packet(rs, c, &mut anchor_rng(cfg.seed, c))) } else { chain_packet(rs, c, rng) };
+        let mut part_of = |c: usize, rng: &mut ChaCha8Rng| {
+            if anchored {
+                *anchors
+                    .entry(c)
+                    .or_insert_with(|| chain_packet(rs, c, &mut anchor_rng(cfg.seed, c)))
+            } else {
+                chain_packet(rs, c, rng)
+            }
+        };
         let mut headers = part_of(ci, &mut rng);
         let l2_part = part_of(l2, &mut rng);
         // When both chains' traversals bind an end's MAC to its IPv4 address (port security,
