@@ -56,7 +56,7 @@ fn main() {
         }
         _ => innet_gigaflow::packetgen::random_packets(&p, packets, 8, 1),
     };
-    let big = GigaflowConfig { entries_per_table: 1 << 20, max_masks: 1 << 20, ..Default::default() };
+    let big = GigaflowConfig { entries_per_table: 1 << 20, max_masks: 1 << 20, count_coverage: false, ..Default::default() };
     let mut gf = Offload::gigaflow(&p, big, NicModel::default()).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)

@@ -58,13 +58,18 @@ pub struct GigaflowConfig {
     /// longer entry of another traversal that captures the packet in an early table sends it to
     /// a tag the new mapping does not continue).
     pub align: bool,
+    /// Keep Table 2's bookkeeping ([`GigaflowCache::mappings`], `mappings_by_fields`) on every
+    /// install. It is measurement, not the mechanism, and costs about as many instructions as
+    /// the rest of rule generation; the CPU-cost experiment (Fig. 13) and the benches turn it off
+    /// so their rule-generation time is Gigaflow's own. Off, both counts stay empty.
+    pub count_coverage: bool,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true }
     }
 }
 
@@ -436,6 +441,12 @@ impl GigaflowCache {
 
     /// Installs the entries of one mapping, counting the ones it adds under that mapping.
     fn put_mapping(&mut self, built: Vec<NewEntry>, now_ns: u64) {
+        if !self.cfg.count_coverage {
+            for e in built {
+                self.put(e, now_ns);
+            }
+            return;
+        }
         let parts: Vec<_> = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
         let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::coverage::fields_only(&m))).collect();
         let m = self.mappings.mapping(parts, self.tables.len());
@@ -586,6 +597,24 @@ mod tests {
         assert_eq!(c.stats.table_recycled.iter().sum::<u64>(), c.stats.entries_recycled);
         let s = &c.stats.cache;
         assert_eq!(s.hits + s.misses, s.packets);
+    }
+
+    #[test]
+    fn coverage_bookkeeping_changes_nothing_but_the_counts() {
+        // The same packets through a cache that keeps Table 2's counts and one that does not:
+        // identical hits, installs and recycles; only the counts differ (empty when off).
+        let p = Pipeline::parse(ROUTER).unwrap();
+        let mut on = GigaflowCache::new(GigaflowConfig::default()).unwrap();
+        let mut off = GigaflowCache::new(GigaflowConfig { count_coverage: false, ..GigaflowConfig::default() }).unwrap();
+        let packets: Vec<Flow> = (0..40u64)
+            .map(|i| pkt(1 + i % 2, 0x0a01_0200 + (i as u32 % 7), [80, 443, 22][(i % 3) as usize]))
+            .collect();
+        for f in &packets {
+            assert_eq!(run(&mut on, &p, f), run(&mut off, &p, f), "{f:?}");
+        }
+        assert_eq!(format!("{:?}", on.stats), format!("{:?}", off.stats));
+        assert!(on.mappings.len() > 0);
+        assert_eq!((off.mappings.len(), off.mappings_by_fields.len()), (0, 0));
     }
 
     #[test]

@@ -40,7 +40,7 @@ impl Experiment for Cpu {
         }
         let pipes = split_list("pipelines", &p.pipelines)?;
         let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
-        let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() });
+        let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, count_coverage: false, ..p.common.gf() });
         let nic = p.common.nic();
         let loaded: Vec<(Pipeline, Traffic)> = pipes
             .iter()
