@@ -317,7 +317,7 @@ impl Node for StorageHost {
             net.drop_packet(id, DropReason::BufferOverflow);
             return;
         }
-        net.deliver(id);
+        net.consume(id);
         if matches!(header.op, Op::Read | Op::Correction) {
             self.count(local, key_id);
         }
