@@ -296,6 +296,15 @@ mod tests {
         assert!(e.to_string().contains("lib.rs:1: not a call-graph header"), "{e}");
     }
 
+    /// The declared default of `trace_rpctypes` is the reader's.
+    #[test]
+    fn rpctypes_default_is_the_readers() {
+        use innet_registry::Experiment;
+        let info = crate::experiments::Alibaba.info();
+        let p = info.params.iter().find(|p| p.name == "trace_rpctypes").unwrap();
+        assert_eq!(p.default, format!("\"{}\"", alibaba_callgraph::DEFAULT_RPCTYPES));
+    }
+
     #[test]
     fn placement_lists_every_server_in_order() {
         assert_eq!(placement_json(2, 3), "{\"p1\": [\"0\", \"1\", \"2\"], \"p2\": [\"3\", \"4\", \"5\"]}\n");
