@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from innet import cli_gigaflow, cli_sweep, cli_switch, cli_switchvm, cli_vswitch
+from innet import cli_gigaflow, cli_sweep, cli_switch, cli_switchv2p, cli_switchvm, cli_vswitch
 from innet.cli_args import UserError, parse_sets
 
 EXIT_USER = 2
@@ -225,7 +225,7 @@ def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, sce
     Console().print(t)
 
 
-for _module in (cli_sweep, cli_gigaflow, cli_switchvm, cli_vswitch, cli_switch):
+for _module in (cli_sweep, cli_gigaflow, cli_switchv2p, cli_switchvm, cli_vswitch, cli_switch):
     _module.register(cli)
 
 

@@ -279,6 +279,40 @@ fn gigaflow_pipebench_flows(name: &str, rules: usize, seed: u64) -> PyResult<Str
     Ok(rs.text)
 }
 
+/// Convert an Alibaba microservice call-graph CSV (MSCallGraph_*.csv) into SwitchV2P trace rows
+/// at `output` (and, if asked, the artifact's placement file and a vm,container list); returns
+/// what was kept and skipped, as JSON.
+#[pyfunction]
+#[pyo3(signature = (input, output, placement = None, names = None, topology = "ft16_400k", duration_ms = 5.0, speedup = 1.0, rpctypes = "rpc,http", seed = 1))]
+#[allow(clippy::too_many_arguments)]
+fn switchv2p_convert_alibaba(
+    py: Python<'_>,
+    input: &str,
+    output: &str,
+    placement: Option<&str>,
+    names: Option<&str>,
+    topology: &str,
+    duration_ms: f64,
+    speedup: f64,
+    rpctypes: &str,
+    seed: u64,
+) -> PyResult<String> {
+    use std::path::Path;
+    let req = innet_switchv2p::traces::ConvertRequest {
+        input: Path::new(input),
+        output: Path::new(output),
+        placement: placement.map(Path::new),
+        names: names.map(Path::new),
+        topology,
+        duration_ms,
+        speedup,
+        rpctypes,
+        seed,
+    };
+    let stats = py.detach(|| innet_switchv2p::traces::convert_callgraph(&req)).map_err(to_py_err)?;
+    Ok(stats.to_string())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InnetError", m.py().get_type::<InnetError>())?;
@@ -297,6 +331,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gigaflow_trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_gigaflow, m)?)?;
     m.add_function(wrap_pyfunction!(gigaflow_pipebench_flows, m)?)?;
+    m.add_function(wrap_pyfunction!(switchv2p_convert_alibaba, m)?)?;
     m.add_function(wrap_pyfunction!(resources::program_resources, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;

@@ -34,6 +34,8 @@ pub struct Params {
     pub trace: String,
     pub trace_file: String,
     pub trace_transport: String,
+    pub trace_speedup: f64,
+    pub trace_rpctypes: String,
     pub duration_ms: f64,
     pub load: f64,
     pub schemes: String,
@@ -66,6 +68,8 @@ impl Default for Params {
             trace: "hadoop".into(),
             trace_file: String::new(),
             trace_transport: "tcp".into(),
+            trace_speedup: 1.0,
+            trace_rpctypes: innet_workloads::alibaba_callgraph::DEFAULT_RPCTYPES.into(),
             duration_ms: 25.0,
             load: 0.3,
             schemes: "nocache,locallearning,gwcache,switchv2p".into(),
@@ -133,8 +137,9 @@ impl Params {
         if !(self.gateway_processing_us >= 0.0) {
             return Err(bad("gateway_processing_us", "expected a non-negative time"));
         }
-        if !matches!(self.topology.as_str(), "ft8_10k" | "ft16_400k") {
-            return Err(bad("topology", format!("expected ft8_10k or ft16_400k, got '{}'", self.topology)));
+        NetworkSpec::by_name(&self.topology).map_err(|m| bad("topology", m))?;
+        if !(self.trace_speedup > 0.0 && self.trace_speedup.is_finite()) {
+            return Err(bad("trace_speedup", format!("expected a positive factor, got {}", self.trace_speedup)));
         }
         if !(self.cache_fraction >= 0.0 && self.cache_fraction.is_finite()) {
             return Err(bad("cache_fraction", format!("expected a non-negative fraction, got {}", self.cache_fraction)));
@@ -153,6 +158,8 @@ impl Params {
             name: self.trace.as_str(),
             file: self.trace_file.as_str(),
             file_transport: self.trace_transport.as_str(),
+            callgraph_speedup: self.trace_speedup,
+            callgraph_rpctypes: self.trace_rpctypes.as_str(),
             servers: net.topo.num_servers(),
             vms_per_server: net.vms_per_server,
             host_bps: (net.topo.host_link_gbps * 1e9) as u64,
@@ -187,10 +194,7 @@ impl Params {
     }
 
     fn net(&self) -> NetworkSpec {
-        let mut n = match self.topology.as_str() {
-            "ft16_400k" => NetworkSpec::ft16_400k(),
-            _ => NetworkSpec::ft8_10k(),
-        };
+        let mut n = NetworkSpec::by_name(&self.topology).unwrap_or_else(|_| NetworkSpec::ft8_10k());
         n.gateways_per_tor = self.gateways_per_tor;
         n
     }
@@ -203,9 +207,15 @@ fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec 
 fn trace_params() -> Vec<ParamSpec> {
     vec![
         p("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts (request/response), microbursts_oneway or video (UDP)"),
-        p("trace_file", "\"\"", "a trace CSV (src_vm,dst_vm,ts_ns,flow_id,size_bytes) instead of a generated one"),
+        p(
+            "trace_file",
+            "\"\"",
+            "a trace CSV instead of a generated one: src_vm,dst_vm,ts_ns,flow_id,size_bytes rows, or an Alibaba microservice call graph (MSCallGraph_*.csv of cluster-trace-microservices-v2021, told by its header), of which the first duration_ms is run",
+        ),
         p("trace_transport", "\"tcp\"", "how trace_file rows travel: tcp (one connection per row) or udp (one 64 B packet per row)"),
-        p("duration_ms", "25.0", "length of the generated trace (the artifact's traces span 25 ms)"),
+        p("trace_speedup", "1.0", "call-graph trace_file only: trace time runs this many times faster than simulated time (1 = real time)"),
+        p("trace_rpctypes", "\"rpc,http\"", "call-graph trace_file only: the rpctypes that become flows (e.g. rpc,http,mc,db,mq; all for every type)"),
+        p("duration_ms", "25.0", "length of the generated trace, or of the prefix of a call-graph trace_file (the artifact's traces span 25 ms)"),
         p("load", "0.3", "offered load as a fraction of total host bandwidth"),
         p("gateways_per_tor", "10", "gateways on each of the 4 gateway ToRs (FT8-10K: 10 → 40 gateways)"),
         p("p_learn", "0.005", "probability that a gateway ToR sends a learning packet for a mapping it learns"),
@@ -422,7 +432,7 @@ pub struct MigrationExp;
 
 impl Experiment for MigrationExp {
     fn info(&self) -> ExperimentInfo {
-        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "duration_ms" | "load" | "tcp_profile" | "congestion_control")).collect();
+        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "trace_speedup" | "trace_rpctypes" | "duration_ms" | "load" | "tcp_profile" | "congestion_control")).collect();
         params.push(p("schemes", "\"nocache,ondemand,switchv2p_noinval,switchv2p_nots,switchv2p\"", "schemes (Table 4's rows)"));
         params.push(p("cache_fraction", "0.09375", "total cache as a fraction of the address space (the artifact: 12 entries per switch × 80 switches / 10,240 VMs)"));
         params.push(p("migrate_vm", "5200", "the VM every sender sends to, and that migrates"));

@@ -56,6 +56,15 @@ impl NetworkSpec {
         }
     }
 
+    /// The network a `topology` parameter names: ft8_10k or ft16_400k.
+    pub fn by_name(name: &str) -> Result<Self, String> {
+        match name {
+            "ft8_10k" => Ok(NetworkSpec::ft8_10k()),
+            "ft16_400k" => Ok(NetworkSpec::ft16_400k()),
+            other => Err(format!("expected ft8_10k or ft16_400k, got '{other}'")),
+        }
+    }
+
     pub fn vm_count(&self) -> u64 {
         self.topo.num_servers() as u64 * self.vms_per_server as u64
     }

@@ -1,8 +1,10 @@
 //! Traffic for experiments, as plain data: flow-size distributions, open-loop flow generators,
 //! key popularity (Zipf, hot-in), generated VM-level traces, and readers/writers for flow lists
-//! other simulators use (htsim's connection matrix) and for trace files. Nothing here knows
+//! other simulators use (htsim's connection matrix), for trace files and for the Alibaba
+//! microservice call-graph trace. Nothing here knows
 //! about the simulator or any system: every system's generators live here.
 
+pub mod alibaba_callgraph;
 pub mod cdf;
 pub mod generate;
 pub mod htsim;

@@ -44,6 +44,16 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<TraceRow>, String> {
     Ok(rows)
 }
 
+/// Rows as CSV, one per line and no header: the artifact's reader (`TraceSimulation::ParseTrace`)
+/// takes every line as data, and [`parse`] reads it back.
+pub fn to_csv(rows: &[TraceRow]) -> String {
+    let mut out = String::with_capacity(rows.len() * 32);
+    for r in rows {
+        out.push_str(&format!("{},{},{},{},{}\n", r.src_vm, r.dst_vm, r.ts_ns, r.flow_id, r.size_bytes));
+    }
+    out
+}
+
 pub fn read_file(path: &Path) -> Result<Vec<TraceRow>, String> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: cannot read: {e}"))?;
@@ -86,6 +96,7 @@ mod tests {
             let want: Vec<TraceRow> = rows.iter()
                 .map(|r| TraceRow { src_vm: r.0, dst_vm: r.1, ts_ns: r.2, flow_id: r.3, size_bytes: r.4 })
                 .collect();
+            proptest::prop_assert_eq!(to_csv(&want), text.clone());
             proptest::prop_assert_eq!(parse(&text, "rt").unwrap(), want);
         }
     }

@@ -1,8 +1,9 @@
 //! Generated VM-level traces (`src_vm,dst_vm,ts_ns,flow_id,size_bytes` rows) for VM-to-VM
 //! address translation experiments (SwitchV2P's): Poisson flows with CDF sizes spread over VMs,
 //! request/response microbursts with a hot destination set, 8K video streams, an Alibaba-like
-//! microservice call trace and an incast. Each generator is seeded and deterministic; bad
-//! parameters are errors that say what was expected.
+//! microservice call trace (the real one is read by [`crate::alibaba_callgraph`]) and an
+//! incast. Each generator is seeded and deterministic; bad parameters are errors that say what
+//! was expected.
 
 use rand::{Rng, SeedableRng};
 
@@ -133,7 +134,9 @@ pub fn video(servers: u32, vms_per_server: u32, senders: u32, duration_ns: u64, 
     Ok(rows)
 }
 
-/// An Alibaba-like microservice call trace (the real trace and its placement are not public):
+/// An Alibaba-like microservice call trace, synthesised because the real one (public:
+/// alibaba/clusterdata, cluster-trace-microservices-v2021, ~25 GiB of call graphs; read by
+/// [`crate::alibaba_callgraph`]) cannot be downloaded where the reproduction runs:
 /// VMs are grouped into services of `containers_per_service` at random places; calls arrive as a
 /// Poisson process at `calls_per_ms`; the caller is a uniformly random VM; the callee service is
 /// one of the hot `hot_service_fraction` (5 %) with probability `hot_call_fraction` (95 %, the
@@ -155,6 +158,25 @@ impl Default for AlibabaSpec {
     }
 }
 
+/// Sizes of microservice calls (the call traces carry none): log-normal with median
+/// `median_bytes` and σ = 1 in ln bytes, clamped to 64 B ..= 1 MiB. The synthetic Alibaba-like
+/// trace and the real call-graph reader both draw from it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallSizes(rand_distr::LogNormal<f64>);
+
+impl CallSizes {
+    pub fn new(median_bytes: f64) -> Result<Self, String> {
+        if !(median_bytes > 0.0 && median_bytes.is_finite()) {
+            return Err(format!("the median call size must be a positive number of bytes, got {median_bytes}"));
+        }
+        rand_distr::LogNormal::new(median_bytes.ln(), 1.0).map(CallSizes).map_err(|e| e.to_string())
+    }
+
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        (rand_distr::Distribution::sample(&self.0, rng) as u64).clamp(64, 1 << 20)
+    }
+}
+
 pub fn alibaba_like(spec: &AlibabaSpec, vms: u32, duration_ns: u64, seed: u64) -> Result<Vec<TraceRow>, String> {
     if spec.containers_per_service == 0 || vms < 2 * spec.containers_per_service {
         return Err("the Alibaba-like trace needs at least two services".into());
@@ -163,7 +185,7 @@ pub fn alibaba_like(spec: &AlibabaSpec, vms: u32, duration_ns: u64, seed: u64) -
     let placement = shuffled_prefix(vms, vms, &mut rng);
     let services = vms / spec.containers_per_service;
     let hot = ((services as f64 * spec.hot_service_fraction).round() as u32).clamp(1, services - 1);
-    let size = rand_distr::LogNormal::new(spec.median_call_bytes.ln(), 1.0).map_err(|e| e.to_string())?;
+    let size = CallSizes::new(spec.median_call_bytes)?;
     let mean_gap_ns = 1e6 / spec.calls_per_ms;
     let mut rows = Vec::new();
     let mut t = 0.0f64;
@@ -178,7 +200,7 @@ pub fn alibaba_like(spec: &AlibabaSpec, vms: u32, duration_ns: u64, seed: u64) -
         while src == dst {
             src = rng.gen_range(0..vms);
         }
-        let bytes = (rand_distr::Distribution::sample(&size, &mut rng) as u64).clamp(64, 1 << 20);
+        let bytes = size.sample(&mut rng);
         rows.push(TraceRow { src_vm: src, dst_vm: dst, ts_ns: t as u64, flow_id: id, size_bytes: bytes });
     }
     Ok(rows)
