@@ -319,6 +319,28 @@ def diff(a, b) -> str:
     return f"{100 * (b - a) / abs(a):+.1f} %"
 
 
+def fig5_paper_rows(rows: list[dict]) -> list[str]:
+    """Fig. 5's own quantities on both sides: hit rate (1 − gateway / sent packets) and the FCT and
+    first-packet-latency improvement over the same side's NoCache."""
+    out = ["| scheme | p | hit rate | FCT × NoCache | FPL × NoCache | gateway packets | hits core / spine / ToR | CPU s |",
+           "|---|---|---|---|---|---|---|---|"]
+    base = {r["trace"]: r for r in rows if r["scheme"] == "nocache"}
+    for r in rows:
+        c, b = r["cells"], base.get(r["trace"])
+        if b is None:
+            continue
+        hit = [1 - c["gateway packets"][i] / c["tenant packets sent"][i] for i in (0, 1)]
+        fct = [b["cells"]["avg FCT (µs)"][i] / c["avg FCT (µs)"][i] for i in (0, 1)]
+        fpl = [b["cells"]["avg FPL (µs)"][i] / c["avg FPL (µs)"][i] for i in (0, 1)]
+        layers = ("—" if r["scheme"] != "switchv2p" else
+                  " / ".join(f"{fmt(c[f'hits {x}'][0])}" for x in LAYERS) + " vs "
+                  + " / ".join(f"{fmt(c[f'hits {x}'][1])}" for x in LAYERS))
+        out.append(f"| {r['scheme']} | {r['p']:g} | {hit[0]:.4f} / {hit[1]:.4f} | {fct[0]:.3f} / {fct[1]:.3f} | "
+                   f"{fpl[0]:.3f} / {fpl[1]:.3f} | {fmt(c['gateway packets'][0])} / {fmt(c['gateway packets'][1])} | "
+                   f"{layers} | {fmt(r['cpu'][0])} / {fmt(r['cpu'][1])} |")
+    return out
+
+
 def cmd_report(a) -> None:
     out = Path(a.out)
     t4 = table4_rows(out)
@@ -336,6 +358,8 @@ def cmd_report(a) -> None:
     f5 = fig5_rows(out)
     for trace in sorted({r["trace"] for r in f5}):
         rows = [r for r in f5 if r["trace"] == trace]
+        print(f"### {trace}: Fig. 5's quantities, artifact / innet\n")
+        print("\n".join(fig5_paper_rows(rows)) + "\n")
         print(f"### {trace}: artifact / innet (difference)\n")
         keys = list(rows[0]["cells"])
         print("| scheme | p | " + " | ".join(keys) + " | wall s | CPU s |")
