@@ -65,13 +65,16 @@ def _summary_frame(rows: list[dict[str, Any]], spec: dict[str, Any]) -> pd.DataF
                 rec[p["y"]] = sum(vals) / len(vals) if vals else None
             out.append(rec)
         return pd.DataFrame(out)
+    configs = spec.get("configs") or [{}]
     for cat in spec.get("x", []):
-        rec: dict[str, Any] = {"_x": str(cat)}
-        for p in spec.get("panels", []):
-            vals = [finite(r.get("m." + p["y"].format(x=cat))) for r in rows]
-            vals = [v for v in vals if v is not None]
-            rec[p["y"]] = sum(vals) / len(vals) if vals else None
-        out.append(rec)
+        for config in configs:  # ``configs``: one series per named parameter set (the entry's)
+            mine = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in config.items() if k != "name")]
+            rec: dict[str, Any] = {"_x": str(cat), "_s": config.get("name", "")}
+            for p in spec.get("panels", []):
+                vals = [finite(r.get("m." + p["y"].format(x=cat))) for r in mine]
+                vals = [v for v in vals if v is not None]
+                rec[p["y"]] = sum(vals) / len(vals) if vals else None
+            out.append(rec)
     return pd.DataFrame(out)
 
 
@@ -106,12 +109,24 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
         if p.get("title"):
             ax.set_title(p["title"], fontsize=8)
         ax.tick_params(labelsize=7)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6, frameon=False)
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle("\n".join(lines), fontsize=9)
-    fig.tight_layout()
+    # One legend for the figure, below the panels: a legend inside an axes covers bars and lines.
+    legend: dict[str, Any] = {}
+    for row in axes:
+        for ax in row:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(lab, h)
+    if legend:
+        ncol = min(len(legend), max(2, int(width * 1.3)))
+        rows_of_legend = math.ceil(len(legend) / ncol)
+        height = fig.get_figheight()
+        fig.set_figheight(height + 0.22 * rows_of_legend + 0.1)
+        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+        fig.tight_layout(rect=(0, (0.22 * rows_of_legend + 0.1) / fig.get_figheight(), 1, 1))
+    else:
+        fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
@@ -124,8 +139,14 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         d = df.dropna(subset=[y])
         if d.empty:
             return False
-        cats = list(d["_x"])
-        ax.bar(range(len(cats)), d[y].astype(float) * scale, color="#4c72b0")
+        cats = list(dict.fromkeys(d["_x"]))
+        names = list(dict.fromkeys(d["_s"])) if "_s" in d.columns else [""]
+        width = 0.8 / len(names)
+        for k, name in enumerate(names):
+            sub = d[d["_s"] == name] if name else d
+            vals = dict(zip(sub["_x"], sub[y].astype(float) * scale))
+            ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats], width,
+                   color=None if name else "#4c72b0", label=name or None)
         ax.set_xticks(range(len(cats)), cats, rotation=30)
         ax.innet_categories = cats
         return True
