@@ -10,7 +10,11 @@ A ``plot`` spec::
              panels = [ { y = "hit_rate", ylabel = "Hit rate (%)", scale = 100 }, ... ] }
 
 ``table = "summary"`` draws from the flattened summary instead: ``x`` is then a list of
-categories (e.g. schemes) and each panel's ``y`` a metric template with ``{x}`` in it. A paper
+categories (e.g. schemes) and each panel's ``y`` a metric template with ``{x}`` in it; a panel
+with ``stack = [ { y = template, label = ... }, ... ]`` draws those parts stacked (each divided by
+the ``per`` template when given: a breakdown relative to one part, as Gigaflow's Fig. 13), and the
+entry's ``configs`` (named parameter sets) become grouped series. ``kind = "heatmap"`` draws a
+table's ``series`` × ``x`` as a colour grid (SwitchV2P's Fig. 8). Legends go below the panels. A paper
 number is placed on a panel when it carries ``at = { panel = Y, x = X }``. ``filter = { col =
 value }`` (on the spec or on a panel) keeps the table rows with that value.
 """
@@ -70,10 +74,21 @@ def _summary_frame(rows: list[dict[str, Any]], spec: dict[str, Any]) -> pd.DataF
         for config in configs:  # ``configs``: one series per named parameter set (the entry's)
             mine = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in config.items() if k != "name")]
             rec: dict[str, Any] = {"_x": str(cat), "_s": config.get("name", "")}
-            for p in spec.get("panels", []):
-                vals = [finite(r.get("m." + p["y"].format(x=cat))) for r in mine]
+
+            def mean(template: str) -> float | None:
+                vals = [finite(r.get("m." + template.format(x=cat))) for r in mine]  # noqa: B023
                 vals = [v for v in vals if v is not None]
-                rec[p["y"]] = sum(vals) / len(vals) if vals else None
+                return sum(vals) / len(vals) if vals else None
+
+            for p in spec.get("panels", []):
+                if p.get("stack"):  # a stacked breakdown: each part (over ``per`` when given)
+                    per = mean(p["per"]) if p.get("per") else 1.0
+                    parts = [mean(part["y"]) for part in p["stack"]]
+                    rec[p["y"]] = None if per in (None, 0) or None in parts else sum(parts) / per
+                    for i, v in enumerate(parts):
+                        rec[f"{p['y']}#{i}"] = None if per in (None, 0) or v is None else v / per
+                    continue
+                rec[p["y"]] = mean(p["y"])
             out.append(rec)
     return pd.DataFrame(out)
 
@@ -140,6 +155,15 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         if d.empty:
             return False
         cats = list(dict.fromkeys(d["_x"]))
+        if p.get("stack"):
+            bottom = [0.0] * len(cats)
+            for i, part in enumerate(p["stack"]):
+                vals = [float(v) * scale for v in d[f"{y}#{i}"]]
+                ax.bar(range(len(cats)), vals, 0.6, bottom=bottom, label=part.get("label", part["y"]))
+                bottom = [b + v for b, v in zip(bottom, vals)]
+            ax.set_xticks(range(len(cats)), cats, rotation=30)
+            ax.innet_categories = cats
+            return True
         names = list(dict.fromkeys(d["_s"])) if "_s" in d.columns else [""]
         width = 0.8 / len(names)
         for k, name in enumerate(names):
@@ -163,6 +187,17 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         return False
     g = d.groupby(keys, sort=False)["_y"].mean().reset_index() if keys else d
     groups = list(g.groupby(series, sort=False)) if series else [("", g)]
+    if spec.get("kind", "line") == "heatmap" and series and x:  # rows: the series; columns: x; colour: y
+        m = g.pivot(index=series, columns=x, values="_y")
+        im = ax.imshow(m.to_numpy(dtype=float), aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(m.columns)), [str(c) for c in m.columns], rotation=30 if len(m.columns) > 4 else 0)
+        ax.set_yticks(range(len(m.index)), [str(i) for i in m.index])
+        for (r, c), v in pd.DataFrame(m.to_numpy(dtype=float)).stack().items():
+            ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=6, color="white" if v < m.to_numpy(dtype=float).max() / 2 else "black")
+        ax.figure.colorbar(im, ax=ax, fraction=0.05)
+        ax.innet_categories = [str(c) for c in m.columns]
+        ax.innet_heatmap = True
+        return True
     if spec.get("kind", "line") == "bar":
         cats = list(dict.fromkeys(g[x].astype(str))) if x else [""]
         width = 0.8 / max(1, len(groups))
@@ -198,6 +233,8 @@ def _no_data(ax) -> None:
 
 
 def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[dict[str, Any]], from_summary: bool) -> None:
+    if getattr(ax, "innet_heatmap", False):
+        return  # a heat map's y axis holds the series: the paper's numbers are in the verdict table
     scale = float(p.get("scale", 1.0))
     kind = spec.get("kind", "line")
     placed_label = set()

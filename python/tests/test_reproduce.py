@@ -705,15 +705,13 @@ def test_table4_is_judged_in_the_artifacts_settings_with_the_default_beside_it(t
     assert "judged artifact: --set ecmp=correlated --set invalidation_spacing=never" in md
 
 
-def test_legends_sit_outside_the_panels():
-    from innet import paperfig
-
-    fig = next(f for f in reproduce.load_papers()["gigaflow"].figures if f.id == "fig8")
-    rows = [_e2e_row("1", {"OFD": 1.2, "PSC": 1.3, "OLS": 0.9, "ANT": 1.1, "OTL": 1.05})]
+def _drawn(fig: reproduce.Figure, rows: list[dict]):
+    """The matplotlib figure and axes paperfig.draw made for ``fig`` from ``rows``."""
     import matplotlib.pyplot as plt
 
-    made = []
-    real = plt.subplots
+    from innet import paperfig
+
+    made, real = [], plt.subplots
 
     def spy(*a, **k):
         f, axes = real(*a, **k)
@@ -722,8 +720,36 @@ def test_legends_sit_outside_the_panels():
 
     plt.subplots = spy
     try:
-        assert paperfig.draw(fig.plot, fig.title, rows, fig.paper_numbers)
+        spec = {**fig.plot, "configs": fig.configs} if fig.configs else fig.plot
+        assert paperfig.draw(spec, fig.title, rows, fig.paper_numbers)
     finally:
         plt.subplots = real
-    f, axes = made[0]
+    return made[0]
+
+
+def test_legends_sit_outside_the_panels():
+    fig = next(f for f in reproduce.load_papers()["gigaflow"].figures if f.id == "fig8")
+    f, axes = _drawn(fig, [_e2e_row("1", {"OFD": 1.2, "PSC": 1.3, "OLS": 0.9, "ANT": 1.1, "OTL": 1.05})])
     assert all(ax.get_legend() is None for row in axes for ax in row) and f.legends
+
+
+def test_figures_in_the_papers_form():
+    figs = {p: {f.id: f for f in x.figures} for p, x in reproduce.load_papers().items()}
+    # Gigaflow Fig. 13: a stacked breakdown, traversal = 100 % with the two Gigaflow parts on it.
+    row = {"param.seed": "1"}
+    for i, pl in enumerate(("OFD", "PSC", "OLS", "ANT", "OTL")):
+        row.update({f"m.pipelines.{pl}.traversal_us_per_miss": 10.0, f"m.pipelines.{pl}.partition_us_per_miss": 1.0 + i,
+                    f"m.pipelines.{pl}.rulegen_us_per_miss": 1.0, f"m.pipelines.{pl}.gigaflow_overhead_pct": 10.0 * (2 + i)})
+    f, axes = _drawn(figs["gigaflow"]["fig13"], [row])
+    bars = axes[0][0].patches
+    assert len(bars) == 15 and abs(bars[0].get_height() - 100) < 1e-9 and abs(bars[5].get_height() - 10) < 1e-9
+    assert abs(bars[5].get_y() - 100) < 1e-9  # partitioning sits on the traversal
+    # SwitchV2P Fig. 8: a heat map of switches × schemes.
+    recs = [{"scheme": s, "pod": 7, "switch": f"tor{i}", "bytes": 1e9 * (i + 1) * (2 if s == "nocache" else 1)}
+            for s in ("nocache", "switchv2p") for i in range(3)]
+    f, axes = _drawn(figs["switchv2p"]["fig8"], [{"param.seed": "1", "tables": {"switches": recs}}])
+    assert axes[0][0].images and axes[0][0].images[0].get_array().shape == (2, 3)
+    # SwitchV2P Table 4: the artifact's settings and our default as two series.
+    art, dflt = _table4_row(), {**_table4_row(), "param.ecmp": "independent", "param.invalidation_spacing": "base_rtt"}
+    f, axes = _drawn(figs["switchv2p"]["table4"], [art, dflt])
+    assert {"artifact", "default", "paper (stated)"} <= {t.get_text() for t in f.legends[0].get_texts()}
