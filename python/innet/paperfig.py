@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from innet import plots  # noqa: E402
+from innet import plot_style, plots  # noqa: E402
 from innet.verdict import finite  # noqa: E402
 
 PANEL_W, PANEL_H, MIN_W = 3.4, 2.7, 4.6
@@ -127,21 +127,7 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle("\n".join(lines), fontsize=9)
-    # One legend for the figure, below the panels: a legend inside an axes covers bars and lines.
-    legend: dict[str, Any] = {}
-    for row in axes:
-        for ax in row:
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                legend.setdefault(lab, h)
-    if legend:
-        ncol = min(len(legend), max(2, int(width * 1.3)))
-        rows_of_legend = math.ceil(len(legend) / ncol)
-        height = fig.get_figheight()
-        fig.set_figheight(height + 0.22 * rows_of_legend + 0.1)
-        fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-        fig.tight_layout(rect=(0, (0.22 * rows_of_legend + 0.1) / fig.get_figheight(), 1, 1))
-    else:
-        fig.tight_layout()
+    plot_style.legend_below(fig, fontsize=7)  # one legend below the panels, never over the data
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
