@@ -32,9 +32,10 @@ Since issue 33 (a scoreboard that cannot flatter):
   1 % of the reference and the number's ``resolution``. Within it the verdict is "not resolved"
   (a "> 1" of 1.0004 is a tie, not "outperforms"). The 95 % interval case above is "not
   resolved" too.
-- With ``direction_ref`` and a relative tolerance, the tolerance applies to the effect, the
-  distance from the reference: ours − ref within ±30 % of paper − ref (a GF/MF ratio of 0.96
-  against the paper's 0.75 is a 4 % cut against a 25 % cut, not a match at ±30 % of 0.75).
+- With ``direction_ref`` (other than 0) and a relative tolerance, a match needs the effect, the
+  distance from the reference, within the tolerance too: ours − ref within ±30 % of paper − ref
+  as well as ours within ±30 % of the paper (a GF/MF ratio of 0.96 against the paper's 0.75 is a
+  4 % cut against a 25 % cut: not a match, though within ±30 % of 0.75). Only ever stricter.
 - The reference must be a value the metric can cross: the loader rejects a ``direction_ref`` or
   a ``bound`` at or outside the metric's range (a non-negative overhead "above 0" cannot fail);
   ranges come from the metric's name (``METRIC_RANGES`` below) or the manifest's
@@ -213,14 +214,18 @@ def judge(number: dict[str, Any], ours: Any, comparable: bool = True,
         within = f"outside ±{bound:g}"
     else:
         t = float(tol)
-        base = 0.0 if ref is None else ref  # with a reference, the tolerance is on the effect (value − ref)
-        effect = paper - base
-        if effect == 0:
-            return Judgement(MATCH if o == paper else MISMATCH, "paper value is at the reference: only it matches (set abs_tolerance)")
-        if abs(o - paper) <= t * abs(effect):
-            return Judgement(MATCH, f"within ±{t:.0%} of the paper" if ref is None else
-                             f"effect {o - base:+.3g} within ±{t:.0%} of the paper's {effect:+.3g} (from {ref:g})")
-        within = f"outside ±{t:.0%}" if ref is None else f"effect {o - base:+.3g} outside ±{t:.0%} of the paper's {effect:+.3g}"
+        if paper == 0:
+            return Judgement(MATCH if o == 0 else MISMATCH, "paper value is 0: only 0 matches (set abs_tolerance)")
+        # With a reference, the effect (distance from it) must be within the tolerance too: a
+        # GF/MF ratio of 0.96 is within ±30 % of the paper's 0.75, but a 4 % cut is not a 25 % one.
+        effect = None if ref is None or ref == 0 else paper - ref
+        value_ok = abs(o - paper) <= t * abs(paper)
+        effect_ok = effect is None or (effect != 0 and abs(o - paper) <= t * abs(effect))
+        if value_ok and effect_ok:
+            return Judgement(MATCH, f"within ±{t:.0%} of the paper" + ("" if effect is None else
+                             f", and its effect {o - ref:+.3g} (from {ref:g}) within ±{t:.0%} of the paper's {effect:+.3g}"))
+        within = (f"outside ±{t:.0%}" if not value_ok else
+                  f"within ±{t:.0%} of the value, but its effect {o - ref:+.3g} (from {ref:g}) is outside ±{t:.0%} of the paper's {effect:+.3g}")
     if unresolved:
         return Judgement(NOT_RESOLVED, f"{within}; within {m:.3g} of {ref:g}: the direction is not resolved")
     if same_side:

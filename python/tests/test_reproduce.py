@@ -96,10 +96,11 @@ def test_manifest_errors_name_the_file_and_entry(tmp_path):
         ({"label": "x", "metric": "m", "value": 10.0}, 13.5, verdict.MISMATCH),  # planted wrong number
         ({"label": "x", "metric": "m", "value": 10.0, "direction_ref": 1}, 25.0, verdict.DIRECTION),
         ({"label": "x", "metric": "m", "value": 10.0, "direction_ref": 1}, 0.5, verdict.MISMATCH),
-        # With a reference the tolerance is on the effect: a 4 % cut is not the paper's 25 %.
+        # With a reference the effect must match too: a 4 % cut is not the paper's 25 %.
         ({"label": "x", "metric": "m", "value": 0.75, "direction_ref": 1}, 0.96, verdict.DIRECTION),
         ({"label": "x", "metric": "m", "value": 0.75, "direction_ref": 1}, 0.8, verdict.MATCH),
         ({"label": "x", "metric": "m", "value": 1.2, "direction_ref": 1}, 0.88, verdict.MISMATCH),  # ±30 % of 1.2 held it
+        ({"label": "x", "metric": "m", "value": 0.25, "direction_ref": 1}, 0.354, verdict.DIRECTION),  # effect ok, value 42 % off
         ({"label": "x", "metric": "m", "value": 1.6, "direction_ref": 1}, 1.005, verdict.NOT_RESOLVED),
         ({"label": "x", "metric": "m", "value": 45000, "configured": True}, 45000, verdict.CONFIGURED),
         ({"label": "x", "metric": "m", "value": 0.0, "abs_tolerance": 0.01}, 0.005, verdict.MATCH),
