@@ -176,9 +176,10 @@ def compare(fig: reproduce.Figure, rows: list[dict[str, Any]], tier: str) -> lis
         per_seed = ours(rows, n["metric"], n.get("agg", "mean"), {**fig.judged_where, **n.get("where", {})})
         o = sum(per_seed.values()) / len(per_seed) if per_seed else None
         ivs = intervals(rows, n["interval"]) if "interval" in n else {}
+        # The mean's comparison must hold by more than the seeds' spread; each seed's by its 1 %.
         spread = max(per_seed.values()) - min(per_seed.values()) if len(per_seed) > 1 else 0.0
         j = verdict.judge(n, o, comparable, next(iter(ivs.values())) if len(per_seed) == 1 and ivs else None, spread)
-        seeds = {s: verdict.judge(n, v, comparable, ivs.get(s), spread) for s, v in per_seed.items()} if comparable else {}
+        seeds = {s: verdict.judge(n, v, comparable, ivs.get(s)) for s, v in per_seed.items()} if comparable else {}
         by_seed = {s: x.verdict for s, x in seeds.items()}
         worst = max([j, *seeds.values()], key=lambda x: verdict.ORDER.index(x.verdict))
         differ = len(set(by_seed.values())) > 1
