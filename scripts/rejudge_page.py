@@ -2,8 +2,9 @@
 """Re-judge a committed docs/REPRODUCED.md under the current manifests and verdict rules, from the
 values the page prints (three significant digits, per seed where it lists them): which verdicts
 move, before a full standard run regenerates the page. An estimate, not a result: rows new to the
-manifest have no value on the old page, and entries whose run parameters changed (SwitchV2P's
-Table 4, now judged in the artifact's settings) need their points re-run.
+manifest have no value on the old page, and entries whose run parameters changed (SwitchV2P's,
+now judged in the authors' artifact's settings, marked (*)) are re-judged on the values the page
+printed for the old settings.
 
     python3 scripts/rejudge_page.py [--page REV:docs/REPRODUCED.md] [--manifests REV]
 
@@ -70,9 +71,7 @@ def main() -> None:
         elif seeds.startswith("DIFFER"):
             vals = {s: num(x) for s, x in re.findall(r"(\d+): [a-z ]+ \(([^)]*)\)", seeds) if num(x) is not None}
         o = num(ours_s)
-        if fig.configs:
-            new_v, why = "(re-run: judged in the entry's first config)", ""
-        elif "interval" in n:  # the page does not print the intervals: an unresolved one moves to its own column
+        if "interval" in n:  # the page does not print the intervals: an unresolved one moves to its own column
             new_v, why = (verdict.NOT_RESOLVED if old == verdict.NOT_COMPARABLE and o is not None else old), "interval"
         else:
             spread = max(vals.values()) - min(vals.values()) if len(vals) > 1 else 0.0
@@ -81,7 +80,10 @@ def main() -> None:
             new_v, why = w.verdict, w.why
         after[new_v] = after.get(new_v, 0) + 1
         if new_v != old:
-            print(f"{paper}/{fid} | {label} | {old} → {new_v} | ours {ours_s}: {why}")
+            star = " (*)" if fig.configs else ""
+            print(f"{paper}/{fid}{star} | {label} | {old} → {new_v} | ours {ours_s}: {why}")
+    print("(*): the entry now runs configs and is judged on the first (the authors' artifact's settings); the page's values are\n"
+          "     from the run it had (our default), so its rows are re-judged on those values: re-run it to judge it properly")
     print("page's verdicts:", before)
     print("re-judged (rows still in the manifest):", after)
 

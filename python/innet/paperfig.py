@@ -42,14 +42,25 @@ CHARS_PER_INCH = 10
 
 
 
-def table_frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
-    """One table from every ok point (with the point's seed as a column), concatenated."""
+def config_of(row: dict[str, Any], configs: list[dict[str, str]]) -> str:
+    """The name of the entry's config (named parameter set) a point was run with ("" if none)."""
+    for c in configs:
+        if all(str(row.get(f"param.{k}")) == str(v) for k, v in c.items() if k != "name"):
+            return c["name"]
+    return ""
+
+
+def table_frame(rows: list[dict[str, Any]], table: str, configs: list[dict[str, str]] | None = None) -> pd.DataFrame:
+    """One table from every ok point (with the point's seed, and its config's name when the entry
+    has ``configs``, as columns), concatenated."""
     parts = []
     for r in rows:
         recs = (r.get("tables") or {}).get(table)
         if recs:
             df = pd.DataFrame(recs)
             df["_seed"] = str(r.get("param.seed", r.get("m.seed", "")))
+            if configs:
+                df["_config"] = config_of(r, configs)
             parts.append(df)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -58,18 +69,19 @@ def _summary_frame(rows: list[dict[str, Any]], spec: dict[str, Any]) -> pd.DataF
     """Rows (x, panel y values) from summary metrics, mean over points. ``x_param`` makes each
     point's value of that parameter a category (e.g. one point per trace)."""
     out = []
+    configs = spec.get("configs") or [{}]
     if spec.get("x_param"):
         key = f"param.{spec['x_param']}"
         cats = list(dict.fromkeys(str(r.get(key)) for r in rows))
         for cat in cats:
-            mine = [r for r in rows if str(r.get(key)) == cat]
-            rec = {"_x": cat}
-            for p in spec.get("panels", []):
-                vals = [v for v in (finite(r.get("m." + p["y"])) for r in mine) if v is not None]
-                rec[p["y"]] = sum(vals) / len(vals) if vals else None
-            out.append(rec)
+            for config in configs:
+                mine = [r for r in rows if str(r.get(key)) == cat and config_of(r, configs if config else []) == config.get("name", "")]
+                rec = {"_x": cat, "_s": config.get("name", "")}
+                for p in spec.get("panels", []):
+                    vals = [v for v in (finite(r.get("m." + p["y"])) for r in mine) if v is not None]
+                    rec[p["y"]] = sum(vals) / len(vals) if vals else None
+                out.append(rec)
         return pd.DataFrame(out)
-    configs = spec.get("configs") or [{}]
     for cat in spec.get("x", []):
         for config in configs:  # ``configs``: one series per named parameter set (the entry's)
             mine = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in config.items() if k != "name")]
@@ -99,7 +111,7 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     if not panels or not rows:
         return None
     from_summary = spec.get("table") == "summary"
-    df = _summary_frame(rows, spec) if from_summary else table_frame(rows, spec.get("table", "points"))
+    df = _summary_frame(rows, spec) if from_summary else table_frame(rows, spec.get("table", "points"), spec.get("configs"))
     if df.empty:
         return None
     plots.style()
@@ -167,6 +179,13 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         df = df[df[col].astype(str) == str(want)]
     if y not in df.columns or (x and x not in df.columns):
         return False
+    if "_config" in df.columns and df["_config"].nunique() > 1:  # the judged config plain, the others named
+        first = spec["configs"][0]["name"]
+        tag = df["_config"].map(lambda c: "" if c == first else f" ({c})")
+        if series:
+            df = df.assign(**{series: df[series].astype(str) + tag})
+        else:
+            series = "_config"
     keys = [c for c in (series, x) if c]
     d = df.assign(_y=df[y].map(finite) * scale).dropna(subset=["_y"])
     if d.empty:

@@ -119,6 +119,11 @@ class Figure:
         """The parameters of the configuration the paper numbers are judged on (none: all points)."""
         return {k: v for k, v in self.configs[0].items() if k != "name"} if self.configs else {}
 
+    def tier_configs(self, tier: str) -> list[dict[str, str]]:
+        """The configs ``tier`` runs: all of them, but only the judged one in the smoke tier (it
+        draws no verdicts: it only exercises the path)."""
+        return self.configs[:1] if tier == "smoke" else self.configs
+
     def seeds(self, tier: str, seeded: bool = True, n: int | None = None) -> list[str | None]:
         """The seeds each point of ``tier`` runs with (None: the experiment's own default).
         ``n`` (``--seeds``) overrides the manifest; an unseeded experiment always runs once."""
@@ -239,6 +244,10 @@ def load_papers() -> dict[str, Paper]:
             src = next((y for y in figures if y.id == x.results_of), None)
             if x.results_of and (src is None or src.experiment != x.experiment or src.results_of):
                 raise ManifestError(f"{where} ({x.id}): results_of must name another entry of this paper with the same experiment")
+            if x.results_of and x.configs:
+                raise ManifestError(f"{where} ({x.id}): configs belong to the entry that runs ({x.results_of})")
+            if src is not None and x.results_of:
+                x.configs = src.configs  # drawn and judged as its source ran
         papers[name] = Paper(name, data["title"], data.get("venue", ""), data.get("docs", f"docs/{name}.md"), figures)
     return papers
 
@@ -351,7 +360,7 @@ def figure_points(fig: Figure, tier: str, seeds: list[str | None] | None = None)
     assert fig.experiment is not None, f"{fig.paper}/{fig.id} has no experiment"
     points = []
     for seed in seeds or [None]:
-        for config in fig.configs or [{}]:
+        for config in fig.tier_configs(tier) or [{}]:
             fixed, grid, quick = fig.tier_params(tier)
             fixed.update({k: v for k, v in config.items() if k != "name"})
             if seed is not None:
@@ -362,7 +371,7 @@ def figure_points(fig: Figure, tier: str, seeds: list[str | None] | None = None)
 
 def n_points(fig: Figure, tier: str) -> int:
     _, grid, _ = fig.tier_params(tier)
-    n = max(1, len(fig.configs))
+    n = max(1, len(fig.tier_configs(tier)))
     for v in grid.values():
         n *= len(v)
     return n
@@ -385,7 +394,7 @@ def command(fig: Figure, tier: str) -> str:
     parts += [f"--set {k}={v}" for k, v in fixed.items()]
     if quick:
         parts.append("--quick")
-    for i, config in enumerate(fig.configs):
+    for i, config in enumerate(fig.tier_configs(tier)):
         sets = " ".join(f"--set {k}={v}" for k, v in config.items() if k != "name")
         parts.append(f"{'; series' if i else '; judged'} {config['name']}: {sets}")
     return " ".join(parts)

@@ -754,3 +754,21 @@ def test_figures_in_the_papers_form():
     art, dflt = _table4_row(), {**_table4_row(), "param.ecmp": "independent", "param.invalidation_spacing": "base_rtt"}
     f, axes = _drawn(figs["switchv2p"]["table4"], [art, dflt])
     assert {"artifact", "default", "paper (stated)"} <= {t.get_text() for t in f.legends[0].get_texts()}
+
+
+def test_switchv2p_runs_the_artifacts_ecmp_and_draws_the_default_beside_it():
+    figs = {f.id: f for f in reproduce.load_papers()["switchv2p"].figures}
+    for fid in ("fig5a", "fig5b", "fig6", "fig7", "fig8", "fig9", "fig10", "table5"):
+        assert figs[fid].judged_where.get("ecmp") == "correlated", fid  # fig8 as its source fig7 ran
+    n = next(x for x in figs["fig5a"].paper_numbers if x["label"] == "SwitchV2P / GwCache FCT improvement at 50 % cache")
+
+    def row(ecmp, ratio):
+        return {"param.seed": "1", "param.ecmp": ecmp, "tables": {"points": [
+            {"scheme": "switchv2p", "cache_fraction": 0.5, "fct_improvement": 2.0 * ratio, "hit_rate": 0.5},
+            {"scheme": "gwcache", "cache_fraction": 0.5, "fct_improvement": 2.0, "hit_rate": 0.4}]}}
+    rows = [row("correlated", 1.3), row("independent", 0.8)]
+    (c,) = report.compare(reproduce.Figure("switchv2p", "x", "x", paper_numbers=[n], configs=figs["fig5a"].configs), rows, "standard")
+    assert c.verdict == verdict.MATCH and abs(c.ours - 1.3) < 1e-9  # the default's 0.8 is drawn, not judged
+    f, axes = _drawn(figs["fig5a"], rows)
+    labels = {t.get_text() for t in f.legends[0].get_texts()}
+    assert {"switchv2p", "gwcache", "switchv2p (default)", "gwcache (default)"} <= labels
