@@ -366,7 +366,8 @@ def _tolerance(n: dict[str, Any]) -> str:
     if "abs_tolerance" in n:
         return f"±{float(n['abs_tolerance']):g}"
     t = f"±{float(n.get('tolerance', verdict.DEFAULT_TOLERANCE)):.0%}"
-    return t if "direction_ref" not in n else f"{t} of the effect (from {float(n['direction_ref']):g})"
+    ref = float(n.get("direction_ref", 0))
+    return t if ref == 0 else f"{t}, and {t} of the effect from {ref:g}"
 
 
 def _docs_link(paper: reproduce.Paper, fig: reproduce.Figure, n: dict[str, Any], md: bool) -> str:
