@@ -208,15 +208,17 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         width = 0.8 / max(1, len(groups))
         for k, (name, sub) in enumerate(groups):
             vals = dict(zip(sub[x].astype(str), sub["_y"])) if x else {"": sub["_y"].mean()}
+            color, other = _style(ax, str(name), spec)
             ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats],
-                   width, label=str(name) or None)
+                   width, label=str(name) or None, color=color, alpha=0.45 if other else 1.0)
         ax.set_xticks(range(len(cats)), cats, rotation=30 if len(cats) > 4 else 0)
         ax.innet_categories = cats
     else:
         xs: set[float] = set()
         for name, sub in groups:
             sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
-            ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
+            color, other = _style(ax, str(name), spec)
+            ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None, color=color, linestyle="--" if other else "-")
             xs |= set(sub["_x"])
         if not spec.get("xscale"):  # at most six labels: long decimals (0.0005 s steps) ran into each other
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
@@ -229,6 +231,18 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
                     ax.xaxis.set_major_locator(FixedLocator(sorted(xs)))
                     ax.xaxis.set_minor_locator(NullLocator())
     return True
+
+
+def _style(ax, name: str, spec: dict[str, Any]) -> tuple[str, bool]:
+    """A series' colour, the same on every panel and for its twin in another of the entry's
+    configs ("switchv2p (default)"), and whether it is such a twin (drawn dashed or faded beside
+    the judged config's)."""
+    base, other = name, False
+    for c in (spec.get("configs") or [])[1:]:
+        if name.endswith(f" ({c['name']})"):
+            base, other = name[: -len(c["name"]) - 3], True
+    colors = ax.figure.__dict__.setdefault("innet_colors", {})
+    return colors.setdefault(base, f"C{len(colors) % 10}"), other
 
 
 def _no_data(ax) -> None:

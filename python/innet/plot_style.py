@@ -58,7 +58,8 @@ def legend_below(fig, fontsize: float = 8) -> None:
     if not legend:
         fig.tight_layout()
         return
-    ncol = min(len(legend), max(2, int(fig.get_figwidth() * 1.2)))
+    longest = max(len(str(lab)) for lab in legend)
+    ncol = min(len(legend), max(1, int(fig.get_figwidth() * 14 / (longest + 6))))  # ~14 characters of 7-8 pt per inch
     extra = 0.25 * math.ceil(len(legend) / ncol) + 0.1
     fig.set_figheight(fig.get_figheight() + extra)
     fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=fontsize, frameon=False)
