@@ -10,7 +10,11 @@ A ``plot`` spec::
              panels = [ { y = "hit_rate", ylabel = "Hit rate (%)", scale = 100 }, ... ] }
 
 ``table = "summary"`` draws from the flattened summary instead: ``x`` is then a list of
-categories (e.g. schemes) and each panel's ``y`` a metric template with ``{x}`` in it. A paper
+categories (e.g. schemes) and each panel's ``y`` a metric template with ``{x}`` in it; a panel
+with ``stack = [ { y = template, label = ... }, ... ]`` draws those parts stacked (each divided by
+the ``per`` template when given: a breakdown relative to one part, as Gigaflow's Fig. 13), and the
+entry's ``configs`` (named parameter sets) become grouped series. ``kind = "heatmap"`` draws a
+table's ``series`` × ``x`` as a colour grid (SwitchV2P's Fig. 8). Legends go below the panels. A paper
 number is placed on a panel when it carries ``at = { panel = Y, x = X }``. ``filter = { col =
 value }`` (on the spec or on a panel) keeps the table rows with that value.
 """
@@ -29,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from innet import plots  # noqa: E402
+from innet import plot_style, plots  # noqa: E402
 from innet.verdict import finite  # noqa: E402
 
 PANEL_W, PANEL_H, MIN_W = 3.4, 2.7, 4.6
@@ -38,14 +42,25 @@ CHARS_PER_INCH = 10
 
 
 
-def table_frame(rows: list[dict[str, Any]], table: str) -> pd.DataFrame:
-    """One table from every ok point (with the point's seed as a column), concatenated."""
+def config_of(row: dict[str, Any], configs: list[dict[str, str]]) -> str:
+    """The name of the entry's config (named parameter set) a point was run with ("" if none)."""
+    for c in configs:
+        if all(str(row.get(f"param.{k}")) == str(v) for k, v in c.items() if k != "name"):
+            return c["name"]
+    return ""
+
+
+def table_frame(rows: list[dict[str, Any]], table: str, configs: list[dict[str, str]] | None = None) -> pd.DataFrame:
+    """One table from every ok point (with the point's seed, and its config's name when the entry
+    has ``configs``, as columns), concatenated."""
     parts = []
     for r in rows:
         recs = (r.get("tables") or {}).get(table)
         if recs:
             df = pd.DataFrame(recs)
             df["_seed"] = str(r.get("param.seed", r.get("m.seed", "")))
+            if configs:
+                df["_config"] = config_of(r, configs)
             parts.append(df)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -54,24 +69,39 @@ def _summary_frame(rows: list[dict[str, Any]], spec: dict[str, Any]) -> pd.DataF
     """Rows (x, panel y values) from summary metrics, mean over points. ``x_param`` makes each
     point's value of that parameter a category (e.g. one point per trace)."""
     out = []
+    configs = spec.get("configs") or [{}]
     if spec.get("x_param"):
         key = f"param.{spec['x_param']}"
         cats = list(dict.fromkeys(str(r.get(key)) for r in rows))
         for cat in cats:
-            mine = [r for r in rows if str(r.get(key)) == cat]
-            rec = {"_x": cat}
-            for p in spec.get("panels", []):
-                vals = [v for v in (finite(r.get("m." + p["y"])) for r in mine) if v is not None]
-                rec[p["y"]] = sum(vals) / len(vals) if vals else None
-            out.append(rec)
+            for config in configs:
+                mine = [r for r in rows if str(r.get(key)) == cat and config_of(r, configs if config else []) == config.get("name", "")]
+                rec = {"_x": cat, "_s": config.get("name", "")}
+                for p in spec.get("panels", []):
+                    vals = [v for v in (finite(r.get("m." + p["y"])) for r in mine) if v is not None]
+                    rec[p["y"]] = sum(vals) / len(vals) if vals else None
+                out.append(rec)
         return pd.DataFrame(out)
     for cat in spec.get("x", []):
-        rec: dict[str, Any] = {"_x": str(cat)}
-        for p in spec.get("panels", []):
-            vals = [finite(r.get("m." + p["y"].format(x=cat))) for r in rows]
-            vals = [v for v in vals if v is not None]
-            rec[p["y"]] = sum(vals) / len(vals) if vals else None
-        out.append(rec)
+        for config in configs:  # ``configs``: one series per named parameter set (the entry's)
+            mine = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in config.items() if k != "name")]
+            rec: dict[str, Any] = {"_x": str(cat), "_s": config.get("name", "")}
+
+            def mean(template: str) -> float | None:
+                vals = [finite(r.get("m." + template.format(x=cat))) for r in mine]  # noqa: B023
+                vals = [v for v in vals if v is not None]
+                return sum(vals) / len(vals) if vals else None
+
+            for p in spec.get("panels", []):
+                if p.get("stack"):  # a stacked breakdown: each part (over ``per`` when given)
+                    per = mean(p["per"]) if p.get("per") else 1.0
+                    parts = [mean(part["y"]) for part in p["stack"]]
+                    rec[p["y"]] = None if per in (None, 0) or None in parts else sum(parts) / per
+                    for i, v in enumerate(parts):
+                        rec[f"{p['y']}#{i}"] = None if per in (None, 0) or v is None else v / per
+                    continue
+                rec[p["y"]] = mean(p["y"])
+            out.append(rec)
     return pd.DataFrame(out)
 
 
@@ -81,7 +111,7 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     if not panels or not rows:
         return None
     from_summary = spec.get("table") == "summary"
-    df = _summary_frame(rows, spec) if from_summary else table_frame(rows, spec.get("table", "points"))
+    df = _summary_frame(rows, spec) if from_summary else table_frame(rows, spec.get("table", "points"), spec.get("configs"))
     if df.empty:
         return None
     plots.style()
@@ -106,12 +136,10 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
         if p.get("title"):
             ax.set_title(p["title"], fontsize=8)
         ax.tick_params(labelsize=7)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=6, frameon=False)
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle("\n".join(lines), fontsize=9)
-    fig.tight_layout()
+    plot_style.legend_below(fig, fontsize=7)  # one legend below the panels, never over the data
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)
@@ -124,8 +152,23 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         d = df.dropna(subset=[y])
         if d.empty:
             return False
-        cats = list(d["_x"])
-        ax.bar(range(len(cats)), d[y].astype(float) * scale, color="#4c72b0")
+        cats = list(dict.fromkeys(d["_x"]))
+        if p.get("stack"):
+            bottom = [0.0] * len(cats)
+            for i, part in enumerate(p["stack"]):
+                vals = [float(v) * scale for v in d[f"{y}#{i}"]]
+                ax.bar(range(len(cats)), vals, 0.6, bottom=bottom, label=part.get("label", part["y"]))
+                bottom = [b + v for b, v in zip(bottom, vals)]
+            ax.set_xticks(range(len(cats)), cats, rotation=30)
+            ax.innet_categories = cats
+            return True
+        names = list(dict.fromkeys(d["_s"])) if "_s" in d.columns else [""]
+        width = 0.8 / len(names)
+        for k, name in enumerate(names):
+            sub = d[d["_s"] == name] if name else d
+            vals = dict(zip(sub["_x"], sub[y].astype(float) * scale))
+            ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats], width,
+                   color=None if name else "#4c72b0", label=name or None)
         ax.set_xticks(range(len(cats)), cats, rotation=30)
         ax.innet_categories = cats
         return True
@@ -136,26 +179,46 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
         df = df[df[col].astype(str) == str(want)]
     if y not in df.columns or (x and x not in df.columns):
         return False
+    if "_config" in df.columns and df["_config"].nunique() > 1:  # the judged config plain, the others named
+        first = spec["configs"][0]["name"]
+        tag = df["_config"].map(lambda c: "" if c == first else f" ({c})")
+        if series:
+            df = df.assign(**{series: df[series].astype(str) + tag})
+        else:
+            series = "_config"
     keys = [c for c in (series, x) if c]
     d = df.assign(_y=df[y].map(finite) * scale).dropna(subset=["_y"])
     if d.empty:
         return False
     g = d.groupby(keys, sort=False)["_y"].mean().reset_index() if keys else d
     groups = list(g.groupby(series, sort=False)) if series else [("", g)]
+    if spec.get("kind", "line") == "heatmap" and series and x:  # rows: the series; columns: x; colour: y
+        m = g.pivot(index=series, columns=x, values="_y")
+        im = ax.imshow(m.to_numpy(dtype=float), aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(m.columns)), [str(c) for c in m.columns], rotation=30 if len(m.columns) > 4 else 0)
+        ax.set_yticks(range(len(m.index)), [str(i) for i in m.index])
+        for (r, c), v in pd.DataFrame(m.to_numpy(dtype=float)).stack().items():
+            ax.text(c, r, f"{v:.3g}", ha="center", va="center", fontsize=6, color="white" if v < m.to_numpy(dtype=float).max() / 2 else "black")
+        ax.figure.colorbar(im, ax=ax, fraction=0.05)
+        ax.innet_categories = [str(c) for c in m.columns]
+        ax.innet_heatmap = True
+        return True
     if spec.get("kind", "line") == "bar":
         cats = list(dict.fromkeys(g[x].astype(str))) if x else [""]
         width = 0.8 / max(1, len(groups))
         for k, (name, sub) in enumerate(groups):
             vals = dict(zip(sub[x].astype(str), sub["_y"])) if x else {"": sub["_y"].mean()}
+            color, other = _style(ax, str(name), spec)
             ax.bar([c + k * width - 0.4 + width / 2 for c in range(len(cats))], [vals.get(c, float("nan")) for c in cats],
-                   width, label=str(name) or None)
+                   width, label=str(name) or None, color=color, alpha=0.45 if other else 1.0)
         ax.set_xticks(range(len(cats)), cats, rotation=30 if len(cats) > 4 else 0)
         ax.innet_categories = cats
     else:
         xs: set[float] = set()
         for name, sub in groups:
             sub = sub.assign(_x=sub[x].map(finite) * float(spec.get("x_scale", 1.0))).dropna(subset=["_x"]).sort_values("_x")
-            ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None)
+            color, other = _style(ax, str(name), spec)
+            ax.plot(sub["_x"], sub["_y"], marker="o", ms=3, label=str(name) or None, color=color, linestyle="--" if other else "-")
             xs |= set(sub["_x"])
         if not spec.get("xscale"):  # at most six labels: long decimals (0.0005 s steps) ran into each other
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
@@ -170,6 +233,18 @@ def _panel(ax, df: pd.DataFrame, spec: dict[str, Any], p: dict[str, Any], from_s
     return True
 
 
+def _style(ax, name: str, spec: dict[str, Any]) -> tuple[str, bool]:
+    """A series' colour, the same on every panel and for its twin in another of the entry's
+    configs ("switchv2p (default)"), and whether it is such a twin (drawn dashed or faded beside
+    the judged config's)."""
+    base, other = name, False
+    for c in (spec.get("configs") or [])[1:]:
+        if name.endswith(f" ({c['name']})"):
+            base, other = name[: -len(c["name"]) - 3], True
+    colors = ax.figure.__dict__.setdefault("innet_colors", {})
+    return colors.setdefault(base, f"C{len(colors) % 10}"), other
+
+
 def _no_data(ax) -> None:
     ax.text(0.5, 0.5, "no data in this run", ha="center", va="center", fontsize=8, color="#777", transform=ax.transAxes)
     ax.set_xticks([])
@@ -177,6 +252,8 @@ def _no_data(ax) -> None:
 
 
 def _paper_markers(ax, spec: dict[str, Any], p: dict[str, Any], numbers: list[dict[str, Any]], from_summary: bool) -> None:
+    if getattr(ax, "innet_heatmap", False):
+        return  # a heat map's y axis holds the series: the paper's numbers are in the verdict table
     scale = float(p.get("scale", 1.0))
     kind = spec.get("kind", "line")
     placed_label = set()

@@ -42,8 +42,32 @@ def style() -> None:
     )
 
 
+def legend_below(fig, fontsize: float = 8) -> None:
+    """One legend for the whole figure, below its panels, in place of the axes' own legends (a
+    legend inside an axes covers bars and lines: Gigaflow's Fig. 8, OrbitCache's Fig. 8); then
+    lay the figure out."""
+    import math
+
+    legend: dict = {}
+    for ax in fig.axes:
+        shown = ax.get_legend()
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(lab, h)
+        if shown is not None:
+            shown.remove()
+    if not legend:
+        fig.tight_layout()
+        return
+    longest = max(len(str(lab)) for lab in legend)
+    ncol = min(len(legend), max(1, int(fig.get_figwidth() * 14 / (longest + 6))))  # ~14 characters of 7-8 pt per inch
+    extra = 0.25 * math.ceil(len(legend) / ncol) + 0.1
+    fig.set_figheight(fig.get_figheight() + extra)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+    fig.tight_layout(rect=(0, extra / fig.get_figheight(), 1, 1))
+
+
 def save(fig, path: Path) -> Path:
-    fig.tight_layout()
+    legend_below(fig)
     fig.savefig(path)
     plt.close(fig)
     return path

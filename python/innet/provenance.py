@@ -26,7 +26,7 @@ UNKNOWN = "unknown"
 # points without changing the ones that ran.
 _RUN_KEYS = (
     "experiment", "fixed", "grid", "quick_fixed", "quick_grid", "standard_fixed", "standard_grid",
-    "full_fixed", "full_grid", "results_of", "smoke", "resources", "exclusive",
+    "full_fixed", "full_grid", "results_of", "smoke", "resources", "exclusive", "configs",
 )
 # Paths (prefixes) whose changes cannot change a stored result.
 PRESENTATION = (

@@ -39,7 +39,8 @@ th { background: #f0f0f0; } .match { color: #070; } .direction { color: #850; } 
 .nc { color: #777; } .stale { color: #b00; font-weight: bold; } .unavail { color: #555; font-style: italic; }
 .prov { font-size: 0.8em; color: #555; } img { max-width: 100%; } code { background: #f6f6f6; overflow-wrap: anywhere; }
 """
-_CLASS = {verdict.MATCH: "match", verdict.DIRECTION: "direction", verdict.MISMATCH: "mismatch", verdict.NOT_COMPARABLE: "nc"}
+_CLASS = {verdict.MATCH: "match", verdict.DIRECTION: "direction", verdict.CONFIGURED: "nc", verdict.MISMATCH: "mismatch",
+          verdict.NOT_RESOLVED: "direction", verdict.NOT_COMPARABLE: "nc"}
 _SELECT = re.compile(r"^(?P<table>[A-Za-z_][\w]*)\[(?P<where>[^\]]*)\]\.(?P<col>.+)$")
 
 
@@ -131,9 +132,14 @@ def _agg(v: list[float], agg: str) -> float:
 
 def ours(rows: list[dict[str, Any]], metric: str, agg: str = "mean", where: dict[str, Any] | None = None) -> dict[str, float]:
     """Per seed, the metric aggregated over that seed's points (those whose parameters match
-    ``where``). ``A / B`` is the ratio of two metrics and ``A + B + ...`` their sum, each
-    metric aggregated first."""
+    ``where``). ``A / B`` is the ratio of two metrics, ``A + B + ...`` their sum and ``X - Y``
+    the difference of two such expressions (``A / B - C / D``: `` - `` binds loosest, then
+    `` / ``, then `` + ``), each metric aggregated first."""
     rows = [r for r in rows if all(str(r.get(f"param.{k}")) == str(v) for k, v in (where or {}).items())]
+    if " - " in metric:
+        first, second = metric.split(" - ", 1)
+        a, b = ours(rows, first.strip(), agg), ours(rows, second.strip(), agg)
+        return {s: a[s] - b[s] for s in a if s in b}
     if " / " in metric:
         num, den = metric.split(" / ", 1)
         a, b = ours(rows, num.strip(), agg), ours(rows, den.strip(), agg)
@@ -167,10 +173,12 @@ def compare(fig: reproduce.Figure, rows: list[dict[str, Any]], tier: str) -> lis
     out = []
     comparable = tier != "smoke"
     for n in fig.paper_numbers:
-        per_seed = ours(rows, n["metric"], n.get("agg", "mean"), n.get("where"))
+        per_seed = ours(rows, n["metric"], n.get("agg", "mean"), {**fig.judged_where, **n.get("where", {})})
         o = sum(per_seed.values()) / len(per_seed) if per_seed else None
         ivs = intervals(rows, n["interval"]) if "interval" in n else {}
-        j = verdict.judge(n, o, comparable, next(iter(ivs.values())) if len(per_seed) == 1 and ivs else None)
+        # The mean's comparison must hold by more than the seeds' spread; each seed's by its 1 %.
+        spread = max(per_seed.values()) - min(per_seed.values()) if len(per_seed) > 1 else 0.0
+        j = verdict.judge(n, o, comparable, next(iter(ivs.values())) if len(per_seed) == 1 and ivs else None, spread)
         seeds = {s: verdict.judge(n, v, comparable, ivs.get(s)) for s, v in per_seed.items()} if comparable else {}
         by_seed = {s: x.verdict for s, x in seeds.items()}
         worst = max([j, *seeds.values()], key=lambda x: verdict.ORDER.index(x.verdict))
@@ -274,6 +282,20 @@ def scoreboard(collected: dict[str, list[Entry]]) -> dict[str, dict[str, int]]:
 SEEDS_DIFFER = "seeds differ"
 
 
+def match_kinds(collected: dict[str, list[Entry]]) -> str:
+    """One sentence: how many of the matches are on values the paper states (within a
+    tolerance) and how many on bounds (the paper states only a side), and what the other new
+    columns mean."""
+    every = [c for es in collected.values() for e in es for c in e.compared]
+    matches = [c for c in every if c.verdict == verdict.MATCH]
+    bounds = sum(1 for c in matches if "bound" in c.number)
+    return (f"Of the {len(matches)} matches, {len(matches) - bounds} are on values the paper states (within the row's "
+            f"tolerance) and {bounds} on bounds (the paper states only a side: \"> 1\", \"≤ 200\"). \"configured\" rows "
+            f"({sum(1 for c in every if c.verdict == verdict.CONFIGURED)}) are numbers we set rather than measure, shown but "
+            f"never counted as matches; \"not resolved\" rows ({sum(1 for c in every if c.verdict == verdict.NOT_RESOLVED)}) "
+            "hold their comparison by less than the seeds' spread or 1 % (docs/cli.md).")
+
+
 def seed_board(collected: dict[str, list[Entry]]) -> dict[str, str]:
     """Per paper and overall: "k of n" entries run on two or more seeds whose seeds differ."""
     out, every = {}, []
@@ -335,13 +357,17 @@ def _paper_value(n: dict[str, Any]) -> str:
 
 
 def _tolerance(n: dict[str, Any]) -> str:
+    if n.get("configured"):
+        return "configured by us: not judged"
     if "bound" in n:
         return "bound (only the side is stated)"
     if n.get("tolerance") == "direction":
         return f"direction (vs {n['direction_ref']:g})"
     if "abs_tolerance" in n:
         return f"±{float(n['abs_tolerance']):g}"
-    return f"±{float(n.get('tolerance', verdict.DEFAULT_TOLERANCE)):.0%}"
+    t = f"±{float(n.get('tolerance', verdict.DEFAULT_TOLERANCE)):.0%}"
+    ref = float(n.get("direction_ref", 0))
+    return t if ref == 0 else f"{t}, and {t} of the effect from {ref:g}"
 
 
 def _docs_link(paper: reproduce.Paper, fig: reproduce.Figure, n: dict[str, Any], md: bool) -> str:
@@ -440,6 +466,10 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
         md.append(f"| {label} | " + " | ".join(str(counts[v]) for v in verdict.ORDER) + ("" if tier == "smoke" else f" | {seeds[name]}") + " |")
     h.append("</table>")
     md.append("")
+    if tier != "smoke":
+        kinds = match_kinds(collected)
+        h.append(f"<p>{html.escape(kinds)}</p>")
+        md += [kinds, ""]
     multi = [c for es in collected.values() for e in es for c in e.compared if c.seeds_agree is not None]
     line = (f"Seeds: an entry's seeds differ when a paper number gets different verdicts on different seeds, or a plotted "
             f"value differs between seeds by more than ±{seed_agreement.SPREAD_LIMIT:.0%}; a verdict whose seeds differ is the worst "
@@ -463,7 +493,8 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
             cls = "unavail" if fig.unavailable or e.status.startswith("no experiment") else ""
             h.append(f"<p class='{cls}'>Status: {html.escape(e.status)}</p>")
             md += [f"Status: {e.status}", ""]
-            png = paperfig.draw(fig.plot, fig.title, e.rows, fig.paper_numbers) if fig.plot and e.rows else None
+            spec = {**fig.plot, "configs": fig.configs} if fig.configs else fig.plot
+            png = paperfig.draw(spec, fig.title, e.rows, fig.paper_numbers) if fig.plot and e.rows else None
             if png:
                 h.append(f"<img alt='{html.escape(fig.title)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>")
                 if fig_dir:

@@ -40,10 +40,34 @@ _FIGURE_KEYS = {
     "id", "title", "kind", "section", "panels", "experiment", "unavailable", "docs", "fixed", "grid",
     "quick_fixed", "quick_grid", "standard_fixed", "standard_grid", "full_fixed", "full_grid", "cost_s",
     "x", "log_x", "series", "plot", "paper", "resources", "results_of", "exclusive", "smoke",
-    "standard_seeds", "seeds_note",
+    "standard_seeds", "seeds_note", "configs",
 }
 STANDARD_SEEDS = 2
-_PAPER_KEYS = {"paper", "title", "venue", "docs", "figure"}
+_PAPER_KEYS = {"paper", "title", "venue", "docs", "figure", "metric_ranges"}
+
+# Outputs of an experiment that are a function of its parameters alone — constants of ours, not
+# measurements: a paper number on one of them must be marked ``configured = true``
+# (python/tests/test_reproduce.py runs each formula against the experiment).
+OUR_CONSTANTS: dict[str, dict[str, tuple[str, Any]]] = {
+    "switchvm.resources": {
+        "stages": ("4 + 2 × eus (permissions, prolog, epilog, steering, two per EU)", lambda p: 4 + 2 * p["eus"]),
+        "direct_mappings_per_eu": ("direct_per_eu", lambda p: p["direct_per_eu"]),
+        "segment_mappings_per_eu": ("segments_per_lane × lanes", lambda p: p["segments_per_lane"] * p["lanes"]),
+        "memory_cells_per_eu": ("mem_entries × lanes", lambda p: p["mem_entries"] * p["lanes"]),
+        "steering_rules": ("steering_entries", lambda p: p["steering_entries"]),
+        "eus": ("eus", lambda p: p["eus"]),
+    },
+    "switchv2p.migration": {
+        "schemes.nocache.gateway_packets_fraction": ("1: NoCache resolves every packet at a gateway", lambda p: 1.0),
+        "schemes.ondemand.gateway_packets_fraction": ("0: the run pre-installs the migrating VM's mapping in OnDemand's hosts",
+                                                      lambda p: 0.0),
+        "schemes.nocache.invalidation_packets": ("0: NoCache sends no invalidations", lambda p: 0.0),
+        "schemes.ondemand.invalidation_packets": ("0: OnDemand sends no invalidations", lambda p: 0.0),
+        "schemes.switchv2p_noinval.invalidation_packets": ("0: the variant without invalidations", lambda p: 0.0),
+    },
+}
+# Parameter values too common to say anything when a paper's number equals them.
+_TRIVIAL_VALUES = (0.0, 1.0)
 
 
 class ManifestError(ValueError):
@@ -86,6 +110,19 @@ class Figure:
     # Seeds of the standard tier (default STANDARD_SEEDS); fewer needs ``seeds_note`` (why).
     standard_seeds: int = STANDARD_SEEDS
     seeds_note: str = ""
+    # Named parameter sets each run as its own series (e.g. the authors' artifact's settings and
+    # our realistic default); the first is the one the paper numbers are judged on.
+    configs: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def judged_where(self) -> dict[str, str]:
+        """The parameters of the configuration the paper numbers are judged on (none: all points)."""
+        return {k: v for k, v in self.configs[0].items() if k != "name"} if self.configs else {}
+
+    def tier_configs(self, tier: str) -> list[dict[str, str]]:
+        """The configs ``tier`` runs: all of them, but only the judged one in the smoke tier (it
+        draws no verdicts: it only exercises the path)."""
+        return self.configs[:1] if tier == "smoke" else self.configs
 
     def seeds(self, tier: str, seeded: bool = True, n: int | None = None) -> list[str | None]:
         """The seeds each point of ``tier`` runs with (None: the experiment's own default).
@@ -134,7 +171,7 @@ def _grid(d: dict[str, Any]) -> dict[str, list[str]]:
     return {k: [str(x) for x in v] for k, v in d.items()}
 
 
-def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
+def _figure(name: str, fig: dict[str, Any], where: str, ranges: dict[str, tuple[float, float]] | None = None) -> Figure:
     unknown = set(fig) - _FIGURE_KEYS
     if unknown:
         raise ManifestError(f"{where}: unknown key(s) {sorted(unknown)}")
@@ -155,10 +192,15 @@ def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
     cost = {k: float(v) for k, v in fig.get("cost_s", {}).items()}
     if "experiment" in fig and "results_of" not in fig and set(cost) != set(TIERS):
         raise ManifestError(f"{where}: cost_s needs seconds per point for each tier {TIERS}, got {sorted(cost)}")
+    configs = [_strs(c) for c in fig.get("configs", [])]
+    if configs and (len(configs) < 2 or any("name" not in c or len(c) < 2 for c in configs)
+                    or len({c["name"] for c in configs}) != len(configs)):
+        raise ManifestError(f"{where}: configs needs two or more distinct {{ name = ..., parameter = value, ... }} tables "
+                            "(the first is judged, e.g. the authors' artifact's settings; the others are drawn beside it)")
     numbers = list(fig.get("paper", []))
     for i, n in enumerate(numbers):
         try:
-            verdict.check_spec(n, f"{where} paper[{i}]")
+            verdict.check_spec(n, f"{where} paper[{i}]", ranges)
         except ValueError as e:
             raise ManifestError(str(e)) from None
     return Figure(
@@ -171,7 +213,7 @@ def _figure(name: str, fig: dict[str, Any], where: str) -> Figure:
         cost_s=cost, x=fig.get("x"), log_x=bool(fig.get("log_x", False)), series=list(fig.get("series", [])),
         plot=dict(fig.get("plot", {})), paper_numbers=numbers, resources=dict(fig.get("resources", {})),
         results_of=fig.get("results_of"), exclusive=fig.get("exclusive"), smoke=bool(fig.get("smoke", True)),
-        standard_seeds=seeds, seeds_note=str(fig.get("seeds_note", "")),
+        standard_seeds=seeds, seeds_note=str(fig.get("seeds_note", "")), configs=configs,
     )
 
 
@@ -189,7 +231,11 @@ def load_papers() -> dict[str, Paper]:
         if unknown:
             raise ManifestError(f"{where}: unknown top-level key(s) {sorted(unknown)}")
         name = data["paper"]
-        figures = [_figure(name, fig, f"{where} figure #{i + 1}") for i, fig in enumerate(data.get("figure", []))]
+        ranges = _ranges(data.get("metric_ranges", {}), where)
+        figures = [_figure(name, fig, f"{where} figure #{i + 1}", ranges) for i, fig in enumerate(data.get("figure", []))]
+        registry = _registry()
+        for i, x in enumerate(figures):
+            check_configured(x, registry, f"{where} figure #{i + 1} ({x.id})")
         ids = [x.id for x in figures]
         dup = {i for i in ids if ids.count(i) > 1}
         if dup:
@@ -198,8 +244,100 @@ def load_papers() -> dict[str, Paper]:
             src = next((y for y in figures if y.id == x.results_of), None)
             if x.results_of and (src is None or src.experiment != x.experiment or src.results_of):
                 raise ManifestError(f"{where} ({x.id}): results_of must name another entry of this paper with the same experiment")
+            if x.results_of and x.configs:
+                raise ManifestError(f"{where} ({x.id}): configs belong to the entry that runs ({x.results_of})")
+            if src is not None and x.results_of:
+                x.configs = src.configs  # drawn and judged as its source ran
         papers[name] = Paper(name, data["title"], data.get("venue", ""), data.get("docs", f"docs/{name}.md"), figures)
     return papers
+
+
+def _ranges(d: dict[str, Any], where: str) -> dict[str, tuple[float, float]]:
+    out = {}
+    for k, v in d.items():
+        if not (isinstance(v, list) and len(v) == 2 and all(verdict.finite(x) is not None or x in (float("inf"), float("-inf")) for x in v)
+                and float(v[0]) < float(v[1])):
+            raise ManifestError(f"{where}: metric_ranges.{k} must be [low, high] with low < high (inf allowed), got {v!r}")
+        out[k] = (float(v[0]), float(v[1]))
+    return out
+
+
+_REGISTRY: dict[str, dict[str, str]] | None = None
+
+
+def _registry() -> dict[str, dict[str, str]]:
+    """{experiment: {parameter: default}} of the registered experiments (cached)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        from innet import api
+
+        _REGISTRY = {e["name"]: {p["name"]: str(p.get("default", "")) for p in e["params"]} for e in api.list_experiments()}
+    return _REGISTRY
+
+
+def run_parameters(fig: Figure, registry: dict[str, dict[str, str]]) -> dict[str, list[float]]:
+    """Every numeric value a parameter of ``fig``'s judged runs takes (standard and full tiers: the
+    experiment's defaults, the manifest's fixed and grid values, a resource entry's settings)."""
+    params: dict[str, set[str]] = {}
+    for k, v in registry.get(fig.experiment or "", {}).items():
+        params.setdefault(k, set()).add(v)
+    for d in (fig.resources, fig.fixed, fig.standard_fixed, fig.full_fixed):  # the smoke tier is never judged
+        for k, v in d.items():
+            params.setdefault(k, set()).add(str(v))
+    for d in (fig.grid, fig.standard_grid, fig.full_grid):
+        for k, vs in d.items():
+            params.setdefault(k, set()).update(vs)
+    out: dict[str, list[float]] = {}
+    for k, vs in params.items():
+        for v in vs:
+            for x in v.strip('"').replace(";", ",").split(","):
+                f = verdict.finite(x.strip())
+                if f is not None:
+                    out.setdefault(k, []).append(f)
+    return out
+
+
+def _metric_parts(metric: str) -> list[str]:
+    return [m.strip() for m in metric.replace(" - ", " / ").replace(" + ", " / ").split(" / ")]
+
+
+def configured_reasons(fig: Figure, number: dict[str, Any], registry: dict[str, dict[str, str]]) -> list[str]:
+    """Why ``number`` of ``fig`` is a value we set rather than measure: its metric is a constant
+    of ours (OUR_CONSTANTS), names a parameter of the run, or its value equals a value a
+    parameter of the run takes (0 and 1 aside; the seed never counts). Empty: nothing says so."""
+    why = []
+    params = run_parameters(fig, registry)
+    constants = OUR_CONSTANTS.get(fig.experiment or "", {})
+    for part in _metric_parts(str(number["metric"])):
+        leaf = part.rsplit("].", 1)[-1].rsplit(".", 1)[-1]
+        for key, (formula, _) in constants.items():
+            if part == key or part.endswith("." + key):
+                why.append(f"{part} is a constant of ours ({formula})")
+        if leaf in params and leaf != "seed":
+            why.append(f"{part} is the run's parameter {leaf}")
+    value = float(number["value"])
+    if value not in _TRIVIAL_VALUES:
+        same = sorted(k for k, vs in params.items() if k != "seed" and value in vs)
+        if same:
+            why.append(f"the paper's {value:g} is the value of our parameter {', '.join(same)}")
+    return why
+
+
+def check_configured(fig: Figure, registry: dict[str, dict[str, str]], where: str) -> None:
+    """A paper number is judged only on what we measure: one whose metric or value is ours by
+    configuration must say ``configured = true`` (or, for a value that merely equals a parameter
+    value, say in ``measured`` why it is measured); ``configured = true`` needs such a reason."""
+    for i, n in enumerate(fig.paper_numbers):
+        why = configured_reasons(fig, n, registry)
+        if n.get("configured"):
+            if not why:
+                raise ManifestError(f"{where} paper[{i}] ({n['label']}): configured = true, but its metric is no constant or "
+                                    "parameter of ours and its value no parameter value: judge it")
+            continue
+        hard = [w for w in why if not w.startswith("the paper's ")]
+        if hard or (why and not n.get("measured")):
+            raise ManifestError(f"{where} paper[{i}] ({n['label']}): {'; '.join(why)}: a number we set cannot match the paper; "
+                                "mark it configured = true" + ("" if hard else " (or say in measured why it is measured)"))
 
 
 def available_experiments() -> set[str]:
@@ -222,16 +360,18 @@ def figure_points(fig: Figure, tier: str, seeds: list[str | None] | None = None)
     assert fig.experiment is not None, f"{fig.paper}/{fig.id} has no experiment"
     points = []
     for seed in seeds or [None]:
-        fixed, grid, quick = fig.tier_params(tier)
-        if seed is not None:
-            fixed["seed"] = seed
-        points += sweep.expand(fig.experiment, grid, fixed=fixed, quick=quick)
+        for config in fig.tier_configs(tier) or [{}]:
+            fixed, grid, quick = fig.tier_params(tier)
+            fixed.update({k: v for k, v in config.items() if k != "name"})
+            if seed is not None:
+                fixed["seed"] = seed
+            points += sweep.expand(fig.experiment, grid, fixed=fixed, quick=quick)
     return points
 
 
 def n_points(fig: Figure, tier: str) -> int:
     _, grid, _ = fig.tier_params(tier)
-    n = 1
+    n = max(1, len(fig.tier_configs(tier)))
     for v in grid.values():
         n *= len(v)
     return n
@@ -254,4 +394,7 @@ def command(fig: Figure, tier: str) -> str:
     parts += [f"--set {k}={v}" for k, v in fixed.items()]
     if quick:
         parts.append("--quick")
+    for i, config in enumerate(fig.tier_configs(tier)):
+        sets = " ".join(f"--set {k}={v}" for k, v in config.items() if k != "name")
+        parts.append(f"{'; series' if i else '; judged'} {config['name']}: {sets}")
     return " ".join(parts)

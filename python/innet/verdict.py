@@ -18,6 +18,28 @@ comparable, under the tolerance the manifest declares for it. Nothing else calls
   the direction, so the number is "not comparable" rather than a direction or a mismatch: a
   direction is called only when the interval excludes the reference.
 - A smoke run, or a metric our run did not produce, is "not comparable".
+
+Since issue 33 (a scoreboard that cannot flatter):
+
+- ``configured = true``: the number is one we set rather than measure (a parameter of the run or
+  a constant of our code, e.g. SwitchVM's 12 stages = 4 + 2 × EUs, Megaflow's coverage = its
+  32,000 entries). Its verdict is "configured": shown beside the paper's, never counted as a
+  match. The manifest loader (innet.reproduce) rejects a judged number whose metric is one of
+  our constants, or whose value equals a parameter value of the run, unless it is marked
+  ``configured`` (or says in ``measured`` why it is measured all the same).
+- A comparison against a reference (``direction_ref``, or a ``bound``'s value) holds only by
+  more than its resolution: the larger of the seeds' spread (max − min of the per-seed values),
+  1 % of the reference and the number's ``resolution``. Within it the verdict is "not resolved"
+  (a "> 1" of 1.0004 is a tie, not "outperforms"). The 95 % interval case above is "not
+  resolved" too.
+- With ``direction_ref`` (other than 0) and a relative tolerance, a match needs the effect, the
+  distance from the reference, within the tolerance too: ours − ref within ±30 % of paper − ref
+  as well as ours within ±30 % of the paper (a GF/MF ratio of 0.96 against the paper's 0.75 is a
+  4 % cut against a 25 % cut: not a match, though within ±30 % of 0.75). Only ever stricter.
+- The reference must be a value the metric can cross: the loader rejects a ``direction_ref`` or
+  a ``bound`` at or outside the metric's range (a non-negative overhead "above 0" cannot fail);
+  ranges come from the metric's name (``METRIC_RANGES`` below) or the manifest's
+  ``metric_ranges``.
 """
 
 from __future__ import annotations
@@ -29,8 +51,21 @@ from typing import Any
 MATCH = "match"
 DIRECTION = "direction only"
 MISMATCH = "mismatch"
+CONFIGURED = "configured"
+NOT_RESOLVED = "not resolved"
 NOT_COMPARABLE = "not comparable"
-ORDER = (MATCH, DIRECTION, MISMATCH, NOT_COMPARABLE)
+# Scoreboard columns, and (by index) how bad a verdict is: the worst seed's verdict is shown.
+ORDER = (MATCH, DIRECTION, CONFIGURED, MISMATCH, NOT_RESOLVED, NOT_COMPARABLE)
+RESOLUTION = 0.01  # a comparison must hold by more than 1 % of its reference (or the seeds' spread)
+INF = float("inf")
+# The values a metric can take, by the last part of its name (a manifest's ``metric_ranges``
+# adds to these): a reference at or beyond an end cannot be crossed.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "hit_rate": (0.0, 1.0), "hit_ratio": (0.0, 1.0), "goodput_fraction": (0.0, 1.0),
+    "gateway_packets_fraction": (0.0, 1.0), "overflow_ratio": (0.0, 1.0), "cache_used": (0.0, 1.0),
+}
+_NON_NEGATIVE_SUFFIXES = ("_us", "_ms", "_rps", "_pps", "_gbps", "bytes", "packets", "entries", "misses", "hits",
+                          "_improvement", "_count", "capacity", "coverage", "_share", "_fraction", "_ratio", "_rate")
 DEFAULT_TOLERANCE = 0.3
 BOUNDS = ("above", "below")
 
@@ -50,13 +85,58 @@ def finite(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def check_spec(number: dict[str, Any], where: str) -> None:
-    """Raise ValueError naming ``where`` if a paper number's tolerance fields are malformed."""
+def metric_range(metric: str, ranges: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
+    """The values ``metric`` can take: by the last part of its name (``ranges``, the manifest's
+    ``metric_ranges``, first; then METRIC_RANGES; then non-negative name endings); ``A / B`` of
+    two non-negative metrics is non-negative, ``A + B`` and ``A - B`` combine their ranges."""
+    if " - " in metric:
+        a, b = metric.split(" - ", 1)
+        (alo, ahi), (blo, bhi) = metric_range(a.strip(), ranges), metric_range(b.strip(), ranges)
+        return alo - bhi, ahi - blo
+    if " / " in metric:
+        a, b = metric.split(" / ", 1)
+        (alo, _), (blo, _) = metric_range(a.strip(), ranges), metric_range(b.strip(), ranges)
+        return (0.0, INF) if alo >= 0 and blo >= 0 else (-INF, INF)
+    if " + " in metric:
+        parts = [metric_range(m.strip(), ranges) for m in metric.split(" + ")]
+        return sum(lo for lo, _ in parts), sum(hi for _, hi in parts)
+    leaf = metric.rsplit(".", 1)[-1]
+    for table in (ranges or {}, METRIC_RANGES):
+        for key, (lo, hi) in table.items():  # a key is the metric's last part, or its dotted tail
+            if key == leaf or metric.endswith("." + key) or metric == key:
+                return float(lo), float(hi)
+    return (0.0, INF) if leaf.endswith(_NON_NEGATIVE_SUFFIXES) else (-INF, INF)
+
+
+def reference(number: dict[str, Any]) -> float | None:
+    """The value a number's comparison is made against: a bound's value, or ``direction_ref``."""
+    if "bound" in number:
+        return finite(number["value"])
+    return finite(number.get("direction_ref"))
+
+
+def check_spec(number: dict[str, Any], where: str, ranges: dict[str, tuple[float, float]] | None = None) -> None:
+    """Raise ValueError naming ``where`` if a paper number's tolerance fields are malformed, or if
+    its comparison cannot fail (a reference at or beyond an end of the metric's range)."""
     for key in ("label", "metric", "value"):
         if key not in number:
             raise ValueError(f"{where}: paper number needs '{key}'")
     if finite(number["value"]) is None:
         raise ValueError(f"{where}: value must be a number, got {number['value']!r}")
+    if "configured" in number and number["configured"] is not True:
+        raise ValueError(f"{where}: configured must be true (or left out), got {number['configured']!r}")
+    if "measured" in number and (not isinstance(number["measured"], str) or len(number["measured"]) < 20):
+        raise ValueError(f"{where}: measured must say (in a sentence) why a number equal to a parameter value is measured")
+    if "resolution" in number and (finite(number["resolution"]) is None or float(number["resolution"]) < 0):
+        raise ValueError(f"{where}: resolution must be a non-negative number")
+    ref = reference(number)
+    if ref is not None and not number.get("configured"):
+        lo, hi = metric_range(str(number["metric"]), ranges)
+        if not lo < ref < hi:
+            what = f"bound {ref:g}" if "bound" in number else f"direction_ref {ref:g}"
+            raise ValueError(f"{where}: {what} is not inside the range [{lo:g}, {hi:g}] of {number['metric']!r}: a comparison "
+                             "against it cannot fail; compare against what the paper compares with, or judge the value "
+                             "(a wrong range: set metric_ranges in the manifest)")
     if "bound" in number:
         if number["bound"] not in BOUNDS:
             raise ValueError(f"{where}: bound must be \"above\" or \"below\", got {number['bound']!r}")
@@ -81,31 +161,49 @@ def _side(v: float, ref: float) -> int:
     return (v > ref) - (v < ref)
 
 
+def margin(number: dict[str, Any], spread: float = 0.0) -> float:
+    """How far from its reference a value must be for the comparison to hold: the seeds' spread,
+    1 % of the reference, or the number's ``resolution``, whichever is largest."""
+    ref = reference(number) or 0.0
+    return max(spread, RESOLUTION * abs(ref), float(number.get("resolution", 0.0)))
+
+
 def judge(number: dict[str, Any], ours: Any, comparable: bool = True,
-          interval: tuple[float, float] | None = None) -> Judgement:
+          interval: tuple[float, float] | None = None, spread: float = 0.0) -> Judgement:
     """The verdict for ``ours`` against the paper ``number`` (a manifest ``paper`` entry);
-    ``interval``: our 95 % interval of it, for a number that declares ``interval``."""
+    ``interval``: our 95 % interval of it, for a number that declares ``interval``; ``spread``:
+    max − min of the number over the seeds (a comparison must hold by more)."""
     if not comparable:
         return Judgement(NOT_COMPARABLE, "smoke run: not comparable with the paper")
     o = finite(ours)
     if o is None:
         return Judgement(NOT_COMPARABLE, f"our run has no value for {number['metric']}")
     paper = float(number["value"])
-    if number.get("bound") == "above":
-        if o > paper:
-            return Judgement(MATCH, f"the paper states only that it is above {paper:g}; ours is")
-        return Judgement(MISMATCH, f"the paper states that it is above {paper:g}; ours is not")
-    if number.get("bound") == "below":
+    if number.get("configured"):
+        same = "the same" if o == paper else f"{o:g} against the paper's {paper:g}"
+        return Judgement(CONFIGURED, f"we set this number rather than measure it ({same}): shown, not counted as a match")
+    m = margin(number, spread)
+    if "bound" in number:
+        if abs(o - paper) <= m:
+            return Judgement(NOT_RESOLVED, f"{o:.4g} is within {m:.3g} of the bound {paper:g} (the larger of the seeds' spread "
+                             f"and {RESOLUTION:.0%}): the comparison is not resolved")
+        if number["bound"] == "above":
+            if o > paper:
+                return Judgement(MATCH, f"the paper states only that it is above {paper:g}; ours is, by more than {m:.3g}")
+            return Judgement(MISMATCH, f"the paper states that it is above {paper:g}; ours is not")
         if o <= paper:
-            return Judgement(MATCH, f"the paper states only that it is at most {paper:g}; ours is")
+            return Judgement(MATCH, f"the paper states only that it is at most {paper:g}; ours is, by more than {m:.3g}")
         return Judgement(MISMATCH, f"the paper states that it is at most {paper:g}; ours is above")
     tol = number.get("tolerance", DEFAULT_TOLERANCE)
     ref = finite(number.get("direction_ref"))
-    same_side = ref is not None and _side(o, ref) == _side(paper, ref)
+    unresolved = ref is not None and abs(o - ref) <= m
+    same_side = ref is not None and not unresolved and _side(o, ref) == _side(paper, ref)
     if tol == "direction":
         if interval is not None and ref is not None and interval[0] <= ref <= interval[1]:
-            return Judgement(NOT_COMPARABLE, f"our 95 % interval [{interval[0]:.3g}, {interval[1]:.3g}] contains "
+            return Judgement(NOT_RESOLVED, f"our 95 % interval [{interval[0]:.3g}, {interval[1]:.3g}] contains "
                              f"{ref:g}: the direction is not resolved")
+        if unresolved:
+            return Judgement(NOT_RESOLVED, f"{o:.4g} is within {m:.3g} of {ref:g}: the direction is not resolved")
         if same_side:
             return Judgement(DIRECTION, f"same side of {ref:g} as the paper (testbed number: direction is what we claim)")
         return Judgement(MISMATCH, f"opposite side of {ref:g} from the paper")
@@ -118,9 +216,18 @@ def judge(number: dict[str, Any], ours: Any, comparable: bool = True,
         t = float(tol)
         if paper == 0:
             return Judgement(MATCH if o == 0 else MISMATCH, "paper value is 0: only 0 matches (set abs_tolerance)")
-        if abs(o - paper) <= t * abs(paper):
-            return Judgement(MATCH, f"within ±{t:.0%} of the paper")
-        within = f"outside ±{t:.0%}"
+        # With a reference, the effect (distance from it) must be within the tolerance too: a
+        # GF/MF ratio of 0.96 is within ±30 % of the paper's 0.75, but a 4 % cut is not a 25 % one.
+        effect = None if ref is None or ref == 0 else paper - ref
+        value_ok = abs(o - paper) <= t * abs(paper)
+        effect_ok = effect is None or (effect != 0 and abs(o - paper) <= t * abs(effect))
+        if value_ok and effect_ok:
+            return Judgement(MATCH, f"within ±{t:.0%} of the paper" + ("" if effect is None else
+                             f", and its effect {o - ref:+.3g} (from {ref:g}) within ±{t:.0%} of the paper's {effect:+.3g}"))
+        within = (f"outside ±{t:.0%}" if not value_ok else
+                  f"within ±{t:.0%} of the value, but its effect {o - ref:+.3g} (from {ref:g}) is outside ±{t:.0%} of the paper's {effect:+.3g}")
+    if unresolved:
+        return Judgement(NOT_RESOLVED, f"{within}; within {m:.3g} of {ref:g}: the direction is not resolved")
     if same_side:
         return Judgement(DIRECTION, f"{within}, same side of {ref:g} as the paper")
     if ref is not None:
