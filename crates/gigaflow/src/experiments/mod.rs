@@ -326,6 +326,22 @@ fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, T
     Ok((rs, p, t))
 }
 
+/// The exact inputs `gigaflow.e2e` replays for one pipeline and locality, with e2e's parameters
+/// (`overrides` uses e2e's `--set` names; parameters that only shape the caches are accepted and
+/// ignored): the flow file (`ovs-ofctl add-flows` text) and the traffic. For running other
+/// switches — the Gigaflow authors' gvs (bench/artifacts/) — on the same packets.
+pub fn e2e_inputs(pipeline: &str, locality: &str, overrides: &BTreeMap<String, String>) -> Result<(Ruleset, Traffic), ExperimentError> {
+    #[derive(Deserialize)]
+    struct P {
+        #[serde(flatten)]
+        common: Common,
+    }
+    let p: P = resolve_params(&e2e::E2e.info(), &[], false, overrides)?;
+    let loc = Locality::parse(locality).map_err(bad("locality"))?;
+    let (rs, _, t) = inputs(pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+    Ok((rs, t))
+}
+
 fn loc_name(l: Locality) -> &'static str {
     match l {
         Locality::High => "high",
@@ -437,6 +453,23 @@ pub(crate) mod tests {
     pub(crate) fn run(e: &dyn Experiment, sets: &[(&str, &str)]) -> RunOutput {
         let o: BTreeMap<String, String> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         e.run(&o, true, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn e2e_inputs_are_what_e2e_replays() {
+        let o: BTreeMap<String, String> = [("rules", "200"), ("flows", "300"), ("mf_entries", "96")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (rs, t) = e2e_inputs("PSC", "high", &o).unwrap();
+        let c: Common = resolve_params(&e2e::E2e.info(), &[], false, &o).unwrap();
+        let (rs2, _, t2) = inputs("PSC", Locality::High, &c).unwrap();
+        assert_eq!(rs.text, rs2.text);
+        assert!(t.iter().eq(t2.iter()), "the same packets in the same order");
+        assert_eq!(t.flows.len(), 300);
+        // The artifact's tag is the IPv4 ToS byte, starting at 0.
+        assert!(t.iter().all(|(_, f)| f.is_ip() && f.get(crate::fields::Field::NwTos) == 0));
+        let bad = e2e_inputs("PSC", "medium", &o).unwrap_err().to_string();
+        assert!(bad.contains("locality"), "{bad}");
+        let bad = e2e_inputs("PSC", "high", &[("flows".to_string(), "many".to_string())].into()).unwrap_err().to_string();
+        assert!(bad.contains("flows") || bad.contains("parameters"), "{bad}");
     }
 
     #[test]
