@@ -6,10 +6,12 @@
 //! first M packets what each was (gigaflow / megaflow / upcall) with the occupancy after it.
 //! CACHE: `mf` (innet's Megaflow cache, e2e's MF), `gf` (e2e's GF), or `gvs` (a Gigaflow
 //! configured as the artifact runs: `dp-artifact` partitioning, no aligned installs, no repair
-//! entries, the artifact's 64-mask limit and its host Megaflow cache (200,000) behind the NIC).
+//! entries, the artifact's 64-mask limit, its host Megaflow cache (200,000) behind the NIC, its
+//! recycling by lookup, its drop traversals that never complete and its entries that match no
+//! register: `artifact_ltm=true` of e2e).
 //! Cache shape: `tables=K entries=N` (default 4 x 8000; e2e's `mf_entries`/`gf_entries` names are
 //! not used here), `max_masks=X` (0: none), `scheme=dp|dp-artifact`, `align=`, `repair=`,
-//! `host=` override the chosen CACHE's settings.
+//! `host=`, `recycle_by_lookup=`, `artifact_drops=`, `clear_registers=` override the chosen CACHE's settings.
 use innet_gigaflow::experiments::{e2e_inputs, offload, CacheSpec};
 use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
@@ -42,7 +44,7 @@ fn main() {
             "--per-packet" => per_packet = num(it.next()),
             _ => {
                 let Some((k, v)) = a.split_once('=') else { die(format!("argument '{a}' is not k=v")) };
-                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host"].contains(&k) {
+                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers"].contains(&k) {
                     own.insert(k.into(), v.into());
                 } else {
                     sets.insert(k.to_string(), v.to_string());
@@ -55,6 +57,7 @@ fn main() {
     let b = |k: &str, d: &str| get(k, d).parse::<bool>().unwrap_or_else(|_| die(format!("{k}: expected true or false")));
     let artifact = cache == "gvs";
     let (d_masks, d_scheme, d_flag, d_host) = if artifact { ("64", "dp-artifact", "false", "200000") } else { ("0", "dp", "true", "0") };
+    let d_art = if artifact { "true" } else { "false" };
     let masks = match n("max_masks", d_masks) {
         0 => usize::MAX,
         m => m,
@@ -70,6 +73,9 @@ fn main() {
             align: b("align", d_flag),
             repair: b("repair", d_flag),
             count_coverage: false,
+            recycle_by_lookup: b("recycle_by_lookup", d_art),
+            drops_complete: !b("artifact_drops", d_art),
+            match_metadata: !b("clear_registers", d_art),
             ..GigaflowConfig::default()
         }),
         other => die(format!("cache '{other}': expected mf, gf or gvs")),
@@ -91,7 +97,11 @@ fn main() {
                 "upcall"
             };
             let (entries, recycled) = tables_of(&o.cache);
-            records.push(json!({"i": i, "in_port": pkt.get(innet_gigaflow::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled}));
+            let mut rec = json!({"i": i, "in_port": pkt.get(innet_gigaflow::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled});
+            if std::env::var_os("GVS_COMPARE_EXPLAIN").is_some() {
+                rec["explain"] = explain(&mut o.cache, &pl, pkt);
+            }
+            records.push(rec);
         }
     }
     let wall = t0.elapsed().as_secs_f64();
@@ -118,4 +128,32 @@ fn tables_of(c: &NicCache) -> (Vec<usize>, Vec<u64>) {
         NicCache::Gigaflow(g) => (g.tables.iter().map(|t| t.len()).collect(), g.stats.table_recycled.clone()),
         NicCache::Megaflow(m) => (vec![m.len()], vec![0]),
     }
+}
+
+/// For a debugging session (GVS_COMPARE_EXPLAIN=1): the packet's traversal (vSwitch tables,
+/// output actions) and the LTM entries its lookup takes (table, tag, priority, next tag, mask
+/// fields).
+fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_gigaflow::fields::Flow) -> serde_json::Value {
+    let t = pl.trace(pkt);
+    let tables: Vec<u8> = t.visits.iter().map(|v| v.table).collect();
+    let mut steps = Vec::new();
+    if let NicCache::Gigaflow(g) = c {
+        let mut flow = *pkt;
+        let mut outs = Vec::new();
+        let mut tag = innet_gigaflow::ltm::TAG_START;
+        for k in 0..g.tables.len() {
+            if let Some(id) = g.tables[k].lookup(tag, &flow, None) {
+                let mask = *g.tables[k].mask_of(id);
+                let slot = g.tables[k].get(id);
+                let fields: Vec<String> = (0..innet_gigaflow::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}/{:x}", innet_gigaflow::fields::Field::from_index(f), mask.0[f])).collect();
+                steps.push(json!({"table": k, "tag": slot.tag, "priority": slot.priority, "next": slot.payload.next_tag, "mask": fields}));
+                innet_gigaflow::actions::apply_ops(&slot.payload.ops, &mut flow, &mut outs);
+                tag = slot.payload.next_tag;
+                if tag == innet_gigaflow::ltm::TAG_DONE {
+                    break;
+                }
+            }
+        }
+    }
+    json!({"tables": tables, "output_actions": t.output_actions, "outputs": t.outputs.len(), "ltm": steps})
 }
