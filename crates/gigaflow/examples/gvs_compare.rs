@@ -7,11 +7,11 @@
 //! CACHE: `mf` (innet's Megaflow cache, e2e's MF), `gf` (e2e's GF), or `gvs` (a Gigaflow
 //! configured as the artifact runs: `dp-artifact` partitioning, no aligned installs, no repair
 //! entries, the artifact's 64-mask limit, its host Megaflow cache (200,000) behind the NIC, its
-//! recycling by lookup, its drop traversals that never complete and its entries that match no
-//! register: `artifact_ltm=true` of e2e).
+//! recycling by lookup, its drop traversals that never complete, its entries that match no
+//! register and its keys rewritten by the entry's own actions: `artifact_ltm=true` of e2e).
 //! Cache shape: `tables=K entries=N` (default 4 x 8000; e2e's `mf_entries`/`gf_entries` names are
 //! not used here), `max_masks=X` (0: none), `scheme=dp|dp-artifact`, `align=`, `repair=`,
-//! `host=`, `recycle_by_lookup=`, `artifact_drops=`, `clear_registers=` override the chosen CACHE's settings.
+//! `host=`, `recycle_by_lookup=`, `artifact_drops=`, `clear_registers=`, `key_after_writes=` override the chosen CACHE's settings.
 use innet_gigaflow::experiments::{e2e_inputs, offload, CacheSpec};
 use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
@@ -44,7 +44,7 @@ fn main() {
             "--per-packet" => per_packet = num(it.next()),
             _ => {
                 let Some((k, v)) = a.split_once('=') else { die(format!("argument '{a}' is not k=v")) };
-                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers"].contains(&k) {
+                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers", "key_after_writes"].contains(&k) {
                     own.insert(k.into(), v.into());
                 } else {
                     sets.insert(k.to_string(), v.to_string());
@@ -76,6 +76,7 @@ fn main() {
             recycle_by_lookup: b("recycle_by_lookup", d_art),
             drops_complete: !b("artifact_drops", d_art),
             match_metadata: !b("clear_registers", d_art),
+            key_after_writes: b("key_after_writes", d_art),
             ..GigaflowConfig::default()
         }),
         other => die(format!("cache '{other}': expected mf, gf or gvs")),

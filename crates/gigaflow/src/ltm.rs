@@ -80,13 +80,21 @@ pub struct GigaflowConfig {
     /// them, so a segment that reads a register written by an earlier segment (PSC's ACL reads the
     /// output port reg2 from dmac) is shared by packets the register tells apart.
     pub match_metadata: bool,
+    /// An entry's key holds the packet's header fields as they *enter* its sub-traversal. On
+    /// (the artifact): as they *leave* it — mapper.c `compose_one_gigaflow` composes the entry's
+    /// actions with `commit_odp_actions(next flow, key flow, ...)`, which overwrites the key
+    /// flow with the rewritten values of every header group it commits (the IPv4 group always:
+    /// the tag is its ToS), after which the key is installed. A sub-traversal that both examines
+    /// and rewrites a field (a routing segment that matched the router MAC and rewrites dl_dst)
+    /// then matches only packets already carrying the rewritten value: it never hits.
+    pub key_after_writes: bool,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false }
     }
 }
 
@@ -389,7 +397,15 @@ impl GigaflowCache {
             TAG_DONE
         };
         let lookups = seg.len().min(u8::MAX as usize) as u8;
-        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: v[seg.start].flow.masked(&mask), start_depth: v[seg.start].depth, lookups };
+        let mut start = v[seg.start].flow;
+        if self.cfg.key_after_writes {
+            use crate::fields::Field;
+            let end = if seg.end + 1 < v.len() { &v[seg.end + 1].flow } else { &trace.final_flow };
+            for f in [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst, Field::NwProto, Field::NwTtl, Field::TpSrc, Field::TpDst] {
+                start.set(f, end.get(f));
+            }
+        }
+        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: start.masked(&mask), start_depth: v[seg.start].depth, lookups };
         Some(NewEntry { table: seg.table, tag, mask, priority: seg.len() as u16, entry })
     }
 
@@ -642,6 +658,22 @@ mod tests {
             assert!(!run(&mut c, &p, &drop) && !run(&mut c, &p, &fwd));
             assert_eq!(run(&mut c, &p, &drop), complete, "drops_complete={complete}");
             assert!(run(&mut c, &p, &fwd), "an output traversal completes either way");
+        }
+    }
+
+    #[test]
+    fn artifact_keys_hold_the_rewritten_headers() {
+        // One table matches the router MAC and rewrites dl_dst to the next hop: as one entry
+        // (1 LTM table) gvs's key then holds the next hop's MAC under a mask that matches
+        // dl_dst, so the flow's later packets never hit; ours keys by the incoming MAC.
+        let p = Pipeline::parse("table=0,priority=10,ip,dl_dst=00:00:5e:00:01:01,actions=mod_dl_dst:02:00:00:00:00:09,output:2\ntable=0,priority=0,actions=drop\n").unwrap();
+        let mut f = pkt(1, 0x0a00_0001, 80);
+        f.set(Field::DlDst, 0x0000_5e00_0101);
+        for after in [false, true] {
+            let cfg = GigaflowConfig { key_after_writes: after, tables: 1, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            assert!(!run(&mut c, &p, &f));
+            assert_eq!(run(&mut c, &p, &f), !after, "key_after_writes={after}");
         }
     }
 
