@@ -351,13 +351,18 @@ impl<P> TssTable<P> {
     /// The entry of subtable `si` matching `flow`, if any (one hash probe).
     #[inline]
     fn probe(&mut self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
-        let st = &self.subtables[si as usize];
-        if st.n_entries == 0 {
+        if self.subtables[si as usize].n_entries == 0 {
             return None;
         }
         self.probes += 1;
-        let h = st.hash(tag, flow);
-        let mut id = st.buckets.get(&h).copied().unwrap_or(NIL);
+        self.match_in(si, tag, flow)
+    }
+
+    /// The entry of subtable `si` matching `flow` (its hash chain), without counting a probe.
+    #[inline]
+    fn match_in(&self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
+        let st = &self.subtables[si as usize];
+        let mut id = st.buckets.get(&st.hash(tag, flow)).copied().unwrap_or(NIL);
         while id != NIL {
             let s = &self.slots[id as usize];
             if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
@@ -375,16 +380,10 @@ impl<P> TssTable<P> {
         let ti = self.tags.get(&tag)?;
         for &(si, _) in &ti.order {
             let st = &self.subtables[si as usize];
-            if st.priority != priority || st.n_entries == 0 {
-                continue;
-            }
-            let mut id = st.buckets.get(&st.hash(tag, flow)).copied().unwrap_or(NIL);
-            while id != NIL {
-                let s = &self.slots[id as usize];
-                if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
+            if st.priority == priority && st.n_entries > 0 {
+                if let Some(id) = self.match_in(si, tag, flow) {
                     return Some(id);
                 }
-                id = s.bucket_next;
             }
         }
         None
