@@ -86,7 +86,8 @@ pub struct GigaflowConfig {
     /// flow with the rewritten values of every header group it commits (the IPv4 group always:
     /// the tag is its ToS), after which the key is installed. A sub-traversal that both examines
     /// and rewrites a field (a routing segment that matched the router MAC and rewrites dl_dst)
-    /// then matches only packets already carrying the rewritten value: it never hits.
+    /// then matches only packets already carrying the rewritten value: it never hits. A drop's
+    /// last entry gets zero MACs (committed towards the all-zero flow).
     pub key_after_writes: bool,
 }
 
@@ -400,9 +401,16 @@ impl GigaflowCache {
         let mut start = v[seg.start].flow;
         if self.cfg.key_after_writes {
             use crate::fields::Field;
-            let end = if seg.end + 1 < v.len() { &v[seg.end + 1].flow } else { &trace.final_flow };
-            for f in [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst, Field::NwProto, Field::NwTtl, Field::TpSrc, Field::TpDst] {
-                start.set(f, end.get(f));
+            if seg.end + 1 == v.len() && trace.output_actions == 0 {
+                // A drop's "next flow" is the all-zero one (see `drops_complete`): only the
+                // Ethernet group is committed (the others need an L3 protocol), zeroing the MACs.
+                start.set(Field::DlSrc, 0);
+                start.set(Field::DlDst, 0);
+            } else {
+                let end = if seg.end + 1 < v.len() { &v[seg.end + 1].flow } else { &trace.final_flow };
+                for f in [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst, Field::NwProto, Field::NwTtl, Field::TpSrc, Field::TpDst] {
+                    start.set(f, end.get(f));
+                }
             }
         }
         let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: start.masked(&mask), start_depth: v[seg.start].depth, lookups };
