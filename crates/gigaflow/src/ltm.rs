@@ -63,13 +63,39 @@ pub struct GigaflowConfig {
     /// the rest of rule generation; the CPU-cost experiment (Fig. 13) and the benches turn it off
     /// so their rule-generation time is Gigaflow's own. Off, both counts stay empty.
     pub count_coverage: bool,
+    /// The artifact's recycling (gvs `dp_netdev_flow_add_gigaflow`): a new entry is discarded as
+    /// recycled when its masked key, looked up among the entries of its table, tag and priority,
+    /// matches any of them (whatever their mask). Off: only an identical entry (same mask and key)
+    /// is recycled, so an entry another mask's entry would shadow is still installed.
+    pub recycle_by_lookup: bool,
+    /// A traversal that ends without any `output` action (a drop) is a hit when its last entry
+    /// matches. Off (the artifact, mapper.c `compose_one_gigaflow`): its last entry's actions are
+    /// composed towards the never-recorded flow after the traversal (all zeros, not IPv4), so they
+    /// set no DROP tag: the packet keeps the entry's tag, completes nothing and falls to the
+    /// datapath's Megaflow cache (counted neither as a Gigaflow hit nor as an upcall).
+    pub drops_complete: bool,
+    /// Entries match the registers and metadata their sub-traversal examined (the NIC carries
+    /// them between LTM tables). Off (the artifact, ofproto-dpif-xlate.c
+    /// `flow_wildcards_clear_non_packet_fields` on every per-table wildcard): entries never match
+    /// them, so a segment that reads a register written by an earlier segment (PSC's ACL reads the
+    /// output port reg2 from dmac) is shared by packets the register tells apart.
+    pub match_metadata: bool,
+    /// An entry's key holds the packet's header fields as they *enter* its sub-traversal. On
+    /// (the artifact): as they *leave* it — mapper.c `compose_one_gigaflow` composes the entry's
+    /// actions with `commit_odp_actions(next flow, key flow, ...)`, which overwrites the key
+    /// flow with the rewritten values of every header group it commits (the IPv4 group always:
+    /// the tag is its ToS), after which the key is installed. A sub-traversal that both examines
+    /// and rewrites a field (a routing segment that matched the router MAC and rewrites dl_dst)
+    /// then matches only packets already carrying the rewritten value: it never hits. A drop's
+    /// last entry gets zero MACs (committed towards the all-zero flow).
+    pub key_after_writes: bool,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false }
     }
 }
 
@@ -356,11 +382,38 @@ impl GigaflowCache {
     /// Builds the LTM entry of lookups `seg.start..=seg.end` of `trace` for table `seg.table`.
     fn build(&mut self, trace: &Trace, seg: &Segment) -> Option<NewEntry> {
         let v = &trace.visits;
-        let mask = sub_traversal_mask(&v[seg.start..=seg.end]);
+        let mut mask = sub_traversal_mask(&v[seg.start..=seg.end]);
+        if !self.cfg.match_metadata {
+            mask.set(crate::fields::Field::Metadata, 0);
+            for r in 0..16 {
+                mask.set(crate::fields::Field::Reg(r), 0);
+            }
+        }
         let tag = self.tags.of_visit(&v[seg.start])?;
-        let next_tag = if seg.end + 1 < v.len() { self.tags.of_visit(&v[seg.end + 1])? } else { TAG_DONE };
+        let next_tag = if seg.end + 1 < v.len() {
+            self.tags.of_visit(&v[seg.end + 1])?
+        } else if !self.cfg.drops_complete && trace.output_actions == 0 {
+            tag
+        } else {
+            TAG_DONE
+        };
         let lookups = seg.len().min(u8::MAX as usize) as u8;
-        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: v[seg.start].flow.masked(&mask), start_depth: v[seg.start].depth, lookups };
+        let mut start = v[seg.start].flow;
+        if self.cfg.key_after_writes {
+            use crate::fields::Field;
+            if seg.end + 1 == v.len() && trace.output_actions == 0 {
+                // A drop's "next flow" is the all-zero one (see `drops_complete`): only the
+                // Ethernet group is committed (the others need an L3 protocol), zeroing the MACs.
+                start.set(Field::DlSrc, 0);
+                start.set(Field::DlDst, 0);
+            } else {
+                let end = if seg.end + 1 < v.len() { &v[seg.end + 1].flow } else { &trace.final_flow };
+                for f in [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst, Field::NwProto, Field::NwTtl, Field::TpSrc, Field::TpDst] {
+                    start.set(f, end.get(f));
+                }
+            }
+        }
+        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: start.masked(&mask), start_depth: v[seg.start].depth, lookups };
         Some(NewEntry { table: seg.table, tag, mask, priority: seg.len() as u16, entry })
     }
 
@@ -464,7 +517,8 @@ impl GigaflowCache {
     fn put(&mut self, e: NewEntry, now_ns: u64) -> bool {
         let t = &mut self.tables[e.table];
         let key = e.entry.start_flow;
-        if let Some(id) = t.find_exact(e.tag, &e.mask, e.priority, &key) {
+        let same = if self.cfg.recycle_by_lookup { t.find_matching_at(e.tag, e.priority, &key) } else { t.find_exact(e.tag, &e.mask, e.priority, &key) };
+        if let Some(id) = same {
             t.get_mut(id).payload.refs += 1;
             self.stats.entries_recycled += 1;
             self.stats.table_recycled[e.table] += 1;
@@ -597,6 +651,72 @@ mod tests {
         assert_eq!(c.stats.table_recycled.iter().sum::<u64>(), c.stats.entries_recycled);
         let s = &c.stats.cache;
         assert_eq!(s.hits + s.misses, s.packets);
+    }
+
+    #[test]
+    fn artifact_drops_never_complete() {
+        // gvs composes a drop traversal's last entry towards an all-zero flow, so it sets no
+        // DROP tag: the dropped packet is upcalled once, then never hits (the datapath's own
+        // Megaflow takes it there); ours completes it unless drops_complete is off.
+        let p = Pipeline::parse("table=0,priority=10,ip,nw_dst=10.0.0.1,actions=drop\ntable=0,priority=0,actions=output:2\n").unwrap();
+        for complete in [true, false] {
+            let cfg = GigaflowConfig { drops_complete: complete, scheme: Scheme::DisjointArtifact, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            let (drop, fwd) = (pkt(1, 0x0a00_0001, 80), pkt(1, 0x0a00_0002, 80));
+            assert!(!run(&mut c, &p, &drop) && !run(&mut c, &p, &fwd));
+            assert_eq!(run(&mut c, &p, &drop), complete, "drops_complete={complete}");
+            assert!(run(&mut c, &p, &fwd), "an output traversal completes either way");
+        }
+    }
+
+    #[test]
+    fn artifact_keys_hold_the_rewritten_headers() {
+        // One table matches the router MAC and rewrites dl_dst to the next hop: as one entry
+        // (1 LTM table) gvs's key then holds the next hop's MAC under a mask that matches
+        // dl_dst, so the flow's later packets never hit; ours keys by the incoming MAC.
+        let p = Pipeline::parse("table=0,priority=10,ip,dl_dst=00:00:5e:00:01:01,actions=mod_dl_dst:02:00:00:00:00:09,output:2\ntable=0,priority=0,actions=drop\n").unwrap();
+        let mut f = pkt(1, 0x0a00_0001, 80);
+        f.set(Field::DlDst, 0x0000_5e00_0101);
+        for after in [false, true] {
+            let cfg = GigaflowConfig { key_after_writes: after, tables: 1, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            assert!(!run(&mut c, &p, &f));
+            assert_eq!(run(&mut c, &p, &f), !after, "key_after_writes={after}");
+        }
+    }
+
+    #[test]
+    fn artifact_entries_match_no_registers() {
+        // Table 0 writes reg0 from dl_src, table 1 outputs by reg0 and nw_dst. 1-1 puts each on
+        // its own LTM table. Matching registers (ours), the two sources need two table-1 entries;
+        // the artifact clears register masks, so the second install is recycled and the second
+        // source's packets then take the first one's port (the unsoundness it accepts).
+        let p = Pipeline::parse(
+            "table=0,priority=10,dl_src=00:00:00:00:00:01,actions=load:1->NXM_NX_REG0[],goto_table:1\n\
+             table=0,priority=10,dl_src=00:00:00:00:00:02,actions=load:2->NXM_NX_REG0[],goto_table:1\n\
+             table=0,priority=0,actions=drop\n\
+             table=1,priority=10,reg0=1,ip,nw_dst=10.0.0.1,actions=output:3\n\
+             table=1,priority=10,reg0=2,ip,nw_dst=10.0.0.1,actions=output:4\n\
+             table=1,priority=0,actions=drop\n",
+        )
+        .unwrap();
+        let with_src = |s: u64| {
+            let mut f = pkt(1, 0x0a00_0001, 80);
+            f.set(Field::DlSrc, s);
+            f
+        };
+        for matched in [true, false] {
+            let cfg = GigaflowConfig { match_metadata: matched, scheme: Scheme::OneToOne, tables: 2, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            let (mut out, mut outs) = (Flow::default(), Vec::new());
+            for s in [1, 2] {
+                assert!(!c.lookup(&with_src(s), 0, &mut out, &mut outs));
+                c.install(&p.trace(&with_src(s)), 0);
+            }
+            assert_eq!((c.tables[1].len(), c.stats.table_recycled[1]), if matched { (2, 0) } else { (1, 1) });
+            assert!(c.lookup(&with_src(2), 0, &mut out, &mut outs));
+            assert_eq!(outs[0].0, if matched { 4 } else { 3 }, "matched={matched}");
+        }
     }
 
     #[test]

@@ -147,6 +147,9 @@ pub struct Trace {
     pub ct: Vec<CtAction>,
     /// `dec_ttl` met a TTL of 0 or 1 and ended the translation (OVS: to the controller).
     pub ttl_exception: bool,
+    /// `output` actions executed, those to the input port (which OVS skips) included: the
+    /// Gigaflow artifact ends a traversal with its OUTPUT tag after any of them, with DROP after none.
+    pub output_actions: u32,
 }
 
 impl Trace {
@@ -209,7 +212,7 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None, ct: x.ct, ttl_exception: x.stopped }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None, ct: x.ct, ttl_exception: x.stopped, output_actions: x.output_actions }
     }
 
     /// The packet of the pass after `after` (a pass's final flow, or a cache hit's flow, whose
@@ -276,7 +279,7 @@ impl Pipeline {
             let (rule, next, d) = continuation[i];
             x.run_actions(rule as usize, next as usize, d as usize);
         }
-        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted, ct: x.ct, ttl_exception: x.stopped }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted, ct: x.ct, ttl_exception: x.stopped, output_actions: x.output_actions }
     }
 }
 
@@ -295,11 +298,12 @@ struct Xlate<'a> {
     ct: Vec<CtAction>,
     /// A `dec_ttl` exception ended the translation.
     stopped: bool,
+    output_actions: u32,
 }
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), stopped: false }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), stopped: false, output_actions: 0 }
     }
 
     fn table(&mut self, table: u8, depth: usize) {
@@ -419,6 +423,7 @@ impl<'a> Xlate<'a> {
             }
             Action::Resubmit { table } | Action::GotoTable { table } => self.table(table, depth + 1),
             Action::Output { port } => {
+                self.output_actions += 1;
                 // The output decision reads in_port (already examined by every lookup).
                 // OVS never sends a packet back out of its input port with output:N.
                 if port as u64 != self.flow.get(Field::InPort) {

@@ -351,19 +351,40 @@ impl<P> TssTable<P> {
     /// The entry of subtable `si` matching `flow`, if any (one hash probe).
     #[inline]
     fn probe(&mut self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
-        let st = &self.subtables[si as usize];
-        if st.n_entries == 0 {
+        if self.subtables[si as usize].n_entries == 0 {
             return None;
         }
         self.probes += 1;
-        let h = st.hash(tag, flow);
-        let mut id = st.buckets.get(&h).copied().unwrap_or(NIL);
+        self.match_in(si, tag, flow)
+    }
+
+    /// The entry of subtable `si` matching `flow` (its hash chain), without counting a probe.
+    #[inline]
+    fn match_in(&self, si: u32, tag: u16, flow: &Flow) -> Option<EntryId> {
+        let st = &self.subtables[si as usize];
+        let mut id = st.buckets.get(&st.hash(tag, flow)).copied().unwrap_or(NIL);
         while id != NIL {
             let s = &self.slots[id as usize];
             if st.fields.iter().all(|&i| flow.0[i as usize] & st.mask.0[i as usize] == s.key.0[i as usize]) {
                 return Some(id);
             }
             id = s.bucket_next;
+        }
+        None
+    }
+
+    /// An entry of priority `priority` and tag `tag` that `flow` matches (any mask), as a
+    /// lookup in one priority's classifier finds it (the Gigaflow artifact's recycling check,
+    /// which looks a new entry's masked key up among the entries of its table and priority).
+    pub fn find_matching_at(&self, tag: u16, priority: u16, flow: &Flow) -> Option<EntryId> {
+        let ti = self.tags.get(&tag)?;
+        for &(si, _) in &ti.order {
+            let st = &self.subtables[si as usize];
+            if st.priority == priority && st.n_entries > 0 {
+                if let Some(id) = self.match_in(si, tag, flow) {
+                    return Some(id);
+                }
+            }
         }
         None
     }
@@ -617,6 +638,23 @@ mod tests {
         assert_eq!(t.lookup(1, &flow(0x0a00_0105, 9), None), Some(a));
         assert_eq!(t.n_masks(), 1);
         assert_eq!(t.find_exact(1, &m24, 1, &flow(0x0a00_0100, 0)), Some(a));
+    }
+
+    #[test]
+    fn matching_at_one_priority_ignores_the_mask_as_a_lookup_does() {
+        // The artifact's recycling check: the new entry's masked key looked up among one
+        // priority's entries; an entry of another mask that the key matches counts.
+        let mut t: TssTable<u32> = TssTable::new(10);
+        let (mut m24, mut m32) = (Flow::default(), Flow::default());
+        m24.set(Field::NwDst, 0xffff_ff00);
+        m32.set(Field::NwDst, 0xffff_ffff);
+        let a = t.insert(1, &m24, 2, &flow(0x0a00_0100, 0), 24, 0);
+        let key = flow(0x0a00_0105, 0).masked(&m32);
+        assert_eq!(t.find_exact(1, &m32, 2, &key), None, "no identical entry");
+        assert_eq!(t.find_matching_at(1, 2, &key), Some(a), "the /24 entry matches the /32 key");
+        assert_eq!(t.find_matching_at(1, 1, &key), None, "another priority");
+        assert_eq!(t.find_matching_at(2, 2, &key), None, "another tag");
+        assert_eq!(t.find_matching_at(1, 2, &flow(0x0a00_0205, 0)), None, "outside the /24");
     }
 
     #[test]

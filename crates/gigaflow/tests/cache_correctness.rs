@@ -91,7 +91,7 @@ proptest! {
         let packets = stream(&p, 250, seed);
         let mut mf = MegaflowCache::new(entries * k, eviction(ev));
         let scheme = [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne, Scheme::DisjointArtifact][scheme as usize];
-        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0 };
+        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false };
         let mut gf = GigaflowCache::new(cfg).unwrap();
         check(&p, &packets, &mut mf, &mut gf);
     }

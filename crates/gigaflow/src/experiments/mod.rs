@@ -254,6 +254,7 @@ struct Common {
     single_in_port: bool,
     conntrack: bool,
     ip_port_security: bool,
+    artifact_ltm: bool,
 }
 
 impl Common {
@@ -277,7 +278,7 @@ impl Common {
         // The pipeline and L2 variants (issue 22) are named only when they differ from their
         // defaults (common_params), so default runs' summaries stay as they were.
         let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
-        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("low_anchors", self.low_anchors, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true)] {
+        for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("low_anchors", self.low_anchors, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true), ("artifact_ltm", self.artifact_ltm, false)] {
             if value != default {
                 settings.insert(name.into(), json!(value));
             }
@@ -286,7 +287,8 @@ impl Common {
 
     /// The Gigaflow defaults with this run's seed and install alignment.
     fn gf(&self) -> GigaflowConfig {
-        GigaflowConfig { seed: self.seed, align: self.align, ..GigaflowConfig::default() }
+        let a = self.artifact_ltm;
+        GigaflowConfig { seed: self.seed, align: self.align, repair: !a, recycle_by_lookup: a, drops_complete: !a, match_metadata: !a, key_after_writes: a, ..GigaflowConfig::default() }
     }
 
     fn nic(&self) -> NicModel {
@@ -326,6 +328,22 @@ fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, T
     Ok((rs, p, t))
 }
 
+/// The exact inputs `gigaflow.e2e` replays for one pipeline and locality, with e2e's parameters
+/// (`overrides` uses e2e's `--set` names; parameters that only shape the caches are accepted and
+/// ignored): the flow file (`ovs-ofctl add-flows` text) and the traffic. For running other
+/// switches — the Gigaflow authors' gvs (bench/artifacts/) — on the same packets.
+pub fn e2e_inputs(pipeline: &str, locality: &str, overrides: &BTreeMap<String, String>) -> Result<(Ruleset, Traffic), ExperimentError> {
+    #[derive(Deserialize)]
+    struct P {
+        #[serde(flatten)]
+        common: Common,
+    }
+    let p: P = resolve_params(&e2e::E2e.info(), &[], false, overrides)?;
+    let loc = Locality::parse(locality).map_err(bad("locality"))?;
+    let (rs, _, t) = inputs(pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+    Ok((rs, t))
+}
+
 fn loc_name(l: Locality) -> &'static str {
     match l {
         Locality::High => "high",
@@ -350,6 +368,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
         ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
+        ParamSpec { name: "artifact_ltm", default: "false", doc: "the LTM as the authors' gvs runs it (docs/results/artifacts.md): recycling by lookup (a new entry that an entry of its table, tag and priority matches is discarded), drop traversals never complete (their last entry sets no DROP tag), entries match no registers or metadata, entry keys hold the headers as their sub-traversal leaves them (commit_odp_actions rewrites the key), no repair entries; with partitioning=dp-artifact align=false max_masks=64 host_entries=200000 it is the artifact's configuration" },
         ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
     ]
 }
@@ -437,6 +456,23 @@ pub(crate) mod tests {
     pub(crate) fn run(e: &dyn Experiment, sets: &[(&str, &str)]) -> RunOutput {
         let o: BTreeMap<String, String> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         e.run(&o, true, &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn e2e_inputs_are_what_e2e_replays() {
+        let o: BTreeMap<String, String> = [("rules", "200"), ("flows", "300"), ("mf_entries", "96")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (rs, t) = e2e_inputs("PSC", "high", &o).unwrap();
+        let c: Common = resolve_params(&e2e::E2e.info(), &[], false, &o).unwrap();
+        let (rs2, _, t2) = inputs("PSC", Locality::High, &c).unwrap();
+        assert_eq!(rs.text, rs2.text);
+        assert!(t.iter().eq(t2.iter()), "the same packets in the same order");
+        assert_eq!(t.flows.len(), 300);
+        // The artifact's tag is the IPv4 ToS byte, starting at 0.
+        assert!(t.iter().all(|(_, f)| f.is_ip() && f.get(crate::fields::Field::NwTos) == 0));
+        let bad = e2e_inputs("PSC", "medium", &o).unwrap_err().to_string();
+        assert!(bad.contains("locality"), "{bad}");
+        let bad = e2e_inputs("PSC", "high", &[("flows".to_string(), "many".to_string())].into()).unwrap_err().to_string();
+        assert!(bad.contains("flows") || bad.contains("parameters"), "{bad}");
     }
 
     #[test]
