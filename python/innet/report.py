@@ -505,8 +505,12 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                 h.append(f"<p class='prov'>{NO_NUMBER}</p>")
                 md += [NO_NUMBER, ""]
             if e.compared:
-                h.append("<table><tr><th>paper number</th><th>paper</th><th>ours</th><th>tolerance</th><th>verdict</th><th>seeds</th><th>source</th></tr>")
-                md += ["| paper number | paper | ours | tolerance | verdict | seeds | source |", "|---|---:|---:|---|---|---|---|"]
+                # The authors' artifact on the same input, where it was run (docs/results/artifacts.md).
+                art = any(c.number.get("artifact") for c in e.compared)
+                art_th, art_md = ("<th>authors' artifact</th>", " authors' artifact |") if art else ("", "")
+                h.append(f"<table><tr><th>paper number</th><th>paper</th>{art_th}<th>ours</th><th>tolerance</th><th>verdict</th><th>seeds</th><th>source</th></tr>")
+                md += [f"| paper number | paper |{art_md} ours | tolerance | verdict | seeds | source |",
+                       "|---|---:|" + ("---|" if art else "") + "---:|---|---|---|---|"]
                 for c in e.compared:
                     n = c.number
                     paper_v = _paper_value(n)
@@ -515,10 +519,12 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                     per = " / ".join(_fmt(v) for _, v in sorted(c.values.items()))
                     agree = "" if c.seeds_agree is None else (f"agree ({per})" if c.seeds_agree else "DIFFER: " + ", ".join(
                         f"{s}: {v} ({_fmt(c.values.get(s))})" for s, v in c.by_seed.items()))
-                    h.append(f"<tr><td>{html.escape(n['label'])}</td><td>{paper_v}</td><td>{_fmt(c.ours)}</td><td>{_tolerance(n)}</td>"
+                    art_td = f"<td>{html.escape(n.get('artifact', ''))}</td>" if art else ""
+                    art_cell = f" {n.get('artifact', '')} |" if art else ""
+                    h.append(f"<tr><td>{html.escape(n['label'])}</td><td>{paper_v}</td>{art_td}<td>{_fmt(c.ours)}</td><td>{_tolerance(n)}</td>"
                              f"<td class='{_CLASS[c.verdict]}' title='{html.escape(c.why)}'>{c.verdict}{link_h}</td><td>{html.escape(agree)}</td>"
                              f"<td>{html.escape(n.get('source', ''))}</td></tr>")
-                    md.append(f"| {n['label']} | {paper_v} | {_fmt(c.ours)} | {_tolerance(n)} | {c.verdict}{link_m} | {agree} | {n.get('source', '')} |")
+                    md.append(f"| {n['label']} | {paper_v} |{art_cell} {_fmt(c.ours)} | {_tolerance(n)} | {c.verdict}{link_m} | {agree} | {n.get('source', '')} |")
                 h.append("</table>")
                 md.append("")
             if fig.runnable:

@@ -115,6 +115,11 @@ def reference(number: dict[str, Any]) -> float | None:
     return finite(number.get("direction_ref"))
 
 
+# Where the authors' own artifacts were run beside ours on the same inputs; a paper number's
+# `artifact` note must point there.
+ARTIFACT_PAGE = "docs/results/artifacts.md"
+
+
 def check_spec(number: dict[str, Any], where: str, ranges: dict[str, tuple[float, float]] | None = None) -> None:
     """Raise ValueError naming ``where`` if a paper number's tolerance fields are malformed, or if
     its comparison cannot fail (a reference at or beyond an end of the metric's range)."""
@@ -127,6 +132,9 @@ def check_spec(number: dict[str, Any], where: str, ranges: dict[str, tuple[float
         raise ValueError(f"{where}: configured must be true (or left out), got {number['configured']!r}")
     if "measured" in number and (not isinstance(number["measured"], str) or len(number["measured"]) < 20):
         raise ValueError(f"{where}: measured must say (in a sentence) why a number equal to a parameter value is measured")
+    if "artifact" in number and (not isinstance(number["artifact"], str) or ARTIFACT_PAGE not in number["artifact"]):
+        raise ValueError(f"{where}: artifact must say (in words) what the authors' artifact gives on the same input, "
+                         f"citing {ARTIFACT_PAGE} where it was measured")
     if "resolution" in number and (finite(number["resolution"]) is None or float(number["resolution"]) < 0):
         raise ValueError(f"{where}: resolution must be a non-negative number")
     ref = reference(number)

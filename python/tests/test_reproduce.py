@@ -772,3 +772,18 @@ def test_switchv2p_runs_the_artifacts_ecmp_and_draws_the_default_beside_it():
     f, axes = _drawn(figs["fig5a"], rows)
     labels = {t.get_text() for t in f.legends[0].get_texts()}
     assert {"switchv2p", "gwcache", "switchv2p (default)", "gwcache (default)"} <= labels
+
+
+def test_an_artifact_note_cites_where_it_was_measured_and_table4_carries_them():
+    """Beside a paper number, what the authors' own artifact gave on the same input (issue 32):
+    a note must be words citing the page where it was measured; Table 4's every row has one."""
+    base = {"label": "x", "metric": "m", "value": 1.0}
+    for bad in (3.5, "the artifact agrees"):
+        with pytest.raises(ValueError, match="artifact must say"):
+            verdict.check_spec({**base, "artifact": bad}, "papers/p.toml paper[0]")
+    verdict.check_spec({**base, "artifact": f"0.25 ({verdict.ARTIFACT_PAGE})"}, "papers/p.toml paper[0]")
+    papers = reproduce.load_papers()
+    table4 = next(f for f in papers["switchv2p"].figures if f.id == "table4")
+    assert table4.paper_numbers and all(verdict.ARTIFACT_PAGE in n.get("artifact", "") for n in table4.paper_numbers)
+    fig8 = next(f for f in papers["gigaflow"].figures if f.id == "fig8")
+    assert sum(1 for n in fig8.paper_numbers if n.get("artifact")) == 5
