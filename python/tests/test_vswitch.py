@@ -76,6 +76,7 @@ def test_stateful_cases_trace_like_ovs(innet_cmd):
     r = innet_cmd("vswitch", "trace", flows, "in_port=1,tcp,nw_ttl=1")
     assert r.returncode == 0, r.stderr
     assert "Actions: output:3,set(dl_src=00:00:5e:00:01:01),output:2" in r.stdout
+    assert ">> IPv4 decrement TTL exception" in r.stdout
     # Two ct(table=N) in one pass: both clones are traced; a committed ct_mark is matched later.
     r = innet_cmd("vswitch", "trace", flows, "in_port=2,tcp,nw_ttl=64", "--json")
     assert r.returncode == 0, r.stderr

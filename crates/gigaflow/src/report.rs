@@ -303,6 +303,10 @@ pub fn format_trace(pipeline: &Pipeline, trace: &Trace) -> String {
             None => s += &format!("{:2}. No match (table miss): drop\n", v.table),
         }
     }
+    if trace.ttl_exception {
+        // OVS prints ">> IPv4 decrement TTL exception" under the dec_ttl and a controller action.
+        s += "\n>> IPv4 decrement TTL exception: to the controller (reason invalid_ttl); the rest of that table's actions were skipped\n";
+    }
     s += &format!("\nFinal flow: {}\n", format_flow(&trace.final_flow));
     s += &format!("Megaflow: {}\n", format_megaflow(trace));
     s += &format!("Actions: {}\n", format_actions(trace));
@@ -322,6 +326,7 @@ pub fn trace_json(pipeline: &Pipeline, trace: &Trace) -> serde_json::Value {
         "megaflow": format_megaflow(trace),
         "outputs": trace.outputs.iter().map(|o| o.port).collect::<Vec<_>>(),
         "actions": format_actions(trace),
+        "ttl_exception": trace.ttl_exception,
     })
 }
 

@@ -490,14 +490,12 @@ impl<'a> Xlate<'a> {
                 }
             }
             Action::Move { src, dst } => {
-                self.unwildcard(src.field, u64::MAX);
-                self.written(dst.field, u64::MAX);
-                for p in [src.prereq, dst.prereq] {
-                    if let Prereq::Proto(_) = p {
-                        self.unwildcard(Field::NwProto, u64::MAX);
-                    }
-                }
+                // OVS mf_subfield_copy: the prerequisites, then only the two subfields' bits
+                // (a whole-field move, e.g. NXM_OF_TCP_DST[], examines the whole field; seen as
+                // the mark=0x700/0xff00 of move:...->NXM_NX_CT_MARK[8..15]).
                 if self.prereqs_ok(dst.prereq) && self.prereqs_ok(src.prereq) {
+                    self.unwildcard(src.field, src.mask());
+                    self.written(dst.field, dst.mask());
                     let bits = (self.flow.get(src.field) & src.mask()) >> src.offset_bits;
                     self.flow.set_masked(dst.field, bits << dst.offset_bits, dst.mask());
                 }
