@@ -797,7 +797,7 @@ mod tests {
             ("ip,actions=set_field:1->ct_mark", "outside of ct action"),
             ("ip,actions=ct(commit,exec(load:1->NXM_NX_CT_LABEL[96..127]))", "only bits 0..63"),
             ("ct_label=0x10000000000000000,ip,actions=drop", "low 64 bits"),
-            ("ip,actions=ct(commit,exec(set_field:1->ct_mark)", "parentheses"),
+            ("ip,actions=ct(commit,exec(set_field:1->ct_mark)", "is not modelled"),
         ] {
             let e = parse_flow_line(bad, 1).unwrap_err();
             assert!(e.message.contains(says), "{bad}: {e}");
