@@ -55,3 +55,32 @@ def test_trace_follows_recirculation_with_ct_next(innet_cmd):
     assert r.returncode == 0 and "resume conntrack with ct_state=new|trk" in r.stdout
     r = innet_cmd("vswitch", "trace", str(PIPELINES / "conntrack.flows"), packet, "--ct-next", "trk,nonsense")
     assert r.returncode == 2 and "--ct-next" in r.stderr
+
+
+def test_ct_next_states_ovs_refuses_are_refused(innet_cmd):
+    # As ofproto/trace (validate_ct_state): the message names the state and the broken rule.
+    packet = "in_port=1,tcp,nw_src=10.1.0.1,nw_dst=10.2.0.1,nw_ttl=64,tp_dst=80"
+    for state, why in [("trk,new,rpl", '"new" and "rpy" are mutually exclusive'),
+                       ("trk,new,est", '"new" and "est" are mutually exclusive'),
+                       ("trk,inv,est", 'when "inv" is set, only "trk" may also be set'),
+                       ("new", 'If "trk" is unset, no other flags are set')]:
+        r = innet_cmd("vswitch", "trace", str(PIPELINES / "conntrack.flows"), packet, "--ct-next", state)
+        assert r.returncode == 2, (state, r.stdout, r.stderr)
+        assert f"--ct-next {state}: " in r.stderr and why in r.stderr and "Traceback" not in r.stderr
+        assert r.stdout == ""
+
+
+def test_stateful_cases_trace_like_ovs(innet_cmd):
+    # dec_ttl at TTL 1 two tables deep ends only that table: the callers' outputs still run.
+    flows = str(PIPELINES / "stateful_cases.flows")
+    r = innet_cmd("vswitch", "trace", flows, "in_port=1,tcp,nw_ttl=1")
+    assert r.returncode == 0, r.stderr
+    assert "Actions: output:3,set(dl_src=00:00:5e:00:01:01),output:2" in r.stdout
+    assert ">> IPv4 decrement TTL exception" in r.stdout
+    # Two ct(table=N) in one pass: both clones are traced; a committed ct_mark is matched later.
+    r = innet_cmd("vswitch", "trace", flows, "in_port=2,tcp,nw_ttl=64", "--json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert len(v["recirculations"]) == 4
+    r = innet_cmd("vswitch", "trace", flows, "in_port=2,udp,nw_ttl=64")
+    assert "ct_mark=0x5,ct_label=0x3/0x3,ip, priority 40" in r.stdout and "Actions: output:4" in r.stdout

@@ -7,7 +7,7 @@
 //! so its later packets stay `+new`; here they are `+est`. docs/gigaflow.md says why.)
 
 use crate::fields::{Field, Flow, CT_EST, CT_NEW, CT_RPL, CT_TRK};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 type Key = (u16, u64, u64, u64, u64, u64);
 
@@ -24,6 +24,8 @@ fn key(flow: &Flow, zone: u16, reverse: bool) -> Key {
 #[derive(Default)]
 pub struct Conntrack {
     seen: HashSet<Key>,
+    /// `ct_mark` and `ct_label` committed with a connection (by its original direction's key).
+    marks: HashMap<Key, (u64, u64)>,
 }
 
 impl Conntrack {
@@ -37,6 +39,37 @@ impl Conntrack {
             CT_TRK | CT_NEW
         } else {
             CT_TRK | CT_EST
+        }
+    }
+
+    /// `ct(commit,exec(...))`: records the connection of `flow` in `zone` and stores the bits of
+    /// `ct_mark`/`ct_label` the exec wrote ((value, mask); other bits keep their value), as
+    /// the datapath's conntrack keeps them with the connection.
+    pub fn commit(&mut self, flow: &Flow, zone: u16, mark: Option<(u64, u64)>, label: Option<(u64, u64)>) {
+        let k = self.connection(flow, zone);
+        self.seen.insert(k);
+        let e = self.marks.entry(k).or_default();
+        if let Some((v, m)) = mark {
+            e.0 = (e.0 & !m) | (v & m);
+        }
+        if let Some((v, m)) = label {
+            e.1 = (e.1 & !m) | (v & m);
+        }
+    }
+
+    /// The `ct_mark` and `ct_label` of `flow`'s connection in `zone` (either direction): what
+    /// conntrack sets on the packet; 0 for a connection never committed with them.
+    pub fn marks(&self, flow: &Flow, zone: u16) -> (u64, u64) {
+        self.marks.get(&self.connection(flow, zone)).copied().unwrap_or_default()
+    }
+
+    /// The key of `flow`'s connection: its reverse direction's when that one was seen first.
+    fn connection(&self, flow: &Flow, zone: u16) -> Key {
+        let reverse = key(flow, zone, true);
+        if self.seen.contains(&reverse) && !self.seen.contains(&key(flow, zone, false)) {
+            reverse
+        } else {
+            key(flow, zone, false)
         }
     }
 

@@ -27,10 +27,14 @@ pub enum Field {
     CtZone,
     CtMark,
     NwTtl,
+    /// `ct_label`: the low 64 bits of OVS's 128-bit label (values and masks that reach the
+    /// upper 64 bits are refused by the parsers as not modelled; a full mask here stands for
+    /// OVS's full 128-bit mask, the upper half of every label being 0).
+    CtLabel,
 }
 
 /// Number of fields (16 registers included).
-pub const N_FIELDS: usize = 33;
+pub const N_FIELDS: usize = 34;
 
 /// `ct_state` flags, in OVS's bit order (`CS_NEW` ... `CS_DST_NAT`).
 pub const CT_NEW: u64 = 0x01;
@@ -88,6 +92,54 @@ pub fn parse_ct_state(s: &str, signed: bool) -> Result<(u64, u64), String> {
     Ok((value, mask))
 }
 
+/// A conntrack state as `ofproto/trace --ct-next` takes it: flag names separated by commas or
+/// spaces (OVS's `parse_ct_state`; empty names are skipped, so `""` is the state 0), or joined
+/// by `|` as OVS prints them. Unknown names are refused as OVS refuses them.
+pub fn parse_ct_next(s: &str) -> Result<u64, String> {
+    let mut state = 0;
+    for name in s.split([',', ' ', '|']).filter(|n| !n.is_empty()) {
+        match CT_STATE_NAMES.iter().position(|&n| n == name) {
+            Some(i) => state |= 1 << i,
+            None => return Err(format!("{name}: unknown connection tracking state flag")),
+        }
+    }
+    Ok(state)
+}
+
+/// OVS's `validate_ct_state` (lib/flow.c, the constraints of ovs-fields(7)) with its messages,
+/// one per violated rule, each naming the state as OVS prints it: `trk` must be set when any
+/// flag is, `inv` allows only `trk` beside it, `new` excludes `est` and `rpl`. (OVS spells the
+/// last message's flag "rpy"; the text is kept verbatim so it compares equal to OVS's.)
+pub fn validate_ct_state(state: u64) -> Result<(), String> {
+    let s = format_ct_flags(state);
+    let mut errors = Vec::new();
+    if state != 0 && state & CT_TRK == 0 {
+        errors.push(format!("{s}: invalid connection state: If \"trk\" is unset, no other flags are set"));
+    }
+    if state & CT_INV != 0 && state & !(CT_TRK | CT_INV) != 0 {
+        errors.push(format!("{s}: invalid connection state: when \"inv\" is set, only \"trk\" may also be set"));
+    }
+    if state & CT_NEW != 0 && state & CT_EST != 0 {
+        errors.push(format!("{s}: invalid connection state: \"new\" and \"est\" are mutually exclusive"));
+    }
+    if state & CT_NEW != 0 && state & CT_RPL != 0 {
+        errors.push(format!("{s}: invalid connection state: \"new\" and \"rpy\" are mutually exclusive"));
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("\n")) }
+}
+
+/// A `ct_label` value or mask as OVS writes it (up to 128 bits, e.g. `0x10000000000000002`),
+/// as this model holds it: the low 64 bits, a full 128-bit mask as `u64::MAX`. `None` for a
+/// number that needs the upper 64 bits (or a mask that covers all 64 low bits but not all 128,
+/// which would print differently): not modelled.
+pub fn ct_label_bits(v: u128) -> Option<u64> {
+    match v {
+        u128::MAX => Some(u64::MAX),
+        v if v >> 64 == 0 && v as u64 != u64::MAX => Some(v as u64),
+        _ => None,
+    }
+}
+
 /// A packet's `ct_state` as OVS prints it (`new|trk`), or `0`.
 pub fn format_ct_flags(value: u64) -> String {
     let names: Vec<&str> = CT_STATE_NAMES.iter().enumerate().filter(|(i, _)| value >> i & 1 == 1).map(|(_, n)| *n).collect();
@@ -140,6 +192,7 @@ impl Field {
             Field::CtZone => 30,
             Field::CtMark => 31,
             Field::NwTtl => 32,
+            Field::CtLabel => 33,
         }
     }
 
@@ -162,14 +215,15 @@ impl Field {
             29 => Field::CtState,
             30 => Field::CtZone,
             31 => Field::CtMark,
-            _ => Field::NwTtl,
+            32 => Field::NwTtl,
+            _ => Field::CtLabel,
         }
     }
 
     pub fn bits(self) -> u32 {
         match self {
             Field::InPort => 16,
-            Field::Metadata => 64,
+            Field::Metadata | Field::CtLabel => 64,
             Field::Reg(_) => 32,
             Field::DlDst | Field::DlSrc => 48,
             Field::DlType | Field::VlanTci => 16,
@@ -194,7 +248,7 @@ impl Field {
     /// The classifier stage (OVS flow segment) the field belongs to: 0 metadata, 1 L2, 2 L3, 3 L4.
     pub fn stage(self) -> usize {
         match self {
-            Field::InPort | Field::Metadata | Field::Reg(_) | Field::RecircId | Field::CtState | Field::CtZone | Field::CtMark => 0,
+            Field::InPort | Field::Metadata | Field::Reg(_) | Field::RecircId | Field::CtState | Field::CtZone | Field::CtMark | Field::CtLabel => 0,
             Field::DlDst | Field::DlSrc | Field::DlType | Field::VlanTci => 1,
             Field::NwSrc | Field::NwDst | Field::NwProto | Field::NwTos | Field::NwTtl => 2,
             Field::TpSrc | Field::TpDst => 3,
@@ -227,6 +281,7 @@ impl Field {
             Field::CtZone => "ct_zone".into(),
             Field::CtMark => "ct_mark".into(),
             Field::NwTtl => "nw_ttl".into(),
+            Field::CtLabel => "ct_label".into(),
         }
     }
 
@@ -253,7 +308,7 @@ impl Field {
             }
             Field::CtState => format_ct_state(value, mask),
             // C's `%#x`, as OVS prints these: "0" for zero, "0x5" otherwise.
-            Field::RecircId | Field::CtMark => {
+            Field::RecircId | Field::CtMark | Field::CtLabel => {
                 let c = |v: u64| if v == 0 { "0".to_string() } else { format!("{v:#x}") };
                 if full { c(value) } else { format!("{}/{}", c(value), c(mask)) }
             }
@@ -344,5 +399,24 @@ impl fmt::Debug for Flow {
             .map(|fl| format!("{}={:#x}", fl.name(), self.get(fl)))
             .collect();
         write!(f, "Flow({})", parts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ct_states_ovs_refuses_are_refused_with_its_messages() {
+        let v = |s: &str| validate_ct_state(parse_ct_next(s).unwrap());
+        assert_eq!(v("new,rpl,trk").unwrap_err(), "new|rpl|trk: invalid connection state: \"new\" and \"rpy\" are mutually exclusive");
+        assert!(v("trk,new,est").unwrap_err().contains("\"new\" and \"est\""));
+        assert!(v("trk,inv,est").unwrap_err().starts_with("est|inv|trk: invalid connection state: when \"inv\""));
+        assert!(v("new").unwrap_err().contains("If \"trk\" is unset"));
+        assert_eq!(v("trk,inv,new,est,rpl").unwrap_err().lines().count(), 3);
+        for ok in ["trk,new", "trk est rpl", "trk|rel|new", "trk,inv", "trk,new,dnat", ""] {
+            assert!(v(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(parse_ct_next("trk,bogus").unwrap_err(), "bogus: unknown connection tracking state flag");
     }
 }

@@ -52,11 +52,13 @@ pub enum Action {
     /// `ct(commit,zone=Z,table=N)`: send the packet through conntrack in `zone`; `commit`
     /// records the connection; with `table` a clone recirculates and resumes at table N with
     /// `ct_state`/`ct_zone` set (the current pass continues, with the conntrack fields cleared).
-    Ct { commit: bool, zone: u16, table: Option<u8> },
+    /// `exec(...)`: the `set_field`/`load`/`move` writes into `ct_mark`/`ct_label` the commit
+    /// stores with the connection (OVS takes no other nested action, and only with `commit`).
+    Ct { commit: bool, zone: u16, table: Option<u8>, exec: Vec<Action> },
     /// `ct_clear`: clear the conntrack fields.
     CtClear,
-    /// `dec_ttl`: decrement the IPv4 TTL; a TTL of 0 or 1 ends the translation (OVS sends the
-    /// packet to the controller).
+    /// `dec_ttl`: decrement the IPv4 TTL; at a TTL of 0 or 1 OVS sends the packet to the
+    /// controller and ends the current table's actions (callers' pending actions still run).
     DecTtl,
 }
 
@@ -120,6 +122,8 @@ struct Tok<'a> {
 
 struct LineCtx {
     line: usize,
+    /// Parsing the nested actions of `ct(exec(...))`, where `ct_mark`/`ct_label` are writable.
+    in_ct_exec: bool,
 }
 
 impl LineCtx {
@@ -161,7 +165,7 @@ fn split_top(s: &str, base: usize, spaces: bool) -> Vec<Tok<'_>> {
 }
 
 pub fn parse_flow_line(line: &str, line_no: usize) -> Result<FlowRule, ParseError> {
-    let ctx = LineCtx { line: line_no };
+    let ctx = LineCtx { line: line_no, in_ct_exec: false };
     let (match_part, actions_at) = match line.find("actions=") {
         Some(p) => (&line[..p], Some(p)),
         None => (line, None),
@@ -306,6 +310,10 @@ fn parse_match_token(ctx: &LineCtx, tok: Tok<'_>, rule: &mut FlowRule) -> Result
             let (v, m) = parse_masked(need("a value")?, |s| parse_uint(s, 0xffff_ffff), 32).map_err(|m| ctx.err(voff, m))?;
             add_match(ctx, off, rule, Field::CtMark, v, m)
         }
+        "ct_label" => {
+            let (v, m) = parse_field_value(Field::CtLabel, need("a value")?).map_err(|m| ctx.err(voff, m))?;
+            add_match(ctx, off, rule, Field::CtLabel, v, m)
+        }
         "nw_tos" => {
             let v = parse_uint(need("a ToS value")?, 255).map_err(|m| ctx.err(voff, m))?;
             if v & 3 != 0 {
@@ -329,7 +337,7 @@ fn parse_match_token(ctx: &LineCtx, tok: Tok<'_>, rule: &mut FlowRule) -> Result
             let (v, m) = parse_masked(need("a value")?, |s| parse_uint(s, 0xffff_ffff), 32).map_err(|m| ctx.err(voff, m))?;
             add_match(ctx, off, rule, Field::Reg(r), v, m)
         }
-        _ => Err(ctx.err(off, format!("unknown match field '{key}' (expected table, priority, in_port, dl_src, dl_dst, dl_type, dl_vlan, ip, tcp, udp, icmp, arp, nw_src, nw_dst, nw_proto, nw_tos, nw_ttl, tp_src, tp_dst, ct_state, ct_zone, ct_mark, reg0..reg15, metadata or actions=)"))),
+        _ => Err(ctx.err(off, format!("unknown match field '{key}' (expected table, priority, in_port, dl_src, dl_dst, dl_type, dl_vlan, ip, tcp, udp, icmp, arp, nw_src, nw_dst, nw_proto, nw_tos, nw_ttl, tp_src, tp_dst, ct_state, ct_zone, ct_mark, ct_label, reg0..reg15, metadata or actions=)"))),
     }
 }
 
@@ -378,6 +386,18 @@ pub fn parse_uint(s: &str, max: u64) -> Result<u64, String> {
         return Err(format!("{v} is larger than the maximum {max}"));
     }
     Ok(v)
+}
+
+/// A decimal or `0x` hexadecimal number of up to 128 bits (`ct_label`).
+pub fn parse_u128(s: &str) -> Result<u128, String> {
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(format!("expected a number, got '{s}'"));
+    }
+    u128::from_str_radix(digits, radix).map_err(|_| format!("number '{s}' is too large for 128 bits"))
 }
 
 /// `VALUE` or `VALUE/MASK`, both parsed by `p`.
@@ -460,6 +480,8 @@ pub fn field_by_name(name: &str) -> Option<(Field, Prereq)> {
         "tcp_dst" | "tp_dst" | "NXM_OF_TCP_DST" | "OXM_OF_TCP_DST" => (Field::TpDst, tcp),
         "udp_src" | "NXM_OF_UDP_SRC" | "OXM_OF_UDP_SRC" => (Field::TpSrc, udp),
         "udp_dst" | "NXM_OF_UDP_DST" | "OXM_OF_UDP_DST" => (Field::TpDst, udp),
+        "ct_mark" | "NXM_NX_CT_MARK" => (Field::CtMark, Prereq::None),
+        "ct_label" | "NXM_NX_CT_LABEL" => (Field::CtLabel, Prereq::None),
         _ => {
             let r = name
                 .strip_prefix("NXM_NX_REG")
@@ -481,6 +503,9 @@ fn parse_subfield(ctx: &LineCtx, s: &str, off: usize) -> Result<SubField, ParseE
     };
     let roff = off + open + 1;
     let width = field.bits();
+    if field == Field::CtLabel && (range.is_empty() || range.split("..").any(|b| parse_uint(b, 63).is_err() && parse_uint(b, 127).is_ok())) {
+        return Err(ctx.err(roff, format!("{name}[{range}]: ct_label is 128 bits in OVS; only bits 0..63 are modelled (write e.g. {name}[0..31])")));
+    }
     let (lo, hi) = if range.is_empty() {
         (0, width - 1)
     } else if let Some((a, b)) = range.split_once("..") {
@@ -500,6 +525,13 @@ fn parse_subfield(ctx: &LineCtx, s: &str, off: usize) -> Result<SubField, ParseE
 fn check_writable(ctx: &LineCtx, off: usize, field: Field, prereq: Prereq, rule: &FlowRule) -> Result<(), ParseError> {
     if matches!(field, Field::DlType | Field::NwProto) {
         return Err(ctx.err(off, format!("{} is not writable", field.name())));
+    }
+    // OVS (ovs-ofctl): "cannot set CT fields outside of ct action", and inside ct(exec(...))
+    // "ct action doesn't support nested modification of FIELD".
+    match (ctx.in_ct_exec, matches!(field, Field::CtMark | Field::CtLabel)) {
+        (false, true) => return Err(ctx.err(off, format!("cannot set CT fields outside of ct action ({} is written in ct(commit,exec(...)))", field.name()))),
+        (true, false) => return Err(ctx.err(off, format!("ct action doesn't support nested modification of {} (only ct_mark and ct_label)", field.name()))),
+        _ => {}
     }
     check_prereq(ctx, off, field, prereq, rule)
 }
@@ -631,24 +663,41 @@ fn parse_action(ctx: &LineCtx, tok: Tok<'_>, rule: &FlowRule) -> Result<Action, 
     }
 }
 
-/// `ct(...)` with `commit`, `zone=N` and `table=N`; what else OVS takes (nat, exec, alg,
-/// force, a zone from a field) is refused as not modelled.
+/// `ct(...)` with `commit`, `zone=N`, `table=N` and `exec(...)` (writes into ct_mark and
+/// ct_label); what else OVS takes (nat, alg, force, a zone from a field) is refused as not
+/// modelled.
 fn parse_ct(ctx: &LineCtx, off: usize, arg: &str, rule: &FlowRule) -> Result<Action, ParseError> {
     let inner = arg.strip_prefix('(').and_then(|a| a.strip_suffix(')')).ok_or_else(|| ctx.err(off, "expected ct(...) with parentheses"))?;
     if rule.match_value(Field::DlType).map(|(v, _)| v) != Some(ETH_TYPE_IP) {
         return Err(ctx.err(off, "ct needs the flow to match 'ip' (OVS: OFPBAC_MATCH_INCONSISTENT)"));
     }
-    let (mut commit, mut zone, mut table) = (false, 0u16, None);
+    let (mut commit, mut zone, mut table, mut exec) = (false, 0u16, None, Vec::new());
     for tok in split_top(inner, off + 1, false) {
         let (k, v) = tok.text.split_once('=').map_or((tok.text, None), |(k, v)| (k, Some(v)));
         match (k, v) {
             ("commit", None) => commit = true,
             ("zone", Some(v)) => zone = parse_uint(v, 0xffff).map_err(|m| ctx.err(tok.offset, format!("ct zone: {m} (a zone taken from a field is not supported)")))? as u16,
             ("table", Some(v)) => table = Some(parse_uint(v, 254).map_err(|m| ctx.err(tok.offset, format!("ct table: {m}")))? as u8),
-            _ => return Err(ctx.err(tok.offset, format!("ct argument '{}' is not modelled (expected commit, zone=N or table=N)", tok.text))),
+            _ if tok.text.starts_with("exec(") && tok.text.ends_with(')') => {
+                let body = &tok.text["exec(".len()..tok.text.len() - 1];
+                let nested = LineCtx { line: ctx.line, in_ct_exec: true };
+                for t in split_top(body, tok.offset + "exec(".len(), false) {
+                    let a = parse_action(&nested, t, rule)?;
+                    if !matches!(a, Action::SetField { .. } | Action::Move { .. }) {
+                        let name = t.text.split([':', '(']).next().unwrap_or(t.text);
+                        return Err(ctx.err(t.offset, format!("ct action doesn't support nested action {name} (only set_field, load and move into ct_mark or ct_label)")));
+                    }
+                    exec.push(a);
+                }
+            }
+            _ => return Err(ctx.err(tok.offset, format!("ct argument '{}' is not modelled (expected commit, zone=N, table=N or exec(...))", tok.text))),
         }
     }
-    Ok(Action::Ct { commit, zone, table })
+    if !exec.is_empty() && !commit {
+        // OVS: OFPBAC_BAD_ARGUMENT.
+        return Err(ctx.err(off, "CT action requires commit flag if actions other than NAT without arguments are specified (ct(commit,exec(...)))"));
+    }
+    Ok(Action::Ct { commit, zone, table, exec })
 }
 
 /// The value of a `set_field`, in the field's own notation, with an optional `/mask`.
@@ -662,6 +711,19 @@ fn parse_field_value(field: Field, s: &str) -> Result<(u64, u64), String> {
             }
             None => Ok((parse_ip(s)?, 0xffff_ffff)),
         },
+        Field::CtLabel => {
+            let bits = |x: &str| -> Result<u64, String> {
+                let v = parse_u128(x)?;
+                crate::fields::ct_label_bits(v).ok_or_else(|| format!("ct_label {x}: only the low 64 bits of the 128-bit label are modelled"))
+            };
+            match s.split_once('/') {
+                Some((v, m)) => {
+                    let m = bits(m)?;
+                    Ok((bits(v)? & m, m))
+                }
+                None => Ok((bits(s)?, u64::MAX)),
+            }
+        }
         Field::NwTos => {
             let v = parse_uint(s, 255)?;
             if v & 3 != 0 {
@@ -715,6 +777,30 @@ mod tests {
         for s in ["actions=", "=,=,actions=load:->[", "reg99=1,actions=drop", "actions=move:reg0[5..1]->reg1[]",
             "actions=resubmit(", "nw_src=1.2.3.4/33,ip,actions=drop", "actions=load:1->reg0[0..70]", "é=1,actions=drop"] {
             assert!(parse_flows(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn ct_exec_writes_ct_mark_and_ct_label_only_and_only_with_commit() {
+        let r = parse_flow_line("ip,actions=ct(commit,table=3,zone=2,exec(set_field:0x1/0x1->ct_mark,load:0x1->NXM_NX_CT_LABEL[5],move:NXM_NX_REG0[0..7]->NXM_NX_CT_MARK[8..15]))", 1).unwrap();
+        let Action::Ct { commit: true, zone: 2, table: Some(3), exec } = &r.actions[0] else { panic!("{:?}", r.actions) };
+        assert_eq!(exec[0], Action::SetField { field: Field::CtMark, prereq: Prereq::None, value: 1, mask: 1 });
+        assert_eq!(exec[1], Action::SetField { field: Field::CtLabel, prereq: Prereq::None, value: 0x20, mask: 0x20 });
+        assert!(matches!(exec[2], Action::Move { .. }));
+        // 128-bit label notation; the upper 64 bits are not modelled.
+        let r = parse_flow_line("ct_label=0x3/0xffffffffffffffffffffffffffffffff,ip,actions=drop", 1).unwrap();
+        assert_eq!(r.match_value(Field::CtLabel), Some((3, u64::MAX)));
+        for (bad, says) in [
+            ("ip,actions=ct(exec(set_field:1->ct_mark))", "requires commit"),
+            ("ip,actions=ct(commit,exec(output:1))", "nested action output"),
+            ("ip,actions=ct(commit,exec(set_field:1->reg0))", "nested modification of reg0"),
+            ("ip,actions=set_field:1->ct_mark", "outside of ct action"),
+            ("ip,actions=ct(commit,exec(load:1->NXM_NX_CT_LABEL[96..127]))", "only bits 0..63"),
+            ("ct_label=0x10000000000000000,ip,actions=drop", "low 64 bits"),
+            ("ip,actions=ct(commit,exec(set_field:1->ct_mark)", "is not modelled"),
+        ] {
+            let e = parse_flow_line(bad, 1).unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {e}");
         }
     }
 }

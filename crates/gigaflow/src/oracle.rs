@@ -285,6 +285,18 @@ fn split_commas(s: &str) -> Vec<&str> {
     out.into_iter().filter(|x| !x.is_empty()).collect()
 }
 
+/// A `ct_label` as OVS prints it (`0x3`, `0/0x10000000000000002`), as this model holds it
+/// ([`crate::fields::ct_label_bits`]); labels reaching the upper 64 bits are an error.
+fn ct_label_masked(v: &str) -> Result<(u64, u64), String> {
+    let bits = |x: &str| -> Result<u64, String> {
+        crate::fields::ct_label_bits(crate::flows::parse_u128(x)?).ok_or_else(|| format!("ct_label {x}: beyond the modelled low 64 bits"))
+    };
+    match v.split_once('/') {
+        Some((a, m)) => Ok((bits(a)?, bits(m)?)),
+        None => Ok((bits(v)?, u64::MAX)),
+    }
+}
+
 fn masked_num(v: &str, bits: u32) -> Result<(u64, u64), String> {
     let full = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
     match v.split_once('/') {
@@ -322,6 +334,10 @@ pub fn parse_megaflow(line: &str) -> Result<(Flow, Flow, Vec<String>), String> {
             ("ct_mark", Some(v)) => {
                 let (a, m) = masked_num(v, 32)?;
                 put(Field::CtMark, a, m)
+            }
+            ("ct_label", Some(v)) => {
+                let (a, m) = ct_label_masked(v)?;
+                put(Field::CtLabel, a, m)
             }
             ("nw_ttl", Some(v)) => put(Field::NwTtl, parse_uint(v, 255)?, 0xff),
             ("ip", None) => put(Field::DlType, ETH_TYPE_IP, 0xffff),
@@ -421,12 +437,14 @@ pub fn parse_ct_actions(line: &str) -> Result<Vec<CtAction>, String> {
             let last = out.last_mut().filter(|c| c.recirc.is_none()).ok_or_else(|| format!("'{act}' does not follow a ct action in '{line}'"))?;
             last.recirc = Some(parse_uint(id, u32::MAX as u64)? as u32);
         } else if act == "ct" || act.starts_with("ct(") {
-            let mut c = CtAction { commit: false, zone: 0, recirc: None };
+            let mut c = CtAction { commit: false, zone: 0, recirc: None, mark: None, label: None, flow: Flow::default() };
             let inner = act.strip_prefix("ct(").and_then(|a| a.strip_suffix(')')).unwrap_or("");
             for kv in split_commas(inner) {
                 match kv.split_once('=') {
                     None if kv == "commit" => c.commit = true,
                     Some(("zone", z)) => c.zone = parse_uint(z, 0xffff)? as u16,
+                    Some(("mark", m)) => c.mark = Some(masked_num(m, 32)?),
+                    Some(("label", l)) => c.label = Some(ct_label_masked(l)?),
                     _ => return Err(format!("unsupported ct argument '{kv}' in '{act}'")),
                 }
             }

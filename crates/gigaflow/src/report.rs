@@ -158,8 +158,9 @@ fn format_fields(value: &Flow, mask: &Flow, packet: bool) -> String {
     parts.join(",")
 }
 
-/// The fields OVS prints before the protocol, in its order.
-const DATAPATH_METADATA: [Field; 4] = [Field::RecircId, Field::CtState, Field::CtZone, Field::CtMark];
+/// The fields OVS prints before the protocol, in its order (recirc_id, ct_state, ct_zone,
+/// ct_mark, ct_label).
+const DATAPATH_METADATA: [Field; 5] = [Field::RecircId, Field::CtState, Field::CtZone, Field::CtMark, Field::CtLabel];
 
 /// The order OVS's `match_format` prints the other fields in.
 fn print_order() -> Vec<Field> {
@@ -220,7 +221,7 @@ fn format_action(a: &Action) -> String {
         Action::Drop => "drop".into(),
         Action::DecTtl => "dec_ttl".into(),
         Action::CtClear => "ct_clear".into(),
-        Action::Ct { commit, zone, table } => {
+        Action::Ct { commit, zone, table, exec } => {
             let mut args = Vec::new();
             if *commit {
                 args.push("commit".to_string());
@@ -230,6 +231,9 @@ fn format_action(a: &Action) -> String {
             }
             if *zone != 0 {
                 args.push(format!("zone={zone}"));
+            }
+            if !exec.is_empty() {
+                args.push(format!("exec({})", exec.iter().map(format_action).collect::<Vec<_>>().join(",")));
             }
             format!("ct({})", args.join(","))
         }
@@ -299,6 +303,10 @@ pub fn format_trace(pipeline: &Pipeline, trace: &Trace) -> String {
             None => s += &format!("{:2}. No match (table miss): drop\n", v.table),
         }
     }
+    if trace.ttl_exception {
+        // OVS prints ">> IPv4 decrement TTL exception" under the dec_ttl and a controller action.
+        s += "\n>> IPv4 decrement TTL exception: to the controller (reason invalid_ttl); the rest of that table's actions were skipped\n";
+    }
     s += &format!("\nFinal flow: {}\n", format_flow(&trace.final_flow));
     s += &format!("Megaflow: {}\n", format_megaflow(trace));
     s += &format!("Actions: {}\n", format_actions(trace));
@@ -318,6 +326,7 @@ pub fn trace_json(pipeline: &Pipeline, trace: &Trace) -> serde_json::Value {
         "megaflow": format_megaflow(trace),
         "outputs": trace.outputs.iter().map(|o| o.port).collect::<Vec<_>>(),
         "actions": format_actions(trace),
+        "ttl_exception": trace.ttl_exception,
     })
 }
 
@@ -331,7 +340,12 @@ pub fn trace_command(flows_text: &str, packet: &str, ct_next: &[String]) -> Resu
     let p = parse_packet(packet).map_err(|e| format!("packet: column {}: {}", e.column, e.message))?;
     let states = ct_next
         .iter()
-        .map(|s| crate::fields::parse_ct_state(&s.replace(',', "|"), false).map(|v| v.0).map_err(|e| format!("--ct-next {s}: {e}")))
+        .map(|s| {
+            let state = crate::fields::parse_ct_next(s).map_err(|e| format!("--ct-next {s}: {e}"))?;
+            // Refused as OVS refuses them, with OVS's messages (one line each, joined by "; ").
+            crate::fields::validate_ct_state(state).map_err(|e| format!("--ct-next {s}: {}", e.replace('\n', "; ")))?;
+            Ok(state)
+        })
         .collect::<Result<Vec<u64>, String>>()?;
     let mut next = states.into_iter();
     let default = crate::fields::CT_TRK | crate::fields::CT_NEW;

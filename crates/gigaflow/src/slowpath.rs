@@ -21,8 +21,12 @@ pub const MAX_RESUBMIT_DEPTH: usize = 64;
 /// it, a rule resubmitting twice into a loop makes 2^64 lookups (found by the gigaflow_flows
 /// fuzzer as an out-of-memory).
 pub const MAX_RESUBMITS: usize = MAX_RESUBMIT_DEPTH * MAX_RESUBMIT_DEPTH;
-/// Most datapath passes [`Pipeline::trace_passes`] runs (OVS: `MAX_RECIRC_DEPTH`, 6).
+/// Most datapath passes of one recirculation chain [`Pipeline::trace_passes`] runs (OVS's
+/// datapath: `MAX_RECIRC_DEPTH`, 6).
 pub const MAX_PASSES: usize = 6;
+/// Most passes [`Pipeline::trace_passes`] traces in all (pipelines that fork two clones per
+/// pass grow as 2^depth; OVS's trace has no bound).
+pub const MAX_TRACED_PASSES: usize = 256;
 
 /// A parsed pipeline: its rules and one classifier per table.
 #[derive(Clone, Debug)]
@@ -39,6 +43,9 @@ pub struct Pipeline {
 struct Frozen {
     table: u8,
     zone: u16,
+    /// `ct_mark` and `ct_label` of the packet at the `ct` (after its `exec`).
+    mark: u64,
+    label: u64,
     /// Metadata and registers ([`Field::Metadata`], [`Field::Reg`]) at the freeze.
     state: [u64; 17],
 }
@@ -80,6 +87,14 @@ pub struct CtAction {
     pub zone: u16,
     /// The recirculation id, for `ct(table=N)`.
     pub recirc: Option<u32>,
+    /// `ct_mark` bits its `exec(...)` wrote: (value, mask), as OVS's datapath action carries
+    /// them (`ct(commit,zone=1,mark=0x5/0xffffffff)`); `None` when it wrote none.
+    pub mark: Option<(u64, u64)>,
+    /// `ct_label` bits its `exec(...)` wrote (low 64 bits of OVS's 128), as `mark`.
+    pub label: Option<(u64, u64)>,
+    /// The packet at the action, after its `exec(...)`: the headers, registers and conntrack
+    /// fields a recirculated clone resumes with (OVS freezes `ctx->xin->flow` here).
+    pub flow: Flow,
 }
 
 /// A pending resubmit frame: (rule index, next action index, depth the rule ran at).
@@ -135,8 +150,11 @@ pub struct Trace {
     /// Megaflow mask: 1 bits are matched exactly (packet fields only, as OVS installs them).
     pub megaflow_mask: Flow,
     pub outputs: Vec<Output>,
-    /// The traversal hit OVS's resubmit depth or resubmit count limit (a lookup was skipped).
+    /// The traversal hit OVS's resubmit depth or resubmit count limit (a lookup was skipped),
+    /// or two clones recirculate from it: either way the caches do not cache it.
     pub depth_limited: bool,
+    /// Only the limits: the resubmit depth or count, or the recirculation id pool.
+    pub translation_limited: bool,
     /// Classifier subtables searched over the whole traversal (its tuple-space-search cost).
     pub subtables_probed: u64,
     /// For [`Pipeline::trace_segment`]: the lookup (table, pending frames, depth) that would
@@ -145,7 +163,9 @@ pub struct Trace {
     /// The conntrack actions of the pass; the last one with a `recirc` id is the pass the
     /// packet continues with (`final_flow`'s recirc_id is that id).
     pub ct: Vec<CtAction>,
-    /// `dec_ttl` met a TTL of 0 or 1 and ended the translation (OVS: to the controller).
+    /// `dec_ttl` met a TTL of 0 or 1 (OVS: a controller action, reason invalid_ttl): that
+    /// table's remaining actions were skipped; the actions pending in the tables that resubmitted
+    /// to it still ran.
     pub ttl_exception: bool,
     /// `output` actions executed, those to the input port (which OVS skips) included: the
     /// Gigaflow artifact ends a traversal with its OUTPUT tag after any of them, with DROP after none.
@@ -191,8 +211,10 @@ impl Pipeline {
             x.written(Field::RecircId, u64::MAX);
             x.flow.set(Field::RecircId, id as u64);
         }
+        let translation_limited = x.depth_limited;
         if x.ct.iter().filter(|c| c.recirc.is_some()).count() > 1 {
-            // Two clones recirculate from one pass; the caches model one continuation.
+            // Two clones recirculate from one pass (trace_passes traces both); the caches model
+            // one continuation, so such a pass is not cached.
             x.depth_limited = true;
         }
         let mut wc = x.wc;
@@ -212,7 +234,7 @@ impl Pipeline {
         if packet.get(Field::VlanTci) & 0x1000 == 0 {
             wc.set(Field::VlanTci, 0);
         }
-        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None, ct: x.ct, ttl_exception: x.stopped, output_actions: x.output_actions }
+        Trace { visits: x.visits, initial_flow: *packet, final_flow: x.flow, megaflow_mask: wc, outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: None, ct: x.ct, ttl_exception: x.ttl_exception, translation_limited, output_actions: x.output_actions }
     }
 
     /// The packet of the pass after `after` (a pass's final flow, or a cache hit's flow, whose
@@ -227,7 +249,8 @@ impl Pipeline {
         f.0[1..18].copy_from_slice(&frozen.state);
         f.set(Field::CtState, ct_state);
         f.set(Field::CtZone, frozen.zone as u64);
-        f.set(Field::CtMark, 0);
+        f.set(Field::CtMark, frozen.mark);
+        f.set(Field::CtLabel, frozen.label);
         Some(f)
     }
 
@@ -244,21 +267,76 @@ impl Pipeline {
         self.trace_passes(packet, |_, _| new).iter().flat_map(|t| t.visits.iter().map(|v| v.table)).collect()
     }
 
-    /// Every datapath pass of `packet`: the first, then one per recirculation, each thawed with
-    /// the `ct_state` that `conntrack(packet before the pass, zone)` returns (at most
-    /// [`MAX_PASSES`]).
+    /// Every datapath pass of `packet`: the first, then one per recirculation, in the order
+    /// OVS's `ofproto/trace` traces them (a queue: every `ct(table=N)` of a pass adds a clone,
+    /// in action order, after those already waiting), each thawed with the `ct_state` that
+    /// `conntrack(packet at the ct action, zone)` returns, called in that order. A clone resumes
+    /// with the headers, registers, metadata, `ct_mark` and `ct_label` the packet had at its
+    /// `ct` (after the action's `exec`), as OVS's trace does. A chain is at most [`MAX_PASSES`]
+    /// long, the whole at most [`MAX_TRACED_PASSES`].
     pub fn trace_passes(&self, packet: &Flow, mut conntrack: impl FnMut(&Flow, u16) -> u64) -> Vec<Trace> {
-        let mut passes = vec![self.trace(packet)];
-        while passes.len() < MAX_PASSES {
-            let last = &passes[passes.len() - 1];
-            if last.depth_limited || !last.ct.iter().any(|c| c.recirc.is_some()) {
-                break;
+        // Only a recirculating ct takes a state (the --ct-next list is consumed by those alone).
+        self.passes_by(packet, |at, action, zone| (if action.recirc.is_some() { conntrack(at, zone) } else { 0 }, None))
+    }
+
+    /// [`Pipeline::trace_passes`] with a connection table instead of given states, as the
+    /// datapath runs it: each `ct` of a pass, in action order, looks the packet up in `ct`
+    /// (its `ct_state`, and the `ct_mark`/`ct_label` the connection was committed with, which a
+    /// recirculated clone resumes with), and a `ct(commit,...)` stores the marks its `exec`
+    /// wrote with the connection, so the same connection's later packets (and later `ct`s of
+    /// this one) see them. (OVS's `ofproto/trace` has no connection table: a clone there resumes
+    /// with the marks its own `ct` action wrote, as in [`Pipeline::trace_passes`].)
+    pub fn trace_passes_conntrack(&self, packet: &Flow, ct: &mut crate::conntrack::Conntrack) -> Vec<Trace> {
+        self.passes_by(packet, |at, action, zone| {
+            let state = if action.recirc.is_some() { ct.state(at, zone) } else { 0 };
+            if action.commit {
+                ct.commit(at, zone, action.mark, action.label);
             }
-            let after = last.final_flow;
-            let id = after.get(Field::RecircId) as u32;
-            let Some(zone) = self.recirc_zone(id) else { break };
-            let Some(next) = self.thaw(&after, conntrack(&after, zone)) else { break };
-            passes.push(self.trace(&next));
+            (state, Some(ct.marks(at, zone)))
+        })
+    }
+
+    /// The queue of passes: `conntrack(packet at the ct, the ct action, zone)` gives each
+    /// `ct` of a pass, in action order, the `ct_state` a clone would resume with and, when it
+    /// knows them, the `ct_mark`/`ct_label` (otherwise the packet's at the action).
+    fn passes_by(&self, packet: &Flow, mut conntrack: impl FnMut(&Flow, &CtAction, u16) -> (u64, Option<(u64, u64)>)) -> Vec<Trace> {
+        let mut passes = vec![self.trace(packet)];
+        let mut chain = vec![1usize];
+        let mut i = 0;
+        while i < passes.len() {
+            if passes[i].translation_limited || chain[i] >= MAX_PASSES {
+                i += 1;
+                continue;
+            }
+            let mut clones = Vec::new();
+            for action in &passes[i].ct {
+                let zone = action.zone;
+                let Some(id) = action.recirc else {
+                    // A ct without table: only a commit matters to a connection table.
+                    if action.commit {
+                        conntrack(&action.flow, action, zone);
+                    }
+                    continue;
+                };
+                let mut at = action.flow;
+                at.set(Field::RecircId, id as u64);
+                let (state, marks) = conntrack(&at, action, zone);
+                if let Some(mut next) = self.thaw(&at, state) {
+                    if let Some((mark, label)) = marks {
+                        next.set(Field::CtMark, mark);
+                        next.set(Field::CtLabel, label);
+                    }
+                    clones.push(next);
+                }
+            }
+            for next in clones {
+                if passes.len() >= MAX_TRACED_PASSES {
+                    return passes;
+                }
+                passes.push(self.trace(&next));
+                chain.push(chain[i] + 1);
+            }
+            i += 1;
         }
         passes
     }
@@ -279,7 +357,7 @@ impl Pipeline {
             let (rule, next, d) = continuation[i];
             x.run_actions(rule as usize, next as usize, d as usize);
         }
-        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted, ct: x.ct, ttl_exception: x.stopped, output_actions: x.output_actions }
+        Trace { visits: x.visits, initial_flow: *flow, final_flow: x.flow, megaflow_mask: Flow::default(), outputs: x.outputs, depth_limited: x.depth_limited, subtables_probed: x.probes, next_lookup: x.halted, ct: x.ct, ttl_exception: x.ttl_exception, translation_limited: x.depth_limited, output_actions: x.output_actions }
     }
 }
 
@@ -296,18 +374,18 @@ struct Xlate<'a> {
     halted: Option<(u8, Vec<Frame>, u8)>,
     probes: u64,
     ct: Vec<CtAction>,
-    /// A `dec_ttl` exception ended the translation.
-    stopped: bool,
+    /// A `dec_ttl` exception happened (it ended one table's actions).
+    ttl_exception: bool,
     output_actions: u32,
 }
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), stopped: false, output_actions: 0 }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), ttl_exception: false, output_actions: 0 }
     }
 
     fn table(&mut self, table: u8, depth: usize) {
-        if self.halted.is_some() || self.stopped {
+        if self.halted.is_some() {
             return;
         }
         if self.visits.len() >= self.max_visits {
@@ -342,7 +420,7 @@ impl<'a> Xlate<'a> {
     fn run_actions(&mut self, rule: usize, from: usize, depth: usize) {
         let actions = &self.pipeline.rules[rule].actions;
         for (i, a) in actions.iter().enumerate().skip(from) {
-            if self.halted.is_some() || self.stopped {
+            if self.halted.is_some() {
                 return;
             }
             let calls = matches!(a, Action::Resubmit { .. } | Action::GotoTable { .. });
@@ -350,9 +428,15 @@ impl<'a> Xlate<'a> {
             if pending {
                 self.frames.push((rule as u32, (i + 1) as u16, depth as u8));
             }
-            self.action(a, depth);
+            let exception = self.action(a, depth);
             if pending {
                 self.frames.pop();
+            }
+            if exception {
+                // OVS (compose_dec_ttl): "Stop processing for current table": the rest of this
+                // rule's actions are skipped; a resubmit that led here returns and its caller's
+                // remaining actions run.
+                return;
             }
         }
     }
@@ -400,7 +484,8 @@ impl<'a> Xlate<'a> {
         }
     }
 
-    fn action(&mut self, a: &Action, depth: usize) {
+    /// Runs one action; true when it was a `dec_ttl` exception (the table's actions end).
+    fn action(&mut self, a: &Action, depth: usize) -> bool {
         match *a {
             Action::SetField { field, prereq, value, mask } => {
                 if self.prereqs_ok(prereq) {
@@ -409,14 +494,12 @@ impl<'a> Xlate<'a> {
                 }
             }
             Action::Move { src, dst } => {
-                self.unwildcard(src.field, u64::MAX);
-                self.written(dst.field, u64::MAX);
-                for p in [src.prereq, dst.prereq] {
-                    if let Prereq::Proto(_) = p {
-                        self.unwildcard(Field::NwProto, u64::MAX);
-                    }
-                }
+                // OVS mf_subfield_copy: the prerequisites, then only the two subfields' bits
+                // (a whole-field move, e.g. NXM_OF_TCP_DST[], examines the whole field; seen as
+                // the mark=0x700/0xff00 of move:...->NXM_NX_CT_MARK[8..15]).
                 if self.prereqs_ok(dst.prereq) && self.prereqs_ok(src.prereq) {
+                    self.unwildcard(src.field, src.mask());
+                    self.written(dst.field, dst.mask());
                     let bits = (self.flow.get(src.field) & src.mask()) >> src.offset_bits;
                     self.flow.set_masked(dst.field, bits << dst.offset_bits, dst.mask());
                 }
@@ -442,16 +525,32 @@ impl<'a> Xlate<'a> {
                         self.written(Field::NwTtl, u64::MAX);
                         self.flow.set(Field::NwTtl, ttl - 1);
                     } else {
-                        self.stopped = true;
+                        self.ttl_exception = true;
+                        return true;
                     }
                 }
             }
-            Action::Ct { commit, zone, table } => {
+            Action::Ct { commit, zone, table, ref exec } => {
+                // OVS compose_conntrack_action: the nested actions run with the ct_mark/ct_label
+                // wildcards saved and cleared; the bits they then un-wildcard are the masks of the
+                // datapath action's mark=/label=, and the saved wildcards come back (a write
+                // inside exec does not reach the Megaflow).
+                let saved = (self.wc.get(Field::CtMark), self.wc.get(Field::CtLabel));
+                self.wc.set(Field::CtMark, 0);
+                self.wc.set(Field::CtLabel, 0);
+                for a in exec {
+                    self.action(a, depth);
+                }
+                let written = |f: Field, x: &Self| (x.wc.get(f) != 0).then(|| (x.flow.get(f) & x.wc.get(f), x.wc.get(f)));
+                let (mark, label) = (written(Field::CtMark, self), written(Field::CtLabel, self));
+                self.wc.set(Field::CtMark, saved.0);
+                self.wc.set(Field::CtLabel, saved.1);
                 let recirc = match table {
                     Some(t) => {
                         let mut state = [0u64; 17];
                         state.copy_from_slice(&self.flow.0[1..18]);
-                        let id = self.pipeline.recirc.lock().unwrap_or_else(|e| e.into_inner()).id(Frozen { table: t, zone, state });
+                        let frozen = Frozen { table: t, zone, mark: self.flow.get(Field::CtMark), label: self.flow.get(Field::CtLabel), state };
+                        let id = self.pipeline.recirc.lock().unwrap_or_else(|e| e.into_inner()).id(frozen);
                         if id.is_none() {
                             self.depth_limited = true;
                         }
@@ -459,18 +558,19 @@ impl<'a> Xlate<'a> {
                     }
                     None => None,
                 };
-                self.ct.push(CtAction { commit, zone, recirc });
+                self.ct.push(CtAction { commit, zone, recirc, mark, label, flow: self.flow });
                 self.clear_conntrack();
             }
             Action::CtClear => self.clear_conntrack(),
         }
+        false
     }
 
     /// After `ct` and `ct_clear` the packet is untracked: the conntrack fields are zero for the
     /// rest of the pass. Not a datapath write (the Megaflow does not match them for it), but a
     /// write of the window, so a Gigaflow entry leaves the next one the same fields.
     fn clear_conntrack(&mut self) {
-        for f in [Field::CtState, Field::CtZone, Field::CtMark] {
+        for f in [Field::CtState, Field::CtZone, Field::CtMark, Field::CtLabel] {
             self.flow.set(f, 0);
             if let Some(v) = self.visits.last_mut() {
                 v.window_writes.or(f, u64::MAX);
@@ -495,5 +595,52 @@ mod tests {
         let t = p.trace(&Flow::default());
         assert!(t.depth_limited);
         assert_eq!(t.visits.len(), MAX_RESUBMITS + 1);
+    }
+
+    fn tcp(in_port: u64, ttl: u64) -> Flow {
+        let mut f = Flow::default();
+        for (field, v) in [(Field::InPort, in_port), (Field::DlType, 0x0800), (Field::NwProto, 6), (Field::NwTtl, ttl)] {
+            f.set(field, v);
+        }
+        f
+    }
+
+    #[test]
+    fn a_ttl_exception_ends_only_its_own_tables_actions() {
+        // OVS 3.1 (docs/gigaflow.md): datapath actions userspace(...),5,3 — table 2's output:4
+        // and table 0's output:2 still run after table 1's exception.
+        let p = Pipeline::parse(
+            "table=0,priority=10,ip,actions=resubmit(,2),output:2\n\
+             table=2,priority=10,ip,actions=resubmit(,1),output:4\n\
+             table=1,priority=10,ip,actions=dec_ttl,output:3\n",
+        )
+        .unwrap();
+        let t = p.trace(&tcp(1, 1));
+        assert!(t.ttl_exception);
+        assert_eq!(t.outputs.iter().map(|o| o.port).collect::<Vec<_>>(), vec![4, 2]);
+        let t = p.trace(&tcp(1, 9));
+        assert!(!t.ttl_exception);
+        assert_eq!(t.outputs.iter().map(|o| (o.port, o.headers.get(Field::NwTtl))).collect::<Vec<_>>(), vec![(3, 8), (4, 8), (2, 8)]);
+    }
+
+    #[test]
+    fn every_clone_of_a_forking_pass_is_traced_in_queue_order() {
+        let p = Pipeline::parse(
+            "table=0,priority=10,ip,actions=load:0x7->NXM_NX_REG0[],ct(table=10,zone=1),load:0x9->NXM_NX_REG0[],ct(table=20,zone=2),output:4\n\
+             table=10,priority=10,ip,actions=ct(table=30,zone=4),ct(table=40)\n\
+             table=20,priority=10,ip,actions=output:3\n\
+             table=30,priority=10,ip,actions=output:2\n\
+             table=40,priority=10,ip,actions=output:3\n",
+        )
+        .unwrap();
+        let mut states = vec![0x21u64, 0x22, 0x21, 0x22].into_iter();
+        let passes = p.trace_passes(&tcp(1, 64), |_, _| states.next().unwrap());
+        assert!(passes[0].depth_limited && !passes[0].translation_limited, "a fork is not cached but traced");
+        let shape: Vec<(u8, u64, u64, u64)> = passes
+            .iter()
+            .map(|t| (t.visits[0].table, t.initial_flow.get(Field::CtState), t.initial_flow.get(Field::CtZone), t.initial_flow.get(Field::Reg(0))))
+            .collect();
+        assert_eq!(shape, vec![(0, 0, 0, 0), (10, 0x21, 1, 7), (20, 0x22, 2, 9), (30, 0x21, 4, 7), (40, 0x22, 0, 7)]);
+        assert_eq!(passes.iter().map(|t| t.outputs.iter().map(|o| o.port).collect::<Vec<_>>()).collect::<Vec<_>>(), vec![vec![4], vec![], vec![3], vec![2], vec![3]]);
     }
 }
