@@ -63,7 +63,7 @@ def _certain(w: Op) -> bool:
     return w.ok and w.completed is not None
 
 
-def _may_source(w: Op, r: Op, writes: list[Op]) -> bool:
+def _may_source(w: Op, r: Op, writes: list[Op], slack: float = 0.0) -> bool:
     """Could `w`'s value be what `r` read, at some instant of `r`'s window?"""
     a, b = r.invoked, r.completed
     if w.invoked > b:
@@ -73,7 +73,7 @@ def _may_source(w: Op, r: Op, writes: list[Op]) -> bool:
     for o in writes:
         if o is not w and _certain(o) and o.invoked > e and o.completed <= t:
             return False
-    if w.ttl is not None and _certain(w) and t >= w.completed + w.ttl:
+    if w.ttl is not None and _certain(w) and t >= w.completed + w.ttl + slack:
         return False  # it had certainly expired by then
     return True
 
@@ -105,9 +105,11 @@ def _merged(windows: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def check(ops: Iterable[Op], initial: dict | None = None, faults: Iterable[tuple[float, float]] = (),
-          hang_s: float = 5.0, grace_s: float = 5.0) -> Verdict:
+          hang_s: float = 5.0, grace_s: float = 5.0, expiry_slack: float = 0.0) -> Verdict:
     """Check every read of `ops` (per key; `initial`: key -> value before the history, default
-    absent) and every operation's duration against the fault windows `faults` ([start, end])."""
+    absent) and every operation's duration against the fault windows `faults` ([start, end]).
+    `expiry_slack`: how late the server may drop an expired value (memcached's clock ticks once a
+    second: 1 s; Cassandra and Redis: 0)."""
     initial = initial or {}
     ops = list(ops)
     by_key: dict[str, list[Op]] = {}
@@ -131,7 +133,7 @@ def check(ops: Iterable[Op], initial: dict | None = None, faults: Iterable[tuple
         writes = by_key.get(o.key, [])
         origin = Op("write", o.key, initial.get(o.key), -math.inf, -math.inf)
         candidates = [origin, *writes]
-        if any(w.value == o.value and _may_source(w, o, writes) for w in candidates):
+        if any(w.value == o.value and _may_source(w, o, writes, expiry_slack) for w in candidates):
             continue
         if o.value is None and any(_may_be_expired(w, o, writes) for w in writes):
             continue
@@ -219,7 +221,7 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
                 bt = "tb" if table == "tb" else "kv"
                 b.add(f"INSERT INTO {HIST_KS}.{bt} (k, v) VALUES ({k}, '{val}'){using}")
                 b.add(f"INSERT INTO {HIST_KS}.{bt} (k, v) VALUES ({k2}, '{val}b'){using}")
-                rec.update(kind="write", value=val, ttl=ttl, how="batch",
+                rec.update(kind="write", key=f"{bt}:{k}", value=val, ttl=ttl, how="batch",
                            also={"key": f"{bt}:{k2}", "value": f"{val}b"})
                 s.execute(b)
             elif r < 0.95 and table == "ttl":
@@ -254,6 +256,113 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
     return {"client": name, "protocol": protocol, "compression": compression, "ops": ops}
 
 
+def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: float, keys: int,
+              ttl_range: tuple[int, int] = (2, 5)) -> dict:
+    """One Redis or memcached client on one raw connection (reconnecting after an error): for
+    `duration` seconds, random operations on `keys` Zipf-skewed keys: GET; SET without expiry
+    (keys k0..), SET with an expiry (Redis `SET ... EX`, memcached exptime) on the volatile keys
+    t0..; DEL / delete — recorded as `cql_client` records them."""
+    import random
+    import socket
+    import time
+
+    from innet.appswitch_workload import zipf_sampler
+
+    rng = random.Random(seed)
+    draw = zipf_sampler(keys, 1.0, rng)
+
+    class Conn:
+        def __init__(self):
+            self.s = socket.create_connection((host, port), timeout=4)
+            self.buf = b""
+
+        def line(self) -> bytes:
+            while b"\r\n" not in self.buf:
+                c = self.s.recv(65536)
+                if not c:
+                    raise ConnectionError("closed")
+                self.buf += c
+            ln, _, self.buf = self.buf.partition(b"\r\n")
+            return ln
+
+        def exact(self, n: int) -> bytes:
+            while len(self.buf) < n + 2:
+                c = self.s.recv(65536)
+                if not c:
+                    raise ConnectionError("closed")
+                self.buf += c
+            v, self.buf = self.buf[:n], self.buf[n + 2:]
+            return v
+
+        def redis(self, *args: bytes):
+            self.s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+            ln = self.line()
+            if ln.startswith(b"$"):
+                n = int(ln[1:])
+                return None if n < 0 else self.exact(n).decode()
+            if ln.startswith(b"-"):
+                raise RuntimeError(ln.decode())
+            return ln.decode()
+
+        def mc(self, req: bytes):
+            self.s.sendall(req)
+            ln = self.line()
+            if ln.startswith(b"VALUE "):
+                v = self.exact(int(ln.split()[3])).decode()
+                assert self.line() == b"END"
+                return v
+            if ln in (b"END", b"STORED", b"DELETED", b"NOT_FOUND"):
+                return None
+            raise RuntimeError(ln.decode())
+
+    conn: Conn | None = None
+    ops: list[dict] = []
+    seq = 0
+    end = time.time() + duration
+    while time.time() < end:
+        k = draw()
+        volatile = rng.random() < 0.3
+        key = f"{'t' if volatile else 'k'}{k}"
+        r = rng.random()
+        seq += 1
+        val = f"{name}-{seq}"
+        rec: dict = {"client": name, "key": key}
+        t0 = time.time()
+        try:
+            if conn is None:
+                conn = Conn()
+            kb, vb = key.encode(), val.encode()
+            if r < 0.7:
+                rec.update(kind="read", how="get")
+                rec["value"] = conn.redis(b"GET", kb) if proto == "redis" else conn.mc(b"get %s\r\n" % kb)
+            elif r < 0.93:
+                ttl = rng.randint(*ttl_range) if volatile else None
+                rec.update(kind="write", value=val, ttl=ttl, how="set-ttl" if ttl else "set")
+                if proto == "redis":
+                    extra = (b"EX", str(ttl).encode()) if ttl else ()
+                    conn.redis(b"SET", kb, vb, *extra)
+                else:
+                    conn.mc(b"set %s 0 %d %d\r\n%s\r\n" % (kb, ttl or 0, len(vb), vb))
+            else:
+                rec.update(kind="write", value=None, how="delete")
+                if proto == "redis":
+                    conn.redis(b"DEL", kb)
+                else:
+                    conn.mc(b"delete %s\r\n" % kb)
+            rec["ok"] = True
+        except Exception as e:  # a reset, a timeout: reconnect; a write's outcome is unknown
+            rec["ok"] = False
+            rec["error"] = type(e).__name__
+            if conn is not None:
+                conn.s.close()
+            conn = None
+        rec["invoked"], rec["completed"] = t0, time.time()
+        ops.append(rec)
+        if not rec["ok"]:
+            time.sleep(0.05)
+    return {"client": name, "protocol": proto, "compression": "none", "ops": ops}
+
+
 def ops_of(records: list[dict]) -> list[Op]:
     """Recorded operations as the checker's `Op`s (a BATCH gives one write per key)."""
     out = []
@@ -272,8 +381,11 @@ CLIENTS = [(4, "lz4"), (5, "none"), (4, "none"), (5, "lz4"), (4, "snappy"), (5, 
 
 def fault_schedule(duration: float, link: bool = False) -> list[tuple[float, str, float]]:
     """(at seconds into the run, fault, how long): SIGKILL and SIGTERM restarts of the switch
-    and a SIGSTOP pause, spread over the run and repeated for long runs."""
+    and a SIGSTOP pause, spread over the run and repeated for long runs; with `link`, also a
+    throttled link window (`throttle`: delay and tail-drop loss, below)."""
     base = [(0.2, "sigkill", 0.3), (0.45, "sigstop", 3.0), (0.7, "sigterm", 0.3)]
+    if link:
+        base.append((0.85, "throttle", 3.0))
     rounds = max(1, int(duration // 100))
     out = []
     for i in range(rounds):
@@ -282,12 +394,14 @@ def fault_schedule(duration: float, link: bool = False) -> list[tuple[float, str
     return out
 
 
-def run_cql(t, duration: float, keys: int = 8, clients: int = 4, seed: int = 1, impair: list[str] | None = None,
-            state_file: str = "", stats_dir=None) -> dict:
-    """A run against the real rig `t` (a Topology with Cassandra up): the table set up from the
-    server's namespace, the switch started (`impair`: its --loss/--reorder), `clients` client
-    processes for `duration` s while the fault schedule hits the switch, then every read
-    checked. Returns the verdict's summary with the run's counts and fault windows."""
+def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int = 1, impair: list[str] | None = None,
+                state_file: str = "", stats_dir=None, link: bool = True, protocol: str = "cql",
+                port: int = 0) -> dict:
+    """A run against the real rig `t` (a Topology with Cassandra — or, `protocol` "redis" /
+    "memcached", that server on `port` — up): the data set up from the server's namespace, the
+    switch started (`impair`: its --loss/--reorder), `clients` client processes for `duration` s
+    while the fault schedule hits the switch, then every read checked. Returns the verdict's
+    summary with the run's counts and fault windows."""
     import json
     import signal
     import subprocess
@@ -297,18 +411,26 @@ def run_cql(t, duration: float, keys: int = 8, clients: int = 4, seed: int = 1, 
 
     from innet.netns import REPO
 
-    setup = ("import sys\nsys.path.insert(0, sys.argv[2])\nfrom innet.appswitch_workload import cql_session\n"
-             "c, s = cql_session(sys.argv[1], None, 'none')\n"
-             f"s.execute(\"CREATE KEYSPACE IF NOT EXISTS {HIST_KS} WITH replication = "
-             "{'class': 'SimpleStrategy', 'replication_factor': 1}\")\n"
-             f"for t in {HIST_TABLES!r}:\n"
-             f"    s.execute(f'CREATE TABLE IF NOT EXISTS {HIST_KS}.{{t}} (k int PRIMARY KEY, v text)')\n"
-             f"    s.execute(f'TRUNCATE {HIST_KS}.{{t}}')\n"
-             f"    for k in range({keys}): s.execute(f'INSERT INTO {HIST_KS}.{{t}} (k, v) VALUES (%s, %s)', (k, 'init'))\n"
-             "c.shutdown()\n")
-    t.exec(t.server, [sys.executable, "-c", setup, t.server_ip, str(REPO / "python")], timeout=180)
+    if protocol == "cql":
+        setup = ("import sys\nsys.path.insert(0, sys.argv[2])\nfrom innet.appswitch_workload import cql_session\n"
+                 "c, s = cql_session(sys.argv[1], None, 'none')\n"
+                 f"s.execute(\"CREATE KEYSPACE IF NOT EXISTS {HIST_KS} WITH replication = "
+                 "{'class': 'SimpleStrategy', 'replication_factor': 1}\")\n"
+                 f"for t in {HIST_TABLES!r}:\n"
+                 f"    s.execute(f'CREATE TABLE IF NOT EXISTS {HIST_KS}.{{t}} (k int PRIMARY KEY, v text)')\n"
+                 f"    s.execute(f'TRUNCATE {HIST_KS}.{{t}}')\n"
+                 f"    for k in range({keys}): s.execute(f'INSERT INTO {HIST_KS}.{{t}} (k, v) VALUES (%s, %s)', (k, 'init'))\n"
+                 "c.shutdown()\n")
+        t.exec(t.server, [sys.executable, "-c", setup, t.server_ip, str(REPO / "python")], timeout=180)
+        initial = {f"{tb}:{k}": "init" for tb in HIST_TABLES for k in range(keys)}
+    else:
+        flush = ("import socket, sys\ns = socket.create_connection((sys.argv[1], int(sys.argv[2])), 10)\n"
+                 "s.sendall(b'*1\\r\\n$8\\r\\nFLUSHALL\\r\\n' if sys.argv[3] == 'redis' else b'flush_all\\r\\n')\n"
+                 "assert s.recv(100).startswith((b'+OK', b'OK'))\n")
+        t.exec(t.server, [sys.executable, "-c", flush, t.server_ip, str(port), protocol], timeout=60)
+        initial = {}
     stats_dir = Path(stats_dir or "/tmp")
-    sets = {"protocol": "cql", "cache_entries": "64"}
+    sets = {"protocol": protocol, "cache_entries": "64"}
     if state_file:
         sets["state_file"] = state_file
     extra = list(impair or [])
@@ -322,20 +444,34 @@ def run_cql(t, duration: float, keys: int = 8, clients: int = 4, seed: int = 1, 
     procs = []
     for i in range(clients):
         proto, comp = CLIENTS[i % len(CLIENTS)]
-        procs.append(t.popen(t.client, [sys.executable, "-m", "innet.appswitch_history", "cql-client", "--host",
-                                        t.server_ip, "--name", f"c{i}", "--protocol", str(proto), "--compression",
-                                        comp, "--seed", str(seed * 100 + i), "--duration", str(duration),
-                                        "--keys", str(keys)],
+        args = ["--host", t.server_ip, "--name", f"c{i}", "--seed", str(seed * 100 + i), "--duration", str(duration),
+                "--keys", str(keys)]
+        if protocol == "cql":
+            args = ["cql-client", *args, "--protocol", str(proto), "--compression", comp]
+        else:
+            args = ["kv-client", *args, "--proto", protocol, "--port", str(port)]
+        procs.append(t.popen(t.client, [sys.executable, "-m", "innet.appswitch_history", *args],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    t0 = time.time() + 8  # the clients' connect time, roughly: faults start after it
-    windows, schedule = [], fault_schedule(duration)
+    t0 = time.time() + (8 if protocol == "cql" else 0.5)  # the clients' connect time, roughly
+    windows, schedule = [], fault_schedule(duration, link)
     for at, kind, hold in schedule:
         while time.time() < t0 + at:
             if any(p.poll() is not None for p in procs):
                 break
             time.sleep(0.05)
         start_f = time.time()
-        if kind == "sigstop":
+        if kind == "throttle":
+            # This kernel has no sch_netem and no tc classifiers or actions, but has tbf: both
+            # ends' links are cut to 256 kbit/s with a 300 ms queue, so frames wait (delay) and
+            # those beyond the queue are dropped (loss in bursts), in both directions.
+            links = [(t.client, t.client_if), (t.server, t.server_if)]
+            for ns, dev in links:
+                t.exec(ns, ["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "256kbit", "burst", "4kb",
+                            "latency", "300ms"])
+            time.sleep(hold)
+            for ns, dev in links:
+                t.exec(ns, ["tc", "qdisc", "del", "dev", dev, "root"], check=False)
+        elif kind == "sigstop":
             t.switch.send_signal(signal.SIGSTOP)
             time.sleep(hold)
             t.switch.send_signal(signal.SIGCONT)
@@ -353,8 +489,8 @@ def run_cql(t, duration: float, keys: int = 8, clients: int = 4, seed: int = 1, 
     code, _ = t.stop_switch()
     records = [r for res in results for r in res["ops"]]
     ops = ops_of(records)
-    v = check(ops, initial={f"{t}:{k}": "init" for t in HIST_TABLES for k in range(keys)}, faults=[(s, e) for s, e, _ in windows],
-              hang_s=6.0, grace_s=6.0)
+    v = check(ops, initial=initial, faults=[(s, e) for s, e, _ in windows], hang_s=6.0, grace_s=6.0,
+              expiry_slack=1.0 if protocol == "memcached" else 0.0)
     counts: dict = {}
     for r in records:
         key = f"{r['kind']}:{r.get('how')}:{'ok' if r['ok'] else 'error'}"
@@ -375,7 +511,9 @@ def main(argv: list[str]) -> int:
     import sys
 
     ap = argparse.ArgumentParser(prog="appswitch_history")
-    ap.add_argument("kind", choices=["cql-client"])
+    ap.add_argument("kind", choices=["cql-client", "kv-client"])
+    ap.add_argument("--proto", choices=["redis", "memcached"], default="redis")
+    ap.add_argument("--port", type=int, default=6379)
     ap.add_argument("--host", required=True)
     ap.add_argument("--name", default="c0")
     ap.add_argument("--protocol", type=int, default=4)
@@ -384,7 +522,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--keys", type=int, default=8)
     a = ap.parse_args(argv)
-    out = cql_client(a.host, a.name, a.protocol, a.compression, a.seed, a.duration, a.keys)
+    if a.kind == "cql-client":
+        out = cql_client(a.host, a.name, a.protocol, a.compression, a.seed, a.duration, a.keys)
+    else:
+        out = kv_client(a.proto, a.host, a.port, a.name, a.seed, a.duration, a.keys)
     json.dump(out, sys.stdout)
     return 0
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from innet.netns import REPO, Topology
-from netns_rig import cassandra, kv_server, program_counter, stop_switch_stats, topology_up
+from netns_rig import all_servers, program_counter, stop_switch_stats
 from test_appswitch_conn_netns import drive, truth
 
 TTL = 6  # seconds: long enough to restart the switch and reconnect before it runs out
@@ -33,10 +33,7 @@ TTL = 6  # seconds: long enough to restart the switch and reconnect before it ru
 
 @pytest.fixture(scope="module")
 def rig(cassandra_cache, tmp_path_factory):
-    d = tmp_path_factory.mktemp("kv")
-    with topology_up(f"at{abs(hash('ttl')) % 10000}", "the application switch") as t, cassandra(t), \
-            kv_server(t, "scripts/redis.sh", 6379, d / "redis"), \
-            kv_server(t, "scripts/memcached.sh", 11211, d / "memcached"):
+    with all_servers(f"at{abs(hash('ttl')) % 10000}", "the application switch", tmp_path_factory.mktemp("kv")) as t:
         yield t
 
 
