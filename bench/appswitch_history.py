@@ -61,6 +61,8 @@ def main() -> int:
     ap.add_argument("--reorder", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("bench-out"))
+    ap.add_argument("--without-state-file", action="store_true",
+                    help="run the switch without state_file (what issue 36 found: the check must fail)")
     a = ap.parse_args()
     from innet.appswitch_history import run_history
 
@@ -74,15 +76,17 @@ def main() -> int:
     with servers(a.protocol, tmp) as t:
         out = run_history(t, a.duration, keys=a.keys, clients=a.clients, seed=a.seed,
                           impair=["--loss", str(a.loss), "--reorder", str(a.reorder)],
-                          state_file=str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
-    out.update(protocol=a.protocol, commit=commit, duration_s=a.duration, wall_s=round(time.time() - t0, 1), load_before=load0,
+                          state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
+    out.update(protocol=a.protocol, state_file=not a.without_state_file, commit=commit, duration_s=a.duration, wall_s=round(time.time() - t0, 1), load_before=load0,
                load_after=os.getloadavg()[0], loss=a.loss, reorder=a.reorder, seed=a.seed)
-    (a.out / f"appswitch_history_{a.protocol}.json").write_text(json.dumps(out, indent=1))
-    print(f"{a.protocol}, commit {commit}: {a.duration:.0f} s, {a.clients} clients {out['clients']}, {a.keys} keys, "
+    (a.out / f"appswitch_history_{a.protocol}{'_nostate' if a.without_state_file else ''}.json").write_text(json.dumps(out, indent=1))
+    print(f"{a.protocol}{' (no state_file)' if a.without_state_file else ''}, commit {commit}: {a.duration:.0f} s, {a.clients} clients {out['clients']}, {a.keys} keys, "
           f"loss {a.loss} reorder {a.reorder}")
     print(f"faults: {out['faults']}")
     print(f"ops {out['ops']}: {out['counts']}")
     print(f"reads checked {out['reads_checked']}, impossible {out['impossible']}, hangs {out['hangs']}")
+    for i in out["impossible_all"][:3]:
+        print(f"  impossible: {i}")
     print(f"switch hits per instance: {[s.get('hits') if s else None for s in out['switch_stats']]}")
     return 0 if out["impossible"] == 0 and out["hangs"] == 0 else 1
 

@@ -26,6 +26,7 @@ history, is a hang.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -63,22 +64,38 @@ def _certain(w: Op) -> bool:
     return w.ok and w.completed is not None
 
 
-def _may_source(w: Op, r: Op, writes: list[Op], slack: float = 0.0) -> bool:
-    """Could `w`'s value be what `r` read, at some instant of `r`'s window?"""
+class _Overwrites:
+    """The acknowledged writes of one key, to ask fast whether one certainly took effect inside
+    `(e, t]`: invoked after `e` and completed by `t` (sorted by invocation, with the suffix
+    minimum of completion times)."""
+
+    def __init__(self, writes: list[Op]):
+        certain = sorted((w.invoked, w.completed) for w in writes if _certain(w))
+        self.invoked = [i for i, _ in certain]
+        self.min_completed = [math.inf] * (len(certain) + 1)
+        for i in range(len(certain) - 1, -1, -1):
+            self.min_completed[i] = min(certain[i][1], self.min_completed[i + 1])
+
+    def between(self, e: float, t: float) -> bool:
+        return self.min_completed[bisect.bisect_right(self.invoked, e)] <= t
+
+
+def _may_source(w: Op, r: Op, over: _Overwrites, slack: float = 0.0) -> bool:
+    """Could `w`'s value be what `r` read, at some instant of `r`'s window? (`w` itself is
+    never counted as its own overwrite: it is invoked at or before `e`.)"""
     a, b = r.invoked, r.completed
     if w.invoked > b:
         return False
     t = max(a, w.invoked)
     e = min(w.completed, t) if _certain(w) else t
-    for o in writes:
-        if o is not w and _certain(o) and o.invoked > e and o.completed <= t:
-            return False
+    if over.between(e, t):
+        return False
     if w.ttl is not None and _certain(w) and t >= w.completed + w.ttl + slack:
         return False  # it had certainly expired by then
     return True
 
 
-def _may_be_expired(w: Op, r: Op, writes: list[Op]) -> bool:
+def _may_be_expired(w: Op, r: Op, over: _Overwrites) -> bool:
     """Could `r` have read `None` because `w` (with a TTL) was the latest write and had expired?"""
     if w.ttl is None:
         return False
@@ -87,11 +104,7 @@ def _may_be_expired(w: Op, r: Op, writes: list[Op]) -> bool:
     gone = e - 1 + w.ttl  # floor(e) + T >= e - 1 + T
     if gone > b:
         return False
-    t = max(a, gone, e)
-    for o in writes:
-        if o is not w and _certain(o) and o.invoked > e and o.completed <= t:
-            return False
-    return True
+    return not over.between(e, max(a, gone, e))
 
 
 def _merged(windows: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -116,28 +129,37 @@ def check(ops: Iterable[Op], initial: dict | None = None, faults: Iterable[tuple
     for o in ops:
         if o.kind == "write":
             by_key.setdefault(o.key, []).append(o)
+    over = {k: _Overwrites(ws) for k, ws in by_key.items()}
+    by_value: dict[tuple, list[Op]] = {}
+    ttl_writes: dict[str, list[Op]] = {}
+    for k, ws in by_key.items():
+        for w in ws:
+            by_value.setdefault((k, w.value), []).append(w)
+            if w.ttl is not None:
+                ttl_writes.setdefault(k, []).append(w)
+    none = _Overwrites([])
     v = Verdict()
-    windows = [(s - grace_s, e + grace_s) for s, e in faults]
+    windows = _merged([(s - grace_s, e + grace_s) for s, e in faults])
     end_of_history = max((o.completed or o.invoked) for o in ops) if ops else 0.0
     for o in ops:
         done = o.completed
         end = done if done is not None else end_of_history
         # Time spent waiting outside every fault window (with its grace).
-        took = (end - o.invoked) - sum(max(0.0, min(end, e) - max(o.invoked, s)) for s, e in _merged(windows))
+        took = (end - o.invoked) - sum(max(0.0, min(end, e) - max(o.invoked, s)) for s, e in windows)
         if took > hang_s:
             v.hangs.append({"op": o.kind, "key": o.key, "client": o.client, "invoked": o.invoked,
                             "waited_outside_faults_s": round(took, 3), "completed": done is not None})
         if o.kind != "read" or not o.ok or o.completed is None:
             continue
         v.reads_checked += 1
-        writes = by_key.get(o.key, [])
-        origin = Op("write", o.key, initial.get(o.key), -math.inf, -math.inf)
-        candidates = [origin, *writes]
-        if any(w.value == o.value and _may_source(w, o, writes, expiry_slack) for w in candidates):
+        ov = over.get(o.key, none)
+        same = by_value.get((o.key, o.value), [])
+        if initial.get(o.key) == o.value:
+            same = [Op("write", o.key, o.value, -math.inf, -math.inf), *same]
+        if any(_may_source(w, o, ov, expiry_slack) for w in same):
             continue
-        if o.value is None and any(_may_be_expired(w, o, writes) for w in writes):
+        if o.value is None and any(_may_be_expired(w, o, ov) for w in ttl_writes.get(o.key, [])):
             continue
-        same = [w for w in candidates if w.value == o.value]
         if not same:
             why = "unknown"
         elif all(w.invoked > o.completed for w in same):
@@ -163,13 +185,16 @@ HIST_TABLES = ("kv", "ttl", "tb")
 
 
 def cql_client(host: str, name: str, protocol: int, compression: str, seed: int, duration: float, keys: int,
-               ttl_range: tuple[int, int] = (2, 5)) -> dict:
+               ttl_range: tuple[int, int] = (2, 5), ttl_gap: float = 2.0) -> dict:
     """One client: for `duration` seconds, random operations on `keys` Zipf-skewed keys of the
     tables `HIST_TABLES` — reads (literal and prepared); on `kv` UPDATE / INSERT / DELETE and
     two-key BATCHes without TTL; on `ttl` UPDATE ... USING TTL (literal, and prepared with the
     TTL as a bind marker), UPDATE without TTL and DELETE; on `tb` two-key BATCHes of INSERT ...
     USING TTL and DELETE — each recorded with its invocation and completion time and outcome.
-    Errors are recorded, never retried (a failed write is indeterminate)."""
+    Errors are recorded, never retried (a failed write is indeterminate). Writes to `ttl` and
+    `tb` are at most one per `ttl_gap` seconds per client, on uniformly drawn keys, so a
+    volatile key often goes unwritten for longer than its TTL: a switch that forgot it was
+    volatile (issue 36: after a restart) would serve it past its expiry, and the check sees it."""
     import random
     import time
 
@@ -194,12 +219,19 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
     draw = zipf_sampler(keys, 1.0, rng)
     ops: list[dict] = []
     seq = 0
+    last_ttl = 0.0
     end = time.time() + duration
     while time.time() < end:
         k = draw()
         r = rng.random()
         table = "kv" if r < 0.6 else "ttl" if r < 0.85 else "tb"
         r = rng.random()
+        if table != "kv":
+            k = rng.randrange(keys)  # volatile keys: uniform, so each is written now and then
+            if r >= 0.70 and time.time() - last_ttl < ttl_gap:
+                r = rng.random() * 0.70  # a read instead (see `ttl_gap`)
+            elif r >= 0.70:
+                last_ttl = time.time()
         seq += 1
         val = f"{name}-{seq}"
         rec: dict = {"client": name, "key": f"{table}:{k}"}
@@ -257,7 +289,7 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
 
 
 def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: float, keys: int,
-              ttl_range: tuple[int, int] = (2, 5)) -> dict:
+              ttl_range: tuple[int, int] = (2, 5), ttl_gap: float = 2.0) -> dict:
     """One Redis or memcached client on one raw connection (reconnecting after an error): for
     `duration` seconds, random operations on `keys` Zipf-skewed keys: GET; SET without expiry
     (keys k0..), SET with an expiry (Redis `SET ... EX`, memcached exptime) on the volatile keys
@@ -318,12 +350,19 @@ def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: 
     conn: Conn | None = None
     ops: list[dict] = []
     seq = 0
+    last_ttl = 0.0
     end = time.time() + duration
     while time.time() < end:
         k = draw()
         volatile = rng.random() < 0.3
-        key = f"{'t' if volatile else 'k'}{k}"
         r = rng.random()
+        if volatile:
+            k = rng.randrange(keys)  # uniform, at most one write per `ttl_gap` s (as `cql_client`)
+            if r >= 0.7 and time.time() - last_ttl < ttl_gap:
+                r = rng.random() * 0.7
+            elif r >= 0.7:
+                last_ttl = time.time()
+        key = f"{'t' if volatile else 'k'}{k}"
         seq += 1
         val = f"{name}-{seq}"
         rec: dict = {"client": name, "key": key}
