@@ -9,13 +9,14 @@ windows. The short form is python/tests/test_appswitch_history_netns.py.
     sudo python3 bench/appswitch_history.py [--protocol cql|redis|memcached] [--duration 600]
         [--clients 6] [--keys 8] [--loss 0.01 --reorder 0.01] [--seed 1] [--out DIR]
 
-Writes DIR/appswitch_history_PROTOCOL.json (the summary, every impossible read and hang) and prints the
-summary lines. Needs root (namespaces) and scripts/cassandra.sh's jars.
+Writes DIR/appswitch_history_PROTOCOL.json (the summary, every impossible read and hang) and
+DIR/appswitch_history_PROTOCOL_records.json.gz (every operation), and prints the summary lines. Needs root (namespaces) and scripts/cassandra.sh's jars.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -79,7 +80,10 @@ def main() -> int:
                           state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
     out.update(protocol=a.protocol, state_file=not a.without_state_file, commit=commit, duration_s=a.duration, wall_s=round(time.time() - t0, 1), load_before=load0,
                load_after=os.getloadavg()[0], loss=a.loss, reorder=a.reorder, seed=a.seed)
-    (a.out / f"appswitch_history_{a.protocol}{'_nostate' if a.without_state_file else ''}.json").write_text(json.dumps(out, indent=1))
+    name = f"appswitch_history_{a.protocol}{'_nostate' if a.without_state_file else ''}"
+    with gzip.open(a.out / f"{name}_records.json.gz", "wt") as f:
+        json.dump(out.pop("records"), f)
+    (a.out / f"{name}.json").write_text(json.dumps(out, indent=1))
     print(f"{a.protocol}{' (no state_file)' if a.without_state_file else ''}, commit {commit}: {a.duration:.0f} s, {a.clients} clients {out['clients']}, {a.keys} keys, "
           f"loss {a.loss} reorder {a.reorder}")
     print(f"faults: {out['faults']}")
