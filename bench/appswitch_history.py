@@ -19,6 +19,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,14 @@ def servers(protocol: str, tmp: Path) -> Iterator:
         t.down()
 
 
+@contextmanager
+def _removed(d: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocol", choices=["cql", "redis", "memcached"], default="cql")
@@ -74,7 +83,7 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     t0 = time.time()
     port = {"cql": 9042, "redis": 6379, "memcached": 11211}[a.protocol]
-    with servers(a.protocol, tmp) as t:
+    with servers(a.protocol, tmp) as t, _removed(tmp):
         out = run_history(t, a.duration, keys=a.keys, clients=a.clients, seed=a.seed,
                           impair=["--loss", str(a.loss), "--reorder", str(a.reorder)],
                           state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
