@@ -83,7 +83,7 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     t0 = time.time()
     port = {"cql": 9042, "redis": 6379, "memcached": 11211}[a.protocol]
-    with servers(a.protocol, tmp) as t, _removed(tmp):
+    with _removed(tmp), servers(a.protocol, tmp) as t:  # the servers stop before the files go
         out = run_history(t, a.duration, keys=a.keys, clients=a.clients, seed=a.seed,
                           impair=["--loss", str(a.loss), "--reorder", str(a.reorder)],
                           state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
