@@ -77,6 +77,15 @@ def kv_server(t: Topology, script: str, port: int, sdir: Path) -> Iterator[None]
         subprocess.run([str(REPO / script), "stop", str(sdir)], capture_output=True, timeout=60)
 
 
+@contextmanager
+def all_servers(tag: str, what: str, sdir: Path) -> Iterator[Topology]:
+    """`topology_up` with a real Cassandra, Redis (port 6379) and memcached (port 11211) in its
+    server namespace (their files under `sdir`)."""
+    with topology_up(tag, what) as t, cassandra(t), kv_server(t, "scripts/redis.sh", 6379, sdir / "redis"), \
+            kv_server(t, "scripts/memcached.sh", 11211, sdir / "memcached"):
+        yield t
+
+
 def stop_switch_stats(t: Topology, stats: Path) -> dict:
     """Stop the switch (it must exit cleanly) and return its `--stats-json`."""
     code, log = t.stop_switch()

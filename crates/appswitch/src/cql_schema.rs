@@ -11,8 +11,8 @@
 //! options were never seen are not cached). Tables that got cells with a TTL through the switch
 //! are never cached again (`mark_volatile`).
 
-use innet_wire::cql::{self, Rows};
 use innet_wire::cql::key::KeyType;
+use innet_wire::cql::{self, Rows};
 
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -126,18 +126,25 @@ impl Schema {
         Learned { changed }
     }
 
-    /// Cells of `t` (`None`: a table the switch could not name) were given a TTL.
-    pub fn mark_volatile(&mut self, t: Option<(&str, &str)>) {
-        match t {
+    /// Cells of `t` (`None`: a table the switch could not name) were given a TTL. Returns
+    /// whether this was not known yet (so the switch records it durably).
+    pub fn mark_volatile(&mut self, t: Option<(&str, &str)>) -> bool {
+        let new = match t {
             Some((ks, t)) => {
-                self.volatile
-                    .entry(ks.to_string())
-                    .or_default()
-                    .insert(t.to_string(), ());
+                !self.volatile_all
+                    && self
+                        .volatile
+                        .entry(ks.to_string())
+                        .or_default()
+                        .insert(t.to_string(), ())
+                        .is_none()
             }
-            None => self.volatile_all = true,
+            None => !std::mem::replace(&mut self.volatile_all, true),
+        };
+        if new {
+            self.generation += 1;
         }
-        self.generation += 1;
+        new
     }
 
     /// A schema change: forget what is known of the table (or of the whole keyspace).
@@ -402,7 +409,8 @@ mod tests {
         assert!(sc.learn_tables(&tables("ks", "kv", 5)).changed);
         assert_eq!(sc.cacheable_key(t), None);
         let _ = sc.learn_tables(&tables("ks", "kv", 0));
-        sc.mark_volatile(Some(t));
+        assert!(sc.mark_volatile(Some(t)));
+        assert!(!sc.mark_volatile(Some(t)), "known already");
         assert_eq!(sc.cacheable_key(t), None, "TTL cells written");
         // A view: never cached, even with its key known.
         let _ = sc.learn_columns(&columns("ks", "mv", "text"), false);

@@ -12,6 +12,7 @@ pub mod experiments;
 pub mod fixed_fields;
 pub mod migration;
 pub mod program;
+pub mod state;
 
 pub use experiments::experiments;
 pub use program::{AppSwitch, Config, Counters, Protocol};
@@ -55,6 +56,11 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
             )
         })?;
         program.cache.set_max_age_ns(Some(ns));
+    }
+    // Volatile keys and tables (and CQL prepared ids) kept across restarts (issue 36).
+    let state_file = s.str("state_file", "");
+    if !state_file.is_empty() {
+        program.use_state_file(std::path::Path::new(&state_file))?;
     }
     match s.str("parser", "lexical").as_str() {
         "lexical" => {}
@@ -114,7 +120,7 @@ pub fn switch_programs() -> Vec<ProgramSpec> {
     vec![ProgramSpec {
         name: "appswitch",
         description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5), Redis or memcached (text protocol) with TCP migration. \
-                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), max_age_ms=N (0: no bound on a served answer's age), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
+                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), max_age_ms=N (0: no bound on a served answer's age), state_file=PATH (volatile keys/tables and prepared ids kept across restarts; without it a restarted switch may serve a value the server has expired), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
         build: build_appswitch,
     }]
 }

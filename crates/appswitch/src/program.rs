@@ -34,6 +34,7 @@ use self::cql::{CqlConn, PreparedInfo};
 use crate::cache::{Cache, ReadToken, WriteToken};
 use crate::cql_schema::{Schema, SchemaRead};
 use crate::migration::Migration;
+use crate::state::Record;
 use memcached::McConn;
 use redis::{RedisConn, RedisState};
 
@@ -109,6 +110,8 @@ enum Pending {
     Prepare {
         statement: Statement,
         keyspace: Option<String>,
+        /// The statement's text, recorded with its id in the state file.
+        text: String,
     },
     /// A read of `system_schema.columns`, `.tables` or `.views` (drivers read them at
     /// connect): its rows teach the schema (`cql_schema`). `continued`: a later page (its first
@@ -183,6 +186,9 @@ pub struct AppSwitch {
     /// server drops them on its own. `volatile_all`: a delayed `flush_all` was seen.
     volatile: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
     volatile_all: bool,
+    /// Where new volatile facts and prepared ids are recorded before the write that taught
+    /// them is forwarded (`--set state_file`, issue 36; `crate::state`).
+    state: Option<crate::state::StateFile>,
     /// Reused per-packet list of memcached requests' reply shapes (and `noreply`).
     mc_shapes: Vec<(ReplyShape, bool)>,
     /// Reused per-packet lists of parsed requests and CQL frames.
@@ -207,6 +213,7 @@ impl AppSwitch {
             fixed_layout: None,
             volatile: Default::default(),
             volatile_all: false,
+            state: None,
             mc_shapes: Vec::new(),
             items_scratch: Vec::new(),
             frames_scratch: Vec::new(),
@@ -216,6 +223,77 @@ impl AppSwitch {
     }
     pub fn open_connections(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Use `path` as the switch's state file: what earlier switches recorded there is known
+    /// from now on (volatile keys and tables, prepared ids), and new facts are recorded there.
+    /// Call before the first packet.
+    pub fn use_state_file(&mut self, path: &std::path::Path) -> Result<(), String> {
+        let protocol = match self.config.protocol {
+            Protocol::Cql => "cql",
+            Protocol::Redis => "redis",
+            Protocol::Memcached => "memcached",
+        };
+        let (file, records) = crate::state::StateFile::open(path, protocol)?;
+        for r in records {
+            match r {
+                Record::Key(k) => {
+                    self.volatile.insert(k);
+                }
+                Record::Table(ks, t) => {
+                    self.schema.mark_volatile(Some((&ks, &t)));
+                }
+                Record::All => {
+                    self.volatile_all = true;
+                    self.schema.mark_volatile(None);
+                }
+                Record::Prepared { id, keyspace, text } => {
+                    self.reload_prepared(id, keyspace, &text)
+                }
+            }
+        }
+        self.state = Some(file);
+        Ok(())
+    }
+
+    /// Record `r` in the state file (if there is one) before the request that taught it is
+    /// forwarded. A switch that cannot record it must not forward that write (a later switch
+    /// would not know the key expires), and it cannot take back bytes it has parsed: it stops,
+    /// dropping the packet; the clients' connections are reset by the next switch.
+    fn persist(&mut self, r: Record) {
+        if let Some(f) = &mut self.state {
+            if let Err(e) = f.append(&r) {
+                eprintln!("appswitch: {e}; stopping rather than forward a write it cannot record");
+                std::process::exit(70);
+            }
+        }
+    }
+
+    /// `item` was given an expiry time: never cached again, recorded durably when new.
+    fn mark_key_volatile(&mut self, item: &[u8]) {
+        if !self.volatile.contains(item) {
+            self.volatile.insert(item.to_vec());
+            self.persist(Record::Key(item.to_vec()));
+        }
+    }
+
+    /// Expiry times were set where the switch cannot place them (for CQL: `t`'s cells, or with
+    /// `None` any table's; memcached: a delayed `flush_all`).
+    fn mark_volatile_where(&mut self, t: Option<(&str, &str)>) {
+        match t {
+            Some((ks, tb)) => {
+                if self.schema.mark_volatile(Some((ks, tb))) {
+                    self.persist(Record::Table(ks.to_string(), tb.to_string()));
+                }
+            }
+            None => {
+                let new = !self.volatile_all | self.schema.mark_volatile(None);
+                self.volatile_all = true;
+                if new {
+                    self.persist(Record::All);
+                }
+            }
+        }
     }
 }
 

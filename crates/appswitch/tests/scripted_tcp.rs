@@ -75,6 +75,9 @@ impl Rig {
         Rig::with("redis")
     }
     fn with(protocol: &str) -> Rig {
+        Rig::with_settings(protocol, &[])
+    }
+    fn with_settings(protocol: &str, extra: &[(&str, &str)]) -> Rig {
         let spec = switch_programs()
             .into_iter()
             .find(|p| p.name == "appswitch")
@@ -83,6 +86,9 @@ impl Rig {
         s.insert("protocol".to_string(), protocol.to_string());
         s.insert("server_port".to_string(), SPORT.to_string());
         s.insert("cache_entries".to_string(), "8".to_string());
+        for (k, v) in extra {
+            s.insert(k.to_string(), v.to_string());
+        }
         Rig {
             sw: spec.instantiate(s, 2).unwrap(),
             tx: TxBatch::new(2),
@@ -831,7 +837,10 @@ pub(crate) mod memcached {
             Talk::with("memcached")
         }
         pub(crate) fn with(protocol: &str) -> Talk {
-            let mut r = Rig::with(protocol);
+            Talk::with_settings(protocol, &[])
+        }
+        pub(crate) fn with_settings(protocol: &str, extra: &[(&str, &str)]) -> Talk {
+            let mut r = Rig::with_settings(protocol, extra);
             handshake(&mut r);
             let (c, s) = (C_ISN + 1, S_ISN + 1);
             Talk {
@@ -914,6 +923,114 @@ pub(crate) mod memcached {
             assert_eq!(t.request(b"get k\r\n"), None, "volatile keys are forwarded");
             t.reply(b"VALUE k 0 1\r\nx\r\nEND\r\n");
         }
+    }
+
+    /// Issue 36: a key given an expiry time through one switch is never cached by the next
+    /// one (same `state_file`), whatever ended the first; keys without one still are.
+    #[test]
+    fn volatile_keys_outlive_the_switch_through_its_state_file() {
+        let state =
+            std::env::temp_dir().join(format!("innet-scripted-{}.state", std::process::id()));
+        for (protocol, expiring, get_x, value_x, get_y, value_y) in [
+            (
+                "memcached",
+                &b"set x 0 100 1\r\nx\r\n"[..],
+                &b"get x\r\n"[..],
+                &b"VALUE x 0 1\r\nx\r\nEND\r\n"[..],
+                &b"get y\r\n"[..],
+                &b"VALUE y 0 1\r\ny\r\nEND\r\n"[..],
+            ),
+            (
+                "redis",
+                &b"*5\r\n$3\r\nSET\r\n$1\r\nx\r\n$1\r\nx\r\n$2\r\nEX\r\n$3\r\n100\r\n"[..],
+                &b"*2\r\n$3\r\nGET\r\n$1\r\nx\r\n"[..],
+                &b"$1\r\nx\r\n"[..],
+                &b"*2\r\n$3\r\nGET\r\n$1\r\ny\r\n"[..],
+                &b"$1\r\ny\r\n"[..],
+            ),
+        ] {
+            let _ = std::fs::remove_file(&state);
+            let st = state.to_str().unwrap();
+            let mut t = Talk::with_settings(protocol, &[("state_file", st)]);
+            assert_eq!(t.request(expiring), None);
+            t.reply(if protocol == "redis" {
+                b"+OK\r\n"
+            } else {
+                b"STORED\r\n"
+            });
+            drop(t); // the switch ends (its lock released); a new one starts on the same file
+            for _ in 0..2 {
+                let mut t = Talk::with_settings(protocol, &[("state_file", st)]);
+                for _ in 0..2 {
+                    assert_eq!(
+                        t.request(get_x),
+                        None,
+                        "{protocol}: a volatile key is forwarded"
+                    );
+                    t.reply(value_x);
+                }
+                assert_eq!(t.request(get_y), None);
+                t.reply(value_y);
+                assert_eq!(
+                    t.request(get_y).as_deref(),
+                    Some(value_y),
+                    "{protocol}: others are cached"
+                );
+            }
+            // Without the file the knowledge is gone (what issue 36 found).
+            let mut t = Talk::with(protocol);
+            assert_eq!(t.request(get_x), None);
+            t.reply(value_x);
+            assert!(
+                t.request(get_x).is_some(),
+                "{protocol}: without state_file the key is learned"
+            );
+        }
+        let _ = std::fs::remove_file(&state);
+    }
+
+    /// Redis commands that give a key an expiry time without naming one (issue 36): the
+    /// destination of RENAME / COPY, a RESTOREd key, and after a script anything.
+    #[test]
+    fn redis_commands_that_carry_or_hide_a_ttl_make_keys_volatile() {
+        fn cmd(args: &[&str]) -> Vec<u8> {
+            let mut v = format!("*{}\r\n", args.len()).into_bytes();
+            for a in args {
+                v.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+            }
+            v
+        }
+        let mut t = Talk::with("redis");
+        let learns = |t: &mut Talk, k: &str| {
+            let g = cmd(&["GET", k]);
+            if t.request(&g).is_none() {
+                t.reply(b"$1\r\nv\r\n");
+            }
+            match t.request(&g) {
+                Some(_) => true,
+                None => {
+                    t.reply(b"$1\r\nv\r\n");
+                    false
+                }
+            }
+        };
+        assert!(learns(&mut t, "plain"), "the control case");
+        for (c, key) in [
+            (cmd(&["RENAME", "src", "dst"]), "dst"),
+            (cmd(&["COPY", "a", "copied"]), "copied"),
+            (cmd(&["RESTORE", "restored", "5000", "blob"]), "restored"),
+        ] {
+            assert_eq!(t.request(&c), None);
+            t.reply(b"+OK\r\n");
+            assert!(!learns(&mut t, key), "{key} may carry a TTL");
+        }
+        assert!(learns(&mut t, "plain2"));
+        assert_eq!(t.request(&cmd(&["EVAL", "return 1", "0"])), None);
+        t.reply(b":1\r\n");
+        assert!(
+            !learns(&mut t, "plain3"),
+            "after a script nothing is cached"
+        );
     }
 
     #[test]
@@ -1297,7 +1414,10 @@ mod cql_schema {
     /// A switch that knows ks.kv (k text), ks.ts (k timestamp), ks.ttl (k int, default TTL),
     /// ks.mv (a view keyed by text) and ks.dec (k decimal).
     fn schema_known() -> Talk {
-        let mut t = Talk::with("cql");
+        schema_known_with(&[])
+    }
+    fn schema_known_with(extra: &[(&str, &str)]) -> Talk {
+        let mut t = Talk::with_settings("cql", extra);
         ready(&mut t);
         assert_eq!(
             t.request(&query(3, "SELECT * FROM system_schema.columns")),
@@ -1441,6 +1561,87 @@ mod cql_schema {
             "BEGIN BATCH INSERT INTO ks.ts (k, v) VALUES (1, 'x') USING TTL 9; APPLY BATCH",
         );
         assert!(!learns(&mut t, "SELECT v FROM ks.ts WHERE k = 1"));
+    }
+
+    /// Issue 36: what one switch learned about TTLs (a keyed TTL write, a table-wide one) and
+    /// the prepared ids it saw prepared are known to the next switch on the same `state_file`:
+    /// it never caches those rows or that table, and an EXECUTE of a TTL write prepared before
+    /// the restart makes only its table volatile (not every table, as an unknown id would).
+    #[test]
+    fn ttl_knowledge_and_prepared_ids_outlive_the_switch_through_its_state_file() {
+        use innet_wire::cql::Value;
+        let state =
+            std::env::temp_dir().join(format!("innet-scripted-cql-{}.state", std::process::id()));
+        let _ = std::fs::remove_file(&state);
+        let st = [("state_file", state.to_str().unwrap())];
+        let mut t = schema_known_with(&st);
+        write(
+            &mut t,
+            5,
+            "UPDATE ks.kv USING TTL 5 SET v = 'x' WHERE k = 'b'",
+        );
+        write(
+            &mut t,
+            6,
+            "UPDATE ks.ts USING TTL 5 SET v = 'x' WHERE k IN (1, 2)",
+        );
+        let ins = "INSERT INTO ks.kv (k, v) VALUES (?, ?) USING TTL ?";
+        let cols = ColumnSpec::natives(&[
+            ("k", cql::type_id::VARCHAR),
+            ("v", cql::type_id::VARCHAR),
+            ("[ttl]", cql::type_id::INT),
+        ]);
+        prepare(&mut t, ins, b"TTLI", cols, 0);
+        drop(t);
+        let mut t = schema_known_with(&st);
+        assert!(
+            learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"),
+            "no TTL: cached"
+        );
+        assert!(
+            !learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'b'"),
+            "keyed TTL remembered"
+        );
+        assert!(
+            !learns(&mut t, "SELECT v FROM ks.ts WHERE k = 3"),
+            "table TTL remembered"
+        );
+        // The driver executes the TTL insert it prepared before the restart.
+        let params = QueryParams {
+            consistency: 1,
+            flags: cql::query_flags::VALUES,
+            values: vec![
+                Value::Bytes(b"c".to_vec()),
+                Value::Bytes(b"y".to_vec()),
+                Value::Bytes(5i32.to_be_bytes().to_vec()),
+            ],
+            ..Default::default()
+        };
+        let exec = cql::request_frame(
+            4,
+            7,
+            opcode::EXECUTE,
+            &cql::encode_execute(4, b"TTLI", b"", &params),
+        );
+        assert_eq!(t.request(&exec), None);
+        t.reply(&cql::response_frame(4, 7, opcode::RESULT, &[0, 0, 0, 1]));
+        assert!(
+            !learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"),
+            "its table is volatile now"
+        );
+        drop(t);
+        let text = std::fs::read_to_string(&state).unwrap();
+        assert!(text.starts_with("innet-appswitch-state 1 cql\n"), "{text}");
+        assert!(
+            !text.lines().any(|l| l == "all"),
+            "only ks.kv, not every table: {text}"
+        );
+        let mut t = schema_known_with(&st);
+        assert!(
+            !learns(&mut t, "SELECT v FROM ks.kv WHERE k = 'a'"),
+            "and after one more restart"
+        );
+        let _ = std::fs::remove_file(&state);
     }
 
     /// Case 6 of issue 23: a bound value outside the key is part of what the read asks.

@@ -170,6 +170,7 @@ impl AppSwitch {
             Request::Prepare { text, keyspace: ks } => Classified::Pending(Pending::Prepare {
                 statement: parse_statement(&text),
                 keyspace: ks.or_else(|| keyspace.map(str::to_string)),
+                text,
             }),
             Request::Other(op) => match op {
                 opcode::STARTUP | opcode::OPTIONS | opcode::REGISTER | opcode::AUTH_RESPONSE => {
@@ -185,7 +186,7 @@ impl AppSwitch {
     /// parse, a table it cannot name) makes every table volatile.
     fn classify_batch(&mut self, body: &[u8], keyspace: Option<&str>) -> Classified {
         let Ok(items) = cql::batch_items(body) else {
-            self.schema.mark_volatile(None);
+            self.mark_volatile_where(None);
             return Classified::Pending(Pending::WriteAll);
         };
         for item in items {
@@ -196,7 +197,7 @@ impl AppSwitch {
                         let ks = info.table.as_ref().map(|t| t.0.clone());
                         self.note_ttl(&info.statement, ks.as_deref().or(keyspace));
                     }
-                    None => self.schema.mark_volatile(None),
+                    None => self.mark_volatile_where(None),
                 },
             }
         }
@@ -219,14 +220,14 @@ impl AppSwitch {
                 ..
             } => tables.iter().collect(),
             _ => {
-                self.schema.mark_volatile(None);
+                self.mark_volatile_where(None);
                 return;
             }
         };
         for t in tables {
             match Self::qualify(t, ks) {
-                Some(t) => self.schema.mark_volatile(Some(t)),
-                None => self.schema.mark_volatile(None),
+                Some(t) => self.mark_volatile_where(Some(t)),
+                None => self.mark_volatile_where(None),
             }
         }
     }
@@ -244,7 +245,7 @@ impl AppSwitch {
         let Some(info) = self.prepared.get(id).cloned() else {
             // Unknown prepared id (prepared before we saw the connection): may write, maybe
             // with a TTL.
-            self.schema.mark_volatile(None);
+            self.mark_volatile_where(None);
             return Classified::Pending(Pending::WriteAll);
         };
         let pk = info.pk;
@@ -399,7 +400,7 @@ impl AppSwitch {
         match item {
             Some(item) => {
                 if with_ttl {
-                    self.volatile.insert(item.clone());
+                    self.mark_key_volatile(&item);
                 }
                 Classified::Pending(Pending::Write {
                     items: vec![(item, WriteToken::placeholder())],
@@ -408,7 +409,7 @@ impl AppSwitch {
             }
             None => {
                 if with_ttl {
-                    self.schema.mark_volatile(Some(t));
+                    self.mark_volatile_where(Some(t));
                 }
                 Classified::Pending(Pending::WriteAll)
             }
@@ -479,6 +480,32 @@ impl AppSwitch {
                 statement,
                 table,
                 pk,
+                pk_check: Cell::new((u64::MAX, None)),
+            }),
+        );
+    }
+
+    /// A prepared id an earlier switch saw prepared (`state_file`): its statement is known
+    /// (so an EXECUTE of it is a read, a write, a TTL write of a known table) but not the
+    /// server's bind metadata, so no partition-key index: its reads are forwarded and its
+    /// writes invalidate the whole table, until the driver prepares it again through this
+    /// switch (then `learn_prepared` replaces it).
+    pub(super) fn reload_prepared(&mut self, id: Vec<u8>, keyspace: Option<String>, text: &str) {
+        let statement = parse_statement(text);
+        let table = match &statement {
+            Statement::Select { table, .. }
+            | Statement::WriteByKey { table, .. }
+            | Statement::Insert { table, .. }
+            | Statement::WriteTable { table, .. } => Self::qualify(table, keyspace.as_deref())
+                .map(|(k, t)| (k.to_string(), t.to_string())),
+            _ => None,
+        };
+        self.prepared.insert(
+            id,
+            Rc::new(PreparedInfo {
+                statement,
+                table,
+                pk: None,
                 pk_check: Cell::new((u64::MAX, None)),
             }),
         );
@@ -642,9 +669,17 @@ impl AppSwitch {
                     Pending::Prepare {
                         statement,
                         keyspace,
+                        text,
                     },
                     Some(ResultMsg::Prepared(pr)),
                 ) => {
+                    if self.state.is_some() && !self.prepared.contains_key(&pr.id) {
+                        self.persist(crate::state::Record::Prepared {
+                            id: pr.id.clone(),
+                            keyspace: keyspace.clone(),
+                            text,
+                        });
+                    }
                     self.learn_prepared(&pr, statement, keyspace);
                 }
                 (Pending::SchemaRead { kind, continued }, Some(ResultMsg::Rows(rows))) => {

@@ -74,7 +74,7 @@ impl AppSwitch {
             (Cmd::FlushAll, _) => {
                 if r.exptime != 0 {
                     // Items vanish later, at a time the switch cannot see: stop caching.
-                    self.volatile_all = true;
+                    self.mark_volatile_where(None);
                 }
                 Classified::Pending(Pending::WriteAll)
             }
@@ -110,7 +110,7 @@ impl AppSwitch {
                         | Cmd::MetaArith
                 );
                 if touches_ttl && r.exptime != 0 {
-                    self.volatile.insert(it.clone());
+                    self.mark_key_volatile(&it);
                 }
                 if matches!(r.cmd, Cmd::Gat | Cmd::Gats) && r.keys > 1 {
                     return Classified::Pending(Pending::WriteAll);

@@ -67,7 +67,10 @@ impl AppSwitch {
                 Classified::Pending(Pending::Other)
             }
             _ if conn.in_multi && cmd == b"GET" => Classified::Pending(Pending::Other),
-            (b"GET", 2) if !self.volatile.is_empty() && self.volatile.contains(&item(args[1])) => {
+            (b"GET", 2)
+                if self.volatile_all
+                    || !self.volatile.is_empty() && self.volatile.contains(&item(args[1])) =>
+            {
                 Classified::Pending(Pending::Other)
             }
             (b"GET", 2) if !conn.uncacheable => {
@@ -92,7 +95,7 @@ impl AppSwitch {
                 n,
             ) if n >= 2 => {
                 let it = item(&args[1]);
-                self.volatile.insert(it.clone());
+                self.mark_key_volatile(&it);
                 Classified::Pending(Pending::Write {
                     items: vec![(it, WriteToken::placeholder())],
                     update: None,
@@ -106,7 +109,7 @@ impl AppSwitch {
                     )
                 });
                 if ttl {
-                    self.volatile.insert(item(&args[1]));
+                    self.mark_key_volatile(&item(&args[1]));
                 }
                 let update = (n == 3 && !conn.in_multi && !conn.uncacheable).then(|| {
                     let mut r = Vec::new();
@@ -138,6 +141,28 @@ impl AppSwitch {
                 | b"GETRANGE",
                 _,
             ) => Classified::Pending(Pending::Other),
+            // Commands that give a key an expiry time the switch cannot read off the command:
+            // RENAME, RENAMENX and COPY carry the source's TTL over to the destination,
+            // RESTORE may set one, hash-field expiry empties (so deletes) the key later. The
+            // key they leave behind is volatile; they remain writes of unknown keys.
+            (b"RENAME" | b"RENAMENX" | b"COPY", n) if n >= 3 => {
+                self.mark_key_volatile(&item(args[2]));
+                Classified::Pending(Pending::WriteAll)
+            }
+            (
+                b"RESTORE" | b"HEXPIRE" | b"HPEXPIRE" | b"HEXPIREAT" | b"HPEXPIREAT" | b"HSETEX"
+                | b"HGETEX",
+                n,
+            ) if n >= 2 => {
+                self.mark_key_volatile(&item(args[1]));
+                Classified::Pending(Pending::WriteAll)
+            }
+            // Scripts and functions may give any key an expiry time (and SWAPDB brings in
+            // another database's keys, with theirs): nothing is cached again.
+            (b"EVAL" | b"EVALSHA" | b"FCALL" | b"SWAPDB", _) => {
+                self.mark_volatile_where(None);
+                Classified::Pending(Pending::WriteAll)
+            }
             _ => Classified::Pending(Pending::WriteAll),
         }
     }
