@@ -92,6 +92,10 @@ def main() -> int:
     name = f"appswitch_history_{a.protocol}{'_nostate' if a.without_state_file else ''}"
     with gzip.open(a.out / f"{name}_records.json.gz", "wt") as f:
         json.dump(out.pop("records"), f)
+    clock = out.pop("server_clock")
+    if clock is not None:  # memcached's sampled expiry clock: (sent, answered, its `time`)
+        with gzip.open(a.out / f"{name}_clock.json.gz", "wt") as f:
+            json.dump(clock, f)
     (a.out / f"{name}.json").write_text(json.dumps(out, indent=1))
     print(f"{a.protocol}{' (no state_file)' if a.without_state_file else ''}, commit {commit}: {a.duration:.0f} s, {a.clients} clients {out['clients']}, {a.keys} keys, "
           f"loss {a.loss} reorder {a.reorder}")

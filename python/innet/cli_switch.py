@@ -19,6 +19,23 @@ class SwitchError(Exception):
     """A user-facing error (exit 2, one line)."""
 
 
+def default_state_file(ports: tuple[str, ...] | list[str], settings: dict[str, str]) -> Path:
+    """Where `innet switch run --program appswitch` keeps what must outlive it (issue 36: the
+    keys and tables given an expiry time; without them a restarted switch may serve a value the
+    server has expired): ``$INNET_STATE_DIR``, else ``$XDG_STATE_HOME/innet``, else
+    ``~/.local/state/innet``; one file per protocol, server port and set of interfaces, so two
+    switches on other interfaces never share one (a state file is locked while in use)."""
+    import os
+
+    base = os.environ.get("INNET_STATE_DIR") or (
+        Path(os.environ["XDG_STATE_HOME"]) / "innet" if os.environ.get("XDG_STATE_HOME")
+        else Path.home() / ".local" / "state" / "innet")
+    protocol = settings.get("protocol", "cql")
+    port = settings.get("server_port", {"cql": "9042", "redis": "6379", "memcached": "11211"}.get(protocol, ""))
+    safe = "-".join("".join(c if c.isalnum() or c in "._" else "_" for c in p) for p in ports)
+    return Path(base) / f"appswitch-{protocol}-{port}-{safe}.state"
+
+
 def register(cli: click.Group) -> None:
     @cli.group("switch")
     def switch() -> None:
@@ -56,8 +73,18 @@ def register(cli: click.Group) -> None:
         """Forward frames between the ports through PROGRAM until SIGINT/SIGTERM."""
         from innet import _native
 
+        settings = parse_sets(sets)
+        if program == "appswitch" and "state_file" not in settings:
+            path = default_state_file(ports, settings)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise SwitchError(f"cannot create {path.parent} for the switch's state file ({e}); "
+                                  "give one with --set state_file=PATH (or state_file=off)") from None
+            settings["state_file"] = str(path)
+            click.echo(f"state file: {path}", err=True)
         try:
-            text, js = _native.switch_run(program, list(ports), parse_sets(sets), pcap=pcap, routes=list(routes),
+            text, js = _native.switch_run(program, list(ports), settings, pcap=pcap, routes=list(routes),
                                           duration_s=duration_s, stats=not no_stats, batch=batch,
                                           loss=loss, reorder=reorder, impair_seed=impair_seed)
         except _native.UserInputError as e:
