@@ -63,13 +63,15 @@ def register(cli: click.Group) -> None:
                   help="Drop each transmitted frame with this probability (link impairment, like netem loss).")
     @click.option("--reorder", type=float, default=0.0, show_default=True,
                   help="Hold a frame back behind the next one with this probability (reordering).")
-    @click.option("--impair-seed", type=int, default=1, show_default=True, help="Seed of --loss/--reorder.")
+    @click.option("--duplicate", type=float, default=0.0, show_default=True,
+                  help="Send each transmitted frame twice with this probability (duplication).")
+    @click.option("--impair-seed", type=int, default=1, show_default=True, help="Seed of --loss/--reorder/--duplicate.")
     @click.option("--no-stats", is_flag=True, help="No live stats line.")
     @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON on stdout.")
     @click.option("--stats-json", metavar="FILE", help="Write the final summary as JSON to FILE.")
     def run(program: str, ports: tuple[str, ...], sets: tuple[str, ...], pcap: str | None,
             routes: tuple[str, ...], duration_s: float | None, batch: int, loss: float, reorder: float,
-            impair_seed: int, no_stats: bool, as_json: bool, stats_json: str | None) -> None:
+            duplicate: float, impair_seed: int, no_stats: bool, as_json: bool, stats_json: str | None) -> None:
         """Forward frames between the ports through PROGRAM until SIGINT/SIGTERM."""
         from innet import _native
 
@@ -86,7 +88,8 @@ def register(cli: click.Group) -> None:
         try:
             text, js = _native.switch_run(program, list(ports), settings, pcap=pcap, routes=list(routes),
                                           duration_s=duration_s, stats=not no_stats, batch=batch,
-                                          loss=loss, reorder=reorder, impair_seed=impair_seed)
+                                          loss=loss, reorder=reorder, duplicate=duplicate,
+                                          impair_seed=impair_seed)
         except _native.UserInputError as e:
             raise SwitchError(str(e)) from None
         click.echo(text, err=True, nl=False)

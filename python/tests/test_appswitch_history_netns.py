@@ -42,7 +42,7 @@ KINDS = {
                                                     ("memcached", 11211, DURATION / 2)],
                          ids=["cql", "redis", "memcached"])
 def test_history_under_process_and_link_faults_has_no_impossible_read(rig, protocol, port, duration, tmp_path):
-    out = run_history(rig, duration, keys=8, clients=4, seed=7, impair=["--loss", "0.01", "--reorder", "0.01"],
+    out = run_history(rig, duration, keys=8, clients=4, seed=7, impair=["--loss", "0.01", "--reorder", "0.01", "--duplicate", "0.01"],
                       state_file=str(tmp_path / "appswitch.state"), stats_dir=tmp_path, protocol=protocol,
                       port=port)
     brief = {k: v for k, v in out.items() if k not in ("impossible_all", "hangs_all", "records", "server_clock")}
