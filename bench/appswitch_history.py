@@ -69,6 +69,7 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=8)
     ap.add_argument("--loss", type=float, default=0.01)
     ap.add_argument("--reorder", type=float, default=0.01)
+    ap.add_argument("--duplicate", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("bench-out"))
     ap.add_argument("--without-state-file", action="store_true",
@@ -85,16 +86,20 @@ def main() -> int:
     port = {"cql": 9042, "redis": 6379, "memcached": 11211}[a.protocol]
     with _removed(tmp), servers(a.protocol, tmp) as t:  # the servers stop before the files go
         out = run_history(t, a.duration, keys=a.keys, clients=a.clients, seed=a.seed,
-                          impair=["--loss", str(a.loss), "--reorder", str(a.reorder)],
+                          impair=["--loss", str(a.loss), "--reorder", str(a.reorder), "--duplicate", str(a.duplicate)],
                           state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)
     out.update(protocol=a.protocol, state_file=not a.without_state_file, commit=commit, duration_s=a.duration, wall_s=round(time.time() - t0, 1), load_before=load0,
-               load_after=os.getloadavg()[0], loss=a.loss, reorder=a.reorder, seed=a.seed)
+               load_after=os.getloadavg()[0], loss=a.loss, reorder=a.reorder, duplicate=a.duplicate, seed=a.seed)
     name = f"appswitch_history_{a.protocol}{'_nostate' if a.without_state_file else ''}"
     with gzip.open(a.out / f"{name}_records.json.gz", "wt") as f:
         json.dump(out.pop("records"), f)
+    clock = out.pop("server_clock")
+    if clock is not None:  # memcached's sampled expiry clock: (sent, answered, its `time`)
+        with gzip.open(a.out / f"{name}_clock.json.gz", "wt") as f:
+            json.dump(clock, f)
     (a.out / f"{name}.json").write_text(json.dumps(out, indent=1))
     print(f"{a.protocol}{' (no state_file)' if a.without_state_file else ''}, commit {commit}: {a.duration:.0f} s, {a.clients} clients {out['clients']}, {a.keys} keys, "
-          f"loss {a.loss} reorder {a.reorder}")
+          f"loss {a.loss} reorder {a.reorder} duplicate {a.duplicate}")
     print(f"faults: {out['faults']}")
     print(f"ops {out['ops']}: {out['counts']}")
     print(f"reads checked {out['reads_checked']}, impossible {out['impossible']}, hangs {out['hangs']}")

@@ -10,6 +10,13 @@ TTL of ``T`` seconds taken at instant ``e`` is gone (reads give ``None``) from `
 on (Cassandra's ``nowInSec`` + TTL; the checker uses ``e - 1 + T`` for "may be gone", so it never
 blames a read for an early expiry it cannot prove, and ``completed + T`` for "must be gone").
 
+A server whose expiry clock is its own (memcached: ``current_time``, whole seconds advanced by a
+once-a-second timer of its main thread, which runs late when that thread is starved of CPU) is
+judged on that clock as sampled during the run (``ServerClock``: its ``stats`` ``time`` read from
+inside the server's namespace): a write taken when the server's clock read ``C`` is gone once
+the clock reads ``C + T``; the checker asks whether the sampled clock allows that in the read's
+window, in both directions (an early ``None``, a late value).
+
 A read that returned ``v`` in ``[a, b]`` is legal when some write ``w`` of ``v`` (or the initial
 value) could be the latest one at some instant ``t`` in ``[a, b]``: ``w`` invoked before ``b``;
 at ``t = max(a, w.invoked)`` with ``w`` taking effect at ``e = min(w.completed, t)`` (the latest
@@ -80,7 +87,43 @@ class _Overwrites:
         return self.min_completed[bisect.bisect_right(self.invoked, e)] <= t
 
 
-def _may_source(w: Op, r: Op, over: _Overwrites, slack: float = 0.0) -> bool:
+class ServerClock:
+    """A server's expiry clock sampled during the run: ``(sent, received, clock)`` per sample —
+    the wall times a probe was sent and answered, and the server clock it read (whole seconds,
+    never decreasing). ``at_least(x)``: the clock surely read at least this at wall time ``x``
+    (the largest reading answered by ``x``); ``at_most(x)``: at most this (the smallest reading
+    asked for at or after ``x``). Outside the samples, no bound (``-inf`` / ``inf``)."""
+
+    def __init__(self, samples: Iterable[tuple[float, float, float]]):
+        samples = list(samples)
+        by_recv = sorted((r, c) for _, r, c in samples)
+        self.recv = [r for r, _ in by_recv]
+        self.run_max = []
+        m = -math.inf
+        for _, c in by_recv:
+            m = max(m, c)
+            self.run_max.append(m)
+        by_sent = sorted((s, c) for s, _, c in samples)
+        self.sent = [s for s, _ in by_sent]
+        self.suffix_min = [math.inf] * (len(by_sent) + 1)
+        for i in range(len(by_sent) - 1, -1, -1):
+            self.suffix_min[i] = min(by_sent[i][1], self.suffix_min[i + 1])
+
+    def at_least(self, x: float) -> float:
+        i = bisect.bisect_right(self.recv, x)
+        return self.run_max[i - 1] if i else -math.inf
+
+    def at_most(self, x: float) -> float:
+        return self.suffix_min[bisect.bisect_left(self.sent, x)]
+
+    def earliest(self, reading: float) -> float:
+        """The earliest wall time at which the clock may read `reading` (just after the last
+        sample asked for that still read less; ``-inf`` if none did)."""
+        i = bisect.bisect_left(self.suffix_min, reading)
+        return self.sent[i - 1] if i else -math.inf
+
+
+def _may_source(w: Op, r: Op, over: _Overwrites, slack: float = 0.0, clock: ServerClock | None = None) -> bool:
     """Could `w`'s value be what `r` read, at some instant of `r`'s window? (`w` itself is
     never counted as its own overwrite: it is invoked at or before `e`.)"""
     a, b = r.invoked, r.completed
@@ -90,17 +133,30 @@ def _may_source(w: Op, r: Op, over: _Overwrites, slack: float = 0.0) -> bool:
     e = min(w.completed, t) if _certain(w) else t
     if over.between(e, t):
         return False
-    if w.ttl is not None and _certain(w) and t >= w.completed + w.ttl + slack:
-        return False  # it had certainly expired by then
+    if w.ttl is not None and _certain(w):
+        if clock is not None:
+            # Live at t only if the server's clock could still read below its reading at the
+            # write (at most the first sample asked after the write completed) plus T.
+            if clock.at_least(t) >= clock.at_most(w.completed) + w.ttl:
+                return False
+        elif t >= w.completed + w.ttl + slack:
+            return False  # it had certainly expired by then
     return True
 
 
-def _may_be_expired(w: Op, r: Op, over: _Overwrites) -> bool:
+def _may_be_expired(w: Op, r: Op, over: _Overwrites, clock: ServerClock | None = None) -> bool:
     """Could `r` have read `None` because `w` (with a TTL) was the latest write and had expired?"""
     if w.ttl is None:
         return False
     a, b = r.invoked, r.completed
     e = w.invoked  # the earliest it could take effect: the earliest it could expire
+    if clock is not None:
+        # Gone by b only if the server's clock could read its reading at the write (at least
+        # the last sample answered before the write was sent) plus T by then.
+        reading = clock.at_least(e) + w.ttl
+        if clock.at_most(b) < reading:
+            return False
+        return not over.between(e, max(a, e, clock.earliest(reading)))
     gone = e - 1 + w.ttl  # floor(e) + T >= e - 1 + T
     if gone > b:
         return False
@@ -118,12 +174,15 @@ def _merged(windows: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def check(ops: Iterable[Op], initial: dict | None = None, faults: Iterable[tuple[float, float]] = (),
-          hang_s: float = 5.0, grace_s: float = 5.0, expiry_slack: float = 0.0) -> Verdict:
+          hang_s: float = 5.0, grace_s: float = 5.0, expiry_slack: float = 0.0,
+          server_clock: ServerClock | None = None) -> Verdict:
     """Check every read of `ops` (per key; `initial`: key -> value before the history, default
     absent) and every operation's duration against the fault windows `faults` ([start, end]).
     `expiry_slack`: how late the server may drop an expired value (memcached's clock ticks once a
     second: 1 s; Redis compares milliseconds, `now > when`: 1 ms; Cassandra: 0, its
-    `floor(now) >= floor(write) + TTL` holds for any read begun TTL after the write ended)."""
+    `floor(now) >= floor(write) + TTL` holds for any read begun TTL after the write ended).
+    `server_clock`: the server's sampled expiry clock; when given, TTLs are judged on it instead
+    (both directions; `expiry_slack` is then unused)."""
     initial = initial or {}
     ops = list(ops)
     by_key: dict[str, list[Op]] = {}
@@ -157,9 +216,9 @@ def check(ops: Iterable[Op], initial: dict | None = None, faults: Iterable[tuple
         same = by_value.get((o.key, o.value), [])
         if initial.get(o.key) == o.value:
             same = [Op("write", o.key, o.value, -math.inf, -math.inf), *same]
-        if any(_may_source(w, o, ov, expiry_slack) for w in same):
+        if any(_may_source(w, o, ov, expiry_slack, server_clock) for w in same):
             continue
-        if o.value is None and any(_may_be_expired(w, o, ov) for w in ttl_writes.get(o.key, [])):
+        if o.value is None and any(_may_be_expired(w, o, ov, server_clock) for w in ttl_writes.get(o.key, [])):
             continue
         if not same:
             why = "unknown"
@@ -407,6 +466,32 @@ def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: 
     return {"client": name, "protocol": proto, "compression": "none", "ops": ops}
 
 
+def clock_client(host: str, port: int, duration: float, interval: float = 0.05) -> dict:
+    """memcached's expiry clock sampled from inside the server's namespace (straight to the
+    server, never through the switch): every `interval` s a `stats`, recording the wall times
+    it was sent and answered and the server's `time` (its `current_time` plus a constant)."""
+    import socket
+    import time
+
+    s = socket.create_connection((host, port), timeout=10)
+    out = []
+    end = time.time() + duration
+    while time.time() < end:
+        sent = time.time()
+        s.sendall(b"stats\r\n")
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            c = s.recv(65536)
+            if not c:
+                raise ConnectionError("memcached closed the clock probe's connection")
+            buf += c
+        recv = time.time()
+        t = next(int(ln.split()[2]) for ln in buf.split(b"\r\n") if ln.startswith(b"STAT time "))
+        out.append((sent, recv, t))
+        time.sleep(interval)
+    return {"clock": out}
+
+
 def ops_of(records: list[dict]) -> list[Op]:
     """Recorded operations as the checker's `Op`s (a BATCH gives one write per key)."""
     out = []
@@ -475,8 +560,7 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
         initial = {}
     stats_dir = Path(stats_dir or "/tmp")
     sets = {"protocol": protocol, "cache_entries": "64"}
-    if state_file:
-        sets["state_file"] = state_file
+    sets["state_file"] = state_file or "off"  # off: what issue 36 found (the check must fail)
     extra = list(impair or [])
     n_switch = [0]
 
@@ -496,6 +580,11 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
             args = ["kv-client", *args, "--proto", protocol, "--port", str(port)]
         procs.append(t.popen(t.client, [sys.executable, "-m", "innet.appswitch_history", *args],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    clock_proc = None
+    if protocol == "memcached":  # its expiry clock, sampled beside the clients (`ServerClock`)
+        clock_proc = t.popen(t.server, [sys.executable, "-m", "innet.appswitch_history", "clock-client", "--host",
+                                        t.server_ip, "--port", str(port), "--duration", str(duration + 10)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t0 = time.time() + (8 if protocol == "cql" else 0.5)  # the clients' connect time, roughly
     windows, schedule = [], fault_schedule(duration, link)
     for at, kind, hold in schedule:
@@ -531,10 +620,17 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
             raise RuntimeError(f"client failed ({p.returncode}): {e.decode(errors='replace')[-3000:]}")
         results.append(json.loads(o))
     code, _ = t.stop_switch()
+    clock = None
+    if clock_proc is not None:
+        o, e = clock_proc.communicate(timeout=60)
+        if clock_proc.returncode != 0:
+            raise RuntimeError(f"clock probe failed ({clock_proc.returncode}): {e.decode(errors='replace')[-3000:]}")
+        clock = json.loads(o)["clock"]
     records = [r for res in results for r in res["ops"]]
     ops = ops_of(records)
     v = check(ops, initial=initial, faults=[(s, e) for s, e, _ in windows], hang_s=6.0, grace_s=6.0,
-              expiry_slack={"memcached": 1.0, "redis": 0.001}.get(protocol, 0.0))
+              expiry_slack={"redis": 0.001}.get(protocol, 0.0),
+              server_clock=ServerClock(clock) if clock is not None else None)
     counts: dict = {}
     for r in records:
         key = f"{r['kind']}:{r.get('how')}:{'ok' if r['ok'] else 'error'}"
@@ -546,7 +642,8 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
             stats.append(json.loads(f.read_text()).get("program_report"))
     return {**v.summary(), "ops": len(records), "counts": counts, "clients": [(r["client"], r["protocol"], r["compression"]) for r in results],
             "faults": [{"kind": k, "start": round(s - t0, 2), "end": round(e - t0, 2)} for s, e, k in windows],
-            "switch_stats": stats, "impossible_all": v.impossible, "hangs_all": v.hangs, "records": records}
+            "switch_stats": stats, "impossible_all": v.impossible, "hangs_all": v.hangs, "records": records,
+            "server_clock": clock}
 
 
 def main(argv: list[str]) -> int:
@@ -555,7 +652,7 @@ def main(argv: list[str]) -> int:
     import sys
 
     ap = argparse.ArgumentParser(prog="appswitch_history")
-    ap.add_argument("kind", choices=["cql-client", "kv-client"])
+    ap.add_argument("kind", choices=["cql-client", "kv-client", "clock-client"])
     ap.add_argument("--proto", choices=["redis", "memcached"], default="redis")
     ap.add_argument("--port", type=int, default=6379)
     ap.add_argument("--host", required=True)
@@ -566,7 +663,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--keys", type=int, default=8)
     a = ap.parse_args(argv)
-    if a.kind == "cql-client":
+    if a.kind == "clock-client":
+        out = clock_client(a.host, a.port, a.duration)
+    elif a.kind == "cql-client":
         out = cql_client(a.host, a.name, a.protocol, a.compression, a.seed, a.duration, a.keys)
     else:
         out = kv_client(a.proto, a.host, a.port, a.name, a.seed, a.duration, a.keys)

@@ -207,6 +207,15 @@ class Topology:
                 except (ProcessLookupError, ValueError):
                     pass
             _run(["ip", "netns", "del", ns], check=False)
+        # A new topology is a new deployment: its switch starts knowing nothing.
+        for f in Path("/tmp").glob(f"{self.tag}-appswitch-*.state"):
+            f.unlink(missing_ok=True)
+
+    def state_file(self, protocol: str) -> Path:
+        """The application switch's state file on this topology for `protocol` (`start_switch`
+        passes it unless told another): kept across the switch's restarts, removed with the
+        topology."""
+        return Path(f"/tmp/{self.tag}-appswitch-{protocol}.state")
 
     def __enter__(self) -> "Topology":
         return self.up()
@@ -232,7 +241,10 @@ class Topology:
         """Start `innet switch run` on the switch ports; returns once its sockets are open."""
         cmd = [*innet_command(), "switch", "run", "--program", program,
                "--port", self.ports[0], "--port", self.ports[1]]
-        for k, v in (sets or {}).items():
+        sets = dict(sets or {})
+        if program == "appswitch":
+            sets.setdefault("state_file", str(self.state_file(sets.get("protocol", "cql"))))
+        for k, v in sets.items():
             cmd += ["--set", f"{k}={v}"]
         cmd += extra or []
         self.switch_log = log or Path(f"/tmp/{self.tag}-switch.log")

@@ -6,7 +6,7 @@ future, values never written, and hangs inside and outside fault windows. No roo
 
 from __future__ import annotations
 
-from innet.appswitch_history import Op, check
+from innet.appswitch_history import Op, ServerClock, check
 
 
 def W(key, value, a, b, ttl=None, ok=True):
@@ -87,6 +87,47 @@ def test_ttl_values_expire_by_cassandras_rule():
     # Absent before any TTL could run out, after a write that surely applied: stale.
     ops = [W("t", "v", 1.0, 1.1, 5), R("t", None, 2.0, 2.1)]
     assert verdicts(ops)[0] == ["stale"]
+
+
+def test_ttls_are_judged_on_the_servers_sampled_clock():
+    """memcached expires on its own whole-second clock, advanced by a timer that runs late when
+    its thread is starved: judged on that clock as sampled (stats `time`), an early `None` is
+    legal exactly when the samples show the clock could have reached the write's reading + T,
+    and a late value exactly when they show it could not."""
+    def ticking(lag_from=None, lag_to=None, lag=0):
+        # One sample per 0.1 s of wall time 0-30 s, answered at once; a punctual clock reads
+        # floor(wall) + 1000, one that fell `lag` s behind reads less inside [lag_from, lag_to).
+        out = []
+        for i in range(300):
+            x = i / 10
+            c = int(x) + 1000
+            if lag_from is not None and lag_from <= x < lag_to:
+                c = max(int(lag_from) + 1000, c - lag)
+            out.append((x, x + 0.001, c))
+        return ServerClock(out)
+
+    w = W("t", "v", 10.05, 10.06, 3)  # taken when the clock read 1010: gone once it reads 1013
+    punctual = ticking()
+    assert verdicts([w, R("t", None, 13.05, 13.06)], server_clock=punctual)[0] == []
+    assert verdicts([w, R("t", "v", 12.95, 12.96)], server_clock=punctual)[0] == []
+    # 1.7 s early on a punctual clock: impossible (the case issue 36's memcached runs showed) ...
+    early = [w, R("t", None, 11.35, 11.36)]
+    assert verdicts(early, server_clock=punctual)[0] == ["stale"]
+    # ... legal when the write was taken while the clock stood 2 s behind (its timer late).
+    stalled = ticking(lag_from=8.0, lag_to=10.5, lag=2)  # reads 1008 during [8, 10.5)
+    got, v = verdicts(early, server_clock=stalled)
+    assert got == [], v.impossible
+    # A value read after the clock surely reached the write's reading + T: stale; while the
+    # clock was stalled below it, legal.
+    late = [w, R("t", "v", 13.5, 13.51)]
+    assert verdicts(late, server_clock=punctual)[0] == ["stale"]
+    assert verdicts(late, server_clock=ticking(lag_from=12.0, lag_to=14.0, lag=2))[0] == []
+    # Outside the samples there is no bound either way (never blamed on a guess).
+    assert verdicts([W("t", "v", 40.0, 40.01, 3), R("t", None, 40.5, 40.6)], server_clock=punctual)[0] == []
+    # An overwrite that surely applied before the clock could reach the expiry still rules the
+    # expiry out as an explanation.
+    ops = [w, W("t", "w2", 11.0, 11.01), R("t", None, 13.5, 13.6)]
+    assert verdicts(ops, server_clock=punctual)[0] == ["stale"]
 
 
 def test_hangs_outside_fault_windows_are_found():

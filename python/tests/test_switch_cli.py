@@ -29,6 +29,37 @@ def test_bad_input_is_one_line_and_exit_2(innet_cmd):
         assert needle in lines[0], (args, lines[0])
 
 
+def test_appswitch_keeps_a_state_file_unless_told_off(tmp_path):
+    """Issue 36: `innet switch run --program appswitch` records volatile keys in a durable file by
+    default (a restarted switch must not serve what the server has expired); `state_file=off`
+    is the explicit opt-out. The switch is built (and its state file opened) before its ports
+    are, so interfaces that do not exist show it without namespaces."""
+    import os
+    import subprocess
+    import sys
+
+    def run(*sets):
+        return subprocess.run([sys.executable, "-m", "innet", "switch", "run", "--program", "appswitch",
+                               "--port", "nosuchif0", "--port", "nosuchif1", *sets],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore", "INNET_STATE_DIR": str(tmp_path / "st")})
+
+    r = run("--set", "protocol=redis")
+    assert r.returncode == 2 and "nosuchif0: no such interface" in r.stderr, r.stderr
+    f = tmp_path / "st" / "appswitch-redis-6379-nosuchif0-nosuchif1.state"
+    assert f"state file: {f}" in r.stderr, r.stderr
+    assert f.read_text().splitlines()[0] == "innet-appswitch-state 1 redis"
+    r = run("--set", "protocol=memcached", "--set", "state_file=off")
+    assert r.returncode == 2 and "state file" not in r.stderr, r.stderr
+    assert not (tmp_path / "st" / "appswitch-memcached-11211-nosuchif0-nosuchif1.state").exists()
+    # A state file that is not one is a clear error naming it (never used, never overwritten).
+    bad = tmp_path / "bad.state"
+    bad.write_text("hello\n")
+    r = run("--set", "protocol=cql", "--set", f"state_file={bad}")
+    assert r.returncode == 2 and f"state_file {bad}: line 1: expected" in r.stderr, r.stderr
+    assert bad.read_text() == "hello\n"
+
+
 def _frame(i: int, reply: bool) -> bytes:
     """A UDP/IPv4 frame with correct checksums (client 10.0.0.1 <-> server 10.0.0.2)."""
     src, dst = (b"\x0a\x00\x00\x02", b"\x0a\x00\x00\x01") if reply else (b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02")

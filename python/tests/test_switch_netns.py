@@ -101,18 +101,19 @@ def test_tcp_transfer_is_byte_exact(topo, tmp_path):
     assert js["total"]["malformed"] == 0 and js["total"]["tx_errors"] == 0, js
 
 
-def test_tcp_transfer_is_byte_exact_under_loss_and_reordering(topo, tmp_path):
+def test_tcp_transfer_is_byte_exact_under_loss_reordering_and_duplication(topo, tmp_path):
     # This kernel has no sch_netem, so the loss/reordering is the switch's own link impairment
-    # (--loss/--reorder on its transmit side); Topology(client_netem=...) uses netem where it exists.
+    # (--loss/--reorder/--duplicate on its transmit side); Topology(client_netem=...) uses netem where it exists.
     # The program also recirculates every packet twice and runs a 1 ms timer: the externs on
     # real traffic.
     topo.start_switch(sets={"recirculations": "2", "timer_us": "1000"},
-                      extra=["--stats-json", str(tmp_path / "stats.json"), "--loss", "0.01", "--reorder", "0.01"])
+                      extra=["--stats-json", str(tmp_path / "stats.json"), "--loss", "0.01", "--reorder", "0.01",
+                             "--duplicate", "0.01"])
     sent, got = transfer(topo, 3 << 20)
     assert sent == got
     code, log, js = summary(topo, tmp_path)
     assert code == 0, log
-    assert js["impair_dropped"] > 10 and js["impair_reordered"] > 10, js
+    assert js["impair_dropped"] > 10 and js["impair_reordered"] > 10 and js["impair_duplicated"] > 10, js
     forwarded = int(js["program_report"]["forwarded"])
     assert js["recirculations"] == 2 * forwarded and js["ingress_passes"] == 3 * forwarded, js
     assert js["timers_fired"] >= 10, js  # one per ms from the first packet to SIGTERM

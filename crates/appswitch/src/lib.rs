@@ -58,8 +58,10 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
         program.cache.set_max_age_ns(Some(ns));
     }
     // Volatile keys and tables (and CQL prepared ids) kept across restarts (issue 36).
+    // Unset or `off`: none (embedders: tests, capture replays). `innet switch run` gives a
+    // durable default path (python/innet/cli_switch.py, docs/appswitch.md).
     let state_file = s.str("state_file", "");
-    if !state_file.is_empty() {
+    if !state_file.is_empty() && state_file != "off" {
         program.use_state_file(std::path::Path::new(&state_file))?;
     }
     match s.str("parser", "lexical").as_str() {
@@ -120,7 +122,7 @@ pub fn switch_programs() -> Vec<ProgramSpec> {
     vec![ProgramSpec {
         name: "appswitch",
         description: "The application switch (Ito et al.): a transparent cache for Cassandra (CQL v4/v5), Redis or memcached (text protocol) with TCP migration. \
-                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), max_age_ms=N (0: no bound on a served answer's age), state_file=PATH (volatile keys/tables and prepared ids kept across restarts; without it a restarted switch may serve a value the server has expired), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
+                      Settings: protocol=cql|redis|memcached, server_port=N (9042 / 6379 / 11211), cache_entries=N (64), max_age_ms=N (0: no bound on a served answer's age), state_file=PATH|off (volatile keys/tables and prepared ids kept across restarts; `innet switch run` defaults to $INNET_STATE_DIR, $XDG_STATE_HOME/innet or ~/.local/state/innet/appswitch-PROTOCOL-PORT-IFACES.state; off: a restarted switch may serve a value the server has expired), parser=lexical|fixed (fixed: fixed_table=OFF:LEN fixed_key=OFF:LEN, Fig. 19's baseline).",
         build: build_appswitch,
     }]
 }

@@ -33,7 +33,7 @@ pub fn switch_programs() -> Vec<(String, String)> {
 /// `(summary_text, summary_json)`. Errors (unknown program or setting, missing interface, no
 /// permission) raise UserInputError before any frame is touched.
 #[pyfunction]
-#[pyo3(signature = (program, ports, settings, pcap = None, routes = Vec::new(), duration_s = None, stats = true, batch = 64, loss = 0.0, reorder = 0.0, impair_seed = 1))]
+#[pyo3(signature = (program, ports, settings, pcap = None, routes = Vec::new(), duration_s = None, stats = true, batch = 64, loss = 0.0, reorder = 0.0, impair_seed = 1, duplicate = 0.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn switch_run(
     py: Python<'_>,
@@ -48,6 +48,7 @@ pub fn switch_run(
     loss: f64,
     reorder: f64,
     impair_seed: u64,
+    duplicate: f64,
 ) -> PyResult<(String, String)> {
     let spec = find(program)?;
     if ports.len() < 2 {
@@ -61,7 +62,12 @@ pub fn switch_run(
     let mut opts = RunOptions::new(ports);
     opts.pcap = pcap;
     opts.batch = batch;
-    opts.impair = real::Impairment { loss, reorder, seed: impair_seed };
+    opts.impair = real::Impairment {
+        loss,
+        reorder,
+        duplicate,
+        seed: impair_seed,
+    };
     opts.impair.validate().map_err(UserInputError::new_err)?;
     opts.stats_interval = stats.then(|| Duration::from_secs(1));
     if let Some(d) = duration_s {

@@ -39,6 +39,8 @@ pub struct RunOptions {
 pub struct Impairment {
     pub loss: f64,
     pub reorder: f64,
+    /// Probability that a frame is sent twice (the copy right behind it).
+    pub duplicate: f64,
     pub seed: u64,
 }
 
@@ -47,14 +49,19 @@ impl Impairment {
         Impairment {
             loss: 0.0,
             reorder: 0.0,
+            duplicate: 0.0,
             seed: 1,
         }
     }
     pub fn is_active(&self) -> bool {
-        self.loss > 0.0 || self.reorder > 0.0
+        self.loss > 0.0 || self.reorder > 0.0 || self.duplicate > 0.0
     }
     pub fn validate(&self) -> Result<(), String> {
-        for (name, v) in [("--loss", self.loss), ("--reorder", self.reorder)] {
+        for (name, v) in [
+            ("--loss", self.loss),
+            ("--reorder", self.reorder),
+            ("--duplicate", self.duplicate),
+        ] {
             if !(0.0..1.0).contains(&v) {
                 return Err(format!("{name} {v}: expected a probability in [0, 1)"));
             }
@@ -107,6 +114,14 @@ impl Impairer {
                 continue;
             }
             self.out.push((*h, f.clone()));
+            // Drawn only when asked for, so runs without it keep their loss/reorder draws.
+            if self.cfg.duplicate > 0.0 && self.rng.gen::<f64>() < self.cfg.duplicate {
+                st.impair_duplicated += 1;
+                let c = &mut st.ports[port];
+                c.tx_frames += 1;
+                c.tx_bytes += f.len() as u64;
+                self.out.push((*h, f.clone()));
+            }
             if let Some((hh, ff, _)) = self.held[port].take() {
                 self.out.push((hh, ff));
             }
@@ -197,10 +212,10 @@ impl RunSummary {
             st.switch.ingress_passes, st.switch.recirculations, st.switch.generated, st.switch.clones, st.switch.consumed, st.switch.to_cpu, st.switch.timers_fired,
             st.switch.no_route, st.emit_errors, st.gso_frames, st.gso_segments, st.checksums_completed, self.rx_truncated
         );
-        if st.impair_dropped + st.impair_reordered > 0 {
+        if st.impair_dropped + st.impair_reordered + st.impair_duplicated > 0 {
             s += &format!(
-                "  impairment: dropped {} reordered {}\n",
-                st.impair_dropped, st.impair_reordered
+                "  impairment: dropped {} reordered {} duplicated {}\n",
+                st.impair_dropped, st.impair_reordered, st.impair_duplicated
             );
         }
         if let Some(e) = &st.emit_error_last {
@@ -244,7 +259,7 @@ impl RunSummary {
             "timers_fired": st.switch.timers_fired, "no_route": st.switch.no_route, "emit_errors": st.emit_errors,
             "emit_error_last": st.emit_error_last, "gso_frames": st.gso_frames, "gso_segments": st.gso_segments,
             "checksums_completed": st.checksums_completed, "rx_truncated": self.rx_truncated,
-            "impair_dropped": st.impair_dropped, "impair_reordered": st.impair_reordered,
+            "impair_dropped": st.impair_dropped, "impair_reordered": st.impair_reordered, "impair_duplicated": st.impair_duplicated,
             "program_report": self.report.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
             "pcap": self.pcap,
         })

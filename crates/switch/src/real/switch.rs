@@ -60,9 +60,11 @@ pub struct SwitchStats {
     pub gso_segments: u64,
     /// Frames whose transport checksum the kernel left for offload and the runtime completed.
     pub checksums_completed: u64,
-    /// Frames the link impairment (`--loss`, `--reorder`) dropped, and sent out of order.
+    /// Frames the link impairment (`--loss`, `--reorder`, `--duplicate`) dropped, sent out of
+    /// order, and sent twice.
     pub impair_dropped: u64,
     pub impair_reordered: u64,
+    pub impair_duplicated: u64,
 }
 
 impl SwitchStats {
