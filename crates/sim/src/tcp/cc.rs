@@ -3,6 +3,7 @@
 //! window moves. Windows are bytes; CUBIC's cubic is computed in f64 bytes and seconds.
 
 use super::config::{CongestionControl, Hystart};
+use super::rtt::RttEstimator;
 
 const PS_PER_S: f64 = 1e12;
 
@@ -53,11 +54,12 @@ const NS3_CUBIC_DELTA_PS: u64 = 10_000_000_000;
 
 /// ns-3.36.1's hybrid slow start (module doc of `tcp`). Times are picoseconds; `None` stands
 /// for ns-3's "not yet set" (Time::Min).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Ns3Hystart {
     /// Smoothed RTT from data segments only, as ns-3's m_lastRtt (ns-3 keeps no RTT history
     /// for the SYN, so the handshake gives it no sample; the endpoint's own SRTT has one).
-    srtt_ps: Option<u64>,
+    /// Only its SRTT is used (RFC 6298 gains, as ns-3's RttMeanDeviation).
+    rtt: RttEstimator,
     /// Minimum of the smoothed RTTs seen since the connection start or the last RTO.
     delay_min_ps: Option<u64>,
     /// An exit point was found (by either test): no more tests until an RTO re-arms them.
@@ -72,6 +74,19 @@ struct Ns3Hystart {
 }
 
 impl Ns3Hystart {
+    fn new() -> Self {
+        Ns3Hystart {
+            rtt: RttEstimator::new(1, 1, 1, 0),
+            delay_min_ps: None,
+            found: false,
+            round_start_ps: None,
+            last_ack_ps: None,
+            end_seq: 0,
+            curr_rtt_ps: None,
+            samples: 0,
+        }
+    }
+
     fn reset_round(&mut self, now_ps: u64, snd_max: u64) {
         self.round_start_ps = Some(now_ps);
         self.last_ack_ps = Some(now_ps);
@@ -125,7 +140,7 @@ impl CongestionState {
                 marked_bytes: 0,
             },
             ns3_hystart: matches!(kind, CongestionControl::Cubic { hystart: Hystart::Ns3, .. })
-                .then(Ns3Hystart::default),
+                .then(Ns3Hystart::new),
             hystart: HystartState {
                 active: matches!(kind, CongestionControl::Cubic { hystart: Hystart::Rfc9406, .. }),
                 window_end: 0,
@@ -290,14 +305,10 @@ impl CongestionState {
         }
     }
 
-    /// ns-3 HyStart: a data RTT sample, folded into its own smoothed RTT (RFC 6298's 1/8 gain,
-    /// the first sample taken as is, as ns-3's RttMeanDeviation does).
+    /// ns-3 HyStart: a data RTT sample, folded into its own smoothed RTT.
     fn ns3_hystart_on_rtt(&mut self, rtt_ps: u64) {
         if let Some(h) = self.ns3_hystart.as_mut() {
-            h.srtt_ps = Some(match h.srtt_ps {
-                None => rtt_ps,
-                Some(s) => ((7 * s as u128 + rtt_ps as u128) / 8) as u64,
-            });
+            h.rtt.sample(rtt_ps);
         }
     }
 
@@ -309,7 +320,7 @@ impl CongestionState {
         let Some(h) = self.ns3_hystart.as_mut() else {
             return;
         };
-        let Some(rtt) = h.srtt_ps else {
+        let Some(rtt) = h.rtt.srtt_ps() else {
             return; // no data RTT measured yet
         };
         if epoch.is_some_and(|e| now_ps.saturating_sub(e) < NS3_CUBIC_DELTA_PS) {
