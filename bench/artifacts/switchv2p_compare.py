@@ -5,6 +5,9 @@
     switchv2p_compare.py fig5   --ns3 NS3_HOME --out DIR [--trace-ms 1.0] [--sizes 0.01,0.5,1500]
                                 [--schemes nocache,locallearning,gwcache,switchv2p] [--jobs 2]
     switchv2p_compare.py report --out DIR          # the markdown tables of what DIR holds
+    switchv2p_compare.py hystart --out DIR [--rules ns3,rfc9406] [--seeds 1,2,3]
+                                # innet only, per CUBIC HyStart rule and seed, on fig5's trace,
+                                # medians beside the artifact's fig5 points already in DIR
 
 NS3_HOME is the tree bench/artifacts/switchv2p.sh printed. Every point is one artifact run
 (`ns3 run --no-build "sim ..."` with exactly the flags of the artifact's run.py /
@@ -371,25 +374,71 @@ def cmd_report(a) -> None:
         print()
 
 
+def cmd_hystart(a) -> None:
+    """innet under each HyStart rule (`--set hystart=`) and seed on the trimmed trace fig5 made;
+    one process per (seed, rule), seeds outermost so the rules interleave in time."""
+    import statistics
+
+    d = Path(a.out) / f"fig5_{a.workload}_{a.trace_ms:g}ms"
+    trace = d / f"{a.workload}_{a.trace_ms:g}ms.csv"
+    if not trace.exists():
+        sys.exit(f"switchv2p_compare: {trace} is missing; run fig5 with this --out first")
+    rules, seeds = a.rules.split(","), [int(x) for x in a.seeds.split(",")]
+    runs = {}
+    for seed in seeds:
+        for rule in rules:
+            sets = {"trace_file": str(trace), "trace_transport": "tcp", "ecmp": "correlated",
+                    "schemes": a.schemes, "cache_fractions": a.sizes, "hystart": rule, "seed": seed}
+            r = run_innet("switchv2p.cachesize", sets, d / "innet_hystart" / f"{rule}_s{seed}")
+            print(f"innet hystart={rule} seed={seed}: {r['wall_s']} s wall, {r['cpu_s']} s CPU", file=sys.stderr)
+            runs[(rule, seed)] = r
+    art = {}
+    for f in (d / "artifact").glob("*.point.json"):
+        scheme, p = f.name[: -len(".point.json")].rsplit("_", 1)
+        art[(scheme, float(p))] = json.loads(f.read_text())["results"]
+    base = next((v for (s, _), v in art.items() if s == "nocache"), None)
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    print("| scheme | p | artifact FCT× / FPL× | " + " | ".join(f"innet {r} FCT× / FPL× (hit)" for r in rules) + " |")
+    print("|---|---|---|" + "---|" * len(rules))
+    for scheme, p in fig5_points(a):
+        r = art.get((scheme, p))
+        a_cell = (f"{float(base['avg_fct']) / float(r['avg_fct']):.3f} / {float(base['avg_fpl']) / float(r['avg_fpl']):.3f}"
+                  if r and base else "—")
+        cells = []
+        for rule in rules:
+            rows = [innet_row(runs[(rule, s)], scheme, p) for s in seeds]
+            v = lambda k: med([float(o[k]) for o in rows if o.get(k, "") != ""])
+            cells.append(f"{v('fct_improvement'):.3f} / {v('fpl_improvement'):.3f} ({v('hit_rate'):.4f})")
+        print(f"| {scheme} | {p:g} | {a_cell} | " + " | ".join(cells) + " |")
+    print("\nNoCache means (µs), median over seeds: " + "; ".join(
+        f"{rule}: FCT {med([float(innet_row(runs[(rule, s)], 'nocache', 0)['fct_mean_us']) for s in seeds]):.1f}, "
+        f"FPL {med([float(innet_row(runs[(rule, s)], 'nocache', 0)['first_packet_latency_mean_us']) for s in seeds]):.2f}"
+        for rule in rules))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t4 = sub.add_parser("table4", help="Table 4: the artifact's migration test, both sides")
     f5 = sub.add_parser("fig5", help="Fig. 5 points on the first milliseconds of an artifact trace")
     rp = sub.add_parser("report", help="markdown tables of what --out holds")
-    for p in (t4, f5, rp):
+    hs = sub.add_parser("hystart", help="innet per CUBIC HyStart rule and seed on fig5's trace, beside the artifact")
+    for p in (t4, f5, rp, hs):
         p.add_argument("--out", required=True)
     for p in (t4, f5):
         p.add_argument("--ns3", required=True, help="NS3_HOME printed by bench/artifacts/switchv2p.sh")
-    f5.add_argument("--workload", default="hadoop")
-    f5.add_argument("--trace-ms", type=float, default=1.0)
-    f5.add_argument("--sizes", default="0.01,0.5,1500")
-    f5.add_argument("--schemes", default="nocache,locallearning,gwcache,switchv2p")
+    for p in (f5, hs):
+        p.add_argument("--workload", default="hadoop")
+        p.add_argument("--trace-ms", type=float, default=1.0)
+        p.add_argument("--sizes", default="0.01,0.5,1500")
+        p.add_argument("--schemes", default="nocache,locallearning,gwcache,switchv2p")
     f5.add_argument("--jobs", type=int, default=2)
+    hs.add_argument("--rules", default="ns3,rfc9406", help="hystart values to run (off, rfc9406, ns3)")
+    hs.add_argument("--seeds", default="1,2,3")
     a = ap.parse_args()
     if a.cmd in ("table4", "fig5") and not (Path(a.ns3) / "ns3").exists():
         sys.exit(f"switchv2p_compare: {a.ns3} is not an ns-3 tree (no ns3 script); run bench/artifacts/switchv2p.sh first")
-    {"table4": cmd_table4, "fig5": cmd_fig5, "report": cmd_report}[a.cmd](a)
+    {"table4": cmd_table4, "fig5": cmd_fig5, "report": cmd_report, "hystart": cmd_hystart}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
     };
     let flows = crate::flow_specs(&raw, kind);
     let n_flows = flows.len();
-    let host_cfg = HostConfig { tcp: tcp_config("ns3", "cubic")?, listen_all: true };
+    let host_cfg = HostConfig { tcp: tcp_config("ns3", "cubic", "profile")?, listen_all: true };
     let rss_before = rss_mib();
     let t0 = Instant::now();
     let mut fabric = build_fabric(topo, o.seed, host_cfg, flows, l3_switch);

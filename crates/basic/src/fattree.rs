@@ -40,6 +40,7 @@ pub struct Params {
     pub transport: String,
     pub congestion_control: String,
     pub tcp_profile: String,
+    pub hystart: String,
     pub udp_payload_bytes: u32,
     pub stop_ms: f64,
     pub seed: u64,
@@ -65,6 +66,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "transport", default: "\"tcp\"", doc: "tcp or udp" },
     ParamSpec { name: "congestion_control", default: "\"cubic\"", doc: "cubic, dctcp or newreno" },
     ParamSpec { name: "tcp_profile", default: "\"switchv2p\"", doc: "switchv2p (the paper's ns-3 settings) or datacenter" },
+    ParamSpec { name: "hystart", default: "\"profile\"", doc: "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406, ns3 (ns-3.36's HyStart) or off" },
     ParamSpec { name: "udp_payload_bytes", default: "1000", doc: "UDP payload per packet when transport = udp" },
     ParamSpec { name: "stop_ms", default: "2000.0", doc: "simulated-time limit; flows unfinished by then count as incomplete" },
     ParamSpec { name: "seed", default: "1", doc: "seed of every random choice" },
@@ -126,7 +128,7 @@ pub fn build(p: &Params) -> Result<Built, ExperimentError> {
     let topo = Topology::build(&p.topology(), &[])?;
     let flows = generate_flows(p, topo.num_servers)?;
     let last_start_ps = flows.iter().map(|f| f.start_ps).max().unwrap_or(0);
-    let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control)?, listen_all: true };
+    let host_cfg = HostConfig { tcp: tcp_config(&p.tcp_profile, &p.congestion_control, &p.hystart)?, listen_all: true };
     Ok(Built { fabric: build_fabric(topo, p.seed, host_cfg, flows, l3_switch), last_start_ps })
 }
 

@@ -49,6 +49,7 @@ pub struct Params {
     pub gateway_processing_us: f64,
     pub tcp_profile: String,
     pub congestion_control: String,
+    pub hystart: String,
     pub stop_ms: f64,
     pub seed: u64,
     pub migrate_vm: u32,
@@ -83,6 +84,7 @@ impl Default for Params {
             gateway_processing_us: 40.0,
             tcp_profile: "switchv2p".into(),
             congestion_control: "cubic".into(),
+            hystart: "profile".into(),
             stop_ms: 2000.0,
             seed: 1,
             migrate_vm: 5200,
@@ -172,7 +174,7 @@ impl Params {
     }
 
     fn spec_with_rows(&self, net: NetworkSpec, rows: Vec<innet_workloads::trace::TraceRow>, transport: Transport) -> Result<RunSpec, ExperimentError> {
-        let tcp = innet_sim::tcp::tcp_config(&self.tcp_profile, &self.congestion_control)?;
+        let tcp = innet_sim::tcp::tcp_config(&self.tcp_profile, &self.congestion_control, &self.hystart)?;
         let mut s = RunSpec::new(net, rows, transport, tcp);
         s.cache_fraction = self.cache_fraction;
         s.p_learn = self.p_learn;
@@ -223,6 +225,11 @@ fn trace_params() -> Vec<ParamSpec> {
         p("gateway_processing_us", "40.0", "gateway processing delay per packet"),
         p("tcp_profile", "\"switchv2p\"", "TCP settings: switchv2p (the artifact's ns-3 settings), datacenter or ns3"),
         p("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
+        p(
+            "hystart",
+            "\"profile\"",
+            "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406 (HyStart++), ns3 (ns-3.36's ACK-train and delay HyStart, which the artifact runs) or off",
+        ),
         p("stop_ms", "2000.0", "simulated-time limit"),
         p("seed", "1", "seed of every random choice"),
         p(
@@ -432,7 +439,7 @@ pub struct MigrationExp;
 
 impl Experiment for MigrationExp {
     fn info(&self) -> ExperimentInfo {
-        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "trace_speedup" | "trace_rpctypes" | "duration_ms" | "load" | "tcp_profile" | "congestion_control")).collect();
+        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "trace_speedup" | "trace_rpctypes" | "duration_ms" | "load" | "tcp_profile" | "congestion_control" | "hystart")).collect();
         params.push(p("schemes", "\"nocache,ondemand,switchv2p_noinval,switchv2p_nots,switchv2p\"", "schemes (Table 4's rows)"));
         params.push(p("cache_fraction", "0.09375", "total cache as a fraction of the address space (the artifact: 12 entries per switch × 80 switches / 10,240 VMs)"));
         params.push(p("migrate_vm", "5200", "the VM every sender sends to, and that migrates"));

@@ -2,7 +2,8 @@
 //! decides *when* something happened (ACK, loss, ECN echo, timeout); this decides by how much the
 //! window moves. Windows are bytes; CUBIC's cubic is computed in f64 bytes and seconds.
 
-use super::config::CongestionControl;
+use super::config::{CongestionControl, Hystart};
+use super::rtt::RttEstimator;
 
 const PS_PER_S: f64 = 1e12;
 
@@ -17,6 +18,8 @@ pub(crate) struct CongestionState {
     cubic: CubicState,
     dctcp: DctcpState,
     hystart: HystartState,
+    /// ns-3.36.1's HyStart, when the controller is CUBIC with `Hystart::Ns3`.
+    ns3_hystart: Option<Ns3Hystart>,
 }
 
 // RFC 9406 constants (no pacing, so no per-ACK growth limit beyond byte counting's L).
@@ -37,6 +40,60 @@ struct HystartState {
     samples: u32,
     /// In Conservative Slow Start: the min RTT that triggered it and the rounds spent there.
     css: Option<(u64, u32)>,
+}
+
+// ns-3.36.1 TcpCubic's HyStart attributes at their defaults (the SwitchV2P artifact sets none).
+const NS3_HYSTART_LOW_WINDOW_SEGMENTS: u64 = 16;
+const NS3_HYSTART_ACK_DELTA_PS: u64 = 2_000_000_000;
+const NS3_HYSTART_MIN_SAMPLES: u32 = 8;
+const NS3_HYSTART_DELAY_MIN_PS: u64 = 4_000_000_000;
+const NS3_HYSTART_DELAY_MAX_PS: u64 = 1_000_000_000_000;
+/// ns-3's CubicDelta: RTT values within this long of a congestion-avoidance epoch's start are
+/// ignored (meant for "right after fast recovery").
+const NS3_CUBIC_DELTA_PS: u64 = 10_000_000_000;
+
+/// ns-3.36.1's hybrid slow start (module doc of `tcp`). Times are picoseconds; `None` stands
+/// for ns-3's "not yet set" (Time::Min).
+#[derive(Debug, Clone)]
+struct Ns3Hystart {
+    /// Smoothed RTT from data segments only, as ns-3's m_lastRtt (ns-3 keeps no RTT history
+    /// for the SYN, so the handshake gives it no sample; the endpoint's own SRTT has one).
+    /// Only its SRTT is used (RFC 6298 gains, as ns-3's RttMeanDeviation).
+    rtt: RttEstimator,
+    /// Minimum of the smoothed RTTs seen since the connection start or the last RTO.
+    delay_min_ps: Option<u64>,
+    /// An exit point was found (by either test): no more tests until an RTO re-arms them.
+    found: bool,
+    round_start_ps: Option<u64>,
+    last_ack_ps: Option<u64>,
+    /// The round ends when an ACK passes this (the highest sequence sent at its start).
+    end_seq: u64,
+    /// Smallest of the round's first `NS3_HYSTART_MIN_SAMPLES` smoothed RTTs.
+    curr_rtt_ps: Option<u64>,
+    samples: u32,
+}
+
+impl Ns3Hystart {
+    fn new() -> Self {
+        Ns3Hystart {
+            rtt: RttEstimator::new(1, 1, 1, 0),
+            delay_min_ps: None,
+            found: false,
+            round_start_ps: None,
+            last_ack_ps: None,
+            end_seq: 0,
+            curr_rtt_ps: None,
+            samples: 0,
+        }
+    }
+
+    fn reset_round(&mut self, now_ps: u64, snd_max: u64) {
+        self.round_start_ps = Some(now_ps);
+        self.last_ack_ps = Some(now_ps);
+        self.end_seq = snd_max;
+        self.curr_rtt_ps = None;
+        self.samples = 0;
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -82,8 +139,10 @@ impl CongestionState {
                 acked_bytes: 0,
                 marked_bytes: 0,
             },
+            ns3_hystart: matches!(kind, CongestionControl::Cubic { hystart: Hystart::Ns3, .. })
+                .then(Ns3Hystart::new),
             hystart: HystartState {
-                active: matches!(kind, CongestionControl::Cubic { hystart: true, .. }),
+                active: matches!(kind, CongestionControl::Cubic { hystart: Hystart::Rfc9406, .. }),
                 window_end: 0,
                 last_round_min_rtt_ps: u64::MAX,
                 current_round_min_rtt_ps: u64::MAX,
@@ -192,8 +251,9 @@ impl CongestionState {
         self.hystart.active && self.hystart.css.is_some()
     }
 
-    /// HyStart++ round bookkeeping, before the growth of an ACK that moved SND.UNA.
-    pub(crate) fn hystart_on_ack(&mut self, snd_una: u64, snd_nxt: u64) {
+    /// HyStart round bookkeeping (either mode), before the growth of an ACK that moved SND.UNA.
+    pub(crate) fn hystart_on_ack(&mut self, now_ps: u64, snd_una: u64, snd_nxt: u64, snd_max: u64) {
+        self.ns3_hystart_round(now_ps, snd_una, snd_max);
         if !self.hystart.active || !self.in_slow_start() {
             return;
         }
@@ -215,8 +275,10 @@ impl CongestionState {
         }
     }
 
-    /// HyStart++ delay-increase detection on one RTT sample.
+    /// One RTT sample of a data segment: HyStart++'s delay-increase detection, or ns-3
+    /// HyStart's smoothed RTT.
     pub(crate) fn hystart_on_rtt(&mut self, rtt_ps: u64) {
+        self.ns3_hystart_on_rtt(rtt_ps);
         if !self.hystart.active || !self.in_slow_start() {
             return;
         }
@@ -240,6 +302,76 @@ impl CongestionState {
                     h.css = None;
                 }
             }
+        }
+    }
+
+    /// ns-3 HyStart: a data RTT sample, folded into its own smoothed RTT.
+    fn ns3_hystart_on_rtt(&mut self, rtt_ps: u64) {
+        if let Some(h) = self.ns3_hystart.as_mut() {
+            h.rtt.sample(rtt_ps);
+        }
+    }
+
+    /// ns-3 HyStart's per-ACK tests (ns-3's `PktsAcked`): on every ACK that acknowledges new
+    /// data or is a duplicate, before the window grows. The RTT it judges is the smoothed one.
+    pub(crate) fn ns3_hystart_on_ack(&mut self, now_ps: u64) {
+        let (cwnd, ssthresh, mss) = (self.cwnd, self.ssthresh, self.mss);
+        let epoch = self.cubic.epoch_start_ps;
+        let Some(h) = self.ns3_hystart.as_mut() else {
+            return;
+        };
+        let Some(rtt) = h.rtt.srtt_ps() else {
+            return; // no data RTT measured yet
+        };
+        if epoch.is_some_and(|e| now_ps.saturating_sub(e) < NS3_CUBIC_DELTA_PS) {
+            return;
+        }
+        let delay_min = h.delay_min_ps.map_or(rtt, |d| d.min(rtt));
+        h.delay_min_ps = Some(delay_min);
+        if h.found || cwnd > ssthresh || cwnd < NS3_HYSTART_LOW_WINDOW_SEGMENTS * mss {
+            return;
+        }
+        // ACK train: ACKs keep coming closely spaced for longer than the minimum delay.
+        if let (Some(last), Some(start)) = (h.last_ack_ps, h.round_start_ps) {
+            if now_ps.saturating_sub(last) <= NS3_HYSTART_ACK_DELTA_PS {
+                h.last_ack_ps = Some(now_ps);
+                if now_ps.saturating_sub(start) > delay_min {
+                    h.found = true;
+                }
+            }
+        }
+        // Delay: the round's first samples; every later one compares their minimum.
+        if h.samples < NS3_HYSTART_MIN_SAMPLES {
+            h.curr_rtt_ps = Some(h.curr_rtt_ps.map_or(rtt, |c| c.min(rtt)));
+            h.samples += 1;
+        } else if h.curr_rtt_ps.is_some_and(|c| {
+            c > delay_min + delay_min.clamp(NS3_HYSTART_DELAY_MIN_PS, NS3_HYSTART_DELAY_MAX_PS)
+        }) {
+            h.found = true;
+        }
+        if h.found {
+            self.ssthresh = cwnd;
+        }
+    }
+
+    /// ns-3 HyStart's round start (in ns-3's `IncreaseWindow`): in slow start, an ACK beyond the
+    /// round's end starts a new round that ends at what has been sent so far.
+    fn ns3_hystart_round(&mut self, now_ps: u64, snd_una: u64, snd_max: u64) {
+        let slow_start = self.in_slow_start();
+        if let Some(h) = self.ns3_hystart.as_mut() {
+            if slow_start && snd_una > h.end_seq {
+                h.reset_round(now_ps, snd_max);
+            }
+        }
+    }
+
+    /// A retransmission timeout re-arms ns-3's HyStart (ns-3 resets it on entering CA_LOSS):
+    /// the minimum delay is forgotten and a round starts now.
+    pub(crate) fn hystart_on_rto(&mut self, now_ps: u64, snd_max: u64) {
+        if let Some(h) = self.ns3_hystart.as_mut() {
+            h.delay_min_ps = None;
+            h.found = false;
+            h.reset_round(now_ps, snd_max);
         }
     }
 
@@ -360,6 +492,44 @@ mod tests {
         cc.on_loss(cc.cwnd);
         let (w_max, _) = cc.cubic_w_max_and_k().unwrap();
         assert!((w_max - before * 0.85).abs() < 1e-6, "w_max {w_max}");
+    }
+
+    /// One ACK in the endpoint's order: HyStart's tests, its round bookkeeping, then growth.
+    fn ack(cc: &mut CongestionState, t_ps: u64, snd_una: u64, snd_max: u64) {
+        cc.ns3_hystart_on_ack(t_ps);
+        cc.hystart_on_ack(t_ps, snd_una, snd_max, snd_max);
+        cc.on_ack(t_ps, 2 * MSS, Some(10_000_000));
+    }
+
+    /// ns-3's HyStart: the ACK train ends slow start once a round's closely spaced ACKs outlast
+    /// the minimum RTT; an RTO re-arms it with a round starting at the timeout.
+    #[test]
+    fn ns3_hystart_train_then_rearmed_by_a_timeout() {
+        const US: u64 = 1_000_000;
+        let mut cc = CongestionState::new(CongestionControl::cubic().with_hystart(Hystart::Ns3), MSS, 20);
+        cc.hystart_on_rtt(10 * US);
+        // The first ACK starts a round (ending at what has been sent, 100 segments).
+        ack(&mut cc, 0, 2 * MSS, 100 * MSS);
+        ack(&mut cc, 5 * US, 4 * MSS, 100 * MSS);
+        assert!(cc.in_slow_start(), "5 µs of train < 10 µs minimum RTT");
+        let before = cc.cwnd;
+        ack(&mut cc, 11 * US, 6 * MSS, 100 * MSS);
+        assert_eq!(cc.ssthresh, before, "train of 11 µs > 10 µs: ssthresh = cwnd");
+        assert!(!cc.in_slow_start());
+        // A timeout far later: ssthresh from CUBIC, cwnd 1 MSS, HyStart re-armed.
+        cc.cwnd = 100 * MSS;
+        let t = 1_000_000 * US;
+        cc.on_timeout(100 * MSS);
+        cc.hystart_on_rto(t, 200 * MSS);
+        assert_eq!(cc.ssthresh, 70 * MSS);
+        // ACKs 1 µs apart for resent data (below the round's end): cwnd 1, 3, 5, ... MSS. From 16
+        // MSS on it is tested; the train, counted from the timeout, passes 10 µs at the 11th.
+        for k in 1..=10 {
+            ack(&mut cc, t + k * US, (2 * k) * MSS, 200 * MSS);
+            assert!(cc.in_slow_start(), "ACK {k}: cwnd {}", cc.cwnd / MSS);
+        }
+        ack(&mut cc, t + 11 * US, 22 * MSS, 200 * MSS);
+        assert_eq!(cc.ssthresh, 21 * MSS, "exit at the 11th ACK after the timeout");
     }
 
     #[test]

@@ -21,10 +21,10 @@ pub enum CongestionControl {
         fast_convergence: bool,
         /// Never grow slower than the Reno-friendly estimate W_est (RFC 9438 §4.3).
         tcp_friendly: bool,
-        /// Leave the initial slow start on a delay increase (RFC 9406 HyStart++). On by
-        /// default as HyStart is in Linux and ns-3; its 4 ms minimum delay threshold means it
-        /// only acts when queueing adds milliseconds.
-        hystart: bool,
+        /// How slow start may end before a loss: RFC 9406 HyStart++ by default (its 4 ms
+        /// minimum delay threshold means it only acts when queueing adds milliseconds), ns-3.36's
+        /// ACK-train and delay HyStart, or none.
+        hystart: Hystart,
     },
     /// RFC 8257 DCTCP: Reno growth, ECN-proportional decrease. Needs `TcpConfig::ecn`.
     Dctcp {
@@ -43,7 +43,18 @@ impl CongestionControl {
             c: 0.4,
             fast_convergence: true,
             tcp_friendly: true,
-            hystart: true,
+            hystart: Hystart::Rfc9406,
+        }
+    }
+
+    /// The same controller with another HyStart rule (only CUBIC has one; others are returned
+    /// unchanged).
+    pub fn with_hystart(self, rule: Hystart) -> Self {
+        match self {
+            CongestionControl::Cubic { beta, c, fast_convergence, tcp_friendly, .. } => {
+                CongestionControl::Cubic { beta, c, fast_convergence, tcp_friendly, hystart: rule }
+            }
+            other => other,
         }
     }
 
@@ -57,6 +68,34 @@ impl CongestionControl {
 
     pub fn is_dctcp(&self) -> bool {
         matches!(self, CongestionControl::Dctcp { .. })
+    }
+}
+
+/// CUBIC's hybrid slow start: which rule (if any) ends slow start before a loss does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hystart {
+    /// Slow start runs until a loss or ECN echo.
+    Off,
+    /// RFC 9406 HyStart++, initial slow start only: a per-round min-RTT increase of at least
+    /// clamp(min/8, 4 ms, 16 ms) enters Conservative Slow Start; five CSS rounds end it.
+    Rfc9406,
+    /// ns-3.36.1's `TcpCubic` HyStart (the Linux-style one the SwitchV2P artifact runs): once
+    /// cwnd ≥ 16 segments, slow start ends when a round's ACKs (each within 2 ms of the previous)
+    /// have kept coming for longer than the minimum smoothed RTT, or when the round's first 8
+    /// smoothed-RTT values exceed that minimum by clamp(minimum, 4 ms, 1 s). Re-armed at every
+    /// retransmission timeout. See the `tcp` module doc.
+    Ns3,
+}
+
+impl Hystart {
+    /// By the name an experiment parameter uses: off, rfc9406 or ns3.
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "off" => Some(Hystart::Off),
+            "rfc9406" => Some(Hystart::Rfc9406),
+            "ns3" => Some(Hystart::Ns3),
+            _ => None,
+        }
     }
 }
 

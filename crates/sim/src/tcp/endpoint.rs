@@ -272,11 +272,11 @@ impl TcpEndpoint {
         }
         if self.rto_deadline_ps.is_some_and(|t| t <= now_ps) {
             self.rto_deadline_ps = None;
-            self.retransmission_timeout();
+            self.retransmission_timeout(now_ps);
         }
     }
 
-    fn retransmission_timeout(&mut self) {
+    fn retransmission_timeout(&mut self, now_ps: u64) {
         match self.state {
             TcpState::SynSent | TcpState::SynReceived => {
                 self.syn_retries += 1;
@@ -302,6 +302,7 @@ impl TcpEndpoint {
                 }
                 self.stats.timeouts += 1;
                 self.cc.on_timeout(self.snd_max - self.snd_una);
+                self.cc.hystart_on_rto(now_ps, self.snd_max);
                 // Go-back-N from the first unacknowledged byte; RFC 6582: no fast retransmit
                 // for losses among what was already sent (recover = highest sent).
                 self.snd_nxt = self.snd_una;
@@ -768,6 +769,7 @@ impl TcpEndpoint {
                 && window == self.snd_wnd;
             self.snd_wnd = window;
             if is_dup {
+                self.cc.ns3_hystart_on_ack(now_ps);
                 self.on_dupack();
             }
             if ece {
@@ -807,6 +809,7 @@ impl TcpEndpoint {
             self.cwr_end = None;
         }
         let reduced = ece && self.on_ece();
+        self.cc.ns3_hystart_on_ack(now_ps);
         if self.in_recovery {
             if ack >= self.recover {
                 // RFC 6582 full ACK: deflate to min(ssthresh, FlightSize + SMSS).
@@ -826,7 +829,7 @@ impl TcpEndpoint {
         } else {
             self.dupacks = 0;
             if !reduced {
-                self.cc.hystart_on_ack(self.snd_una, self.snd_nxt);
+                self.cc.hystart_on_ack(now_ps, self.snd_una, self.snd_nxt, self.snd_max);
                 self.cc.on_ack(now_ps, acked, self.rtt.srtt_ps());
             }
         }

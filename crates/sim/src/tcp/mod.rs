@@ -40,12 +40,31 @@
 //! * **Slow start / congestion avoidance** (RFC 5681) with byte counting (RFC 3465, L = 2 MSS);
 //!   initial ssthresh is unbounded. No cwnd validation (RFC 7661): application-limited
 //!   periods still grow cwnd, as in ns-3.
-//! * **HyStart++** (RFC 9406, CUBIC's `hystart`, on by default): during the initial slow start
-//!   only, per round (SND.UNA passing the SND.NXT of the round's start) the min of the first 8
-//!   RTT samples is compared with the previous round's; an increase of clamp(min/8, 4 ms,
-//!   16 ms) enters Conservative Slow Start (growth / 4), a lower RTT returns to slow start,
-//!   and after 5 CSS rounds ssthresh = cwnd. Not Linux's ack-train HyStart; with datacenter
-//!   RTTs it only acts once queueing adds milliseconds.
+//! * **HyStart** (CUBIC's `hystart`, a `Hystart` rule; the experiments' `hystart` parameter):
+//!   - `Rfc9406` (the default) — HyStart++ during the initial slow start only: per round
+//!     (SND.UNA passing the SND.NXT of the round's start) the min of the first 8 RTT samples is
+//!     compared with the previous round's; an increase of clamp(min/8, 4 ms, 16 ms) enters
+//!     Conservative Slow Start (growth / 4), a lower RTT returns to slow start, and after 5 CSS
+//!     rounds ssthresh = cwnd. With datacenter RTTs it only acts once queueing adds milliseconds.
+//!   - `Ns3` — ns-3.36.1's `TcpCubic` HyStart with its default attributes (what the SwitchV2P
+//!     artifact runs; Linux-style). The RTT it judges is a smoothed RTT of data segments only
+//!     (ns-3 hands CUBIC `m_lastRtt`, its estimator's SRTT, and takes no handshake sample); its
+//!     minimum `delay_min` is kept since the start or the last RTO. On every new or duplicate
+//!     ACK, before the window grows (ns-3's `PktsAcked`), and only while 16 MSS ≤ cwnd ≤
+//!     ssthresh: (a) *ACK train* — an ACK within 2 ms of the previous tested one extends the
+//!     train, and the train passing `delay_min` since the round's start ends slow start;
+//!     (b) *delay* — the min of the round's first 8 RTT values, once 8 are in, above
+//!     `delay_min` + clamp(`delay_min`, 4 ms, 1 s) ends it. Ending means ssthresh = cwnd. A
+//!     round starts when, in slow start, an ACK passes the highest sequence sent at the last
+//!     round's start (ns-3's `IncreaseWindow`); its start time is the train's origin. RTT values
+//!     within 10 ms of a congestion-avoidance epoch's start are ignored (ns-3's CubicDelta). An
+//!     exit found stays found until an RTO, which forgets `delay_min` and starts a round (ns-3's
+//!     CA_LOSS reset); fast recovery and ECN leave it alone. At microsecond RTTs every ACK is
+//!     within the 2 ms delta, so the train test reduces to "a tested ACK comes more than
+//!     `delay_min` after its round began": on a clean path (every RTT equal) once a round's ACKs
+//!     at line rate span an RTT (cwnd past the pipe size), where RTTs vary (queues elsewhere, a
+//!     gateway) as soon as one ACK is late, from 16 segments on.
+//!   - `Off` — slow start runs until a loss or an ECN echo.
 //! * **CUBIC** (RFC 9438): on congestion W_max = cwnd (or cwnd·(1+β)/2 with fast convergence
 //!   when cwnd < W_max), ssthresh = cwnd·β; an epoch starts at the first ACK in congestion
 //!   avoidance with K = ∛((W_max − cwnd)/C); cwnd grows towards W_cubic(t + SRTT), clamped to
@@ -109,7 +128,7 @@ mod rtt;
 mod tests;
 
 pub use crate::packet::TcpFlags;
-pub use config::{CongestionControl, TcpConfig, TcpConfigError};
+pub use config::{CongestionControl, Hystart, TcpConfig, TcpConfigError};
 pub use endpoint::TcpEndpoint;
 pub use profiles::tcp_config;
 

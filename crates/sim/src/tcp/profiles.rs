@@ -3,13 +3,16 @@
 
 use innet_registry::ExperimentError;
 
-use super::{CongestionControl, TcpConfig};
+use super::{CongestionControl, Hystart, TcpConfig};
 use crate::time::{PS_PER_MS, PS_PER_US};
 
-/// TCP settings by profile name and congestion control name.
-pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, ExperimentError> {
+/// TCP settings by profile name, congestion control name and CUBIC's HyStart rule (`profile`
+/// for the profile's own choice, else off, rfc9406 or ns3; only CUBIC has one).
+pub fn tcp_config(profile: &str, congestion_control: &str, hystart: &str) -> Result<TcpConfig, ExperimentError> {
     let mut cfg = TcpConfig::default();
-    match profile {
+    // Each profile's HyStart; every profile keeps RFC 9406 HyStart++ today (the SwitchV2P
+    // artifact's ns-3 runs ns-3's own HyStart: `hystart=ns3` selects it).
+    let profile_hystart = match profile {
         // The SwitchV2P artifact: 1024 B segments, IW 10, min RTO 10 ms, dup-ACK threshold 2048
         // (fast retransmit off), delayed ACK every 2 segments, initial RTO from a 106 µs RTT guess.
         "switchv2p" => {
@@ -19,6 +22,7 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
             cfg.dupack_threshold = 2048;
             cfg.delayed_ack_count = 2;
             cfg.initial_rto_ps = 3 * 106 * PS_PER_US;
+            Hystart::Rfc9406
         }
         // Datacenter defaults: 1460 B segments, IW 10, min RTO 1 ms, fast retransmit at 3, and a
         // delayed-ACK timeout (200 µs) below the min RTO so a flow's last odd segment is not
@@ -29,6 +33,7 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
             cfg.min_rto_ps = PS_PER_MS;
             cfg.dupack_threshold = 3;
             cfg.delayed_ack_timeout_ps = 200 * PS_PER_US;
+            Hystart::Rfc9406
         }
         // ns-3 3.37 defaults with 1000 B segments (the simulator benchmark's TCP variant).
         "ns3" => {
@@ -37,6 +42,7 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
             cfg.min_rto_ps = 1_000 * PS_PER_MS;
             cfg.dupack_threshold = 3;
             cfg.delayed_ack_count = 2;
+            Hystart::Rfc9406
         }
         other => {
             return Err(ExperimentError::BadParam {
@@ -44,9 +50,16 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
                 message: format!("expected switchv2p, datacenter or ns3, got '{other}'"),
             })
         }
-    }
+    };
+    let hystart_rule = match hystart {
+        "profile" => profile_hystart,
+        name => Hystart::by_name(name).ok_or_else(|| ExperimentError::BadParam {
+            field: "hystart".into(),
+            message: format!("expected profile, off, rfc9406 or ns3, got '{name}'"),
+        })?,
+    };
     cfg.congestion_control = match congestion_control {
-        "cubic" => CongestionControl::cubic(),
+        "cubic" => CongestionControl::cubic().with_hystart(hystart_rule),
         "dctcp" => {
             cfg.ecn = true;
             CongestionControl::dctcp()
@@ -59,5 +72,41 @@ pub fn tcp_config(profile: &str, congestion_control: &str) -> Result<TcpConfig, 
             })
         }
     };
+    if congestion_control != "cubic" && hystart != "profile" {
+        return Err(ExperimentError::BadParam {
+            field: "hystart".into(),
+            message: format!("only CUBIC has a HyStart rule; leave it at profile with {congestion_control}, got '{hystart}'"),
+        });
+    }
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(cfg: &TcpConfig) -> Option<Hystart> {
+        match cfg.congestion_control {
+            CongestionControl::Cubic { hystart, .. } => Some(hystart),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn hystart_by_name_and_the_profiles_own() {
+        for profile in ["switchv2p", "datacenter", "ns3"] {
+            let cfg = tcp_config(profile, "cubic", "profile").unwrap();
+            assert_eq!(rule(&cfg), Some(Hystart::Rfc9406), "{profile} keeps HyStart++");
+        }
+        for (name, want) in [("ns3", Hystart::Ns3), ("off", Hystart::Off), ("rfc9406", Hystart::Rfc9406)] {
+            let cfg = tcp_config("switchv2p", "cubic", name).unwrap();
+            assert_eq!(rule(&cfg), Some(want));
+            assert_eq!(cfg.mss_bytes, 1024, "the rest of the profile stays");
+        }
+        let err = tcp_config("switchv2p", "cubic", "linux").unwrap_err().to_string();
+        assert!(err.contains("hystart") && err.contains("linux"), "{err}");
+        let err = tcp_config("switchv2p", "dctcp", "ns3").unwrap_err().to_string();
+        assert!(err.contains("hystart") && err.contains("CUBIC"), "{err}");
+        assert!(tcp_config("switchv2p", "dctcp", "profile").is_ok());
+    }
 }

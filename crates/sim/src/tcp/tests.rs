@@ -1170,7 +1170,8 @@ fn classic_ecn_receiver_latches_ece_until_cwr() {
 /// loss; without it slow start runs on until something drops.
 #[test]
 fn hystart_leaves_slow_start_when_the_bottleneck_queue_builds() {
-    let run = |hystart: bool| {
+    let run = |on: bool| {
+        let hystart = if on { Hystart::Rfc9406 } else { Hystart::Off };
         let cc = CongestionControl::Cubic {
             beta: 0.7,
             c: 0.4,
@@ -1336,13 +1337,13 @@ fn duplicate_acks_below_recover_after_a_timeout_do_not_fast_retransmit() {
 fn any_congestion_control() -> impl Strategy<Value = CongestionControl> {
     prop_oneof![
         Just(CongestionControl::NewReno),
-        (0.5f64..0.9, 0.1f64..1.0, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(beta, c, fc, tf, hs)| {
+        (0.5f64..0.9, 0.1f64..1.0, any::<bool>(), any::<bool>(), 0usize..3).prop_map(|(beta, c, fc, tf, hs)| {
             CongestionControl::Cubic {
                 beta,
                 c,
                 fast_convergence: fc,
                 tcp_friendly: tf,
-                hystart: hs,
+                hystart: [Hystart::Off, Hystart::Rfc9406, Hystart::Ns3][hs],
             }
         }),
         (0.01f64..0.5, 0.0f64..1.0).prop_map(|(g, a)| CongestionControl::Dctcp { g, initial_alpha: a }),
@@ -1383,4 +1384,93 @@ proptest! {
         n.run_to_end(1000 * S);
         n.assert_clean_finish([size, 0]);
     }
+}
+
+/// TCP settings for the HyStart comparisons: the SwitchV2P artifact's 1024-byte segments, a
+/// receive window that never limits, and the given HyStart rule.
+fn hystart_cfg(rule: Hystart) -> TcpConfig {
+    TcpConfig {
+        mss_bytes: 1024,
+        congestion_control: CongestionControl::cubic().with_hystart(rule),
+        receive_window_bytes: 256 << 20,
+        ..cfg()
+    }
+}
+
+/// A bulk transfer on one wire until slow start ends (ssthresh set without a loss) or
+/// `max_acked` bytes are acknowledged: the client's ssthresh then, and the net.
+fn run_slow_start(rule: Hystart, delay_ps: u64, bandwidth_bps: u64, max_acked: u64, deadline_ps: u64) -> (u64, Net) {
+    let c = hystart_cfg(rule);
+    let mut n = Net::new(c.clone(), c, [1, 1], delay_ps, Some(bandwidth_bps));
+    n.ep[0].send(1 << 40);
+    n.run_until(deadline_ps, |n| n.ep[0].ssthresh_bytes() < 1 << 40 || n.ep[0].stats().bytes_acked >= max_acked);
+    let s = n.ep[0].stats();
+    assert_eq!(s.timeouts + s.fast_retransmits, 0, "{rule:?}: no loss on an unbounded queue");
+    (n.ep[0].ssthresh_bytes(), n)
+}
+
+/// At a datacenter RTT (12 µs of propagation, 100 Gb/s) ns-3's HyStart ends slow start by its
+/// ACK train: ACKs come nanoseconds apart (far under the 2 ms ACK delta), and on this clean
+/// path (every RTT equal) the train outlasts the minimum RTT in the first round whose ACKs,
+/// two segments apart at line rate, span more than one RTT: cwnd past the pipe size (143
+/// segments), and below twice that plus the round's growth. RFC 9406's 4 ms delay floor never
+/// trips here, so HyStart++ (and no HyStart) keep doubling until 20 MB are acknowledged.
+#[test]
+fn ns3_hystart_ends_slow_start_by_the_ack_train_at_microsecond_rtts() {
+    let mss = 1024;
+    let pipe = 143 * mss; // 12.2 µs of 1,064-byte frames at 100 Gb/s
+    let (ssthresh, n) = run_slow_start(Hystart::Ns3, 6 * US, 100_000_000_000, 20 << 20, S);
+    assert!(
+        (pipe..=4 * pipe).contains(&ssthresh),
+        "ns3 HyStart left slow start at {} segments",
+        ssthresh / mss
+    );
+    assert!(n.now < 200 * US, "within a few rounds, at {} µs", n.now / US);
+    for rule in [Hystart::Rfc9406, Hystart::Off] {
+        let (ssthresh, n) = run_slow_start(rule, 6 * US, 100_000_000_000, 20 << 20, S);
+        assert!(ssthresh > 1 << 40, "{rule:?} must not leave slow start here");
+        assert!(n.ep[0].cwnd_bytes() > 10 << 20, "{rule:?}: cwnd {} kept doubling", n.ep[0].cwnd_bytes());
+    }
+}
+
+/// Where RTTs vary, the train test fires as soon as one tested ACK comes more than the minimum
+/// RTT after its round began: on the same path, ACKs from the 12th on (mid second round) take
+/// 3 µs longer (a queue building elsewhere), so the ACK that ends the next round, tested against
+/// that round's start, is late, and slow start ends there (cwnd 40 segments), not near the pipe.
+#[test]
+fn ns3_hystart_ends_early_when_rtts_vary() {
+    let c = hystart_cfg(Hystart::Ns3);
+    let mut n = Net::new(c.clone(), c, [1, 1], 6 * US, Some(100_000_000_000));
+    n.hold = Box::new(|d, i| if d == 1 && i >= 12 { 3 * US } else { 0 });
+    n.ep[0].send(1 << 40);
+    n.run_until(S, |n| n.ep[0].ssthresh_bytes() < 1 << 40);
+    let ssthresh = n.ep[0].ssthresh_bytes();
+    assert!((16 * 1024..=64 * 1024).contains(&ssthresh), "left at {} segments", ssthresh / 1024);
+}
+
+/// ns-3's HyStart never tests below 16 segments: on a 1 Gb/s wire with 1 µs of propagation
+/// the first round's ACK train already outlasts the minimum RTT by the third ACK (cwnd 14
+/// segments), but the exit waits for the fourth, at exactly 16.
+#[test]
+fn ns3_hystart_respects_its_low_window() {
+    let (ssthresh, _) = run_slow_start(Hystart::Ns3, US, 1_000_000_000, 20 << 20, S);
+    assert_eq!(ssthresh, 16 * 1024);
+}
+
+/// ns-3's delay test: on a 4 Mb/s wire ACKs come more than the 2 ms ACK delta apart, so the
+/// train test can never fire; slow start still ends once the round's smoothed RTT exceeds the
+/// minimum by clamp(minimum, 4 ms, 1 s) as the queue builds.
+#[test]
+fn ns3_hystart_delay_test_fires_when_a_queue_builds() {
+    let bw = 4_000_000;
+    let (ssthresh, n) = run_slow_start(Hystart::Ns3, MS, bw, 20 << 20, 20 * S);
+    assert!(ssthresh < 1 << 40, "the delay test ended slow start");
+    assert!(ssthresh >= 16 * 1024, "not below the low window");
+    // The premise: every ACK the client got came more than 2 ms after the previous one.
+    let acks: Vec<u64> = n.log.iter().filter(|l| l.dir == 1 && !l.dropped).map(|l| l.t_ps).collect();
+    assert!(acks.windows(2).skip(1).all(|w| w[1] - w[0] > 2 * MS), "ACK gaps must exceed the ACK delta");
+    let s = n.ep[0].stats();
+    assert!(s.srtt_ps > s.min_rtt_ps + 4 * MS, "queueing delay {} µs", (s.srtt_ps - s.min_rtt_ps) / US);
+    let (ssthresh, _) = run_slow_start(Hystart::Off, MS, bw, 20 << 20, 20 * S);
+    assert!(ssthresh > 1 << 40, "no exit without HyStart");
 }
