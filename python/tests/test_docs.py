@@ -4,6 +4,7 @@ walking its click command tree recursively."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import click
@@ -156,3 +157,81 @@ def test_other_pages_name_only_commands_that_exist():
                 problems.append(f"{rel}: `innet {' '.join(path)}` has no option "
                                 f"{sorted(set(opts) - option_names(tree[path]) - {'--help', '-h'})} (in `{code}`)")
     assert not problems, "\n".join(problems)
+
+
+# --- every repository path the docs cite exists -------------------------------------------------
+
+CITED = re.compile(r"(?<![\w/.~-])((?:crates|python|scripts|bench|docs|fuzz)/[\w./*{},-]*)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _expand(path: str) -> list[str]:
+    """`bench/flows/ft{4,8}_udp.htsim` -> both names."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if not m:
+        return [path]
+    return [x for alt in m.group(1).split(",") for x in _expand(path[: m.start()] + alt + path[m.end():])]
+
+
+DOC_NAMES = {"README", "REPRODUCED", "RESULTS", "DESIGN", "LICENSE", "CHANGELOG"}
+
+
+def _exists(path: str, base: Path = REPO) -> bool:
+    if (base / path).exists():
+        return True
+    # A placeholder component (`papers/PAPER.toml`, `fuzz/seeds/T`) or a glob stands for any name.
+    def placeholder(part: str) -> str:
+        stem, dot, ext = part.partition(".")
+        return "*" + dot + ext if re.fullmatch(r"[A-Z][A-Z_]*", stem) and stem not in DOC_NAMES else part
+
+    pattern = "/".join(placeholder(part) for part in path.rstrip("/").split("/"))
+    return any(ch in pattern for ch in "*?[") and any(base.glob(pattern))
+
+
+def _generated(path: str) -> bool:
+    """A path a command creates and git ignores (`fuzz/corpus/T`): cited, never checked in."""
+    r = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO)
+    return r.returncode == 0
+
+
+def cited_paths(markdown: str) -> list[tuple[int, str, bool]]:
+    """(line, path, relative to the page?) for every repository path the page cites: a path
+    under crates/, python/, scripts/, bench/, docs/ or fuzz/ (in code or prose; a Rust item after
+    `::` and trailing punctuation dropped), and every relative link target."""
+    out = []
+    for n, line in enumerate(markdown.splitlines(), 1):
+        for m in CITED.finditer(line):
+            path = m.group(1).split("::")[0].rstrip(".,:;")
+            out += [(n, p, False) for p in _expand(path) if p.count("/") and p.split("/", 1)[1]]
+        for m in LINK.finditer(line):
+            target = m.group(1).split("#")[0]
+            if target and not re.match(r"[a-z]+:", target):
+                out.append((n, target, True))
+    return out
+
+
+def dead_references(page: Path, text: str | None = None) -> list[str]:
+    dead = []
+    for n, path, relative in cited_paths(page.read_text() if text is None else text):
+        base = page.parent if relative else REPO
+        if not _exists(path, base) and not (not relative and _generated(path)):
+            dead.append(f"{page.relative_to(REPO)}:{n}: {path}")
+    return dead
+
+
+def test_every_path_the_docs_cite_exists():
+    pages = sorted([*(REPO / "docs").glob("*.md"), *(REPO / "docs" / "results").glob("*.md")])
+    assert len(pages) > 10
+    dead = [d for page in pages for d in dead_references(page)]
+    assert not dead, "docs cite paths that are not in the repository (cite where it moved):\n" + "\n".join(dead)
+
+
+def test_a_dead_reference_fails():
+    text = ("See crates/sim/src/engine.rs and `crates/sim/engine.rs`, [x](figures/nothing.png),\n"
+            "bench/flows/ft{4,8}_udp.htsim, `fuzz/seeds/T`, crates/nosuch/, fuzz/corpus/T, docs/README.md, docs/results/engines.md.\n")
+    dead = dead_references(REPO / "docs" / "planted.md", text)
+    assert dead == ["docs/planted.md:1: crates/sim/engine.rs",
+                    "docs/planted.md:1: figures/nothing.png",
+                    "docs/planted.md:2: crates/nosuch/",
+                    "docs/planted.md:2: docs/README.md",
+                    "docs/planted.md:2: docs/results/engines.md"], dead
