@@ -1,13 +1,41 @@
 //! TCP: the first 8 input bytes are the pseudo-header addresses, the rest is the segment.
-//! `parse_options` on raw bytes never panics; a parsed segment emits (options in canonical
-//! form) to bytes that verify and re-parse to the same repr, and emit is then a fixed point.
+//! `iter_options` and `parse_options` on raw bytes never panic; the walk frames each option where
+//! the last one ended and `parse_options` is the walk read through `get`; a parsed segment emits
+//! (options in canonical form) to bytes that verify and re-parse to the same repr, and emit is
+//! then a fixed point.
 #![no_main]
 
-use innet_wire::tcp::{options_len, parse_options, TcpPacket, TcpRepr};
+use innet_wire::tcp::{iter_options, options_len, parse_options, TcpOption, TcpPacket, TcpRepr};
 use innet_wire::Ipv4Addr;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    // The borrowed walk over the options: each option starts where the last one ended, its data
+    // is the bytes after kind and length, a framing error ends the walk, and the owned parser
+    // agrees with the walk read through `get` (fails exactly when a step fails).
+    let mut next = 0;
+    let mut owned = Vec::new();
+    let mut failed = false;
+    let mut after_error = false;
+    for o in iter_options(data) {
+        assert!(!after_error, "the walk went on after a framing error");
+        let Ok(o) = o else {
+            failed = true;
+            after_error = true;
+            continue;
+        };
+        assert_eq!((o.offset, o.kind), (next, data[next]));
+        next += if o.kind == 1 { 1 } else { 2 + o.data.len() };
+        assert!(o.kind == 1 || (data[o.offset + 1] as usize == 2 + o.data.len()));
+        match o.get() {
+            Ok(v) => owned.push(TcpOption::from(v)),
+            Err(_) => failed = true,
+        }
+    }
+    match parse_options(data) {
+        Ok(list) => assert!(!failed && list == owned, "parse_options disagrees with the walk"),
+        Err(_) => assert!(failed, "parse_options failed where the walk did not"),
+    }
     // Options alone, straight from the input: must return, not panic, and what parses must
     // fit back into at most as many bytes as it came from (padding after EOL dropped).
     if let Ok(opts) = parse_options(data) {

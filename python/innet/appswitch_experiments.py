@@ -298,7 +298,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
 def throughput(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.throughput (Fig. 23): packets per second through the application switch program,
     measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
-    through the program in memory on one core (`innet bench switch`, crates/dataplane/src/real/
+    through the program in memory on one core (`innet bench switch`, crates/switch/src/real/
     bench.rs), no sockets. Four captures, written here (the same shapes as
     crates/appswitch/src/bench_capture.rs, docs/appswitch.md "Throughput captures"): one client
     connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or

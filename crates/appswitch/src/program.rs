@@ -27,6 +27,7 @@ use innet_wire::cql::statement::Statement;
 use innet_wire::cql::{Frame as CqlFrame, FrameReader};
 use innet_wire::memcache::{McReader, ReplyShape};
 use innet_wire::phv::edit::{set_payload, set_tcp_options};
+use innet_wire::tcp::{iter_options, TcpOptionRef};
 use innet_wire::phv::{Packet, TcpFlags, L4};
 use innet_wire::resp::RespReader;
 
@@ -298,33 +299,22 @@ impl AppSwitch {
 }
 
 /// Replace SACK-permitted (kind 4) by two NOPs: the switch does not translate SACK blocks.
+/// Walks past options whose length does not suit their kind (as a receiver would); stops at a
+/// framing error, leaving the rest as it was.
 pub fn strip_sack_permitted(opts: &[u8]) -> Vec<u8> {
     let mut o = opts.to_vec();
-    let mut i = 0;
-    while i < o.len() {
-        match o[i] {
-            0 => break,
-            1 => i += 1,
-            k => {
-                let Some(&len) = o.get(i + 1) else { break };
-                let len = len as usize;
-                if len < 2 || i + len > o.len() {
-                    break;
-                }
-                if k == 4 && len == 2 {
-                    o[i] = 1;
-                    o[i + 1] = 1;
-                }
-                i += len;
-            }
+    for opt in iter_options(opts) {
+        let Ok(opt) = opt else { break };
+        if opt.kind == 4 && opt.data.is_empty() {
+            o[opt.offset..opt.offset + 2].copy_from_slice(&[1, 1]);
         }
     }
     o
 }
 
-/// (MSS, (TSval, TSecr)) from raw options, ignoring what does not parse. Scans the bytes in
-/// place (no option list is built: this runs on every packet). Like `innet_wire`'s parser, a
-/// malformed option list yields nothing at all.
+/// (MSS, (TSval, TSecr)) from raw options; like `innet_wire`'s parser, a malformed option list
+/// yields nothing at all. Reads the bytes in place (`iter_options`: no option list is built,
+/// this runs on every packet).
 fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
     // The layout on nearly every segment of a Linux connection: NOP, NOP, timestamps.
     if let [1, 1, 8, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *opts {
@@ -336,36 +326,13 @@ fn read_options(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
             )),
         );
     }
-    let mut mss = None;
-    let mut ts = None;
-    let mut i = 0;
-    while i < opts.len() {
-        match opts[i] {
-            0 => break,
-            1 => i += 1,
-            kind => {
-                let Some(&len) = opts.get(i + 1) else {
-                    return (None, None);
-                };
-                let len = len as usize;
-                if len < 2 || i + len > opts.len() {
-                    return (None, None);
-                }
-                let body = &opts[i + 2..i + len];
-                match (kind, body.len()) {
-                    (2, 2) => mss = Some(u16::from_be_bytes([body[0], body[1]])),
-                    (8, 8) => {
-                        ts = Some((
-                            u32::from_be_bytes([body[0], body[1], body[2], body[3]]),
-                            u32::from_be_bytes([body[4], body[5], body[6], body[7]]),
-                        ))
-                    }
-                    (2, _) | (8, _) | (3, 0 | 2..) | (4, 1..) => return (None, None),
-                    (5, n) if n == 0 || !n.is_multiple_of(8) => return (None, None),
-                    _ => {}
-                }
-                i += len;
-            }
+    let (mut mss, mut ts) = (None, None);
+    for opt in iter_options(opts) {
+        match opt.and_then(|o| o.get()) {
+            Ok(TcpOptionRef::Mss(m)) => mss = Some(m),
+            Ok(TcpOptionRef::Timestamps { value, echo }) => ts = Some((value, echo)),
+            Ok(_) => {}
+            Err(_) => return (None, None),
         }
     }
     (mss, ts)
@@ -1141,11 +1108,11 @@ impl AppSwitch {
 
 #[cfg(test)]
 mod tests {
-    use super::read_options;
+    use super::{read_options, strip_sack_permitted};
     use innet_wire::tcp::{parse_options, TcpOption};
     use proptest::prelude::*;
 
-    /// The in-place option scanner against the wire crate's parser (the oracle).
+    /// `read_options` (its shortcut and the borrowed walk) against the owned parser (the oracle).
     fn oracle(opts: &[u8]) -> (Option<u16>, Option<(u32, u32)>) {
         let (mut mss, mut ts) = (None, None);
         if let Ok(list) = parse_options(opts) {
@@ -1184,6 +1151,21 @@ mod tests {
             let longer = [&opts[..], &tail].concat();
             prop_assert_eq!(read_options(&longer), oracle(&longer));
         }
+    }
+
+    #[test]
+    fn strip_sack_permitted_nops_it_where_it_is() {
+        // Linux's SYN: MSS, SACK permitted, timestamps, NOP, window scale.
+        let syn = [2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 7, 0, 0, 0, 0, 1, 3, 3, 7];
+        let mut want = syn;
+        want[4..6].copy_from_slice(&[1, 1]);
+        assert_eq!(strip_sack_permitted(&syn), want);
+        // Past an option whose length does not suit its kind (a receiver walks past it too)...
+        assert_eq!(strip_sack_permitted(&[2, 3, 0, 4, 2]), [2, 3, 0, 1, 1]);
+        // ...but not past a framing error, nor past EOL; SACK blocks (kind 5) stay.
+        assert_eq!(strip_sack_permitted(&[9, 1, 4, 2]), [9, 1, 4, 2]);
+        assert_eq!(strip_sack_permitted(&[0, 4, 2]), [0, 4, 2]);
+        assert_eq!(strip_sack_permitted(&[5, 10, 0, 0, 0, 1, 0, 0, 0, 2]), [5, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
     }
 
     #[test]

@@ -315,11 +315,4 @@ impl<P: Program, C: ControlPlane<P>> Node for SimSwitch<P, C> {
         self.ports.cpu_buffer.clear();
         self.ports.cpu_queued_bytes = 0;
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }

@@ -46,12 +46,6 @@ impl Node for Tap {
         }
         net.consume(id);
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 /// The IPs of the hosts of a rack of `hosts` hosts, in host order.

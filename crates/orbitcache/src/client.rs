@@ -303,11 +303,4 @@ impl Node for Client {
             net.schedule_timer(me, next, 0);
         }
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }

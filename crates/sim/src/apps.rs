@@ -48,10 +48,8 @@ impl FlowDriver for TraceDriver {
     fn start(&mut self, net: &mut Network, nodes: &mut [Box<dyn Node>], index: u32) -> Option<(u64, u32)> {
         let spec = self.flows[index as usize];
         let node = self.host_nodes[spec.src_host as usize];
-        let host = nodes[node as usize]
-            .as_any_mut()
-            .downcast_mut::<Host>()
-            .expect("flow sources are hosts");
+        let host: &mut dyn std::any::Any = &mut *nodes[node as usize];
+        let host = host.downcast_mut::<Host>().expect("flow sources are hosts");
         host.start_flow(net, node, index, &spec);
         let next = index + 1;
         self.flows.get(next as usize).map(|f| (f.start_ps, next))

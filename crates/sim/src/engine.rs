@@ -19,8 +19,6 @@ pub trait Node: Any {
     fn port_idle(&mut self, _net: &mut Network, _me: NodeId, _port: PortId) {}
     /// The run is ending: end (drop with a reason) any packet the node still holds.
     fn finish(&mut self, _net: &mut Network, _me: NodeId) {}
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 /// Something that starts flows on hosts at their start times (see [`crate::apps`]).
@@ -52,11 +50,13 @@ impl Simulator {
     }
 
     pub fn node<T: 'static>(&self, id: NodeId) -> Option<&T> {
-        self.nodes[id as usize].as_any().downcast_ref::<T>()
+        let node: &dyn Any = &*self.nodes[id as usize]; // trait upcasting: a `Node` is `Any`
+        node.downcast_ref::<T>()
     }
 
     pub fn node_mut<T: 'static>(&mut self, id: NodeId) -> Option<&mut T> {
-        self.nodes[id as usize].as_any_mut().downcast_mut::<T>()
+        let node: &mut dyn Any = &mut *self.nodes[id as usize];
+        node.downcast_mut::<T>()
     }
 
     /// Run until no events remain or simulated time passes `until_ps`. `progress` is called with

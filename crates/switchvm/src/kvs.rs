@@ -149,12 +149,6 @@ impl Node for KvsClient {
             net.schedule_timer(me, now + self.gap_ps, 0);
         }
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 // ---------------------------------------------------------------- server
@@ -233,12 +227,6 @@ impl Node for KvsServer {
         p.payload_bytes = Some(Box::new(payload));
         let id = net.create_packet(p);
         net.transmit(self.nic, id);
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }
 

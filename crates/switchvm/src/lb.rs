@@ -198,12 +198,6 @@ impl Node for LbClient {
         }
         let _ = self.ip;
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 // ---------------------------------------------------------------- server
@@ -283,12 +277,6 @@ impl Node for LbServer {
         let id = net.create_packet(p);
         net.transmit(self.nic, id);
         self.start(net, me);
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }
 

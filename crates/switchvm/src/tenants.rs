@@ -90,12 +90,6 @@ impl Node for Generator {
             net.schedule_timer(me, next.max(self.start_ps), 0);
         }
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 /// Counts goodput (original frame bytes) per time bin, per class (VNI 0 = base), and checks the
@@ -136,12 +130,6 @@ impl Node for Receiver {
             }
             *last = stack[1];
         }
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }
 

@@ -85,12 +85,6 @@ impl Node for Sender {
             net.schedule_timer(me, next, 0);
         }
     }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
 }
 
 #[derive(Default)]
@@ -124,11 +118,5 @@ impl Node for Sink {
                 }
             }
         }
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
     }
 }

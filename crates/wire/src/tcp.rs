@@ -188,55 +188,151 @@ impl TcpOption {
     }
 }
 
-/// Parse an option list. NOPs are kept (as `TcpOption::Nop`); EOL ends the list and what
-/// follows it is padding, which emit writes as zeros.
-pub fn parse_options(mut b: &[u8]) -> Result<Vec<TcpOption>> {
-    let mut out = Vec::new();
-    while let Some(&kind) = b.first() {
-        match kind {
-            0 => break,
-            1 => {
-                out.push(TcpOption::Nop);
-                b = &b[1..];
-                continue;
-            }
-            _ => {}
-        }
-        let len = *b
-            .get(1)
-            .ok_or_else(|| Error::new("tcp", format!("option {kind} has no length byte")))? as usize;
-        if len < 2 || len > b.len() {
-            return Err(Error::new(
+/// One option as the header carries it, borrowed from the option bytes: its kind, where it
+/// starts in the option list, and its data (the bytes after kind and length; empty for NOP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawTcpOption<'a> {
+    pub kind: u8,
+    /// Byte offset of the option's kind byte in the option list.
+    pub offset: usize,
+    pub data: &'a [u8],
+}
+
+/// A TCP option read in place: [`TcpOption`] without allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpOptionRef<'a> {
+    Nop,
+    Mss(u16),
+    WindowScale(u8),
+    SackPermitted,
+    /// The blocks' bytes: 8 per block, left and right edge big-endian (see [`sack_blocks`]).
+    Sack(&'a [u8]),
+    Timestamps { value: u32, echo: u32 },
+    Unknown { kind: u8, data: &'a [u8] },
+}
+
+/// The (left, right) edges of a SACK option's blocks.
+pub fn sack_blocks(data: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    data.chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4)))
+}
+
+impl<'a> RawTcpOption<'a> {
+    /// The option's meaning; an error (naming kind, offset and length) when a known kind has
+    /// the wrong length.
+    pub fn get(&self) -> Result<TcpOptionRef<'a>> {
+        let (kind, d) = (self.kind, self.data);
+        let bad = |what: &str| {
+            Error::new(
                 "tcp",
-                format!("option {kind} length {len} is outside 2..={}", b.len()),
-            ));
-        }
-        let data = &b[2..len];
-        let bad = |what: &str| Error::new("tcp", format!("option {kind} ({what}) has length {len}"));
-        out.push(match kind {
-            2 if len == 4 => TcpOption::Mss(be16(data, 0)),
-            2 => return Err(bad("MSS")),
-            3 if len == 3 => TcpOption::WindowScale(data[0]),
-            3 => return Err(bad("window scale")),
-            4 if len == 2 => TcpOption::SackPermitted,
-            4 => return Err(bad("SACK permitted")),
-            5 if len > 2 && (len - 2).is_multiple_of(8) => {
-                TcpOption::Sack(data.chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4))).collect())
-            }
-            5 => return Err(bad("SACK")),
-            8 if len == 10 => TcpOption::Timestamps {
-                value: be32(data, 0),
-                echo: be32(data, 4),
+                format!(
+                    "option {kind} ({what}) at byte {} has length {}",
+                    self.offset,
+                    d.len() + 2
+                ),
+            )
+        };
+        Ok(match (kind, d.len()) {
+            (1, _) => TcpOptionRef::Nop,
+            (2, 2) => TcpOptionRef::Mss(be16(d, 0)),
+            (2, _) => return Err(bad("MSS")),
+            (3, 1) => TcpOptionRef::WindowScale(d[0]),
+            (3, _) => return Err(bad("window scale")),
+            (4, 0) => TcpOptionRef::SackPermitted,
+            (4, _) => return Err(bad("SACK permitted")),
+            (5, n) if n > 0 && n.is_multiple_of(8) => TcpOptionRef::Sack(d),
+            (5, _) => return Err(bad("SACK")),
+            (8, 8) => TcpOptionRef::Timestamps {
+                value: be32(d, 0),
+                echo: be32(d, 4),
             },
-            8 => return Err(bad("timestamps")),
-            _ => TcpOption::Unknown {
+            (8, _) => return Err(bad("timestamps")),
+            _ => TcpOptionRef::Unknown { kind, data: d },
+        })
+    }
+}
+
+impl From<TcpOptionRef<'_>> for TcpOption {
+    fn from(o: TcpOptionRef<'_>) -> Self {
+        match o {
+            TcpOptionRef::Nop => TcpOption::Nop,
+            TcpOptionRef::Mss(m) => TcpOption::Mss(m),
+            TcpOptionRef::WindowScale(s) => TcpOption::WindowScale(s),
+            TcpOptionRef::SackPermitted => TcpOption::SackPermitted,
+            TcpOptionRef::Sack(d) => TcpOption::Sack(sack_blocks(d).collect()),
+            TcpOptionRef::Timestamps { value, echo } => TcpOption::Timestamps { value, echo },
+            TcpOptionRef::Unknown { kind, data } => TcpOption::Unknown {
                 kind,
                 data: data.to_vec(),
             },
-        });
-        b = &b[len..];
+        }
     }
-    Ok(out)
+}
+
+/// The options of an option list, borrowed, in order: [`iter_options`].
+#[derive(Debug, Clone)]
+pub struct OptionIter<'a> {
+    b: &'a [u8],
+    offset: usize,
+}
+
+/// Walks an option list in place. NOPs are yielded (kind 1, no data); EOL ends the list and
+/// what follows it is padding. A framing error (no length byte, a length outside 2..=the bytes
+/// left) is yielded once, naming the option and its offset, and ends the walk. Lengths of the
+/// known kinds are checked by [`RawTcpOption::get`], so a caller that only moves options (or
+/// rewrites one in place) can walk past a malformed one as a receiver would.
+pub fn iter_options(options: &[u8]) -> OptionIter<'_> {
+    OptionIter {
+        b: options,
+        offset: 0,
+    }
+}
+
+impl<'a> Iterator for OptionIter<'a> {
+    type Item = Result<RawTcpOption<'a>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let b = self.b;
+        let offset = self.offset;
+        let (&kind, rest) = b.split_first()?;
+        let len = match kind {
+            0 => {
+                self.b = &[];
+                return None;
+            }
+            1 => 1,
+            _ => match rest.first() {
+                None => {
+                    self.b = &[];
+                    return Some(Err(Error::new(
+                        "tcp",
+                        format!("option {kind} at byte {offset} has no length byte"),
+                    )));
+                }
+                Some(&len) if len < 2 || len as usize > b.len() => {
+                    self.b = &[];
+                    return Some(Err(Error::new(
+                        "tcp",
+                        format!(
+                            "option {kind} at byte {offset}: length {len} is outside 2..={}",
+                            b.len()
+                        ),
+                    )));
+                }
+                Some(&len) => len as usize,
+            },
+        };
+        self.b = &b[len..];
+        self.offset += len;
+        let data = if kind == 1 { &[][..] } else { &b[2..len] };
+        Some(Ok(RawTcpOption { kind, offset, data }))
+    }
+}
+
+/// Parse an option list. NOPs are kept (as `TcpOption::Nop`); EOL ends the list and what
+/// follows it is padding, which emit writes as zeros.
+pub fn parse_options(b: &[u8]) -> Result<Vec<TcpOption>> {
+    iter_options(b)
+        .map(|o| o.and_then(|o| o.get()).map(TcpOption::from))
+        .collect()
 }
 
 /// Encoded length of options, padded with NOPs/EOL to a multiple of 4.
@@ -481,5 +577,120 @@ mod tests {
                 data: vec![7]
             }]
         );
+    }
+
+    #[test]
+    fn iter_options_borrows_each_option_with_its_offset() {
+        // The Linux SYN layout: MSS, SACK permitted, timestamps, NOP, window scale; EOL, padding.
+        let b = [2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9, 1, 3, 3, 7, 0, 0xff];
+        let raw: Vec<RawTcpOption> = iter_options(&b).map(|o| o.unwrap()).collect();
+        assert_eq!(
+            raw.iter().map(|o| (o.kind, o.offset, o.data.len())).collect::<Vec<_>>(),
+            vec![(2, 0, 2), (4, 4, 0), (8, 6, 8), (1, 16, 0), (3, 17, 1)]
+        );
+        let got: Vec<TcpOptionRef> = raw.iter().map(|o| o.get().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                TcpOptionRef::Mss(1460),
+                TcpOptionRef::SackPermitted,
+                TcpOptionRef::Timestamps { value: 7, echo: 9 },
+                TcpOptionRef::Nop,
+                TcpOptionRef::WindowScale(7),
+            ]
+        );
+        let sack = [5, 18, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4];
+        let o = iter_options(&sack).next().unwrap().unwrap().get().unwrap();
+        assert_eq!(o, TcpOptionRef::Sack(&sack[2..]));
+        let TcpOptionRef::Sack(d) = o else { unreachable!() };
+        assert_eq!(sack_blocks(d).collect::<Vec<_>>(), vec![(1, 2), (3, 4)]);
+    }
+
+    #[test]
+    fn iter_options_names_what_is_malformed_and_stops() {
+        let err = |b: &[u8]| {
+            let mut it = iter_options(b);
+            let e = it.find_map(|o| o.err()).expect("an error").to_string();
+            assert!(it.next().is_none(), "the walk ends at a framing error: {b:?}");
+            e
+        };
+        assert!(err(&[1, 9]).contains("option 9 at byte 1 has no length byte"));
+        assert!(err(&[1, 1, 30, 1, 0]).contains("option 30 at byte 2: length 1 is outside 2..=3"));
+        assert!(err(&[30, 9, 0]).contains("length 9 is outside 2..=3"));
+        // A known kind with the wrong length frames fine (the walk goes on past it) and is an
+        // error only when read.
+        let b = [2, 3, 0, 4, 2];
+        let raw: Vec<RawTcpOption> = iter_options(&b).map(|o| o.unwrap()).collect();
+        assert_eq!(raw.len(), 2);
+        let e = raw[0].get().unwrap_err().to_string();
+        assert!(e.contains("option 2 (MSS) at byte 0 has length 3"), "{e}");
+        assert_eq!(raw[1].get().unwrap(), TcpOptionRef::SackPermitted);
+        for bad in [&[3, 4, 0, 0][..], &[4, 3, 0], &[5, 2], &[5, 9, 0, 0, 0, 0, 0, 0, 0], &[8, 8, 0, 0, 0, 0, 0, 0]] {
+            assert!(iter_options(bad).next().unwrap().unwrap().get().is_err(), "{bad:?}");
+        }
+    }
+
+    fn option() -> impl proptest::strategy::Strategy<Value = TcpOption> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(TcpOption::Nop),
+            any::<u16>().prop_map(TcpOption::Mss),
+            any::<u8>().prop_map(TcpOption::WindowScale),
+            Just(TcpOption::SackPermitted),
+            prop::collection::vec(any::<(u32, u32)>(), 1..=4).prop_map(TcpOption::Sack),
+            any::<(u32, u32)>().prop_map(|(value, echo)| TcpOption::Timestamps { value, echo }),
+            (prop_oneof![6u8..=7, 9u8..=255], prop::collection::vec(any::<u8>(), 0..8))
+                .prop_map(|(kind, data)| TcpOption::Unknown { kind, data }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any bytes: the walk never panics, each option is framed where the last one ended (its
+        /// data the bytes right after kind and length), and `parse_options` is the walk read
+        /// through `get`, failing exactly when the walk or a read fails.
+        #[test]
+        fn iter_options_frames_any_bytes(b in proptest::collection::vec(
+            proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(1), 2u8..=10, proptest::arbitrary::any::<u8>()], 0..48)) {
+            let mut next = 0;
+            let mut owned = Vec::new();
+            let mut failed = false;
+            for o in iter_options(&b) {
+                let Ok(o) = o else { failed = true; continue };
+                proptest::prop_assert_eq!(o.offset, next);
+                proptest::prop_assert_eq!(o.kind, b[next]);
+                if o.kind == 1 {
+                    proptest::prop_assert!(o.data.is_empty());
+                    next += 1;
+                } else {
+                    proptest::prop_assert_eq!(b[next + 1] as usize, o.data.len() + 2);
+                    proptest::prop_assert_eq!(o.data, &b[next + 2..next + 2 + o.data.len()]);
+                    next += 2 + o.data.len();
+                }
+                match o.get() {
+                    Ok(v) => owned.push(TcpOption::from(v)),
+                    Err(_) => failed = true,
+                }
+            }
+            match parse_options(&b) {
+                Ok(list) => { proptest::prop_assert!(!failed); proptest::prop_assert_eq!(list, owned); }
+                Err(_) => proptest::prop_assert!(failed),
+            }
+        }
+
+        /// Options emitted to bytes walk back to the same options, each where the last one ended.
+        #[test]
+        fn emitted_options_walk_back(opts in proptest::collection::vec(option(), 0..6)) {
+            let b = options_bytes(&opts);
+            let mut offset = 0;
+            let mut back = Vec::new();
+            for o in iter_options(&b) {
+                let o = o.unwrap();
+                proptest::prop_assert_eq!(o.offset, offset);
+                offset += if o.kind == 1 { 1 } else { o.data.len() + 2 };
+                back.push(TcpOption::from(o.get().unwrap()));
+            }
+            // The padding after the list is EOL, which ends the walk.
+            proptest::prop_assert_eq!(back, opts);
+        }
     }
 }
