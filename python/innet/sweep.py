@@ -22,6 +22,7 @@ points, rebuilt at the end of every sweep; tables stay in the point files).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -42,9 +43,11 @@ PARTS_DIR = "parts"
 MAX_TABLE_ROWS = 5000
 
 
+@functools.cache
 def code_version() -> str:
     """A short hash of the native module (the simulator) and the innet version: points computed
-    by different code never mix."""
+    by different code never mix. Hashed once per process (the module cannot change under it;
+    a plan expands a hundred batches)."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as pkg_version
 
