@@ -82,3 +82,44 @@ def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_pa
     assert row["cpu_s"] > 0 and row["tables"]["points"]
     df = pd.read_parquet(tmp_path / "split" / sweep.RESULTS_FILE)
     assert list(df["status"]) == ["ok"]
+
+
+def test_the_plan_asks_a_running_scheduler_for_its_workers(innet_cmd, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    def dask(*args):
+        return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    sched_file = tmp_path / "scheduler.json"
+    procs = [dask("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                  "--scheduler-file", str(sched_file))]
+    try:
+        for _ in range(150):
+            if sched_file.exists():
+                break
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        # Three worker processes, one of them with two threads: four task slots.
+        for i, threads in enumerate((1, 1, 2)):
+            procs.append(dask("distributed.cli.dask_worker", address, "--nthreads", str(threads), "--no-nanny",
+                              "--no-dashboard", "--name", f"w{i}"))
+        from dask.distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(3, timeout=120)
+        r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        assert f"on the Dask scheduler {address}'s 4 worker(s)" in r.stdout, r.stdout
+        # --workers N plans for N whatever the scheduler has.
+        r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--workers", "24",
+                      "--out", str(tmp_path / "o"))
+        assert "on 24 worker(s)" in r.stdout, r.stdout
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+    r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and f"--scheduler {address}" in r.stderr, (r.stdout, r.stderr)
