@@ -44,7 +44,8 @@ def register(cli: click.Group) -> None:
     @click.option("--workers", default=None, type=int, help="Workers of the local cluster (default: one per core).")
     @click.option("--out", "out", default=None, metavar="DIR", help="Where points and results.parquet go (default sweeps/EXPERIMENT).")
     @click.option("--quick", is_flag=True, help="Every point in its --quick form.")
-    def sweep_cmd(experiment, grids, sets, repeat, scheduler, workers, out, quick):
+    @click.option("--no-split", is_flag=True, help="Run each point as one task (default: a point that sweeps inside one run is split into its runs).")
+    def sweep_cmd(experiment, grids, sets, repeat, scheduler, workers, out, quick, no_split):
         """Run EXPERIMENT at every point of a parameter grid on Dask."""
         from innet import sweep
 
@@ -60,7 +61,7 @@ def register(cli: click.Group) -> None:
         prog, update = _progress_bar(experiment)
         t0 = time.perf_counter()
         with prog:
-            rep = sweep.run_sweep(points, out_dir, scheduler=scheduler, workers=workers, on_progress=update)
+            rep = sweep.run_sweep(points, out_dir, scheduler=scheduler, workers=workers, on_progress=update, split=not no_split)
         click.echo(
             f"{rep.total} points: {rep.done} run, {rep.skipped} already done, {rep.failed} failed "
             f"in {time.perf_counter() - t0:.1f} s → {out_dir / sweep.RESULTS_FILE}"
@@ -75,10 +76,15 @@ def register(cli: click.Group) -> None:
     @click.option("--seeds", "n_seeds", default=None, type=int, metavar="N",
                   help="Run every seeded entry with seeds 1..N (default: the manifest's, two in the standard tier).")
     @click.option("--scheduler", default=None, metavar="ADDRESS", help="A running Dask scheduler (default: a local cluster).")
-    @click.option("--workers", default=None, type=int, help="Workers of the local cluster (default: one per core).")
+    @click.option("--workers", default=None, type=int,
+                  help="Workers of the local cluster (default: one per core); with --dry-run, the workers to plan for.")
     @click.option("--out", "out", default="reproduced", show_default=True, metavar="DIR")
-    @click.option("--dry-run", is_flag=True, help="Print the plan and the expected time; run nothing.")
-    def reproduce_cmd(paper, tier, quick, seed, n_seeds, scheduler, workers, out, dry_run):
+    @click.option("--dry-run", is_flag=True,
+                  help="Print the plan: core-minutes, the longest task and the expected wall clock on the workers (--workers N, "
+                       "the --scheduler's, or one per core); run nothing.")
+    @click.option("--no-split", is_flag=True,
+                  help="Run each point as one task (default: a point that sweeps inside one run is split into its runs).")
+    def reproduce_cmd(paper, tier, quick, seed, n_seeds, scheduler, workers, out, dry_run, no_split):
         """Run every manifest entry of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch), all,
         or one entry (PAPER/ENTRY, e.g. switchv2p/fig5a)."""
         from innet import repro_run
@@ -88,7 +94,7 @@ def register(cli: click.Group) -> None:
         tier = "smoke" if quick else (tier or reproduce.DEFAULT_TIER)
         try:
             repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run,
-                          echo=click.echo, n_seeds=n_seeds)
+                          echo=click.echo, n_seeds=n_seeds, split=not no_split)
         except repro_run.PlanError as e:
             raise SweepError(str(e)) from None
 

@@ -1,12 +1,21 @@
-"""``innet reproduce``: plan the manifest entries of a tier, say the expected time (standard,
-smoke) or core-hours (full) before starting, run every point on one Dask cluster with a line per
-finished figure, record provenance with each point, and end with the scoreboard."""
+"""``innet reproduce``: plan the manifest entries of a tier, say before starting what the run
+costs (core-minutes, the longest task, the expected wall clock on the workers at hand), run every
+task on one Dask cluster with a line per finished figure, record provenance with each point, and
+end with the scoreboard.
+
+Tasks: every point of an entry, and a point of an experiment that sweeps inside one run
+(SwitchV2P's schemes × cache sizes, gateways, pods) split into its independent runs, which are
+merged back into exactly the whole run's result (``sweep``). The expected wall clock is a list
+schedule of the tasks' costs (the manifest's measured ``cost_s`` per point, shared equally by a
+point's parts) in the order they are submitted, longest first."""
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from innet import provenance, reproduce, sweep
@@ -21,7 +30,7 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
 
 
-def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: int | None = None
+def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: int | None = None, split: bool = True
          ) -> tuple[list[tuple[reproduce.Figure, sweep.Batch]], list[str]]:
     """The batches to run and the lines saying what will not run (and why). ``seed`` runs every
     seeded entry with that one seed; ``n_seeds`` with seeds 1..N; by default the manifest decides
@@ -63,51 +72,100 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: in
                 continue
             seeds = [seed] if seed is not None else fig.seeds(tier, fig.experiment in seeded, n_seeds)
             jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seeds), fig.out_dir(root, tier), meta,
-                                          serial=fig.exclusive)))
+                                          serial=fig.exclusive, cost_s=fig.cost_s.get(tier, 0.0), split=split)))
     return jobs, skipped
 
 
-def _remaining_seconds(fig: reproduce.Figure, batch: sweep.Batch, tier: str) -> float:
-    done = {k for k, r in sweep.load_points(batch.out).items() if r.get("status") == "ok"} if batch.out.exists() else set()
-    left = sum(1 for p in batch.points if p.key not in done)
-    return fig.cost_s.get(tier, 0.0) * left
+@dataclass
+class Schedule:
+    """What a list of tasks costs: core-seconds in all, the longest task (no run can be shorter),
+    and the expected wall clock on ``workers``."""
+
+    core_s: float
+    longest_s: float
+    longest: str
+    wall_s: float
+    workers: int
+    tasks: int
 
 
-def _expected_seconds(jobs: list[tuple[reproduce.Figure, sweep.Batch]], costs: list[float], n_workers: int) -> float:
-    """Wall time: the simulated points spread over the workers (but no shorter than the longest
-    single point), then the real-packet entries (``exclusive``) one after another, alone."""
-    spread = sum(c for (_, b), c in zip(jobs, costs) if not b.serial)
-    longest = max((c / max(1, len(b.points)) for (_, b), c in zip(jobs, costs) if not b.serial), default=0.0)
-    return max(spread / n_workers, longest) + sum(c for (_, b), c in zip(jobs, costs) if b.serial)
+def schedule(tasks: list[tuple[str, float, str | None]], workers: int) -> Schedule:
+    """List scheduling of ``(name, seconds, serial group)`` tasks, as ``run`` submits them: the
+    simulated tasks longest first, each to the worker that frees first; then the serial groups
+    (the real-packet entries, started after the simulations, one task at a time per group), each
+    group a chain given to the worker that frees first."""
+    workers = max(1, workers)
+    free = [0.0] * workers
+
+    def place(costs: list[float], start: float) -> float:
+        free[:] = [start] * workers
+        heapq.heapify(free)
+        for c in sorted(costs, reverse=True):
+            heapq.heappush(free, heapq.heappop(free) + c)
+        return max(free)
+
+    spread = place([c for _, c, g in tasks if not g], 0.0)
+    chains: dict[str, float] = {}
+    for _, c, g in tasks:
+        if g:
+            chains[g] = chains.get(g, 0.0) + c
+    wall = place(list(chains.values()), spread) if chains else spread
+    name, longest = max(((n, c) for n, c, _ in tasks), key=lambda x: x[1], default=("", 0.0))
+    return Schedule(sum(c for _, c, _ in tasks), longest, name, wall, workers, len(tasks))
+
+
+def plan_schedule(jobs: list[tuple[reproduce.Figure, sweep.Batch]], workers: int) -> Schedule:
+    """The schedule of the tasks still to run (finished points and parts left out)."""
+    names = {id(b): f"{f.paper}/{f.id}" for f, b in jobs}
+    tasks = sweep.pending_tasks([b for _, b in jobs])
+    return schedule([(f"{names[id(t.batch)]} ({t.label})", t.cost_s, t.batch.serial) for t in tasks], workers)
+
+
+def scheduler_workers(address: str) -> int:
+    """Task slots (worker threads) of a running Dask scheduler."""
+    from dask.distributed import Client
+
+    try:
+        with Client(address, timeout="10s") as client:
+            return sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    except OSError as e:
+        raise PlanError(f"--scheduler {address}: {e} (give --workers N to plan without it)") from None
 
 
 def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: str | None = None, workers: int | None = None,
-        dry_run: bool = False, echo: Callable[[str], None] = print, n_seeds: int | None = None) -> None:
-    jobs, skipped = plan(paper, tier, root, seed, n_seeds)
+        dry_run: bool = False, echo: Callable[[str], None] = print, n_seeds: int | None = None, split: bool = True) -> None:
+    jobs, skipped = plan(paper, tier, root, seed, n_seeds, split)
     for line in skipped:
         echo(f"  not run: {line}")
-    n_workers = workers or (os.cpu_count() or 1)
-    costs = [_remaining_seconds(f, b, tier) for f, b in jobs]
-    total = sum(costs)
-    expected = _expected_seconds(jobs, costs, n_workers)
-    if tier == "full":
-        echo(f"full tier: {len(jobs)} entries, estimated {total / 3600:.1f} core-hours"
-             + (f" on the Dask scheduler {scheduler}" if scheduler else f" (about {_hms(expected)} on this machine's {n_workers} workers)"))
-    else:
-        echo(f"{tier} tier: {len(jobs)} entries, {sum(len(b.points) for _, b in jobs)} points; expected about "
-             f"{_hms(expected)} on {n_workers} worker(s) ({total / 60:.0f} core-minutes not yet done)")
+    n_workers = workers or (scheduler_workers(scheduler) if scheduler else os.cpu_count() or 1)
+    where = f"the Dask scheduler {scheduler}'s {n_workers}" if scheduler and not workers else str(n_workers)
+    sched = plan_schedule(jobs, n_workers)
+    total = sched.core_s
+    n_points = sum(len(b.points) for _, b in jobs)
+    head = (f"estimated {total / 3600:.1f} core-hours" if tier == "full" else f"{total / 60:.0f} core-minutes not yet done")
+    echo(f"{tier} tier: {len(jobs)} entries, {n_points} points, {sched.tasks} tasks to run ({head}); expected about "
+         f"{_hms(sched.wall_s)} on {where} worker(s)")
+    if sched.tasks:
+        echo(f"  longest task (no worker count makes the run shorter): {sched.longest}, {sched.longest_s / 60:.1f} core-min; "
+             f"in all {total / 60:.0f} core-min, {total / 60 / max(1, sched.tasks):.1f} per task "
+             f"({'points split into their runs' if split else 'one task per point'})")
     for fig, b in jobs:
         seeds = sorted({dict(p.params).get("seed", "default") for p in b.points})
         if tier == "standard" and len(seeds) < 2 and not (seed or n_seeds):
             echo(f"  one seed: {fig.paper}/{fig.id}: " + (fig.seeds_note or f"{fig.experiment} has no seed (deterministic)"))
     if dry_run:
-        for (fig, b), c in zip(jobs, costs):
+        for fig, b in jobs:
             seeds = sorted({dict(p.params).get("seed", "default") for p in b.points})
-            echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), seeds {','.join(seeds)}, {c / 60:.1f} core-min left")
+            tasks = [t for _, _, ts in sweep.pending(b) for t in ts]
+            left = sum(t.cost_s for t in tasks)
+            longest = max((t.cost_s for t in tasks), default=0.0)
+            echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), seeds {','.join(seeds)}, {len(tasks)} task(s), "
+                 f"{left / 60:.1f} core-min left, longest task {longest / 60:.1f} core-min")
         return
     t0 = time.perf_counter()
     done_figs = [0]
-    by_batch = {id(b): (f, c) for (f, b), c in zip(jobs, costs)}
+    costs = {id(b): sum(t.cost_s for _, _, ts in sweep.pending(b) for t in ts) for _, b in jobs}
+    by_batch = {id(b): (f, costs[id(b)]) for f, b in jobs}
     left = [total]
 
     def figure_done(b: sweep.Batch) -> None:

@@ -8,14 +8,21 @@ Dask worker; results land as one Parquet dataset with a row per point.
   scheduler (the same call works against a Slurm or Kubernetes Dask deployment).
 - A worker that dies mid-task is handled by Dask: the scheduler re-runs the task elsewhere
   (``retries`` bounds how often a task that *raises* is retried).
+- A point of an experiment that sweeps inside one run (SwitchV2P's schemes × cache sizes, say)
+  is split into its independent runs ("parts", ``_native.experiment_parts``), each a task of its
+  own; when the last part lands, the parts are merged (in Rust, the code ``innet run`` uses)
+  into exactly the point the whole run gives. Finished parts are kept, so an interrupted point
+  resumes with its missing parts only. Tasks are submitted longest first (by ``Batch.cost_s``).
 
 Storage, under ``out``: ``points/<key>.json`` (one file per finished point, written atomically,
-with the run's small tables and any provenance the caller passes) and ``results.parquet`` (all
+with the run's small tables and any provenance the caller passes), ``parts/<key>/<i>.json``
+(finished parts of a point not yet merged; removed once it is) and ``results.parquet`` (all
 points, rebuilt at the end of every sweep; tables stay in the point files).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -30,14 +37,17 @@ import pandas as pd
 
 RESULTS_FILE = "results.parquet"
 POINTS_DIR = "points"
+PARTS_DIR = "parts"
 # Tables up to this many rows are kept with a point (the per-scheme, per-axis-value tables that
 # figures are drawn from); longer ones (per-packet timelines) are left out of the store.
 MAX_TABLE_ROWS = 5000
 
 
+@functools.cache
 def code_version() -> str:
     """A short hash of the native module (the simulator) and the innet version: points computed
-    by different code never mix."""
+    by different code never mix. Hashed once per process (the module cannot change under it;
+    a plan expands a hundred batches)."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as pkg_version
 
@@ -139,13 +149,53 @@ def run_point(experiment: str, overrides: dict[str, str], quick: bool) -> dict[s
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         r = api.run(experiment, quick=quick, overrides=overrides)
-        tables = {name: json.loads(df.to_json(orient="records")) for name, df in r.tables.items()
-                  if len(df) <= MAX_TABLE_ROWS}
-        return {"status": "ok", "error": "", "summary": r.summary, "tables": tables, "wall_s": time.perf_counter() - t0,
-                "cpu_s": time.process_time() - c0}
+        return _ok(r.summary, r.tables, time.perf_counter() - t0, time.process_time() - c0)
     except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
         return {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": time.perf_counter() - t0,
                 "cpu_s": time.process_time() - c0}
+
+
+def _ok(summary: dict[str, Any], tables: Mapping[str, pd.DataFrame], wall_s: float, cpu_s: float) -> dict[str, Any]:
+    kept = {name: json.loads(df.to_json(orient="records")) for name, df in tables.items() if len(df) <= MAX_TABLE_ROWS}
+    return {"status": "ok", "error": "", "summary": summary, "tables": kept, "wall_s": wall_s, "cpu_s": cpu_s}
+
+
+def point_parts(point: Point) -> list[str] | None:
+    """The labels of the parts ``point`` splits into (None: it runs whole, as one task). Asks the
+    experiment (cheap: no simulation, no trace)."""
+    from innet import _native
+
+    if _native.experiment_runner(point.experiment) is not None:
+        return None
+    return _native.experiment_parts(point.experiment, point.overrides(), point.quick)
+
+
+def run_part(experiment: str, overrides: dict[str, str], quick: bool, index: int) -> dict[str, Any]:
+    """Run part ``index`` of a point in this process (a Dask task body); never raises."""
+    from innet import _native
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        text = _native.run_experiment_part(experiment, overrides, quick, index)
+        return {"status": "ok", "error": "", "result": text, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+    except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
+        return {"status": "failed", "error": f"{type(e).__name__}: {e}", "result": "", "wall_s": time.perf_counter() - t0,
+                "cpu_s": time.process_time() - c0}
+
+
+def merge_parts(point: Point, parts: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The point's result from its parts' results (in order): what ``run_point`` gives, with the
+    parts' wall and CPU seconds summed (core-seconds, as one process would have spent)."""
+    from innet import _native
+
+    wall, cpu = sum(p["wall_s"] for p in parts), sum(p.get("cpu_s") or 0.0 for p in parts)
+    try:
+        summary_json, tables = _native.merge_experiment_parts(point.experiment, point.overrides(), point.quick,
+                                                              [p["result"] for p in parts])
+        return _ok(json.loads(summary_json), {name: pd.DataFrame(c) for name, c in tables}, wall, cpu)
+    except Exception as e:  # noqa: BLE001 - every failure is recorded with its message
+        return {"status": "failed", "error": f"merging {len(parts)} parts: {type(e).__name__}: {e}", "summary": {},
+                "wall_s": wall, "cpu_s": cpu}
 
 
 def _row(point: Point, result: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -224,6 +274,90 @@ class Batch:
     # Points of batches that share a serial group run one at a time (e.g. experiments that own
     # the machine's network namespaces and a real server).
     serial: str | None = None
+    # Expected single-core seconds of one point: tasks are submitted longest first, and a
+    # point's parts share its cost equally.
+    cost_s: float = 0.0
+    # Split each point into its parts (False: one task per point, as before issue 34).
+    split: bool = True
+
+
+@dataclass
+class Task:
+    """One Dask task: a whole point (``part`` None) or one part of it."""
+
+    batch: Batch
+    point: Point
+    part: int | None
+    label: str
+    cost_s: float
+
+    @property
+    def key(self) -> str:
+        return f"innet-{self.point.key}" + ("" if self.part is None else f"-part{self.part}")
+
+
+def _parts_dir(out: Path, point: Point) -> Path:
+    return Path(out) / PARTS_DIR / point.key
+
+
+def load_parts(out: str | Path, point: Point) -> dict[int, dict[str, Any]]:
+    """The finished parts of ``point`` under ``out``, by index."""
+    d = _parts_dir(Path(out), point)
+    parts = {}
+    if d.exists():
+        for f in d.glob("*.json"):
+            parts[int(f.stem)] = json.loads(f.read_text())
+    return parts
+
+
+def _write_part(out: Path, point: Point, index: int, result: Mapping[str, Any]) -> None:
+    d = _parts_dir(out, point)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{index}.tmp"
+    tmp.write_text(json.dumps(dict(result)))
+    tmp.replace(d / f"{index}.json")
+
+
+def _remove_parts(out: Path, point: Point) -> None:
+    d = _parts_dir(out, point)
+    if d.exists():
+        for f in d.iterdir():
+            f.unlink()
+        d.rmdir()
+
+
+def _split(batch: Batch, point: Point) -> list[str] | None:
+    if not batch.split:
+        return None
+    try:
+        labels = point_parts(point)
+    except Exception:  # noqa: BLE001 - e.g. a bad parameter: the whole run records the error
+        return None
+    return labels if labels and len(labels) > 1 else None
+
+
+def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
+    """The batch's unfinished points, each with its part labels (None: it runs whole) and the
+    tasks still to run for it (its finished parts left out; none: merge what is there)."""
+    finished = {k for k, r in load_points(batch.out).items() if r.get("status") == "ok"}
+    out = []
+    for p in dict.fromkeys(batch.points):
+        if p.key in finished:
+            continue
+        labels = _split(batch, p)
+        if labels is None:
+            out.append((p, None, [Task(batch, p, None, p.experiment, batch.cost_s)]))
+            continue
+        done = {i for i, r in load_parts(batch.out, p).items() if r.get("status") == "ok"}
+        per = batch.cost_s / len(labels)
+        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", per) for i, label in enumerate(labels) if i not in done]))
+    return out
+
+
+def pending_tasks(batches: list[Batch]) -> list[Task]:
+    """Every task the batches still need, longest first (the order they are submitted in)."""
+    tasks = [t for b in batches for _, _, ts in pending(b) for t in ts]
+    return sorted(tasks, key=lambda t: -t.cost_s)
 
 
 def run_sweep(
@@ -234,11 +368,12 @@ def run_sweep(
     retries: int = 2,
     on_progress: Callable[[int, int, int, int], None] | None = None,
     meta: Mapping[str, Any] | None = None,
+    split: bool = True,
 ) -> SweepReport:
     """Run the points not finished yet under ``out`` on Dask; returns counts and the dataset.
     ``on_progress(done, running, failed, total)`` is called as tasks finish; ``meta`` (e.g. the
     commit and tier) is recorded with every point as ``prov.*`` columns."""
-    batch = Batch(points, Path(out), dict(meta or {}))
+    batch = Batch(points, Path(out), dict(meta or {}), split=split)
     run_batches([batch], scheduler, workers, retries, on_progress)
     assert batch.report is not None
     return batch.report
@@ -252,21 +387,64 @@ def run_batches(
     on_progress: Callable[[int, int, int, int], None] | None = None,
     on_batch_done: Callable[[Batch], None] | None = None,
 ) -> None:
-    """Run several batches on one Dask cluster, all points in flight together; each batch's
-    report (and dataset) is set when its last point lands, and ``on_batch_done`` is called."""
+    """Run several batches on one Dask cluster, all tasks in flight together, longest first; each
+    batch's report (and dataset) is set when its last point lands, and ``on_batch_done`` is
+    called. ``on_progress`` counts tasks (a split point is several)."""
     from dask.distributed import Client, LocalCluster, as_completed
 
-    todo: list[tuple[Batch, Point]] = []
+    todo: list[Task] = []
     left: dict[int, int] = {}
+    # A split point's parts: labels, and the results landed so far (index → part result).
+    parts: dict[tuple[int, str], tuple[list[str], dict[int, dict[str, Any]]]] = {}
+    merge_now: list[tuple[Batch, Point]] = []
     for i, b in enumerate(batches):
         b.out.mkdir(parents=True, exist_ok=True)
-        finished = {k for k, r in load_points(b.out).items() if r.get("status") == "ok"}
-        mine = [p for p in dict.fromkeys(b.points) if p.key not in finished]
+        mine = pending(b)
         b.report = SweepReport(total=len(b.points), skipped=len(b.points) - len(mine))
-        todo += [(b, p) for p in mine]
         left[i] = len(mine)
+        for p, labels, tasks in mine:
+            if labels is not None:
+                parts[(i, p.key)] = (labels, {k: r for k, r in load_parts(b.out, p).items() if r.get("status") == "ok"})
+                if not tasks:
+                    merge_now.append((b, p))
+            todo += tasks
+    todo.sort(key=lambda t: -t.cost_s)
+    index = {id(b): i for i, b in enumerate(batches)}
+    done = failed = 0
+
+    def point_landed(b: Batch, p: Point, result: Mapping[str, Any]) -> None:
+        _write_point(b.out, p, result, b.meta)
+        assert b.report is not None
+        if result["status"] == "ok":
+            b.report.done += 1
+            _remove_parts(b.out, p)
+        else:
+            b.report.failed += 1
+        left[index[id(b)]] -= 1
+        if not left[index[id(b)]]:
+            _finish(b, on_batch_done)
+
+    def part_landed(t: Task, result: dict[str, Any]) -> None:
+        assert t.part is not None
+        labels, landed = parts[(index[id(t.batch)], t.point.key)]
+        result = {**result, "part": labels[t.part]}
+        if result["status"] == "ok":
+            _write_part(t.batch.out, t.point, t.part, result)
+        landed[t.part] = result
+        if len(landed) < len(labels):
+            return
+        bad = [f"part {k} ({labels[k]}): {r['error']}" for k, r in sorted(landed.items()) if r["status"] != "ok"]
+        if bad:
+            point_landed(t.batch, t.point, {"status": "failed", "error": "; ".join(bad), "summary": {},
+                                            "wall_s": sum(r["wall_s"] for r in landed.values())})
+        else:
+            point_landed(t.batch, t.point, merge_parts(t.point, [landed[k] for k in range(len(labels))]))
+
+    for b, p in merge_now:
+        labels, landed = parts[(index[id(b)], p.key)]
+        point_landed(b, p, merge_parts(p, [landed[k] for k in range(len(labels))]))
     for i, b in enumerate(batches):
-        if not left[i]:
+        if not left[i] and not any(bb is b for bb, _ in merge_now):
             _finish(b, on_batch_done)
     if not todo:
         return
@@ -277,51 +455,54 @@ def run_batches(
         n = workers or max(1, os.cpu_count() or 1)
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
-    done = failed = 0
     try:
         futures = {}
-        waiting: dict[str, list[tuple[Batch, Point]]] = {}
+        waiting: dict[str, list[Task]] = {}
 
-        def submit(b: Batch, p: Point):
-            f = client.submit(run_point, p.experiment, p.overrides(), p.quick, key=f"innet-{p.key}", retries=retries, pure=False)
-            futures[f] = (b, p)
+        def submit(t: Task):
+            p = t.point
+            if t.part is None:
+                f = client.submit(run_point, p.experiment, p.overrides(), p.quick, key=t.key, retries=retries, pure=False,
+                                  priority=t.cost_s)
+            else:
+                f = client.submit(run_part, p.experiment, p.overrides(), p.quick, t.part, key=t.key, retries=retries, pure=False,
+                                  priority=t.cost_s)
+            futures[f] = t
             return f
 
         first = []
-        for b, p in todo:
-            if b.serial and b.serial in waiting:
-                waiting[b.serial].append((b, p))
+        for t in todo:
+            serial = t.batch.serial
+            if serial and serial in waiting:
+                waiting[serial].append(t)
                 continue
-            if b.serial:
-                waiting[b.serial] = []
-            first.append(submit(b, p))
+            if serial:
+                waiting[serial] = []
+            first.append(submit(t))
         running = len(todo)
         if on_progress:
             on_progress(0, running, 0, len(todo))
-        index = {id(b): i for i, b in enumerate(batches)}
-        pending = as_completed(first)
-        for fut in pending:
-            b, p = futures[fut]
-            if b.serial and waiting.get(b.serial):
-                pending.add(submit(*waiting[b.serial].pop(0)))
+        pending_futures = as_completed(first)
+        for fut in pending_futures:
+            t = futures[fut]
+            serial = t.batch.serial
+            if serial and waiting.get(serial):
+                pending_futures.add(submit(waiting[serial].pop(0)))
             try:
                 result = fut.result()
             except Exception as e:  # noqa: BLE001 - e.g. the task's worker kept dying
-                result = {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "wall_s": 0.0}
-            _write_point(b.out, p, result, b.meta)
+                result = {"status": "failed", "error": f"{type(e).__name__}: {e}", "summary": {}, "result": "", "wall_s": 0.0}
             running -= 1
-            assert b.report is not None
             if result["status"] == "ok":
-                b.report.done += 1
                 done += 1
             else:
-                b.report.failed += 1
                 failed += 1
+            if t.part is None:
+                point_landed(t.batch, t.point, result)
+            else:
+                part_landed(t, result)
             if on_progress:
                 on_progress(done, running, failed, len(todo))
-            left[index[id(b)]] -= 1
-            if not left[index[id(b)]]:
-                _finish(b, on_batch_done)
     finally:
         client.close()
         if cluster is not None:

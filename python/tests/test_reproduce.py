@@ -60,12 +60,13 @@ def test_the_smoke_tier_is_minutes():
 
 def test_the_standard_tier_is_sized_to_two_hours_on_two_cores(tmp_path):
     jobs, _ = repro_run.plan("all", "standard", tmp_path)
-    costs = [repro_run._remaining_seconds(f, b, "standard") for f, b in jobs]
-    hours = repro_run._expected_seconds(jobs, costs, 2) / 3600
-    assert hours <= 2, f"standard tier estimate {hours:.2f} h on 2 workers"
+    plan = repro_run.plan_schedule(jobs, 2)
+    assert plan.wall_s / 3600 <= 2, f"standard tier estimate {plan.wall_s / 3600:.2f} h on 2 workers"
     # the real-packet entries run alone, after the simulations: their time adds, it does not spread
-    serial = sum(c for (_, b), c in zip(jobs, costs) if b.serial)
-    assert serial > 0 and repro_run._expected_seconds(jobs, costs, 2) >= serial + sum(c for (_, b), c in zip(jobs, costs) if not b.serial) / 2
+    costs = {id(b): b.cost_s * len(b.points) for _, b in jobs}
+    serial = sum(c for (_, b) in jobs if b.serial for c in [costs[id(b)]])
+    assert serial > 0 and plan.wall_s >= serial + sum(costs[id(b)] for _, b in jobs if not b.serial) / 2
+    assert plan.core_s == pytest.approx(sum(costs.values()))
     seeded = reproduce.seeded_experiments()
     for fig, b in jobs:  # two seeds wherever the experiment has one, unless the manifest says why not
         seeds = {dict(p.params).get("seed") for p in b.points}
@@ -413,7 +414,7 @@ def test_tiers_keep_separate_results_and_each_resumes(innet_cmd, tmp_path):
     assert "smoke tier: 1 entries" in r.stdout and "smoke run: not comparable with the paper: no verdicts" in r.stdout
     r = innet_cmd("reproduce", "switchvm/fig7", "--tier", "standard", "--workers", "1", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "standard tier: 1 entries, 2 points; expected about" in r.stdout.splitlines()[0]  # seeds 1 and 2
+    assert "standard tier: 1 entries, 2 points, 2 tasks to run" in r.stdout.splitlines()[0]  # seeds 1 and 2
     assert "switchvm/fig7: 2 run, 0 already done" in r.stdout, r.stdout  # the smoke point is not reused
     assert any(line.startswith("paper") and "direction only" in line and "seeds differ" in line for line in r.stdout.splitlines())
     r = innet_cmd("reproduce", "switchvm/fig7", "--quick", "--workers", "1", "--out", str(out))
@@ -438,6 +439,44 @@ def test_the_full_tier_prints_core_hours_first(innet_cmd, tmp_path):
     assert "core-hours" in lines[first] and not any("point(s)" in line for line in lines[:first])
     r = innet_cmd("reproduce", "all", "--quick", "--tier", "full", "--out", str(tmp_path))
     assert r.returncode == 2 and "--quick is --tier smoke" in r.stderr
+
+
+def test_a_planted_plan_gives_its_critical_path_and_wall_clock():
+    tasks = [("a", 10.0, None), ("b", 7.0, None), ("c", 6.0, None), ("d", 5.0, None), ("e", 4.0, None), ("f", 3.0, None)]
+    # Longest first, each to the worker that frees first: 1 worker sums them; 2 workers take
+    # a=10, b=7, then c to b's (13), d to a's (15), e to c's (17), f to d's (18).
+    assert repro_run.schedule(tasks, 1).wall_s == 35
+    two = repro_run.schedule(tasks, 2)
+    assert (two.wall_s, two.core_s, two.longest, two.longest_s, two.tasks) == (18, 35, "a", 10, 6)
+    # More workers than tasks: the longest task is the wall clock (the critical path).
+    assert repro_run.schedule(tasks, 30).wall_s == 10
+    # The real-packet group runs after the simulations, its tasks one after another.
+    real = tasks + [("r1", 2.0, "netns"), ("r2", 2.5, "netns"), ("s1", 1.0, "other")]
+    assert repro_run.schedule(real, 30).wall_s == 10 + 4.5
+    assert repro_run.schedule(real, 1).wall_s == 35 + 5.5
+    # A big task split in two halves the critical path on enough workers.
+    split = [("a.1", 5.0, None), ("a.2", 5.0, None)] + tasks[1:]
+    assert repro_run.schedule(split, 30).wall_s == 7 and repro_run.schedule(split, 30).longest == "b"
+    assert repro_run.schedule([], 4).wall_s == 0
+
+
+def test_the_dry_run_prints_the_longest_task_and_the_wall_clock_for_the_workers_given(innet_cmd, tmp_path):
+    out = []
+    for n in ("1", "30"):
+        r = innet_cmd("reproduce", "switchv2p/fig5a", "--tier", "full", "--dry-run", "--workers", n, "--out", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    fig = next(f for f in reproduce.load_papers()["switchv2p"].figures if f.id == "fig5a")
+    whole = 2 * fig.cost_s["full"]  # two configs, one seed
+    assert f"estimated {whole / 3600:.1f} core-hours" in out[0] and "on 1 worker(s)" in out[0]
+    assert "longest task (no worker count makes the run shorter): switchv2p/fig5a (switchv2p.cachesize: " in out[1]
+    # Split into its runs (NoCache, six schemes × 13 sizes... as many as the experiment makes),
+    # the entry's wall clock on 30 workers is a small fraction of one whole point.
+    wall = [line for line in out[1].splitlines() if line.startswith("full tier:")][0]
+    assert "on 30 worker(s)" in wall
+    r = innet_cmd("reproduce", "switchv2p/fig5a", "--tier", "full", "--dry-run", "--workers", "30", "--no-split", "--out", str(tmp_path))
+    assert f"longest task (no worker count makes the run shorter): switchv2p/fig5a (switchv2p.cachesize), {fig.cost_s['full'] / 60:.1f} core-min" in r.stdout
+    assert f"expected about {repro_run._hms(fig.cost_s['full'])} on 30 worker(s)" in r.stdout
 
 
 def test_git_commit_is_recorded():

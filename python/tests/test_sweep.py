@@ -59,20 +59,28 @@ def test_sweep_resumes_and_keeps_the_error_of_a_failed_point(innet_cmd, tmp_path
     assert len(pd.read_parquet(tmp_path / "results.parquet")) == 3
 
 
-def test_a_worker_killed_mid_sweep_loses_no_point(tmp_path):
+def _scheduler(tmp_path):
+    """A `dask scheduler` process on loopback and its address."""
     sched_file = tmp_path / "scheduler.json"
     scheduler = _dask("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
                       "--no-dashboard", "--scheduler-file", str(sched_file))
+    for _ in range(150):
+        if sched_file.exists():
+            break
+        time.sleep(0.2)
+    return scheduler, json.loads(sched_file.read_text())["address"]
+
+
+def _worker(address, name, threads=1):
+    return _dask("distributed.cli.dask_worker", address, "--nthreads", str(threads), "--no-nanny", "--no-dashboard", "--name", name)
+
+
+def test_a_worker_killed_mid_sweep_loses_no_point(tmp_path):
+    scheduler, address = _scheduler(tmp_path)
     workers = []
     try:
-        for _ in range(50):
-            if sched_file.exists():
-                break
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
         for i in range(2):
-            workers.append(_dask("distributed.cli.dask_worker", address, "--nthreads", "1", "--no-nanny",
-                                 "--no-dashboard", "--name", f"w{i}"))
+            workers.append(_worker(address, f"w{i}"))
         loads = ["0.1", "0.15", "0.2", "0.25", "0.3", "0.35", "0.4", "0.45"]
         out = tmp_path / "out"
         cmd = [shutil.which("innet"), "sweep", "basic.fattree", "--grid", "load=" + ",".join(loads), "--set", "flows=400",
@@ -96,6 +104,30 @@ def test_a_worker_killed_mid_sweep_loses_no_point(tmp_path):
             _kill(w)
         _kill(scheduler)
 
+
+
+def test_the_plan_asks_a_running_scheduler_for_its_workers(innet_cmd, tmp_path):
+    from dask.distributed import Client
+
+    scheduler, address = _scheduler(tmp_path)
+    # Three worker processes, one of them with two threads: four task slots.
+    workers = [_worker(address, f"w{i}", threads) for i, threads in enumerate((1, 1, 2))]
+    try:
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(3, timeout=120)
+        r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        assert f"on the Dask scheduler {address}'s 4 worker(s)" in r.stdout, r.stdout
+        # --workers N plans for N whatever the scheduler has.
+        r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--workers", "24",
+                      "--out", str(tmp_path / "o"))
+        assert "on 24 worker(s)" in r.stdout, r.stdout
+    finally:
+        for w in workers:
+            _kill(w)
+        _kill(scheduler)
+    r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and f"--scheduler {address}" in r.stderr, (r.stdout, r.stderr)
 
 def _chromium():
     for name in ("chromium", "chromium-browser"):

@@ -130,7 +130,10 @@ fn run_experiment<'py>(
         };
         exp.run(&overrides, quick, &mut report)
     });
-    let out = result.map_err(to_py_err)?;
+    output_to_py(py, result.map_err(to_py_err)?)
+}
+
+fn output_to_py(py: Python<'_>, out: RunOutput) -> PyResult<(String, Bound<'_, PyList>)> {
     let tables = PyList::empty(py);
     for t in &out.tables {
         let cols = PyDict::new(py);
@@ -140,6 +143,45 @@ fn run_experiment<'py>(
         tables.append((t.name.clone(), cols))?;
     }
     Ok((out.summary_json(), tables))
+}
+
+/// The labels of the independent runs ("parts") `name` with these parameters splits into, each
+/// a task of its own for `innet reproduce`; None when the experiment runs whole.
+#[pyfunction]
+#[pyo3(signature = (name, overrides, quick = false))]
+fn experiment_parts(name: &str, overrides: BTreeMap<String, String>, quick: bool) -> PyResult<Option<Vec<String>>> {
+    match registry::splitter(name, &overrides, quick) {
+        None => Ok(None),
+        Some((_, parts)) => parts.map(Some).map_err(to_py_err),
+    }
+}
+
+/// Run part `index` of `experiment_parts(name, ...)`; its result as text for `merge_experiment_parts`.
+#[pyfunction]
+#[pyo3(signature = (name, overrides, quick, index))]
+fn run_experiment_part(py: Python<'_>, name: &str, overrides: BTreeMap<String, String>, quick: bool, index: usize) -> PyResult<String> {
+    let (split, _) = registry::splitter(name, &overrides, quick)
+        .ok_or_else(|| UserInputError::new_err(format!("{name} does not split into parts")))?;
+    let result = py.detach(|| {
+        (split.run_part)(name, &overrides, quick, index, &mut |_: f64| {}).expect("the splitter that listed the parts runs them")
+    });
+    result.map_err(to_py_err)
+}
+
+/// `run_experiment`'s result, from every part's `run_experiment_part` text in order.
+#[pyfunction]
+#[pyo3(signature = (name, overrides, quick, parts))]
+fn merge_experiment_parts<'py>(
+    py: Python<'py>,
+    name: &str,
+    overrides: BTreeMap<String, String>,
+    quick: bool,
+    parts: Vec<String>,
+) -> PyResult<(String, Bound<'py, PyList>)> {
+    let (split, _) = registry::splitter(name, &overrides, quick)
+        .ok_or_else(|| UserInputError::new_err(format!("{name} does not split into parts")))?;
+    let out = (split.merge_parts)(name, &overrides, quick, &parts).expect("the splitter that listed the parts merges them");
+    output_to_py(py, out.map_err(to_py_err)?)
 }
 
 /// Run the simulator benchmark; returns its report as JSON text.
@@ -323,6 +365,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment_runner, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_params, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(run_experiment_part, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_experiment_parts, m)?)?;
     m.add_function(wrap_pyfunction!(bench_sim, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_asm, m)?)?;
     m.add_function(wrap_pyfunction!(switchvm_disasm, m)?)?;

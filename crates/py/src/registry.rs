@@ -3,7 +3,9 @@
 //! at its root and is added here once.
 
 use innet_dataplane::real::ProgramSpec;
-use innet_registry::{Experiment, ExperimentError};
+use std::collections::BTreeMap;
+
+use innet_registry::{Experiment, ExperimentError, Progress, RunOutput};
 
 type Experiments = fn() -> Vec<Box<dyn Experiment>>;
 type Programs = fn() -> Vec<ProgramSpec>;
@@ -16,6 +18,27 @@ const EXPERIMENTS: &[Experiments] = &[
     innet_switchvm::experiments,
     innet_appswitch::experiments,
 ];
+
+type Overrides = BTreeMap<String, String>;
+/// A system crate's sweeps that split into parts (independent runs): each function answers
+/// None for an experiment that is not its own or does not split. See
+/// `innet_switchv2p::experiments::{parts, run_part, merge_parts}`.
+pub struct Splitter {
+    pub parts: fn(&str, &Overrides, bool) -> Option<Result<Vec<String>, ExperimentError>>,
+    pub run_part: fn(&str, &Overrides, bool, usize, Progress<'_>) -> Option<Result<String, ExperimentError>>,
+    pub merge_parts: fn(&str, &Overrides, bool, &[String]) -> Option<Result<RunOutput, ExperimentError>>,
+}
+
+const SPLITTERS: &[Splitter] = &[Splitter {
+    parts: innet_switchv2p::experiments::parts,
+    run_part: innet_switchv2p::experiments::run_part,
+    merge_parts: innet_switchv2p::experiments::merge_parts,
+}];
+
+/// The splitter of `name` (None: it runs whole).
+pub fn splitter(name: &str, overrides: &Overrides, quick: bool) -> Option<(&'static Splitter, Result<Vec<String>, ExperimentError>)> {
+    SPLITTERS.iter().find_map(|s| (s.parts)(name, overrides, quick).map(|parts| (s, parts)))
+}
 
 /// The real runtime's own programs first, then the system crates'.
 const SWITCH_PROGRAMS: &[Programs] = &[

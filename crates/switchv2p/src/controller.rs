@@ -150,11 +150,12 @@ impl PlacementProblem {
 }
 
 /// How a solve ended.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SolveStats {
     pub solves: u64,
     pub optimal: u64,
     pub time_limited: u64,
+    #[serde(with = "crate::run::exact_f64")]
     pub wall_seconds: f64,
     pub largest_columns: u64,
 }

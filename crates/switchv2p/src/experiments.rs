@@ -11,6 +11,7 @@
 //! | `switchv2p.topology` | Fig. 10 | schemes × pod counts at 128 servers |
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use innet_registry::{
     resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table,
@@ -25,6 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::run::{run_scheme, NetworkSpec, RunSpec, SchemeResult, Transport};
 use crate::scheme::Scheme;
 use crate::traces::{self, TraceRequest};
+use innet_workloads::trace::TraceRow;
 use innet_workloads::vm_traces;
 
 /// Parameters of every SwitchV2P experiment (each exposes the subset it uses).
@@ -169,11 +171,11 @@ impl Params {
             duration_ns: (self.duration_ms * 1e6) as u64,
             seed: self.seed,
         };
-        let (rows, transport) = traces::load(&req)?;
+        let (rows, transport) = traces::load_shared(&req)?;
         self.spec_with_rows(net, rows, transport)
     }
 
-    fn spec_with_rows(&self, net: NetworkSpec, rows: Vec<innet_workloads::trace::TraceRow>, transport: Transport) -> Result<RunSpec, ExperimentError> {
+    fn spec_with_rows(&self, net: NetworkSpec, rows: impl Into<Arc<Vec<TraceRow>>>, transport: Transport) -> Result<RunSpec, ExperimentError> {
         let tcp = innet_sim::tcp::tcp_config(&self.tcp_profile, &self.congestion_control, &self.hystart)?;
         let mut s = RunSpec::new(net, rows, transport, tcp);
         s.cache_fraction = self.cache_fraction;
@@ -363,9 +365,7 @@ impl Experiment for Alibaba {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.3"), ("cache_fractions", "\"0.5\""), ("stop_ms", "100.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        cachesize_sweep("switchv2p.alibaba", &p, progress)
+        Sweep::CacheSize("switchv2p.alibaba").run(&resolve_params(&self.info(), ALIBABA_QUICK, quick, overrides)?, progress)
     }
 }
 
@@ -379,48 +379,48 @@ impl Experiment for CacheSize {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        cachesize_sweep("switchv2p.cachesize", &p, progress)
+        Sweep::CacheSize("switchv2p.cachesize").run(&resolve_params(&self.info(), CACHESIZE_QUICK, quick, overrides)?, progress)
     }
 }
 
-fn cachesize_sweep(name: &str, p: &Params, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+const ALIBABA_QUICK: &[(&str, &str)] = &[("duration_ms", "0.3"), ("cache_fractions", "\"0.5\""), ("stop_ms", "100.0")];
+const CACHESIZE_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")];
+
+/// The runs of the cache-size sweep: NoCache, then each scheme at every size (a scheme without
+/// switch caches does not depend on the size: one run at the parameters' own).
+fn cachesize_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
     let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
     let schemes: Vec<Scheme> = p.schemes()?.into_iter().filter(|&s| s != Scheme::NoCache).collect();
-    let base_spec = p.spec(p.net())?;
-    let mut points = vec![(Scheme::NoCache, base_spec.clone())];
-    // Schemes without switch caches do not depend on the size: one run each.
+    let mut runs = vec![(Scheme::NoCache, Setting::CacheFraction(p.cache_fraction))];
     for &s in &schemes {
         if s.uses_switch_cache() || s == Scheme::Bluebird || s.controller_interval_ps().is_some() {
-            for &f in &fractions {
-                let mut spec = base_spec.clone();
-                spec.cache_fraction = f;
-                points.push((s, spec));
-            }
+            runs.extend(fractions.iter().map(|&f| (s, Setting::CacheFraction(f))));
         } else {
-            points.push((s, base_spec.clone()));
+            runs.push((s, Setting::CacheFraction(p.cache_fraction)));
         }
     }
-    let results = run_all(&points, progress)?;
+    Ok(runs)
+}
+
+fn cachesize_output(name: &str, p: &Params, runs: &[(Scheme, Setting)], results: &[SchemeResult]) -> Result<RunOutput, ExperimentError> {
+    let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
     let base = &results[0];
     let mut rows = Vec::new();
     let (mut names, mut fr) = (Vec::new(), Vec::new());
     let mut by_scheme: Map<String, Value> = Map::new();
-    for ((s, spec), r) in points.iter().zip(&results) {
+    for ((s, setting), r) in runs.iter().zip(results) {
+        let Setting::CacheFraction(fraction) = *setting else { unreachable!("the cache-size sweep runs cache fractions") };
         let m = metrics(r, Some(base));
         names.push(s.name().to_string());
-        fr.push(spec.cache_fraction);
+        fr.push(fraction);
         // The summary's per-scheme entry: the point closest to the paper's 50 % analysis size.
         let better = match by_scheme.get(s.name()) {
             None => true,
-            Some(prev) => {
-                (spec.cache_fraction - 0.5).abs() < (prev["cache_fraction"].as_f64().unwrap_or(f64::MAX) - 0.5).abs()
-            }
+            Some(prev) => (fraction - 0.5).abs() < (prev["cache_fraction"].as_f64().unwrap_or(f64::MAX) - 0.5).abs(),
         };
         if better {
             let mut e = m.clone();
-            e.insert("cache_fraction".into(), json!(spec.cache_fraction));
+            e.insert("cache_fraction".into(), json!(fraction));
             by_scheme.insert(s.name().into(), Value::Object(e));
         }
         rows.push(m);
@@ -581,36 +581,42 @@ impl Experiment for PodBytes {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("stop_ms", "200.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        let spec = p.spec(p.net())?;
-        let mut schemes = p.schemes()?;
-        if !schemes.contains(&Scheme::NoCache) {
-            schemes.insert(0, Scheme::NoCache);
-        }
-        let points: Vec<(Scheme, RunSpec)> = schemes.iter().map(|&s| (s, spec.clone())).collect();
-        let results = run_all(&points, progress)?;
-        let base = results.iter().find(|r| r.scheme == Scheme::NoCache).expect("NoCache runs");
-        let mut by_scheme = Map::new();
-        for r in &results {
-            let mut m = metrics(r, Some(base));
-            let pods = r.switches.iter().map(|s| s.pod).max().unwrap_or(0) + 1;
-            let mut per_pod = vec![0u64; pods as usize];
-            for s in r.switches.iter().filter(|s| s.role.layer() != "core") {
-                per_pod[s.pod as usize] += s.bytes;
-            }
-            m.insert("pod_bytes".into(), json!(per_pod));
-            m.insert(
-                "bytes_reduction_vs_nocache".into(),
-                json!(if r.total_switch_bytes() > 0 { round6(base.total_switch_bytes() as f64 / r.total_switch_bytes() as f64) } else { 0.0 }),
-            );
-            by_scheme.insert(r.scheme.name().into(), Value::Object(m));
-        }
-        let tables = vec![switch_table(&results)];
-        let mut s = header("switchv2p.pod_bytes", &p);
-        s.insert("schemes".into(), Value::Object(by_scheme));
-        Ok(RunOutput { summary: s, tables })
+        Sweep::PodBytes.run(&resolve_params(&self.info(), POD_BYTES_QUICK, quick, overrides)?, progress)
     }
+}
+
+const POD_BYTES_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("stop_ms", "200.0")];
+
+/// Every scheme once on the parameters' network, NoCache (the baseline) first if not named.
+fn pod_bytes_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
+    let mut schemes = p.schemes()?;
+    if !schemes.contains(&Scheme::NoCache) {
+        schemes.insert(0, Scheme::NoCache);
+    }
+    Ok(schemes.into_iter().map(|s| (s, Setting::Base)).collect())
+}
+
+fn pod_bytes_output(p: &Params, results: &[SchemeResult]) -> Result<RunOutput, ExperimentError> {
+    let base = results.iter().find(|r| r.scheme == Scheme::NoCache).expect("NoCache runs");
+    let mut by_scheme = Map::new();
+    for r in results {
+        let mut m = metrics(r, Some(base));
+        let pods = r.switches.iter().map(|s| s.pod).max().unwrap_or(0) + 1;
+        let mut per_pod = vec![0u64; pods as usize];
+        for s in r.switches.iter().filter(|s| s.role.layer() != "core") {
+            per_pod[s.pod as usize] += s.bytes;
+        }
+        m.insert("pod_bytes".into(), json!(per_pod));
+        m.insert(
+            "bytes_reduction_vs_nocache".into(),
+            json!(if r.total_switch_bytes() > 0 { round6(base.total_switch_bytes() as f64 / r.total_switch_bytes() as f64) } else { 0.0 }),
+        );
+        by_scheme.insert(r.scheme.name().into(), Value::Object(m));
+    }
+    let tables = vec![switch_table(results)];
+    let mut s = header("switchv2p.pod_bytes", p);
+    s.insert("schemes".into(), Value::Object(by_scheme));
+    Ok(RunOutput { summary: s, tables })
 }
 
 // -------------------------------------------- switchv2p.gateways (Fig. 9), topology (Fig. 10)
@@ -627,21 +633,27 @@ impl Experiment for Gateways {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("gateway_counts", "\"40,4\""), ("stop_ms", "200.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        let counts = parse_u32_list("gateway_counts", &p.gateway_counts)?;
-        let schemes = p.schemes()?;
-        let mut points = Vec::new();
-        for &c in &counts {
-            if c % 4 != 0 {
-                return Err(bad("gateway_counts", format!("{c} does not spread evenly over the 4 gateway ToRs; use multiples of 4")));
-            }
-            let mut net = p.net();
-            net.gateways_per_tor = c / 4;
-            points.push((c, p.spec(net)?));
-        }
-        run_sweep("switchv2p.gateways", "gateways", &p, &schemes, points, progress)
+        Sweep::Gateways.run(&resolve_params(&self.info(), GATEWAYS_QUICK, quick, overrides)?, progress)
     }
+}
+
+const GATEWAYS_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("gateway_counts", "\"40,4\""), ("stop_ms", "200.0")];
+
+/// Every scheme at every gateway count (the counts outside).
+fn gateways_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
+    let counts = parse_u32_list("gateway_counts", &p.gateway_counts)?;
+    let schemes = p.schemes()?;
+    if let Some(c) = counts.iter().find(|&&c| c % 4 != 0) {
+        return Err(bad("gateway_counts", format!("{c} does not spread evenly over the 4 gateway ToRs; use multiples of 4")));
+    }
+    Ok(counts.iter().flat_map(|&c| schemes.iter().map(move |&s| (s, Setting::Gateways(c)))).collect())
+}
+
+/// The network with `c` gateways spread over the 4 gateway ToRs.
+fn gateways_net(p: &Params, c: u32) -> NetworkSpec {
+    let mut net = p.net();
+    net.gateways_per_tor = c / 4;
+    net
 }
 
 pub struct TopologyScaling;
@@ -656,35 +668,32 @@ impl Experiment for TopologyScaling {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.5"), ("pod_counts", "\"1,8\""), ("stop_ms", "200.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
-        let pods = parse_u32_list("pod_counts", &p.pod_counts)?;
-        let schemes = p.schemes()?;
-        let mut points = Vec::new();
-        for &k in &pods {
-            if 128 % (4 * k) != 0 {
-                return Err(bad("pod_counts", format!("{k} pods × 4 ToRs do not divide 128 servers; use 1, 2, 4, 8, 16 or 32")));
-            }
-            let mut topo = TopologySpec::fattree(k, 4, 128 / (4 * k), 4, 16);
-            topo.host_link_gbps = 100.0;
-            // Gateway ToRs as in the artifact: the last ToR index of the scaled layout and
-            // three spread before it (the first ToR of pods 0, ~1/4, ~5/8 and the last ToR).
-            let tors = 4 * k;
-            let mut gw: Vec<u32> = vec![0, tors * 10 / 32, tors * 20 / 32, tors - 1];
-            gw.dedup();
-            let net = NetworkSpec { topo, gateway_tors: gw.clone(), gateways_per_tor: 40 / gw.len() as u32, vms_per_server: 80 };
-            points.push((k, p.spec(net)?));
-        }
-        run_sweep("switchv2p.topology", "pods", &p, &schemes, points, progress)
+        Sweep::Topology.run(&resolve_params(&self.info(), TOPOLOGY_QUICK, quick, overrides)?, progress)
     }
 }
 
-/// Run every scheme at every (setting, spec) and report the sweep.
-fn run_sweep(name: &str, key: &str, p: &Params, schemes: &[Scheme], settings: Vec<(u32, RunSpec)>, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-    let runs: Vec<(Scheme, RunSpec)> = settings.iter().flat_map(|(_, sp)| schemes.iter().map(move |&s| (s, sp.clone()))).collect();
-    let keys: Vec<(Scheme, u32)> = settings.iter().flat_map(|(k, _)| schemes.iter().map(move |&s| (s, *k))).collect();
-    let results = run_all(&runs, progress)?;
-    sweep_output(name, key, p, keys, &results)
+const TOPOLOGY_QUICK: &[(&str, &str)] = &[("duration_ms", "0.5"), ("pod_counts", "\"1,8\""), ("stop_ms", "200.0")];
+
+/// Every scheme at every pod count (the counts outside).
+fn topology_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
+    let pods = parse_u32_list("pod_counts", &p.pod_counts)?;
+    let schemes = p.schemes()?;
+    if let Some(k) = pods.iter().find(|&&k| 128 % (4 * k) != 0) {
+        return Err(bad("pod_counts", format!("{k} pods × 4 ToRs do not divide 128 servers; use 1, 2, 4, 8, 16 or 32")));
+    }
+    Ok(pods.iter().flat_map(|&k| schemes.iter().map(move |&s| (s, Setting::Pods(k)))).collect())
+}
+
+/// The 128 servers spread over `k` pods.
+fn topology_net(k: u32) -> NetworkSpec {
+    let mut topo = TopologySpec::fattree(k, 4, 128 / (4 * k), 4, 16);
+    topo.host_link_gbps = 100.0;
+    // Gateway ToRs as in the artifact: the last ToR index of the scaled layout and
+    // three spread before it (the first ToR of pods 0, ~1/4, ~5/8 and the last ToR).
+    let tors = 4 * k;
+    let mut gw: Vec<u32> = vec![0, tors * 10 / 32, tors * 20 / 32, tors - 1];
+    gw.dedup();
+    NetworkSpec { topo, gateway_tors: gw.clone(), gateways_per_tor: 40 / gw.len() as u32, vms_per_server: 80 }
 }
 
 /// Summary + table of a (scheme × setting) sweep; improvements against NoCache at the same setting.
@@ -710,6 +719,150 @@ fn sweep_output(name: &str, key: &str, p: &Params, points: Vec<(Scheme, u32)>, r
         &rows,
     );
     Ok(RunOutput { summary: s, tables: vec![t] })
+}
+
+// ------------------------------------------------- sweeps, and their runs as separate parts
+
+/// The axis value one run of a sweep is at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Setting {
+    /// The parameters' own network and cache size.
+    Base,
+    CacheFraction(f64),
+    Gateways(u32),
+    Pods(u32),
+}
+
+/// The experiments that sweep schemes × an axis inside one run. Each is a list of independent
+/// simulations (`runs`), each built from the parameters alone (`spec`), whose results become the
+/// output (`output`). `run` simulates them one after another; `innet reproduce` runs each as a
+/// task of its own ([`parts`], [`run_part`]) and [`merge_parts`] gives the same output, byte for
+/// byte (python/tests/test_sweep.py compares the two).
+#[derive(Debug, Clone, Copy)]
+enum Sweep {
+    /// Fig. 5 (`switchv2p.cachesize`) and Fig. 6 (`switchv2p.alibaba`), by experiment name.
+    CacheSize(&'static str),
+    PodBytes,
+    Gateways,
+    Topology,
+}
+
+impl Sweep {
+    /// The sweep `name` is, with its parameters resolved from `overrides`.
+    fn resolve(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> Option<Result<(Sweep, Params), ExperimentError>> {
+        let (sweep, info, quick_values) = match name {
+            "switchv2p.cachesize" => (Sweep::CacheSize("switchv2p.cachesize"), CacheSize.info(), CACHESIZE_QUICK),
+            "switchv2p.alibaba" => (Sweep::CacheSize("switchv2p.alibaba"), Alibaba.info(), ALIBABA_QUICK),
+            "switchv2p.pod_bytes" => (Sweep::PodBytes, PodBytes.info(), POD_BYTES_QUICK),
+            "switchv2p.gateways" => (Sweep::Gateways, Gateways.info(), GATEWAYS_QUICK),
+            "switchv2p.topology" => (Sweep::Topology, TopologyScaling.info(), TOPOLOGY_QUICK),
+            _ => return None,
+        };
+        Some(resolve_params(&info, quick_values, quick, overrides).map(|p| (sweep, p)))
+    }
+
+    fn runs(self, p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
+        p.check()?;
+        match self {
+            Sweep::CacheSize(_) => cachesize_runs(p),
+            Sweep::PodBytes => pod_bytes_runs(p),
+            Sweep::Gateways => gateways_runs(p),
+            Sweep::Topology => topology_runs(p),
+        }
+    }
+
+    /// The spec of one run (the trace is generated once per process: [`traces::load_shared`]).
+    fn spec(self, p: &Params, setting: Setting) -> Result<RunSpec, ExperimentError> {
+        match setting {
+            Setting::Base => p.spec(p.net()),
+            Setting::CacheFraction(f) => {
+                let mut spec = p.spec(p.net())?;
+                spec.cache_fraction = f;
+                Ok(spec)
+            }
+            Setting::Gateways(c) => p.spec(gateways_net(p, c)),
+            Setting::Pods(k) => p.spec(topology_net(k)),
+        }
+    }
+
+    fn output(self, p: &Params, runs: &[(Scheme, Setting)], results: &[SchemeResult]) -> Result<RunOutput, ExperimentError> {
+        let axis = |key: &str| -> Vec<(Scheme, u32)> {
+            runs.iter().map(|&(s, setting)| (s, match setting {
+                Setting::Gateways(c) | Setting::Pods(c) => c,
+                other => unreachable!("{key} sweep run at {other:?}"),
+            })).collect()
+        };
+        match self {
+            Sweep::CacheSize(name) => cachesize_output(name, p, runs, results),
+            Sweep::PodBytes => pod_bytes_output(p, results),
+            Sweep::Gateways => sweep_output("switchv2p.gateways", "gateways", p, axis("gateways"), results),
+            Sweep::Topology => sweep_output("switchv2p.topology", "pods", p, axis("pods"), results),
+        }
+    }
+
+    /// Every run in this process, one after another.
+    fn run(self, p: &Params, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let runs = self.runs(p)?;
+        let specs = runs.iter().map(|&(s, setting)| Ok((s, self.spec(p, setting)?))).collect::<Result<Vec<_>, ExperimentError>>()?;
+        let results = run_all(&specs, progress)?;
+        self.output(p, &runs, &results)
+    }
+}
+
+fn part_label(scheme: Scheme, setting: Setting) -> String {
+    match setting {
+        Setting::Base => scheme.name().to_string(),
+        Setting::CacheFraction(f) => format!("{} cache_fraction={f}", scheme.name()),
+        Setting::Gateways(c) => format!("{} gateways={c}", scheme.name()),
+        Setting::Pods(k) => format!("{} pods={k}", scheme.name()),
+    }
+}
+
+/// The independent runs ("parts") that `name` with these parameters makes, by label, in the
+/// order [`merge_parts`] takes their results; None when `name` is not a sweep that splits.
+pub fn parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> Option<Result<Vec<String>, ExperimentError>> {
+    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+        Ok(sweep.runs(&p)?.into_iter().map(|(s, setting)| part_label(s, setting)).collect())
+    }))
+}
+
+/// Simulate part `index` alone; its result as JSON text (floats kept exactly) for [`merge_parts`].
+pub fn run_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize, progress: Progress<'_>) -> Option<Result<String, ExperimentError>> {
+    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+        let runs = sweep.runs(&p)?;
+        let &(scheme, setting) = runs
+            .get(index)
+            .ok_or_else(|| ExperimentError::Input(format!("{name}: part {index} does not exist (these parameters make {} parts)", runs.len())))?;
+        let r = run_scheme(&sweep.spec(&p, setting)?, scheme, progress)?;
+        progress(1.0);
+        let part = json!({"part": part_label(scheme, setting), "result": r});
+        Ok(serde_json::to_string(&part).expect("a run's result is plain data"))
+    }))
+}
+
+/// The output `run` gives, from every part's [`run_part`] text in order.
+pub fn merge_parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool, parts: &[String]) -> Option<Result<RunOutput, ExperimentError>> {
+    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+        let runs = sweep.runs(&p)?;
+        if parts.len() != runs.len() {
+            return Err(ExperimentError::Input(format!("{name}: {} part results given, these parameters make {}", parts.len(), runs.len())));
+        }
+        let mut results = Vec::with_capacity(parts.len());
+        for (i, (text, &(scheme, setting))) in parts.iter().zip(&runs).enumerate() {
+            #[derive(Deserialize)]
+            struct Part {
+                part: String,
+                result: SchemeResult,
+            }
+            let part: Part = serde_json::from_str(text).map_err(|e| ExperimentError::Input(format!("{name}: part {i}: not a part result ({e})")))?;
+            let want = part_label(scheme, setting);
+            if part.part != want || part.result.scheme != scheme {
+                return Err(ExperimentError::Input(format!("{name}: part {i} is the result of '{}', expected '{want}'", part.part)));
+            }
+            results.push(part.result);
+        }
+        sweep.output(&p, &runs, &results)
+    }))
 }
 
 pub fn all() -> Vec<Box<dyn Experiment>> {

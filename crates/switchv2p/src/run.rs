@@ -120,10 +120,10 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    pub fn new(net: NetworkSpec, rows: Vec<TraceRow>, transport: Transport, tcp: TcpConfig) -> Self {
+    pub fn new(net: NetworkSpec, rows: impl Into<Arc<Vec<TraceRow>>>, transport: Transport, tcp: TcpConfig) -> Self {
         RunSpec {
             net,
-            rows: Arc::new(rows),
+            rows: rows.into(),
             transport,
             tcp,
             cache_fraction: 0.5,
@@ -146,33 +146,64 @@ impl RunSpec {
     }
 }
 
-/// The results of one run.
-#[derive(Debug, Clone)]
+/// The results of one run. Serialisable without loss (floats as their bits), so a sweep's runs
+/// can be simulated as separate tasks and merged into exactly the output of one process
+/// ([`crate::experiments::split`]).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SchemeResult {
     pub scheme: Scheme,
     pub stats: V2pStats,
     /// Per trace flow (rows grouped by flow id): FCT and first-packet latency, µs.
     pub flows: u64,
     pub completed_flows: u64,
+    #[serde(with = "exact_f64")]
     pub fct_mean_us: f64,
+    #[serde(with = "exact_f64")]
     pub fct_p99_us: f64,
+    #[serde(with = "exact_f64")]
     pub fpl_mean_us: f64,
+    #[serde(with = "exact_f64")]
     pub fpl_p99_us: f64,
+    #[serde(with = "exact_f64")]
     pub avg_packet_latency_us: f64,
+    #[serde(with = "exact_f64")]
     pub avg_packet_hops: f64,
     /// Per switch (switch index order): name, pod, role, layer, bytes and packets processed.
     pub switches: Vec<SwitchRecord>,
+    #[serde(with = "ConservationDef")]
     pub conservation: Conservation,
     pub drops: Vec<(String, u64)>,
     pub cache_slots_per_switch: u32,
     pub caching_switches: u32,
     pub events: u64,
+    #[serde(with = "exact_f64")]
     pub simulated_us: f64,
     /// The Controller's solver statistics.
     pub solver: Option<SolveStats>,
 }
 
-#[derive(Debug, Clone)]
+/// A float as its IEEE bits: JSON text read back gives the same number, not one a ULP away.
+pub(crate) mod exact_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(x.to_bits())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(remote = "Conservation")]
+struct ConservationDef {
+    created: u64,
+    delivered: u64,
+    dropped: u64,
+    live: u64,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SwitchRecord {
     pub name: String,
     pub pod: u32,

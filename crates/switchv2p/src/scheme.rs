@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// How virtual destinations get resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Scheme {
     /// Pure gateway: every tenant packet goes through a gateway (Andromeda's Hoverboard model).
     NoCache,

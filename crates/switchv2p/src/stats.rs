@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct V2pStats {
     /// Tenant packets the VMs sent (first transmissions by the host stack; re-sends of
     /// misdelivered packets are not counted again).

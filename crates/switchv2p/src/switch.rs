@@ -58,7 +58,7 @@ pub fn tunnel_tags_mut(encap: &mut Encap) -> Option<&mut Vec<u8>> {
 }
 
 /// A switch's place in the topology (paper Table 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum V2pRole {
     Tor,
     GatewayTor,

@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use innet_registry::ExperimentError;
 use innet_workloads::alibaba_callgraph::{self, CallGraphOptions, CallGraphTrace};
@@ -34,6 +35,34 @@ pub struct TraceRequest<'a> {
 
 fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
     ExperimentError::BadParam { field: field.into(), message: message.into() }
+}
+
+/// Generated traces kept in this process: the runs of one sweep share one trace, also when
+/// each run is a task of its own on a Dask worker (a few recent ones: a worker may take parts
+/// of two entries in turn). Files are always read again (they may change).
+static GENERATED: Mutex<Vec<(String, Arc<Vec<TraceRow>>, Transport)>> = Mutex::new(Vec::new());
+const GENERATED_KEPT: usize = 3;
+
+/// [`load`], with generated traces made once per process and shared.
+pub fn load_shared(req: &TraceRequest<'_>) -> Result<(Arc<Vec<TraceRow>>, Transport), ExperimentError> {
+    if !req.file.trim().is_empty() {
+        return load(req).map(|(rows, t)| (Arc::new(rows), t));
+    }
+    let key = format!("{req:?}");
+    let mut kept = GENERATED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = kept.iter().position(|(k, _, _)| *k == key) {
+        let hit = kept.remove(i);
+        let out = (hit.1.clone(), hit.2);
+        kept.push(hit);
+        return Ok(out);
+    }
+    let (rows, transport) = load(req)?;
+    let rows = Arc::new(rows);
+    if kept.len() >= GENERATED_KEPT {
+        kept.remove(0);
+    }
+    kept.push((key, rows.clone(), transport));
+    Ok((rows, transport))
 }
 
 /// Rows and transport for a request.

@@ -1,0 +1,84 @@
+"""A sweep's runs as separate tasks (issue 34): each part simulated in a process of its own and
+merged gives byte for byte the summary (and the tables) of the whole run in one process; a point
+split on real Dask workers lands as the same point; an interrupted point resumes with its
+missing parts only."""
+
+import json
+import multiprocessing
+
+import pandas as pd
+import pytest
+
+from innet import _native, sweep
+
+# Quick forms of every SwitchV2P experiment that sweeps inside one run, shortened further so
+# that each part is a second or two: (experiment, overrides).
+SWEEPS = [
+    ("switchv2p.cachesize", {"trace": "hadoop", "duration_ms": "0.1", "stop_ms": "100.0", "schemes": "nocache,switchv2p,direct,gwcache",
+                             "cache_fractions": "0.1,10", "ecmp": "correlated"}),
+    # Fig. 6's experiment on the small network (FT16-400K's build alone takes a minute here).
+    ("switchv2p.alibaba", {"topology": "ft8_10k", "duration_ms": "0.1", "stop_ms": "100.0", "schemes": "nocache,switchv2p",
+                           "cache_fractions": "0.5,10"}),
+    ("switchv2p.gateways", {"duration_ms": "0.1", "stop_ms": "100.0", "gateway_counts": "40,4", "schemes": "nocache,switchv2p"}),
+    ("switchv2p.topology", {"duration_ms": "0.1", "stop_ms": "100.0", "pod_counts": "1,8", "schemes": "nocache,switchv2p"}),
+    ("switchv2p.pod_bytes", {"duration_ms": "0.1", "stop_ms": "100.0", "schemes": "switchv2p,gwcache"}),
+]
+
+
+def _part_in_fresh_process(args):
+    name, overrides, index = args
+    from innet import _native as native
+
+    return native.run_experiment_part(name, overrides, True, index)
+
+
+@pytest.mark.parametrize("name,overrides", SWEEPS, ids=[s[0] for s in SWEEPS])
+def test_parts_run_apart_merge_into_the_whole_runs_bytes(name, overrides):
+    labels = _native.experiment_parts(name, overrides, True)
+    assert labels and len(labels) >= 2, labels
+    # Each part in a process of its own (nothing shared with the whole run below), two at a time.
+    with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
+        parts = pool.map(_part_in_fresh_process, [(name, overrides, i) for i in range(len(labels))])
+    merged_json, merged_tables = _native.merge_experiment_parts(name, overrides, True, parts)
+    whole_json, whole_tables = _native.run_experiment(name, overrides, True, None)
+    assert merged_json == whole_json
+    assert merged_tables == whole_tables
+    # The parts are the runs the whole run makes, and a wrong or missing part is refused.
+    assert json.loads(parts[0])["part"] == labels[0]
+    with pytest.raises(_native.UserInputError, match="part results given"):
+        _native.merge_experiment_parts(name, overrides, True, parts[:-1])
+    with pytest.raises(_native.UserInputError, match=r"part 0 is the result of"):
+        _native.merge_experiment_parts(name, overrides, True, parts[1:] + parts[:1])
+
+
+def test_experiments_that_do_not_sweep_run_whole():
+    assert _native.experiment_parts("switchv2p.hits_by_layer", {}, True) is None
+    assert _native.experiment_parts("basic.fattree", {}, True) is None
+    with pytest.raises(_native.UserInputError, match="gateway_counts"):
+        _native.experiment_parts("switchv2p.gateways", {"gateway_counts": "40,6"}, True)
+
+
+def _rows(out):
+    drop = {"wall_s", "cpu_s", "finished_at"}
+    return {k: {c: v for c, v in r.items() if c not in drop} for k, r in sweep.load_points(out).items()}
+
+
+def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_part(tmp_path):
+    name, overrides = SWEEPS[0]
+    points = sweep.expand(name, {}, fixed=overrides, quick=True)
+    whole = sweep.run_sweep(points, tmp_path / "whole", workers=2, split=False)
+    assert (whole.done, whole.failed) == (1, 0)
+    # Interrupted after two of its parts: those are kept, the others run.
+    labels = sweep.point_parts(points[0])
+    for i in (0, 2):
+        sweep._write_part(tmp_path / "split", points[0], i, {**sweep.run_part(name, points[0].overrides(), True, i), "part": labels[i]})
+    progress = []
+    split = sweep.run_sweep(points, tmp_path / "split", workers=2, on_progress=lambda *a: progress.append(a))
+    assert (split.done, split.failed) == (1, 0)
+    assert progress[-1] == (len(labels) - 2, 0, 0, len(labels) - 2)  # (done, running, failed, total) tasks
+    assert _rows(tmp_path / "split") == _rows(tmp_path / "whole")
+    assert not (tmp_path / "split" / sweep.PARTS_DIR / points[0].key).exists()  # merged: the parts are gone
+    row = next(iter(sweep.load_points(tmp_path / "split").values()))
+    assert row["cpu_s"] > 0 and row["tables"]["points"]
+    df = pd.read_parquet(tmp_path / "split" / sweep.RESULTS_FILE)
+    assert list(df["status"]) == ["ok"]
