@@ -105,6 +105,7 @@ def main() -> int:
     print(f"reads checked {out['reads_checked']}, impossible {out['impossible']}, hangs {out['hangs']}")
     for i in out["impossible_all"][:3]:
         print(f"  impossible: {i}")
+    print(f"link impairment (switch instances with stats): {out['impairment']}")
     print(f"switch hits per instance: {[s.get('hits') if s else None for s in out['switch_stats']]}")
     return 0 if out["impossible"] == 0 and out["hangs"] == 0 else 1
 

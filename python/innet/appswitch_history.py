@@ -636,13 +636,17 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
         key = f"{r['kind']}:{r.get('how')}:{'ok' if r['ok'] else 'error'}"
         counts[key] = counts.get(key, 0) + 1
     stats = []
+    impairment = {"impair_dropped": 0, "impair_reordered": 0, "impair_duplicated": 0}
     for i in range(1, n_switch[0] + 1):
         f = stats_dir / f"stats{i}.json"
         if f.exists():
-            stats.append(json.loads(f.read_text()).get("program_report"))
+            js = json.loads(f.read_text())
+            stats.append(js.get("program_report"))
+            for k in impairment:  # what the switch's own link impairment did (instances with stats)
+                impairment[k] += int(js.get(k, 0))
     return {**v.summary(), "ops": len(records), "counts": counts, "clients": [(r["client"], r["protocol"], r["compression"]) for r in results],
             "faults": [{"kind": k, "start": round(s - t0, 2), "end": round(e - t0, 2)} for s, e, k in windows],
-            "switch_stats": stats, "impossible_all": v.impossible, "hangs_all": v.hangs, "records": records,
+            "switch_stats": stats, "impairment": impairment, "impossible_all": v.impossible, "hangs_all": v.hangs, "records": records,
             "server_clock": clock}
 
 

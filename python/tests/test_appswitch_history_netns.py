@@ -56,5 +56,7 @@ def test_history_under_process_and_link_faults_has_no_impossible_read(rig, proto
     assert sum(int(s["hits"]) for s in out["switch_stats"] if s) > 0, out["switch_stats"]
     for kind in KINDS[protocol]:
         assert out["counts"].get(kind, 0) > 0, out["counts"]
+    imp = out["impairment"]  # the link faults happened (SIGKILLed instances keep no stats)
+    assert imp["impair_dropped"] > 0 and imp["impair_reordered"] > 0 and imp["impair_duplicated"] > 0, imp
     if protocol == "memcached":  # its expiry clock was sampled through the run (`ServerClock`)
         assert len(out["server_clock"]) > duration, len(out["server_clock"])
