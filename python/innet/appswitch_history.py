@@ -248,6 +248,20 @@ HIST_KS = "hist"
 HIST_TABLES = ("kv", "ttl", "tb")
 
 
+def _volatile_draw(rng, r: float, keys: int, last_ttl: float, ttl_gap: float) -> tuple[int, float, float]:
+    """A volatile key (drawn uniformly, so each is written now and then) and the operation draw
+    `r` (a write from 0.7 up), with at most one write per `ttl_gap` s: a write drawn sooner
+    becomes a read. Returns the key, the draw and the time of the last volatile write."""
+    import time
+
+    k = rng.randrange(keys)
+    if r >= 0.7 and time.time() - last_ttl < ttl_gap:
+        r = rng.random() * 0.7
+    elif r >= 0.7:
+        last_ttl = time.time()
+    return k, r, last_ttl
+
+
 def cql_client(host: str, name: str, protocol: int, compression: str, seed: int, duration: float, keys: int,
                ttl_range: tuple[int, int] = (2, 5), ttl_gap: float = 2.0) -> dict:
     """One client: for `duration` seconds, random operations on `keys` Zipf-skewed keys of the
@@ -291,11 +305,7 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
         table = "kv" if r < 0.6 else "ttl" if r < 0.85 else "tb"
         r = rng.random()
         if table != "kv":
-            k = rng.randrange(keys)  # volatile keys: uniform, so each is written now and then
-            if r >= 0.70 and time.time() - last_ttl < ttl_gap:
-                r = rng.random() * 0.70  # a read instead (see `ttl_gap`)
-            elif r >= 0.70:
-                last_ttl = time.time()
+            k, r, last_ttl = _volatile_draw(rng, r, keys, last_ttl, ttl_gap)
         seq += 1
         val = f"{name}-{seq}"
         rec: dict = {"client": name, "key": f"{table}:{k}"}
@@ -421,11 +431,7 @@ def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: 
         volatile = rng.random() < 0.3
         r = rng.random()
         if volatile:
-            k = rng.randrange(keys)  # uniform, at most one write per `ttl_gap` s (as `cql_client`)
-            if r >= 0.7 and time.time() - last_ttl < ttl_gap:
-                r = rng.random() * 0.7
-            elif r >= 0.7:
-                last_ttl = time.time()
+            k, r, last_ttl = _volatile_draw(rng, r, keys, last_ttl, ttl_gap)
         key = f"{'t' if volatile else 'k'}{k}"
         seq += 1
         val = f"{name}-{seq}"
