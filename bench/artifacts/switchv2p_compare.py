@@ -5,13 +5,18 @@
     switchv2p_compare.py fig5   --ns3 NS3_HOME --out DIR [--trace-ms 1.0] [--sizes 0.01,0.5,1500]
                                 [--schemes nocache,locallearning,gwcache,switchv2p] [--jobs 2]
     switchv2p_compare.py report --out DIR          # the markdown tables of what DIR holds
-    switchv2p_compare.py hystart --out DIR [--rules ns3,rfc9406] [--seeds 1,2,3]
+    switchv2p_compare.py hystart --out DIR [--rules ns3,rfc9406] [--seeds 1,2,3] [--ecmp artifact]
                                 # innet only, per CUBIC HyStart rule and seed, on fig5's trace,
                                 # medians beside the artifact's fig5 points already in DIR
+    switchv2p_compare.py table4-ecmp --ns3 NS3_HOME --out DIR [--vary ecmp|rng] [--variants 24] [--payload 92]
+                                # Table 4 over N variants per side (a locally instrumented artifact
+                                # build, docs/results/artifacts.md): ECMP hash functions and random
+                                # streams, or random streams alone on the artifact's own paths
 
 NS3_HOME is the tree bench/artifacts/switchv2p.sh printed. Every point is one artifact run
 (`ns3 run --no-build "sim ..."` with exactly the flags of the artifact's run.py /
-run_migration_test.sh) and one innet run with the artifact's settings (`ecmp=correlated`, the
+run_migration_test.sh) and one innet run with the artifact's settings (`ecmp=correlated` or, for
+Table 4, `ecmp=artifact`, the
 artifact's trace file, its TCP profile, its cache split); each writes its JSON under DIR and is
 skipped when it is already there, so an interrupted sweep resumes. Wall clock and CPU time of each
 process are recorded beside its results.
@@ -38,6 +43,11 @@ ARTIFACT_MODE = {"nocache": "NoCache", "locallearning": "LocalLearning", "gwcach
 TABLE4 = [("nocache", "nocache"), ("ondemand", "ondemand"), ("switchv2p", "switchv2p_noinval"),
           ("switchv2p_invalidations", "switchv2p_nots"), ("switchv2p_invalidations_bf", "switchv2p")]
 LAYERS = {"core": range(0, 16), "spine": range(16, 48), "tor": range(48, 80)}
+# innet's switchv2p.migration in run_migration_test.sh's configuration: its ECMP (ns-3's hash of
+# its addresses: the same paths), its never-cleared invalidation bit array, and its gateways:
+# `--gwLeaves=0,10,20,31` is one gateway on each of the four gateway ToRs (the main runs list each
+# ToR ten times).
+TABLE4_ARTIFACT_SETS = {"ecmp": "artifact", "invalidation_spacing": "never", "gateways_per_tor": "1"}
 
 
 def per_switch_memory(scheme: str, p: float) -> int:
@@ -86,12 +96,13 @@ def table4_args(mode: str, placement: Path, trace: Path, out: Path) -> list[str]
     return args
 
 
-def timed(cmd: list[str], log: Path, cwd: Path | None = None) -> dict:
+def timed(cmd: list[str], log: Path, cwd: Path | None = None, env: dict | None = None) -> dict:
     """Run cmd to completion; its wall seconds and the CPU seconds (user + system) of that process
     and the children it waited for, read from its own wait4 so concurrent points do not mix."""
     t0 = time.monotonic()
     with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
+                                env={**os.environ, **env} if env else None)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t0
@@ -102,15 +113,16 @@ def timed(cmd: list[str], log: Path, cwd: Path | None = None) -> dict:
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
-def run_artifact(ns3: Path, args: list[str], out: Path) -> dict:
-    """One artifact point; its results.json plus timing, cached in out."""
+def run_artifact(ns3: Path, args: list[str], out: Path, env: dict | None = None) -> dict:
+    """One artifact point; its results.json plus timing, cached in out. `env` adds environment
+    variables (ns-3's NS_ATTRIBUTE_DEFAULT, the instrumented build's V2P_ECMP_SALT)."""
     done = out.with_suffix(".point.json")
     if done.exists():
         return json.loads(done.read_text())
     out.parent.mkdir(parents=True, exist_ok=True)
     # The program by its path: a bare "sim" is ambiguous once another scratch program has one.
     cmd = [str(ns3 / "ns3"), "run", "--no-build", "scratch/switchv2p/sim " + shlex.join(args)]
-    timing = timed(cmd, out.with_suffix(".out"), cwd=ns3)
+    timing = timed(cmd, out.with_suffix(".out"), cwd=ns3, env=env)
     point = {"results": json.loads(out.read_text()), "command": shlex.join(cmd), **timing}
     done.write_text(json.dumps(point, indent=1))
     return point
@@ -174,7 +186,7 @@ def cmd_table4(a) -> None:
         f = out / "artifact" / f"{mode}.json"
         art[mode] = run_artifact(ns3, table4_args(mode, data / "placement_n128_v80.json", data / "incast.csv", f), f)
         print(f"artifact {mode}: {art[mode]['wall_s']} s", file=sys.stderr)
-    forms = {"artifact_config": {"ecmp": "correlated", "invalidation_spacing": "never"}, "default": {}}
+    forms = {"artifact_config": TABLE4_ARTIFACT_SETS, "default": {}}
     for form, sets in forms.items():
         p = run_innet("switchv2p.migration", sets, out / f"innet_{form}")
         print(f"innet {form}: {p['wall_s']} s", file=sys.stderr)
@@ -387,9 +399,10 @@ def cmd_hystart(a) -> None:
     runs = {}
     for seed in seeds:
         for rule in rules:
-            sets = {"trace_file": str(trace), "trace_transport": "tcp", "ecmp": "correlated",
+            sets = {"trace_file": str(trace), "trace_transport": "tcp", "ecmp": a.ecmp,
                     "schemes": a.schemes, "cache_fractions": a.sizes, "hystart": rule, "seed": seed}
-            r = run_innet("switchv2p.cachesize", sets, d / "innet_hystart" / f"{rule}_s{seed}")
+            tag = "" if a.ecmp == "correlated" else f"_{a.ecmp}"
+            r = run_innet("switchv2p.cachesize", sets, d / "innet_hystart" / f"{rule}{tag}_s{seed}")
             print(f"innet hystart={rule} seed={seed}: {r['wall_s']} s wall, {r['cpu_s']} s CPU", file=sys.stderr)
             runs[(rule, seed)] = r
     art = {}
@@ -416,6 +429,73 @@ def cmd_hystart(a) -> None:
         for rule in rules))
 
 
+def cmd_table4_ecmp(a) -> None:
+    """Table 4 over N variants per side, to tell a mechanism's difference from one draw's luck.
+    `--vary ecmp`: N ECMP hash functions and random streams. The artifact's flow hash (Murmur3 of
+    "src dst proto sport dport", ipv4-global-routing.cc) has no seed; the instrumented build
+    appends $V2P_ECMP_SALT to that text, so salts s1..sN are N other functions of the same family,
+    and variant i also runs ns-3's random stream i (RngRun: the learning packets' draws); innet
+    runs `ecmp=correlated` with `seed=i` (its one network-wide ECMP seed and its random stream).
+    `--vary rng`: the same paths on both sides (the artifact's own hash; innet `ecmp=artifact`)
+    and only the random streams vary. The instrumented build also starts the misdelivery counter
+    at 0 (the shipped one reads it uninitialised), so its JSON counts per event."""
+    import random
+    import statistics
+
+    ns3 = Path(a.ns3)
+    lib = next(iter((ns3 / "build/lib").glob("libns3*-internet-*.so")), None)
+    if lib is None or b"V2P_ECMP_SALT" not in lib.read_bytes():
+        sys.exit(f"switchv2p_compare: {ns3}'s internet module does not read V2P_ECMP_SALT; table4-ecmp needs "
+                 "the locally instrumented build described in docs/results/artifacts.md (Table 4, ECMP)")
+    data = ns3 / "scratch/switchv2p/datasets"
+    out = Path(a.out) / f"table4_{a.vary}"
+    env_base = {"NS_ATTRIBUTE_DEFAULT": f"ClientApp::PacketSize={a.payload}"} if a.payload else {}
+    innet_sets = {**TABLE4_ARTIFACT_SETS, "ecmp": "correlated" if a.vary == "ecmp" else "artifact"}
+    art: dict[str, list[dict]] = {m: [] for m, _ in TABLE4}
+    ours: dict[str, list[dict]] = {s: [] for _, s in TABLE4}
+    for i in range(1, a.variants + 1):
+        env = {**env_base, "NS_GLOBAL_VALUE": f"RngRun={i}"}
+        if a.vary == "ecmp":
+            env["V2P_ECMP_SALT"] = f"s{i}"
+        for mode, _ in TABLE4:
+            if mode == "ondemand":
+                continue
+            f = out / "artifact" / f"{mode}_s{i}.json"
+            art[mode].append(run_artifact(ns3, table4_args(mode, data / "placement_n128_v80.json", data / "incast.csv", f), f,
+                                          env=env)["results"])
+        p = run_innet("switchv2p.migration", {**innet_sets, "seed": i}, out / f"innet_s{i}")
+        for _, scheme in TABLE4:
+            ours[scheme].append(p["summary"]["schemes"][scheme])
+        print(f"variant {i} of {a.variants}", file=sys.stderr)
+    cells = [("misdelivered packets", "total_misdelivered_packets", "misdelivered_packets"),
+             ("invalidation packets", "total_invalidation_packets", "invalidation_packets"),
+             ("gateway packets", "total_gw_packets", "gateway_packets"),
+             ("avg packet latency (µs)", "avg_packet_latency", "avg_packet_latency_us")]
+    rng = random.Random(1)
+
+    def median_diff_ci(x: list[float], y: list[float]) -> tuple[float, float]:
+        ds = sorted(statistics.median(rng.choices(y, k=len(y))) - statistics.median(rng.choices(x, k=len(x)))
+                    for _ in range(4000))
+        return ds[100], ds[3899]
+
+    varied = "ECMP hash function and random stream" if a.vary == "ecmp" else "random stream, the artifact's paths on both sides"
+    print(f"{a.variants} variants ({varied}) per side; artifact payload {a.payload or 64} B. "
+          "Cells: median [min-max]; the last column is innet's median minus the artifact's, 95 % bootstrap interval.\n")
+    print("| row | cell | artifact | innet | innet − artifact |")
+    print("|---|---|---|---|---|")
+    for mode, scheme in TABLE4:
+        if mode == "ondemand":
+            continue
+        for label, ak, ik in cells:
+            x = [float(r[ak]) / (1000.0 if ak == "avg_packet_latency" else 1.0) for r in art[mode]]
+            y = [float(r[ik]) for r in ours[scheme]]
+            lo, hi = median_diff_ci(x, y)
+            show = lambda v: fmt(round(v, 2))
+            print(f"| {scheme} | {label} | {show(statistics.median(x))} [{show(min(x))}-{show(max(x))}] | "
+                  f"{show(statistics.median(y))} [{show(min(y))}-{show(max(y))}] | "
+                  f"{show(statistics.median(y) - statistics.median(x))} [{show(lo)}, {show(hi)}] |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -423,9 +503,15 @@ def main() -> None:
     f5 = sub.add_parser("fig5", help="Fig. 5 points on the first milliseconds of an artifact trace")
     rp = sub.add_parser("report", help="markdown tables of what --out holds")
     hs = sub.add_parser("hystart", help="innet per CUBIC HyStart rule and seed on fig5's trace, beside the artifact")
-    for p in (t4, f5, rp, hs):
+    te = sub.add_parser("table4-ecmp", help="Table 4 under N ECMP hash functions on each side (instrumented artifact build)")
+    for p in (t4, f5, rp, hs, te):
         p.add_argument("--out", required=True)
-    for p in (t4, f5):
+    te.add_argument("--variants", type=int, default=24)
+    te.add_argument("--vary", choices=("ecmp", "rng"), default="ecmp",
+                    help="ecmp: hash functions and random streams; rng: random streams on the artifact's paths")
+    te.add_argument("--payload", type=int, default=0,
+                    help="the artifact's UDP payload in bytes (ClientApp::PacketSize; 92 gives innet's 150 B frames; 0 = its 64)")
+    for p in (t4, f5, te):
         p.add_argument("--ns3", required=True, help="NS3_HOME printed by bench/artifacts/switchv2p.sh")
     for p in (f5, hs):
         p.add_argument("--workload", default="hadoop")
@@ -435,10 +521,13 @@ def main() -> None:
     f5.add_argument("--jobs", type=int, default=2)
     hs.add_argument("--rules", default="ns3,rfc9406", help="hystart values to run (off, rfc9406, ns3)")
     hs.add_argument("--seeds", default="1,2,3")
+    hs.add_argument("--ecmp", default="correlated", choices=("correlated", "artifact", "independent"),
+                    help="innet's ecmp: correlated (the artifact's correlation on innet's hash) or artifact (its own hash)")
     a = ap.parse_args()
-    if a.cmd in ("table4", "fig5") and not (Path(a.ns3) / "ns3").exists():
+    if a.cmd in ("table4", "fig5", "table4-ecmp") and not (Path(a.ns3) / "ns3").exists():
         sys.exit(f"switchv2p_compare: {a.ns3} is not an ns-3 tree (no ns3 script); run bench/artifacts/switchv2p.sh first")
-    {"table4": cmd_table4, "fig5": cmd_fig5, "report": cmd_report, "hystart": cmd_hystart}[a.cmd](a)
+    {"table4": cmd_table4, "fig5": cmd_fig5, "report": cmd_report, "hystart": cmd_hystart,
+     "table4-ecmp": cmd_table4_ecmp}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 //!
 //! For every switch and every destination (a ToR's host subnet, or a switch address) the table
 //! holds the group of egress ports on shortest paths. ECMP picks one by hashing the outer 5-tuple
-//! with a per-switch seed, so a ToR's uplink choice and a spine's core choice are independent.
+//! with a per-switch seed, so a ToR's uplink choice and a spine's core choice are independent; or,
+//! to replay an ns-3 program's paths, with ns-3's own per-flow hash ([`EcmpHash::Ns3`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::network::{Network, NodeId, PortId};
 use crate::packet::Packet;
@@ -87,7 +89,128 @@ pub struct Routing {
     pub num_switches: u32,
     /// Indexed by switch index.
     pub fibs: Vec<Fib>,
+    /// How every switch hashes a packet onto its ECMP group.
+    pub ecmp_hash: EcmpHash,
 }
+
+/// How ECMP turns a packet's outer header into a member of the group (the member is the hash
+/// modulo the group's size, members in the order of the switch's ports).
+#[derive(Debug, Clone, Default)]
+pub enum EcmpHash {
+    /// innet's: [`flow_hash`] of the outer 5-tuple with the switch's own seed.
+    #[default]
+    Mix,
+    /// ns-3.36.1's per-flow ECMP as the SwitchV2P artifact's patch builds it.
+    Ns3(Arc<Ns3FlowHash>),
+}
+
+/// ns-3's per-flow ECMP hash as the SwitchV2P artifact's ns-3 patch computes it
+/// (`Ipv4GlobalRouting::GetFlowHash`): a fresh `ns3::Hasher` (Murmur3 x86-128, seed 0x8BADF00D,
+/// the low 64 bits) over the text an `std::ostringstream` makes of source address, destination
+/// address, protocol and the two ports, streamed without separators — the addresses dotted, the
+/// protocol as one raw byte (a `uint8_t` streams as a character), the ports in decimal. Every
+/// switch uses this one function, unseeded, so a ToR's uplink index and a spine's core index are
+/// the same number (the artifact's correlated ECMP).
+#[derive(Debug)]
+pub struct Ns3FlowHash {
+    /// The dotted address ns-3 gives the node holding each of our addresses; an address not in
+    /// the map is written as itself.
+    names: HashMap<u32, Box<str>>,
+    /// Protocol and ports an encapsulated packet's outer header shows in the ns-3 program (the
+    /// artifact's UDP tunnel: 17, 667 → 667), whatever innet's own tunnel carries.
+    tunnel: (u8, u16, u16),
+    /// Distinguishes instances in the per-thread cache of tunnel pairs (never reused).
+    id: u64,
+}
+
+thread_local! {
+    /// (instance, outer source << 32 | outer destination) → hash of a tunnel packet.
+    static TUNNEL_PAIRS: std::cell::RefCell<HashMap<(u64, u64), u64, std::hash::BuildHasherDefault<PairHasher>>> = Default::default();
+}
+
+impl Drop for Ns3FlowHash {
+    /// Forget this instance's pairs (a worker process runs many simulations in turn).
+    fn drop(&mut self) {
+        let _ = TUNNEL_PAIRS.try_with(|m| m.borrow_mut().retain(|k, _| k.0 != self.id));
+    }
+}
+
+/// A multiplicative hasher for the cache's integer keys (SipHash would cost as much as the
+/// Murmur3 it saves).
+#[derive(Default)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// ns-3's `Hash::Function::Murmur3::SEED`.
+const NS3_MURMUR3_SEED: u32 = 0x8BAD_F00D;
+
+impl Ns3FlowHash {
+    pub fn new(names: HashMap<u32, String>, tunnel: (u8, u16, u16)) -> Self {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ns3FlowHash { names: names.into_iter().map(|(k, v)| (k, v.into_boxed_str())).collect(), tunnel, id }
+    }
+
+    /// The hash of the packet's outer header. A tunnel packet's hash depends on its two
+    /// addresses only, so it is computed once per pair and kept (per thread, per instance).
+    #[inline]
+    pub fn hash(&self, pkt: &Packet) -> u64 {
+        match pkt.tunnel {
+            Some(ref t) => {
+                let (src, dst) = (t.outer.src, t.outer.dst);
+                let key = (self.id, (src as u64) << 32 | dst as u64);
+                TUNNEL_PAIRS.with(|m| {
+                    *m.borrow_mut()
+                        .entry(key)
+                        .or_insert_with(|| self.hash_fields(src, dst, self.tunnel.0, self.tunnel.1, self.tunnel.2))
+                })
+            }
+            None => {
+                let (src, dst, proto, sport, dport) = pkt.outer_five_tuple();
+                self.hash_fields(src, dst, proto, sport, dport)
+            }
+        }
+    }
+
+    /// The hash of one header's fields (our addresses, translated through the map). The text is
+    /// at most 2 × 15 + 1 + 2 × 5 = 41 bytes, built on the stack.
+    pub fn hash_fields(&self, src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> u64 {
+        use std::io::Write;
+        let mut buf = [0u8; 48];
+        let mut w = &mut buf[..];
+        for ip in [src, dst] {
+            let _ = match self.names.get(&ip) {
+                Some(n) => w.write_all(n.as_bytes()),
+                None => write!(w, "{}", std::net::Ipv4Addr::from(ip)),
+            };
+        }
+        let _ = w.write_all(&[proto]);
+        let _ = write!(w, "{sport}{dport}");
+        let len = 48 - w.len();
+        ns3_hash64(&buf[..len])
+    }
+}
+
+/// ns-3's `Hasher::GetHash64` on a fresh hasher: Murmur3 x86-128 with ns-3's seed; ns-3 returns
+/// `hash[1] << 32 | hash[0]`, the low 64 bits of the 128-bit value.
+pub fn ns3_hash64(bytes: &[u8]) -> u64 {
+    let h = murmur3::murmur3_x86_128(&mut std::io::Cursor::new(bytes), NS3_MURMUR3_SEED).expect("reading from memory cannot fail");
+    h as u64
+}
+
 
 pub use crate::rng::mix64;
 
@@ -111,18 +234,18 @@ impl Fib {
             match f.exc_dest[..f.exc_len as usize].iter().position(|&e| e as u32 == d) {
                 None => {
                     let len = f.default_len as u64;
-                    let i = if len == 1 { 0 } else { flow_hash(pkt.outer_five_tuple(), self.ecmp_seed) % len };
+                    let i = if len == 1 { 0 } else { routing.ecmp(self.ecmp_seed, pkt) % len };
                     return NextHop::Port(f.default_ports[i as usize]);
                 }
                 Some(k) if f.exc_port[k] != IN_TABLE => return NextHop::Port(f.exc_port[k]),
                 Some(_) => {}
             }
         }
-        self.next_hop_in_table(ip, d, pkt)
+        self.next_hop_in_table(routing, ip, d, pkt)
     }
 
     /// Next hop toward destination index `d` (address `ip`) from the table itself.
-    fn next_hop_in_table(&self, ip: u32, d: u32, pkt: &Packet) -> NextHop {
+    fn next_hop_in_table(&self, routing: &Routing, ip: u32, d: u32, pkt: &Packet) -> NextHop {
         match self.dest_group[d as usize] {
             NO_ROUTE => NextHop::NoRoute,
             SELF => NextHop::ToSelf,
@@ -138,7 +261,7 @@ impl Fib {
                 let i = if len == 1 {
                     0
                 } else {
-                    (flow_hash(pkt.outer_five_tuple(), self.ecmp_seed) % len as u64) as u32
+                    (routing.ecmp(self.ecmp_seed, pkt) % len as u64) as u32
                 };
                 NextHop::Port(self.ports[(start + i) as usize])
             }
@@ -308,7 +431,16 @@ impl Routing {
         for fib in &mut fibs {
             fib.build_fast_path(num_tors);
         }
-        Routing { num_tors, num_switches, fibs }
+        Routing { num_tors, num_switches, fibs, ecmp_hash: EcmpHash::Mix }
+    }
+
+    /// The ECMP hash of `pkt` at a switch whose seed is `seed`.
+    #[inline]
+    fn ecmp(&self, seed: u64, pkt: &Packet) -> u64 {
+        match &self.ecmp_hash {
+            EcmpHash::Mix => flow_hash(pkt.outer_five_tuple(), seed),
+            EcmpHash::Ns3(h) => h.hash(pkt),
+        }
     }
 }
 
@@ -437,7 +569,7 @@ mod tests {
                 for sport in 0..24u16 {
                     let p = pkt(host_ip(0, 3), dst, 1000 + 7 * sport);
                     let d = dest_index(dst, r.num_tors, r.num_switches).unwrap();
-                    assert_eq!(fib.next_hop(r, &p), fib.next_hop_in_table(dst, d, &p), "{:?} toward {dst:#x}", t.nodes.len());
+                    assert_eq!(fib.next_hop(r, &p), fib.next_hop_in_table(r, dst, d, &p), "{:?} toward {dst:#x}", t.nodes.len());
                 }
             }
         }
@@ -521,4 +653,57 @@ mod tests {
         assert_eq!(r.fibs[3].next_hop(&r, &to_switch), NextHop::ToSelf);
         assert!(matches!(r.fibs[48].next_hop(&r, &to_switch), NextHop::Port(_)));
     }
+
+    /// ns-3.36.1's own `Hasher::GetHash64` on the text `GetFlowHash` streams for a UDP 667 → 667
+    /// tunnel packet between two artifact addresses (printed by a 20-line C++ program linked to
+    /// the artifact's libns3.36.1-core; docs/results/artifacts.md).
+    #[test]
+    fn ns3_flow_hash_equals_ns3s_hasher() {
+        const GOLDEN: [(&str, &str, u64); 6] = [
+            ("1.0.0.1", "1.0.4.1", 8560858800910612225),
+            ("1.0.0.1", "3.2.1.1", 3701348348344220967),
+            ("8.3.3.1", "1.0.4.1", 12392236141568708502),
+            ("4.2.1.1", "6.3.0.1", 3855355566424081346),
+            ("1.0.4.1", "5.0.0.1", 4519274765161530554),
+            ("2.1.3.1", "2.1.0.1", 1599881251182811660),
+        ];
+        let h = Ns3FlowHash::new(HashMap::new(), (17, 667, 667));
+        for (src, dst, want) in GOLDEN {
+            let ip = |t: &str| u32::from(t.parse::<std::net::Ipv4Addr>().unwrap());
+            assert_eq!(h.hash_fields(ip(src), ip(dst), 17, 667, 667), want, "{src} -> {dst}");
+        }
+        // Names replace our addresses in the text: the same pair under other addresses.
+        let named = Ns3FlowHash::new(HashMap::from([(1, "1.0.0.1".to_string()), (2, "1.0.4.1".to_string())]), (17, 667, 667));
+        assert_eq!(named.hash_fields(1, 2, 17, 667, 667), 8560858800910612225);
+    }
+
+    /// With the ns-3 hash every switch picks member `hash % size` of its group, so (with groups in
+    /// the artifact's order) a ToR's spine index and that spine's core index coincide: inter-pod
+    /// traffic crosses only the cores whose index is 5 × the spine offset (cores 0, 5, 10, 15).
+    #[test]
+    fn ns3_hash_puts_inter_pod_flows_on_the_diagonal_cores() {
+        let (t, net, mut r) = ft8();
+        r.ecmp_hash = EcmpHash::Ns3(Arc::new(Ns3FlowHash::new(HashMap::new(), (17, 667, 667))));
+        let mut cores_used = std::collections::BTreeSet::new();
+        for i in 0..64u32 {
+            let (src_tor, dst_tor) = (i % 4, 4 + (i * 7) % 28);
+            let mut p = pkt(host_ip(src_tor, i % 4), host_ip(dst_tor, 0), 1000 + i as u16);
+            p.tunnel = Some(crate::packet::Tunnel { outer: p.ip, encap: crate::packet::Encap::IpInIp });
+            let h = match &r.ecmp_hash {
+                EcmpHash::Ns3(n) => n.hash(&p),
+                EcmpHash::Mix => unreachable!(),
+            };
+            let tor = t.tors[src_tor as usize];
+            let NextHop::Port(up) = r.fibs[t.nodes[tor as usize].switch_index.unwrap() as usize].next_hop(&r, &p) else { panic!("no route") };
+            assert_eq!(up as u64, h % 4, "the ToR's uplink is member hash % 4 (spines come first among its ports)");
+            let spine = net.ports[net.ports[net.port_id(tor, up) as usize].peer as usize].node;
+            let spine_si = t.nodes[spine as usize].switch_index.unwrap() as usize;
+            let NextHop::Port(cp) = r.fibs[spine_si].next_hop(&r, &p) else { panic!("no route") };
+            let core = net.ports[net.ports[net.port_id(spine, cp) as usize].peer as usize].node;
+            cores_used.insert(t.nodes[core as usize].switch_index.unwrap());
+        }
+        assert!(cores_used.iter().all(|c| c % 5 == 0), "cores used: {cores_used:?}");
+        assert!(cores_used.len() > 1, "the flows spread: {cores_used:?}");
+    }
+
 }

@@ -23,7 +23,7 @@ use innet_sim::vswitch::TunnelKind;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::run::{run_scheme, NetworkSpec, RunSpec, SchemeResult, Transport};
+use crate::run::{run_scheme, Ecmp, NetworkSpec, RunSpec, SchemeResult, Transport};
 use crate::scheme::Scheme;
 use crate::traces::{self, TraceRequest};
 use innet_workloads::trace::TraceRow;
@@ -184,11 +184,15 @@ impl Params {
         s.gateway_processing_ps = (self.gateway_processing_us * PS_PER_US as f64) as u64;
         s.stop_ps = (self.stop_ms * PS_PER_MS as f64) as u64;
         s.seed = self.seed;
-        s.ecmp_correlated = match self.ecmp.as_str() {
-            "independent" => false,
-            "correlated" => true,
-            other => return Err(bad("ecmp", format!("expected independent or correlated, got '{other}'"))),
+        s.ecmp = match self.ecmp.as_str() {
+            "independent" => Ecmp::Independent,
+            "correlated" => Ecmp::Correlated,
+            "artifact" => Ecmp::Artifact,
+            other => return Err(bad("ecmp", format!("expected independent, correlated or artifact, got '{other}'"))),
         };
+        if s.ecmp == Ecmp::Artifact && s.net.topo.kind != "fattree" {
+            return Err(bad("ecmp", format!("artifact needs a fat tree (the artifact's addressing plan), not topology kind '{}'", s.net.topo.kind)));
+        }
         s.tunnel = match self.tunnel.as_str() {
             "ipip_tags" => TunnelKind::IpInIpTagged,
             "geneve" => TunnelKind::Geneve { vni: 1 },
@@ -237,7 +241,7 @@ fn trace_params() -> Vec<ParamSpec> {
         p(
             "ecmp",
             "\"independent\"",
-            "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic)",
+            "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic); artifact: the artifact's own hash of its own addresses (ns-3's Murmur3 flow hash, fat trees), so every flow takes the artifact's path",
         ),
         p(
             "tunnel",

@@ -12,7 +12,7 @@ use innet_sim::engine::Node;
 use innet_registry::ExperimentError;
 use innet_sim::host::{Host, HostConfig};
 use innet_sim::metrics::{Conservation, DropReason};
-use innet_sim::routing::Routing;
+use innet_sim::routing::{EcmpHash, Ns3FlowHash, Routing};
 use innet_sim::tcp::TcpConfig;
 use innet_sim::time::{ps_to_us, PS_PER_MS, PS_PER_US};
 use innet_sim::topology::{base_rtt_ps, Role, Topology, TopologySpec};
@@ -110,13 +110,60 @@ pub struct RunSpec {
     /// The tunnel hosts push: the artifact's IP-in-IP with zero-byte tags (default, as the
     /// paper's simulations), or Geneve with SwitchV2P's options on the wire.
     pub tunnel: TunnelKind,
-    /// Every switch hashes flows with the same ECMP seed, so a ToR's spine choice and the
-    /// spine's core choice are the same function of the flow (the artifact's ns-3 ECMP, whose
-    /// seed is unused: only cores 0, 5, 10 and 15 carry inter-pod traffic on FT8-10K). Off: each
-    /// switch has its own seed. The ILP controller's path walk does not see this.
-    pub ecmp_correlated: bool,
+    /// How switches hash flows onto equal-cost paths ([`Ecmp`]). The ILP controller's path walk
+    /// does not see this.
+    pub ecmp: Ecmp,
     pub stop_ps: u64,
     pub seed: u64,
+}
+
+/// How switches hash flows onto equal-cost paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ecmp {
+    /// Each switch hashes with its own seed (a ToR's spine choice and the spine's core choice
+    /// are independent): innet's default.
+    Independent,
+    /// Every switch hashes with the same seed, so a ToR's spine choice and the spine's core
+    /// choice are the same function of the flow: the artifact's correlation (only cores 0, 5, 10
+    /// and 15 carry inter-pod traffic on FT8-10K), on innet's hash.
+    Correlated,
+    /// The artifact's own function: ns-3's per-flow hash of the artifact's addresses
+    /// ([`artifact_flow_hash`]), so every flow takes the path it takes in the ns-3 program.
+    Artifact,
+}
+
+/// ns-3's per-flow ECMP hash over the addresses the SwitchV2P artifact gives each node
+/// (`ip-utils.cc`): a host in pod p under ToR offset r at slot i (servers first, then the
+/// gateways, as the artifact appends them) is (p+1).r.i.1, a ToR (P+p+1).0.r.2, a spine
+/// (2P+p+1).s.0.1 and core c 255.c.0.1, with P pods. Encapsulated packets hash as the artifact's
+/// UDP 667 → 667 tunnel. Packets switches send (learning, invalidations) carry a switch's address,
+/// which in ns-3 is the one of the interface a packet leaves by; here the switch's one address
+/// above stands for it: those few packets may take other paths than in the artifact.
+pub fn artifact_flow_hash(topo: &Topology) -> Ns3FlowHash {
+    let spec = &topo.spec;
+    let (pods, tpp, spp) = (spec.pods.max(1), spec.tors_per_pod.max(1), spec.spines_per_pod.max(1));
+    let mut names = std::collections::HashMap::new();
+    let mut spines_seen = 0u32;
+    for n in &topo.nodes {
+        let name = match n.role {
+            Role::Host => {
+                let tor = n.tor.unwrap_or(0);
+                format!("{}.{}.{}.1", tor / tpp + 1, tor % tpp, (n.ip & 0xFF).saturating_sub(1))
+            }
+            Role::Tor => {
+                let tor = n.tor.unwrap_or(0);
+                format!("{}.0.{}.2", pods + tor / tpp + 1, tor % tpp)
+            }
+            Role::Spine => {
+                let s = spines_seen % spp;
+                spines_seen += 1;
+                format!("{}.{}.0.1", 2 * pods + n.pod + 1, s)
+            }
+            Role::Core => format!("255.{}.0.1", n.switch_index.unwrap_or(0)),
+        };
+        names.insert(n.ip, name);
+    }
+    Ns3FlowHash::new(names, (17, 667, 667))
 }
 
 impl RunSpec {
@@ -139,7 +186,7 @@ impl RunSpec {
             controller_time_limit_s: 60.0,
             preload: Vec::new(),
             tunnel: TunnelKind::IpInIpTagged,
-            ecmp_correlated: false,
+            ecmp: Ecmp::Independent,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
         }
@@ -406,6 +453,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let num_switches = topo.switches.len();
 
     let correlated: std::cell::OnceCell<Arc<Routing>> = std::cell::OnceCell::new();
+    let artifact_hash = (spec.ecmp == Ecmp::Artifact).then(|| Arc::new(artifact_flow_hash(&topo)));
     let make_switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
         let idx = site.switch_index as usize;
         let role = roles[idx];
@@ -420,18 +468,20 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
                 (n.role == Role::Host && server_ips.contains(&n.ip)).then_some(n.ip)
             })
             .collect();
-        let routing = if spec.ecmp_correlated {
-            correlated
+        let routing = match spec.ecmp {
+            Ecmp::Independent => site.routing.clone(),
+            Ecmp::Correlated | Ecmp::Artifact => correlated
                 .get_or_init(|| {
                     let mut r = Routing::clone(site.routing);
                     for fib in &mut r.fibs {
                         fib.ecmp_seed = spec.seed;
                     }
+                    if let Some(h) = &artifact_hash {
+                        r.ecmp_hash = EcmpHash::Ns3(h.clone());
+                    }
                     Arc::new(r)
                 })
-                .clone()
-        } else {
-            site.routing.clone()
+                .clone(),
         };
         let this_slots = match scheme {
             Scheme::GwCache if role != V2pRole::GatewayTor => 0,

@@ -198,6 +198,35 @@ fn correlated_ecmp_loads_four_cores_as_the_artifact() {
     };
     let corr = diagonal_share("correlated");
     assert!(corr > 0.85, "cores 0, 5, 10, 15 carry {corr:.3} of core bytes with correlated ECMP");
+    let art = diagonal_share("artifact");
+    assert!(art > 0.85, "cores 0, 5, 10, 15 carry {art:.3} of core bytes with the artifact's own hash");
     let indep = diagonal_share("independent");
     assert!(indep < 0.5, "cores 0, 5, 10, 15 carry {indep:.3} of core bytes with a seed per switch");
+}
+
+/// `ecmp=artifact` hashes the addresses the artifact's `ip-utils.cc` gives each node: hosts
+/// (p+1).r.i.1 with the gateways after the servers, ToRs (P+p+1).0.r.2, spines (2P+p+1).s.0.1,
+/// cores 255.c.0.1 (FT8-10K: P = 8 pods of 4 ToRs and 4 spines, 16 cores; gateways on ToRs 0,
+/// 10, 20 and 31).
+#[test]
+fn artifact_ecmp_names_nodes_as_the_artifact() {
+    use innet_sim::topology::{host_ip, Topology, TopologySpec};
+    use innet_switchv2p::run::artifact_flow_hash;
+    let t = Topology::build(&TopologySpec::ft8(), &[(0, 1), (10, 1), (20, 1), (31, 1)]).expect("FT8");
+    let h = artifact_flow_hash(&t);
+    let ip = |name: &str| t.nodes.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("{name}")).ip;
+    let text = |a: &str| u32::from(a.parse::<std::net::Ipv4Addr>().unwrap());
+    // A pair hashes as the pair of artifact addresses would (ns-3's hash of those names).
+    let pairs = [
+        (host_ip(13, 1), "4.1.1.1"),          // ToR 13 = pod 3, offset 1; server slot 1
+        (host_ip(10, 4), "3.2.4.1"),          // ToR 10's gateway, after its 4 servers
+        (ip("tor4.1"), "13.0.1.2"),           // ToR 17
+        (ip("spine2.3"), "19.3.0.1"),
+        (ip("core7"), "255.7.0.1"),
+    ];
+    for (ours, theirs) in pairs {
+        for (other, other_text) in [(host_ip(0, 0), "1.0.0.1"), (ip("core0"), "255.0.0.1")] {
+            assert_eq!(h.hash_fields(ours, other, 17, 667, 667), h.hash_fields(text(theirs), text(other_text), 17, 667, 667), "{theirs}");
+        }
+    }
 }
