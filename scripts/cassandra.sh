@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real Cassandra node for the application switch's tests, assembled from Maven Central jars
-# (no tarball): see shared/reference/cassandra-redis-netns-recipes.md.
+# (no tarball; docs/appswitch.md "Tests against the real servers").
 #
 #   scripts/cassandra.sh fetch                       # jars into $INNET_CASSANDRA_CACHE (once)
 #   scripts/cassandra.sh start DIR ADDRESS [NETNS]   # config + data in DIR, listen on ADDRESS:9042,

@@ -5,7 +5,7 @@ bench/artifacts/gigaflow.sh) and prints its counters as JSON.
     bench/artifacts/gvs_run.py --gvs BUILD/src --flows X.flows --pcap X.pcap [--in-ports X.inport]
         [--tables 4 --entries 8000] [--max-masks 64] [--per-packet N] [--keep]
 
-What it does, as the artifact's orchestrator does on its testbed (shared/reference/gigaflow-artifact.md):
+What it does, as the artifact's Ansible orchestrator does on its testbed (docs/results/artifacts.md):
 - starts gvs's ovsdb-server and ovs-vswitchd (``--enable-dummy=override``: every netdev is a
   dummy, no host interface is created, no system OVS is touched) in a private directory
   (OVS_RUNDIR/OVS_DBDIR/OVS_LOGDIR/OVS_PKGDATADIR/OVS_SYSCONFDIR all point there);

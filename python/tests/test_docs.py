@@ -161,7 +161,8 @@ def test_other_pages_name_only_commands_that_exist():
 
 # --- every repository path the docs cite exists -------------------------------------------------
 
-CITED = re.compile(r"(?<![\w/.~-])((?:crates|python|scripts|bench|docs|fuzz)/[\w./*{},-]*)")
+# shared/ is the team's notes beside the repository, never in it: citing it is a dead reference.
+CITED = re.compile(r"(?<![\w/.~-])((?:crates|python|scripts|bench|docs|fuzz|shared)/[\w./*{},-]*)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -228,10 +229,12 @@ def test_every_path_the_docs_cite_exists():
 
 def test_a_dead_reference_fails():
     text = ("See crates/sim/src/engine.rs and `crates/sim/engine.rs`, [x](figures/nothing.png),\n"
-            "bench/flows/ft{4,8}_udp.htsim, `fuzz/seeds/T`, crates/nosuch/, fuzz/corpus/T, docs/README.md, docs/results/engines.md.\n")
+            "bench/flows/ft{4,8}_udp.htsim, `fuzz/seeds/T`, crates/nosuch/, fuzz/corpus/T, docs/README.md, docs/results/engines.md.\n"
+            "As shared/reference/switchv2p-artifact.md records.\n")
     dead = dead_references(REPO / "docs" / "planted.md", text)
     assert dead == ["docs/planted.md:1: crates/sim/engine.rs",
                     "docs/planted.md:1: figures/nothing.png",
                     "docs/planted.md:2: crates/nosuch/",
                     "docs/planted.md:2: docs/README.md",
-                    "docs/planted.md:2: docs/results/engines.md"], dead
+                    "docs/planted.md:2: docs/results/engines.md",
+                    "docs/planted.md:3: shared/reference/switchv2p-artifact.md"], dead

@@ -92,7 +92,8 @@ fn slow_path_agrees_with_real_ovs() {
 
 #[test]
 fn reference_trace_from_ovs_as_oracle_md() {
-    // The packet and answer recorded in shared/reference/ovs-as-oracle.md §2, checked on our side.
+    // A packet and the answer real OVS 3.1 gave for it (ofproto/trace on this pipeline, recorded
+    // when the oracle harness was first set up), checked on our side.
     let p = Pipeline::parse(&std::fs::read_to_string(pipeline_path("l3_router.flows")).unwrap()).unwrap();
     let mut pkt = Flow::default();
     pkt.set(Field::InPort, 1);
