@@ -12,6 +12,7 @@ pub mod experiments;
 pub mod fields;
 pub mod flows;
 pub mod ltm;
+pub mod mappings;
 pub mod megaflow;
 pub mod nuevomatch;
 pub mod nic;

@@ -12,7 +12,7 @@
 //! headers (the NIC carries them as P4 metadata).
 
 use crate::actions::{apply_ops, window_ops, CachedOp};
-use crate::coverage::UniqueMappings;
+use crate::mappings::UniqueMappings;
 use crate::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
@@ -214,7 +214,7 @@ pub struct GigaflowCache {
     pub stats: GigaflowStats,
     /// Installs by unique mapping, for Table 2's rule-space estimate ([`crate::coverage`]).
     pub mappings: UniqueMappings,
-    /// The same installs with mappings keyed by field sets ([`crate::coverage::fields_only`]).
+    /// The same installs with mappings keyed by field sets ([`crate::mappings::fields_only`]).
     pub mappings_by_fields: UniqueMappings,
     partitioner: Partitioner,
     rng: ChaCha8Rng,
@@ -501,7 +501,7 @@ impl GigaflowCache {
             return;
         }
         let parts: Vec<_> = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
-        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::coverage::fields_only(&m))).collect();
+        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::mappings::fields_only(&m))).collect();
         let m = self.mappings.mapping(parts, self.tables.len());
         let mc = self.mappings_by_fields.mapping(coarse, self.tables.len());
         for e in built {

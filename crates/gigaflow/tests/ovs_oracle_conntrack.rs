@@ -5,7 +5,8 @@
 //! headers, and its ct actions (commit, zone, recirculation). A guard runs a changed pipeline
 //! on our side to show the comparison can fail. Needs openvswitch-switch and root.
 
-use innet_gigaflow::fields::{parse_ct_state, Field, Flow, CT_EST, CT_NEW, CT_TRK};
+use innet_gigaflow::fields::{Field, Flow, CT_EST, CT_NEW, CT_TRK};
+use innet_gigaflow::flows::parse_ct_state;
 use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_ct_actions, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
 use innet_gigaflow::packetgen::random_packets;
 use innet_gigaflow::report::format_megaflow;

@@ -8,7 +8,7 @@
 use innet_gigaflow::fields::{CT_EST, CT_NEW, CT_TRK};
 use innet_gigaflow::report::format_megaflow;
 use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
-use innet_gigaflow::pipebench::{self, pipelines, ruleset::N_PORTS, Locality, Profile, TrafficConfig};
+use innet_gigaflow::pipebench::{self, pipelines, model::N_PORTS, Locality, Profile, TrafficConfig};
 use innet_gigaflow::packetgen::random_packets;
 use innet_gigaflow::Pipeline;
 
