@@ -12,7 +12,7 @@
 //! the chains linked by tags alone, an upper bound.
 
 use crate::actions::CachedOp;
-use crate::fields::{Flow, N_FIELDS};
+use innet_ofswitch::fields::{Flow, N_FIELDS};
 use crate::ltm::{GigaflowCache, TAG_DONE, TAG_START};
 use std::collections::HashMap;
 
@@ -148,7 +148,7 @@ pub fn gigaflow_coverage(g: &GigaflowCache, upcalls: u64) -> Coverage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::Field;
+    use innet_ofswitch::fields::Field;
 
     fn node(tag: u16, next: u16, m: &[(Field, u64, u64)], sets: &[(Field, u64, u64)]) -> Node {
         let (mut mask, mut key) = (Flow::default(), Flow::default());

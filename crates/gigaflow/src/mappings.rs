@@ -8,7 +8,7 @@
 //! Gigaflow captures. The cache ([`crate::ltm`]) keeps these tallies as it installs; the exact
 //! counts beside them are in [`crate::coverage`].
 
-use crate::fields::Flow;
+use innet_ofswitch::fields::Flow;
 use crate::partition::field_set;
 use std::collections::HashMap;
 
@@ -20,7 +20,7 @@ pub type MappingPart = (usize, u16, u16, Flow);
 /// (`mapping_equal_with_bit_wildcards`), used to show how much the full wildcards split them.
 pub fn fields_only(mask: &Flow) -> Flow {
     let mut m = Flow::default();
-    for f in crate::fields::Field::all() {
+    for f in innet_ofswitch::fields::Field::all() {
         if mask.get(f) != 0 {
             m.set(f, f.full_mask());
         }
@@ -85,7 +85,7 @@ impl UniqueMappings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::Field;
+    use innet_ofswitch::fields::Field;
 
     /// The tag an entry that ends its traversal carries (any tag value does here: the
     /// tallies do not interpret tags).

@@ -5,7 +5,7 @@
 
 use super::classbench::{CbRule, Prefix, Profile, RuleGen};
 use super::model::{Act, Edge, Key, Next, PipelineSpec, Step, N_PORTS};
-use crate::fields::{format_ip, format_mac};
+use innet_ofswitch::fields::{format_ip, format_mac};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
