@@ -393,9 +393,9 @@ fn main() {
     }
     write(&dir, "pcap", "all_seeds", &pcap.into_inner());
     for (name, flows) in [
-        ("l3_router", include_str!("../../crates/gigaflow/pipelines/l3_router.flows")),
-        ("acl_regs", include_str!("../../crates/gigaflow/pipelines/acl_regs.flows")),
-        ("l2_rewrite", include_str!("../../crates/gigaflow/pipelines/l2_rewrite.flows")),
+        ("l3_router", include_str!("../../crates/ofswitch/pipelines/l3_router.flows")),
+        ("acl_regs", include_str!("../../crates/ofswitch/pipelines/acl_regs.flows")),
+        ("l2_rewrite", include_str!("../../crates/ofswitch/pipelines/l2_rewrite.flows")),
     ] {
         write(&dir, "gigaflow_flows", name, flows.as_bytes());
     }

@@ -2,7 +2,7 @@
 //! never a panic, and whatever parses builds a pipeline that traces a packet without panicking.
 #![no_main]
 
-use innet_gigaflow::{fields::Flow, flows::parse_flows, Pipeline};
+use innet_ofswitch::{fields::Flow, flows::parse_flows, Pipeline};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

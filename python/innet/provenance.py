@@ -52,7 +52,10 @@ def is_presentation(path: str) -> bool:
 # named after its system ("gigaflow.e2e"), so a change inside one can change only the results of
 # that system's experiments.
 SYSTEM_CRATES = ("appswitch", "gigaflow", "orbitcache", "switchv2p", "switchvm")
-_SYSTEM_CRATE = re.compile(r"crates/(" + "|".join(SYSTEM_CRATES) + r")/")
+# Crates that belong to one system (only it and the PyO3 front link them): a change in one can
+# change only that system's results.
+SYSTEM_PARTS = {"ofswitch": "gigaflow", "pipebench": "gigaflow"}
+_SYSTEM_CRATE = re.compile(r"crates/(" + "|".join((*SYSTEM_CRATES, *SYSTEM_PARTS)) + r")/")
 
 
 def can_change(path: str, experiment: str | None = None) -> bool:
@@ -61,7 +64,8 @@ def can_change(path: str, experiment: str | None = None) -> bool:
     if is_presentation(path):
         return False
     m = _SYSTEM_CRATE.match(path)
-    return not (m and experiment and not experiment.startswith(m.group(1) + "."))
+    system = m and SYSTEM_PARTS.get(m.group(1), m.group(1))
+    return not (system and experiment and not experiment.startswith(system + "."))
 
 
 @functools.cache

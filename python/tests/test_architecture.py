@@ -38,7 +38,14 @@ ALLOWED = {
     "innet-dataplane": {"innet-wire", "innet-switch", "innet-sim", "innet-registry"},
     "innet-basic": LOWER_LAYERS,
     **{s: LOWER_LAYERS for s in SYSTEMS},
+    # Gigaflow's parts: the vSwitch it caches for, and its benchmark inputs.
+    "innet-ofswitch": LOWER_LAYERS,
+    "innet-pipebench": LOWER_LAYERS | {"innet-ofswitch"},
+    "innet-gigaflow": LOWER_LAYERS | {"innet-ofswitch", "innet-pipebench"},
 }
+# Crates that belong to one system: only it (and the PyO3 front) links them, so provenance may
+# count a change in them as that system's (provenance.SYSTEM_PARTS).
+PARTS = {"innet-ofswitch": "innet-gigaflow", "innet-pipebench": "innet-gigaflow"}
 
 
 def workspace_deps() -> dict[str, set[str]]:
@@ -64,6 +71,10 @@ def test_crates_depend_only_on_lower_layers():
     assert not unlisted, f"crates without a layering rule here: {sorted(unlisted)}"
     bad = {c: sorted(d - ALLOWED[c]) for c, d in deps.items() if c in ALLOWED and d - ALLOWED[c]}
     assert not bad, f"dependencies outside the crate's layer (DESIGN.md §2): {bad}"
+    assert {f"innet-{p}": f"innet-{s}" for p, s in provenance.SYSTEM_PARTS.items()} == PARTS
+    for part, owner in PARTS.items():
+        users = {c for c, d in deps.items() if part in d} - {"innet-py"}
+        assert users <= {owner} | set(PARTS), f"{part} belongs to {owner}, yet {sorted(users - {owner})} link it"
 
 
 def test_real_packet_crates_build_without_the_simulator():
@@ -142,7 +153,7 @@ def test_workload_generators_live_in_workloads():
     workloads = "\n".join(rust_sources("workloads").values())
     assert generator_sites(workloads), "the scan should see the generators in innet-workloads"
     found = {}
-    for krate in sorted(SYSTEMS):
+    for krate in sorted(SYSTEMS | set(PARTS)):
         for p, text in rust_sources(krate.removeprefix("innet-")).items():
             if lines := generator_sites(text):
                 found[str(p.relative_to(REPO))] = lines

@@ -327,6 +327,9 @@ def test_a_result_survives_presentation_only_commits_but_not_code_or_parameter_c
     assert not provenance.can_change("crates/gigaflow/src/x.rs", "orbitcache.skew")
     assert provenance.can_change("crates/gigaflow/src/x.rs", "gigaflow.e2e")
     assert provenance.can_change("crates/gigaflow/src/x.rs")  # no experiment named: any
+    # A crate that is part of a system counts as that system's.
+    assert not provenance.can_change("crates/ofswitch/src/slowpath.rs", "switchv2p.cachesize")
+    assert provenance.can_change("crates/pipebench/src/traffic.rs", "gigaflow.e2e")
     assert provenance.can_change("crates/sim/src/engine.rs", "orbitcache.skew")
     assert provenance.can_change("crates/gigaflowx/src/x.rs", "orbitcache.skew")  # not the crate
     assert not provenance.can_change("crates/gigaflow/examples/e.rs", "gigaflow.e2e")  # a program

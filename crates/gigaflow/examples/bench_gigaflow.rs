@@ -3,21 +3,21 @@
 //! Pipebench pipeline with 10K ACL rules and runs 10,000 random packets drawn near its rules (as
 //! for a flow file); `pbt:OLS` runs the first packets of 10,000 Pipebench flows instead (low
 //! locality, seed 1: every flow takes one of the pipeline's full traversals).
-use innet_gigaflow::pipebench::{self, Locality, Profile, TrafficConfig};
+use innet_pipebench::{Locality, Profile, TrafficConfig};
 
 fn main() {
     // ((name, flow-file text), packets to run instead of random ones)
-    type Run = ((String, String), Option<Vec<innet_gigaflow::fields::Flow>>);
+    type Run = ((String, String), Option<Vec<innet_ofswitch::fields::Flow>>);
     let mut runs: Vec<Run> = Vec::new();
     for p in std::env::args().skip(1) {
         let run = if let Some(name) = p.strip_prefix("pbt:") {
-            pipebench::render_pipeline(name, Profile::Acl, 10_000, 1).and_then(|rs| {
+            innet_pipebench::render_pipeline(name, Profile::Acl, 10_000, 1).and_then(|rs| {
                 let cfg = TrafficConfig { n_flows: 10_000, locality: Locality::Low, seed: 1, ..TrafficConfig::default() };
-                let t = pipebench::generate_traffic(&rs, &cfg)?;
+                let t = innet_pipebench::generate_traffic(&rs, &cfg)?;
                 Ok(((p.clone(), rs.text), Some(t.flows.iter().map(|f| f.headers).collect())))
             })
         } else if let Some(name) = p.strip_prefix("pb:") {
-            pipebench::render_pipeline(name, Profile::Acl, 10_000, 1).map(|rs| ((p.clone(), rs.text), None))
+            innet_pipebench::render_pipeline(name, Profile::Acl, 10_000, 1).map(|rs| ((p.clone(), rs.text), None))
         } else {
             std::fs::read_to_string(&p).map(|t| ((p.clone(), t), None)).map_err(|e| e.to_string())
         };

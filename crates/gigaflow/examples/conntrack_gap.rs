@@ -11,8 +11,8 @@ use innet_gigaflow::experiments::{run_cache, CacheSpec};
 use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
 use innet_gigaflow::nic::NicModel;
-use innet_gigaflow::pipebench::{self, pipelines, ruleset, Locality, Profile, TrafficConfig};
-use innet_gigaflow::Pipeline;
+use innet_pipebench::{pipelines, ruleset, Locality, Profile, TrafficConfig};
+use innet_ofswitch::Pipeline;
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
@@ -31,7 +31,7 @@ fn main() {
             let spec = if stateful { spec } else { pipelines::without_conntrack(spec) };
             let rs = ruleset::generate(&spec, Profile::Acl, rules, 1).unwrap();
             let p = Pipeline::parse(&rs.text).unwrap();
-            let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: flows, locality, seed: 1, ..TrafficConfig::default() }).unwrap();
+            let t = innet_pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: flows, locality, seed: 1, ..TrafficConfig::default() }).unwrap();
             let specs = [
                 CacheSpec::Megaflow { entries: mf, eviction: Eviction::None, max_masks: usize::MAX },
                 CacheSpec::Gigaflow(GigaflowConfig { entries_per_table: gf, seed: 1, ..GigaflowConfig::default() }),

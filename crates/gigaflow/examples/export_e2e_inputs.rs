@@ -8,7 +8,7 @@
 //! - `OUTDIR/PIPELINE-LOCALITY.json`: the parameters, packet and flow counts, in_ports and the
 //!   first/last packet of each input port (what bench/artifacts/gvs_run.py reads).
 //! Frames are put together by the wire crate's `FrameRepr`; the pcap by its `PcapWriter`.
-use innet_gigaflow::fields::{Field, Flow};
+use innet_ofswitch::fields::{Field, Flow};
 use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
 use innet_wire::frame::{FrameRepr, L4Repr};
 use innet_wire::ipv4::Ipv4Repr;

@@ -17,7 +17,7 @@ use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
 use innet_gigaflow::nic::{NicCache, NicModel};
 use innet_gigaflow::partition::Scheme;
-use innet_gigaflow::slowpath::Pipeline;
+use innet_ofswitch::slowpath::Pipeline;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -98,7 +98,7 @@ fn main() {
                 "upcall"
             };
             let (entries, recycled) = tables_of(&o.cache);
-            let mut rec = json!({"i": i, "in_port": pkt.get(innet_gigaflow::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled});
+            let mut rec = json!({"i": i, "in_port": pkt.get(innet_ofswitch::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled});
             if std::env::var_os("GVS_COMPARE_EXPLAIN").is_some() {
                 rec["explain"] = explain(&mut o.cache, &pl, pkt);
             }
@@ -134,7 +134,7 @@ fn tables_of(c: &NicCache) -> (Vec<usize>, Vec<u64>) {
 /// For a debugging session (GVS_COMPARE_EXPLAIN=1): the packet's traversal (vSwitch tables,
 /// output actions) and the LTM entries its lookup takes (table, tag, priority, next tag, mask
 /// fields).
-fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_gigaflow::fields::Flow) -> serde_json::Value {
+fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_ofswitch::fields::Flow) -> serde_json::Value {
     let t = pl.trace(pkt);
     let tables: Vec<u8> = t.visits.iter().map(|v| v.table).collect();
     let mut steps = Vec::new();
@@ -146,7 +146,7 @@ fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_gigaflow::fields::Flow) 
             if let Some(id) = g.tables[k].lookup(tag, &flow, None) {
                 let mask = *g.tables[k].mask_of(id);
                 let slot = g.tables[k].get(id);
-                let fields: Vec<String> = (0..innet_gigaflow::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}/{:x}", innet_gigaflow::fields::Field::from_index(f), mask.0[f])).collect();
+                let fields: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}/{:x}", innet_ofswitch::fields::Field::from_index(f), mask.0[f])).collect();
                 steps.push(json!({"table": k, "tag": slot.tag, "priority": slot.priority, "next": slot.payload.next_tag, "mask": fields}));
                 innet_gigaflow::actions::apply_ops(&slot.payload.ops, &mut flow, &mut outs);
                 tag = slot.payload.next_tag;

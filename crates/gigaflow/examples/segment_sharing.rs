@@ -17,12 +17,12 @@
 //! the vSwitch tables whose lookups examine it there (which field makes a table per flow), and
 //! the most common segment shapes (`T<table>:[vSwitch tables]{matched fields}`) with one
 //! traversal's per-lookup field sets.
-use innet_gigaflow::conntrack::Conntrack;
-use innet_gigaflow::fields::Flow;
+use innet_ofswitch::conntrack::Conntrack;
+use innet_ofswitch::fields::Flow;
 use innet_gigaflow::ltm::sub_traversal_mask;
 use innet_gigaflow::partition::{field_set, Partitioner, PARTITION_FIELDS};
-use innet_gigaflow::pipebench::{self, pipelines, ruleset, Locality, Profile, TrafficConfig};
-use innet_gigaflow::{Field, Pipeline};
+use innet_pipebench::{pipelines, ruleset, Locality, Profile, TrafficConfig};
+use innet_ofswitch::{Field, Pipeline};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 fn fields(mask: &Flow) -> String {
@@ -50,7 +50,7 @@ fn main() -> Result<(), String> {
     let rs = ruleset::generate(&spec, Profile::parse("acl")?, num(&a[3])?, 1)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| e.to_string())?;
     let cfg = TrafficConfig { n_flows: num(&a[4])?, locality: Locality::parse(&a[2])?, seed: 1, recombine_l2: !flag("own_l2"), fresh_source_ports: flag("fresh_ports"), single_in_port: flag("one_port"), low_anchors: !flag("low_sampled"), ..TrafficConfig::default() };
-    let traffic = pipebench::generate_traffic(&rs, &cfg)?;
+    let traffic = innet_pipebench::generate_traffic(&rs, &cfg)?;
     let tables: Vec<usize> = (0..k).collect();
     let mut part = Partitioner::default();
     let mut ct = Conntrack::default();

@@ -14,7 +14,7 @@
 //! PACKETS Pipebench flows instead (low locality, seed 1); a path reads a flow file.
 use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::nic::{NicModel, Offload};
-use innet_gigaflow::pipebench::{self, Locality, Profile, TrafficConfig};
+use innet_pipebench::{Locality, Profile, TrafficConfig};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -31,12 +31,12 @@ fn main() {
         }
     };
     let name = which.strip_prefix("pbt:").or(which.strip_prefix("pb:"));
-    let ruleset = name.map(|n| pipebench::render_pipeline(n, Profile::Acl, 10_000, 1));
+    let ruleset = name.map(|n| innet_pipebench::render_pipeline(n, Profile::Acl, 10_000, 1));
     let text = match &ruleset {
         Some(r) => r.as_ref().map(|r| r.text.clone()).map_err(|e| e.clone()),
         None => std::fs::read_to_string(&which).map_err(|e| e.to_string()),
     };
-    let p = match text.and_then(|t| innet_gigaflow::slowpath::Pipeline::parse(&t).map_err(|e| e.to_string())) {
+    let p = match text.and_then(|t| innet_ofswitch::slowpath::Pipeline::parse(&t).map_err(|e| e.to_string())) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{which}: {e}");
@@ -46,7 +46,7 @@ fn main() {
     let pk = match (&ruleset, which.starts_with("pbt:")) {
         (Some(Ok(rs)), true) => {
             let cfg = TrafficConfig { n_flows: packets, locality: Locality::Low, seed: 1, ..TrafficConfig::default() };
-            match pipebench::generate_traffic(rs, &cfg) {
+            match innet_pipebench::generate_traffic(rs, &cfg) {
                 Ok(t) => t.flows.iter().map(|f| f.headers).collect(),
                 Err(e) => {
                     eprintln!("{which}: {e}");
@@ -54,7 +54,7 @@ fn main() {
                 }
             }
         }
-        _ => innet_gigaflow::packetgen::random_packets(&p, packets, 8, 1),
+        _ => innet_ofswitch::packetgen::random_packets(&p, packets, 8, 1),
     };
     let big = GigaflowConfig { entries_per_table: 1 << 20, max_masks: 1 << 20, count_coverage: false, ..Default::default() };
     let mut gf = Offload::gigaflow(&p, big, NicModel::default()).unwrap_or_else(|e| {

@@ -3,8 +3,8 @@
 //! that take the packet from the flow at the start of the window to the flow at each output
 //! and at the end — replayed on a hit without touching the slow path.
 
-use crate::fields::{Field, Flow, N_FIELDS};
-use crate::slowpath::Trace;
+use innet_ofswitch::fields::{Field, Flow, N_FIELDS};
+use innet_ofswitch::slowpath::Trace;
 
 /// One datapath action of a cache entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,7 +31,7 @@ pub fn diff_ops(from: &Flow, to: &Flow, ops: &mut Vec<CachedOp>) {
 /// point), so the ops are the same for every packet the window's wildcards match, although
 /// those wildcards leave out bits that are only written ([`TableVisit::window_writes`]).
 ///
-/// [`TableVisit::window_writes`]: crate::slowpath::TableVisit::window_writes
+/// [`TableVisit::window_writes`]: innet_ofswitch::slowpath::TableVisit::window_writes
 pub fn window_ops(trace: &Trace, start: usize, end: usize) -> Vec<CachedOp> {
     let mut ops = Vec::new();
     let mut cur = trace.visits[start].flow;

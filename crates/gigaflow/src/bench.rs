@@ -3,12 +3,12 @@
 //! the Megaflow and Gigaflow caches do, on a given pipeline or on the shipped examples plus a
 //! large random pipeline.
 
-use crate::fields::Flow;
+use innet_ofswitch::fields::Flow;
 use crate::ltm::{GigaflowCache, GigaflowConfig};
 use crate::megaflow::{Eviction, MegaflowCache};
 use crate::nic::{NicModel, Offload};
-use crate::packetgen::random_packets;
-use crate::slowpath::Pipeline;
+use innet_ofswitch::packetgen::random_packets;
+use innet_ofswitch::slowpath::Pipeline;
 use serde_json::{json, Value};
 use std::time::Instant;
 
@@ -27,14 +27,14 @@ pub struct BenchOptions {
 /// The shipped example pipelines plus a long chain (30 tables × 40 rules, 30 lookups per packet).
 pub fn default_pipelines() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = [
-        ("l3_router", include_str!("../pipelines/l3_router.flows")),
-        ("acl_regs", include_str!("../pipelines/acl_regs.flows")),
-        ("l2_rewrite", include_str!("../pipelines/l2_rewrite.flows")),
+        ("l3_router", include_str!("../../ofswitch/pipelines/l3_router.flows")),
+        ("acl_regs", include_str!("../../ofswitch/pipelines/acl_regs.flows")),
+        ("l2_rewrite", include_str!("../../ofswitch/pipelines/l2_rewrite.flows")),
     ]
     .iter()
     .map(|(n, t)| (n.to_string(), t.to_string()))
     .collect();
-    v.push(("chain_30x40".into(), crate::packetgen::chain_pipeline(7, 30, 40)));
+    v.push(("chain_30x40".into(), innet_ofswitch::packetgen::chain_pipeline(7, 30, 40)));
     v
 }
 

@@ -12,12 +12,12 @@
 //! headers (the NIC carries them as P4 metadata).
 
 use crate::actions::{apply_ops, window_ops, CachedOp};
-use crate::coverage::UniqueMappings;
-use crate::fields::Flow;
+use crate::mappings::UniqueMappings;
+use innet_ofswitch::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
-use crate::slowpath::{Frame, Pipeline, TableVisit, Trace};
-use crate::tss::{EntryId, FastMap, TssTable};
+use innet_ofswitch::slowpath::{Frame, Pipeline, TableVisit, Trace};
+use innet_ofswitch::tss::{EntryId, FastMap, TssTable};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -214,7 +214,7 @@ pub struct GigaflowCache {
     pub stats: GigaflowStats,
     /// Installs by unique mapping, for Table 2's rule-space estimate ([`crate::coverage`]).
     pub mappings: UniqueMappings,
-    /// The same installs with mappings keyed by field sets ([`crate::coverage::fields_only`]).
+    /// The same installs with mappings keyed by field sets ([`crate::mappings::fields_only`]).
     pub mappings_by_fields: UniqueMappings,
     partitioner: Partitioner,
     rng: ChaCha8Rng,
@@ -302,8 +302,8 @@ impl GigaflowCache {
     /// of the table it resumes in (its entries also match its recirc_id, which every lookup
     /// examines, so passes never share entries). `None` when tags run out.
     fn start_tag(&mut self, packet: &Flow) -> Option<u16> {
-        match crate::slowpath::resume_table(packet) {
-            0 if packet.get(crate::fields::Field::RecircId) == 0 => Some(TAG_START),
+        match innet_ofswitch::slowpath::resume_table(packet) {
+            0 if packet.get(innet_ofswitch::fields::Field::RecircId) == 0 => Some(TAG_START),
             t => self.tags.tag(t, &[]),
         }
     }
@@ -384,9 +384,9 @@ impl GigaflowCache {
         let v = &trace.visits;
         let mut mask = sub_traversal_mask(&v[seg.start..=seg.end]);
         if !self.cfg.match_metadata {
-            mask.set(crate::fields::Field::Metadata, 0);
+            mask.set(innet_ofswitch::fields::Field::Metadata, 0);
             for r in 0..16 {
-                mask.set(crate::fields::Field::Reg(r), 0);
+                mask.set(innet_ofswitch::fields::Field::Reg(r), 0);
             }
         }
         let tag = self.tags.of_visit(&v[seg.start])?;
@@ -400,7 +400,7 @@ impl GigaflowCache {
         let lookups = seg.len().min(u8::MAX as usize) as u8;
         let mut start = v[seg.start].flow;
         if self.cfg.key_after_writes {
-            use crate::fields::Field;
+            use innet_ofswitch::fields::Field;
             if seg.end + 1 == v.len() && trace.output_actions == 0 {
                 // A drop's "next flow" is the all-zero one (see `drops_complete`): only the
                 // Ethernet group is committed (the others need an L3 protocol), zeroing the MACs.
@@ -501,7 +501,7 @@ impl GigaflowCache {
             return;
         }
         let parts: Vec<_> = built.iter().map(|e| (e.table, e.tag, e.entry.next_tag, e.mask)).collect();
-        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::coverage::fields_only(&m))).collect();
+        let coarse = parts.iter().map(|&(k, t, n, m)| (k, t, n, crate::mappings::fields_only(&m))).collect();
         let m = self.mappings.mapping(parts, self.tables.len());
         let mc = self.mappings_by_fields.mapping(coarse, self.tables.len());
         for e in built {
@@ -602,9 +602,9 @@ impl GigaflowCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
+    use innet_ofswitch::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
 
-    const ROUTER: &str = include_str!("../pipelines/l3_router.flows");
+    const ROUTER: &str = include_str!("../../ofswitch/pipelines/l3_router.flows");
 
     fn pkt(src_port: u64, dst: u32, port: u64) -> Flow {
         let mut f = Flow::default();

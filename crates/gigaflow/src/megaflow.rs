@@ -5,9 +5,9 @@
 //! stops accepting), LRU, or an idle timeout swept by [`MegaflowCache::expire`].
 
 use crate::actions::{apply_ops, traversal_ops, CachedOp};
-use crate::fields::{Field, Flow};
-use crate::slowpath::{Pipeline, Trace};
-use crate::tss::TssTable;
+use innet_ofswitch::fields::{Field, Flow};
+use innet_ofswitch::slowpath::{Pipeline, Trace};
+use innet_ofswitch::tss::TssTable;
 use std::time::Instant;
 
 /// The artifact's Megaflow size ("MF 32K" is a 1-table cache of 32000 entries).
@@ -189,9 +189,9 @@ impl MegaflowCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::{ETH_TYPE_IP, IPPROTO_TCP};
+    use innet_ofswitch::fields::{ETH_TYPE_IP, IPPROTO_TCP};
 
-    const ROUTER: &str = include_str!("../pipelines/l3_router.flows");
+    const ROUTER: &str = include_str!("../../ofswitch/pipelines/l3_router.flows");
 
     fn pkt(dst: u32, port: u64) -> Flow {
         let mut f = Flow::default();

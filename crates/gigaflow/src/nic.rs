@@ -12,11 +12,11 @@
 //! fields the pass read): the NIC runs conntrack between passes ([`Conntrack`]) and looks the
 //! packet up again, and a pass the NIC misses is upcalled on its own, as OVS upcalls each pass.
 
-use crate::conntrack::Conntrack;
-use crate::fields::{Field, Flow};
+use innet_ofswitch::conntrack::Conntrack;
+use innet_ofswitch::fields::{Field, Flow};
 use crate::ltm::{GigaflowCache, GigaflowConfig};
 use crate::megaflow::{CacheStats, Eviction, MegaflowCache};
-use crate::slowpath::Pipeline;
+use innet_ofswitch::slowpath::Pipeline;
 use std::time::Instant;
 
 /// Latency parameters of the NIC and the upcall path. Defaults: the paper's measured hit
@@ -235,7 +235,7 @@ impl<'a> Offload<'a> {
         self.stats.arrivals += 1;
         let mut flow = *packet;
         let mut all_hit = true;
-        for _ in 0..crate::slowpath::MAX_PASSES {
+        for _ in 0..innet_ofswitch::slowpath::MAX_PASSES {
             all_hit &= self.pass(&flow, now_ns);
             let id = self.flow_out.get(Field::RecircId);
             if id == 0 || id == flow.get(Field::RecircId) {
@@ -320,11 +320,11 @@ impl<'a> Offload<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
+    use innet_ofswitch::fields::{Field, ETH_TYPE_IP, IPPROTO_TCP};
 
     /// The example router pipeline and a TCP packet it forwards.
     fn router_and_packet() -> (Pipeline, Flow) {
-        let p = Pipeline::parse(include_str!("../pipelines/l3_router.flows")).unwrap();
+        let p = Pipeline::parse(include_str!("../../ofswitch/pipelines/l3_router.flows")).unwrap();
         let mut f = Flow::default();
         f.set(Field::InPort, 1);
         f.set(Field::DlType, ETH_TYPE_IP);

@@ -9,7 +9,7 @@
 //! scores 0. A coupled segment scores its length (paper); ties go to fewer segments (the
 //! artifact's base score per joined lookup). Every partition covers the whole traversal.
 
-use crate::fields::{Field, Flow};
+use innet_ofswitch::fields::{Field, Flow};
 use rand::Rng;
 
 /// The seven fields partitioning looks at, in bit order.

@@ -3,12 +3,12 @@
 //! outputs (headers of every emitted packet); no table ever holds more than its capacity or
 //! more masks than its limit; and hits + misses = packets.
 
-use innet_gigaflow::fields::{Field, Flow};
+use innet_ofswitch::fields::{Field, Flow};
 use innet_gigaflow::ltm::{GigaflowCache, GigaflowConfig};
 use innet_gigaflow::megaflow::{Eviction, MegaflowCache};
-use innet_gigaflow::packetgen::{random_packets, random_pipeline};
+use innet_ofswitch::packetgen::{random_packets, random_pipeline};
 use innet_gigaflow::partition::Scheme;
-use innet_gigaflow::Pipeline;
+use innet_ofswitch::Pipeline;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -100,7 +100,7 @@ proptest! {
 #[test]
 fn example_pipelines_hit_and_agree() {
     for name in ["l3_router.flows", "acl_regs.flows", "l2_rewrite.flows"] {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines").join(name);
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ofswitch/pipelines").join(name);
         let p = Pipeline::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
         for scheme in [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne] {
             let packets = stream(&p, 3000, 11);

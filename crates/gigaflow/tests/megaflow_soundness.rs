@@ -3,9 +3,9 @@
 //! packet's written bits and the new packet's own bits elsewhere. This is what a Megaflow cache
 //! hit relies on; the OVS differential tests show the mask is also exactly OVS's.
 
-use innet_gigaflow::fields::{Field, Flow, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
-use innet_gigaflow::packetgen::{random_packets, random_pipeline_with};
-use innet_gigaflow::Pipeline;
+use innet_ofswitch::fields::{Field, Flow, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
+use innet_ofswitch::packetgen::{random_packets, random_pipeline_with};
+use innet_ofswitch::Pipeline;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -56,7 +56,7 @@ fn check(pipeline: &Pipeline, seed: u64) -> usize {
         for _ in 0..10 {
             let Some(v) = variant(&p, &mask, &mut rng) else { continue };
             let second = pipeline.trace(&v);
-            let ports = |t: &innet_gigaflow::Trace| t.outputs.iter().map(|o| o.port).collect::<Vec<_>>();
+            let ports = |t: &innet_ofswitch::Trace| t.outputs.iter().map(|o| o.port).collect::<Vec<_>>();
             assert_eq!(ports(&first), ports(&second), "seed {seed}: {p:?} vs {v:?}");
             for (a, b) in first.outputs.iter().zip(&second.outputs) {
                 for f in Field::all().filter(|f| f.is_packet_field()) {
@@ -74,7 +74,7 @@ fn check(pipeline: &Pipeline, seed: u64) -> usize {
 #[test]
 fn megaflows_of_example_pipelines_are_sound() {
     for (i, name) in ["l3_router.flows", "acl_regs.flows", "l2_rewrite.flows"].iter().enumerate() {
-        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines").join(name);
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ofswitch/pipelines").join(name);
         let p = Pipeline::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert!(check(&p, i as u64) > 2000, "{name}: too few variants checked");
     }

@@ -300,7 +300,7 @@ fn switchvm_stack(data: Vec<u8>, lanes: u8) -> PyResult<Vec<u32>> {
 #[pyfunction]
 #[pyo3(signature = (flows_text, packet, ct_next = Vec::new()))]
 fn gigaflow_trace(flows_text: &str, packet: &str, ct_next: Vec<String>) -> PyResult<(String, String)> {
-    innet_gigaflow::report::trace_command(flows_text, packet, &ct_next).map_err(UserInputError::new_err)
+    innet_ofswitch::report::trace_command(flows_text, packet, &ct_next).map_err(UserInputError::new_err)
 }
 
 /// Gigaflow benchmark: slow-path cost per miss (traversal, partitioning, rule generation) and
@@ -317,7 +317,7 @@ fn bench_gigaflow(py: Python<'_>, flows: Vec<(String, String)>, packets: usize, 
 #[pyfunction]
 #[pyo3(signature = (name, rules = 10000, seed = 1))]
 fn gigaflow_pipebench_flows(name: &str, rules: usize, seed: u64) -> PyResult<String> {
-    let rs = innet_gigaflow::pipebench::render_pipeline(name, innet_gigaflow::pipebench::Profile::Acl, rules, seed).map_err(UserInputError::new_err)?;
+    let rs = innet_pipebench::render_pipeline(name, innet_pipebench::Profile::Acl, rules, seed).map_err(UserInputError::new_err)?;
     Ok(rs.text)
 }
 

@@ -27,11 +27,11 @@ struct DynamicParams {
 /// packet before then are left out); with arrival timing the second starts when the first's last
 /// flow has arrived and plays whole.
 pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<TwoWorkloads, String> {
-    use pipebench::traffic::TracePacket;
+    use innet_pipebench::traffic::TracePacket;
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     let n = cfg.n_flows;
-    let whole = pipebench::generate_traffic(rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() })?;
+    let whole = innet_pipebench::generate_traffic(rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() })?;
     let mut second_of = vec![false; whole.flows.len()];
     second_of[..n.min(whole.flows.len())].fill(true);
     second_of.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x0d1a_5e1f_2b0c_0a7d));
@@ -74,7 +74,7 @@ pub fn two_workloads(rs: &Ruleset, cfg: &TrafficConfig) -> Result<TwoWorkloads, 
         }
     }
     let first_flows = whole.flows.len() - n;
-    let seen: std::collections::HashSet<crate::fields::Flow> = flows[..first_flows].iter().map(|f| f.headers).collect();
+    let seen: std::collections::HashSet<innet_ofswitch::fields::Flow> = flows[..first_flows].iter().map(|f| f.headers).collect();
     let shared = flows[first_flows..].iter().filter(|f| seen.contains(&f.headers)).count();
     let mut packets: Vec<TracePacket> = kept.into_iter().map(|p| TracePacket { time_ns: p.time_ns, flow: renum[p.flow as usize] }).collect();
     packets.sort_by_key(|p| (p.time_ns, p.flow));
@@ -301,10 +301,10 @@ mod tests {
 
     #[test]
     fn two_workloads_split_one_trace_and_replay_the_second_at_the_same_rate() {
-        let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 3).unwrap();
+        let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 1000, 3).unwrap();
         let n = 2000;
         let cfg = TrafficConfig { n_flows: n, seed: 3, locality: Locality::High, ..TrafficConfig::default() };
-        let whole = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() }).unwrap();
+        let whole = innet_pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 2 * n, ..cfg.clone() }).unwrap();
         let w = two_workloads(&rs, &cfg).unwrap();
         let t = &w.traffic;
         // Halves of one trace of unique flows: the first workload whole, the second's flows all

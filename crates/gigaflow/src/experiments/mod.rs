@@ -19,8 +19,8 @@ use crate::ltm::GigaflowConfig;
 use crate::megaflow::Eviction;
 use crate::nic::{NicModel, Offload};
 use crate::partition::Scheme;
-use crate::pipebench::{self, Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
-use crate::slowpath::Pipeline;
+use innet_pipebench::{Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
+use innet_ofswitch::slowpath::Pipeline;
 use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -297,10 +297,10 @@ impl Common {
 
     /// The pipeline's generated ruleset, with or without its conntrack stages.
     fn ruleset(&self, name: &str) -> Result<Ruleset, String> {
-        let spec = pipebench::pipelines::pipeline(name)?;
-        let spec = if self.conntrack { spec } else { pipebench::pipelines::without_conntrack(spec) };
-        let spec = if self.ip_port_security { spec } else { pipebench::pipelines::mac_only_port_security(spec) };
-        pipebench::ruleset::generate(&spec, Profile::parse(&self.profile)?, self.rules, self.seed)
+        let spec = innet_pipebench::pipelines::pipeline(name)?;
+        let spec = if self.conntrack { spec } else { innet_pipebench::pipelines::without_conntrack(spec) };
+        let spec = if self.ip_port_security { spec } else { innet_pipebench::pipelines::mac_only_port_security(spec) };
+        innet_pipebench::ruleset::generate(&spec, Profile::parse(&self.profile)?, self.rules, self.seed)
     }
 
     fn traffic(&self, locality: Locality, seed: u64) -> Result<TrafficConfig, String> {
@@ -308,7 +308,7 @@ impl Common {
             n_flows: self.flows,
             locality,
             seed,
-            sizes: pipebench::traffic::parse_flow_sizes(&self.flow_sizes)?,
+            sizes: innet_pipebench::traffic::parse_flow_sizes(&self.flow_sizes)?,
             trace_flows_per_line: self.trace_flows_per_line,
             timing: Timing::parse(&self.timing)?,
             fresh_source_ports: self.fresh_source_ports,
@@ -324,7 +324,7 @@ impl Common {
 fn inputs(name: &str, loc: Locality, c: &Common) -> Result<(Ruleset, Pipeline, Traffic), String> {
     let rs = c.ruleset(name)?;
     let p = Pipeline::parse(&rs.text).map_err(|e| format!("{name}: generated flow file: {e}"))?;
-    let t = pipebench::generate_traffic(&rs, &c.traffic(loc, c.seed)?)?;
+    let t = innet_pipebench::generate_traffic(&rs, &c.traffic(loc, c.seed)?)?;
     Ok((rs, p, t))
 }
 
@@ -468,7 +468,7 @@ pub(crate) mod tests {
         assert!(t.iter().eq(t2.iter()), "the same packets in the same order");
         assert_eq!(t.flows.len(), 300);
         // The artifact's tag is the IPv4 ToS byte, starting at 0.
-        assert!(t.iter().all(|(_, f)| f.is_ip() && f.get(crate::fields::Field::NwTos) == 0));
+        assert!(t.iter().all(|(_, f)| f.is_ip() && f.get(innet_ofswitch::fields::Field::NwTos) == 0));
         let bad = e2e_inputs("PSC", "medium", &o).unwrap_err().to_string();
         assert!(bad.contains("locality"), "{bad}");
         let bad = e2e_inputs("PSC", "high", &[("flows".to_string(), "many".to_string())].into()).unwrap_err().to_string();

@@ -22,7 +22,7 @@ struct SearchParams {
 /// The lookups a cache answers for `traffic`'s packets, per table: (table, tag, headers).
 /// Megaflow: one lookup per packet. Gigaflow: the LTM walk (tag 0, then each hit's rewrites
 /// and next tag), as the NIC does it.
-fn cache_queries(o: &mut Offload<'_>, traffic: &Traffic, limit: usize) -> Vec<(u8, u16, crate::fields::Flow)> {
+fn cache_queries(o: &mut Offload<'_>, traffic: &Traffic, limit: usize) -> Vec<(u8, u16, innet_ofswitch::fields::Flow)> {
     let mut q = Vec::with_capacity(limit);
     let mut outs = Vec::new();
     for (_, pkt) in traffic.iter() {
@@ -76,7 +76,7 @@ impl Experiment for Search {
         let (_, pl, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
         let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() };
         let runs = [("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }), ("gf", CacheSpec::Gigaflow(gf))];
-        let nm_cfg = crate::nuevomatch::NuevoMatchConfig { max_isets: p.max_isets, ranges_per_leaf: p.ranges_per_leaf, ..Default::default() };
+        let nm_cfg = innet_ofswitch::nuevomatch::NuevoMatchConfig { max_isets: p.max_isets, ranges_per_leaf: p.ranges_per_leaf, ..Default::default() };
         let nic = p.common.nic();
         let mut schemes = Map::new();
         let mut rows: Vec<(String, String, u64, f64, f64)> = Vec::new();
@@ -93,18 +93,18 @@ impl Experiment for Search {
                 crate::nic::NicCache::Megaflow(_) => 1,
                 crate::nic::NicCache::Gigaflow(g) => g.tables.len(),
             };
-            let mut nms: Vec<crate::nuevomatch::NuevoMatch> = (0..n_tables)
+            let mut nms: Vec<innet_ofswitch::nuevomatch::NuevoMatch> = (0..n_tables)
                 .map(|k| {
                     let rules = match &o.cache {
-                        crate::nic::NicCache::Megaflow(m) => crate::nuevomatch::rules_of(&m.table),
-                        crate::nic::NicCache::Gigaflow(g) => crate::nuevomatch::rules_of(&g.tables[k]),
+                        crate::nic::NicCache::Megaflow(m) => innet_ofswitch::nuevomatch::rules_of(&m.table),
+                        crate::nic::NicCache::Gigaflow(g) => innet_ofswitch::nuevomatch::rules_of(&g.tables[k]),
                     };
-                    crate::nuevomatch::NuevoMatch::build(rules, nm_cfg)
+                    innet_ofswitch::nuevomatch::NuevoMatch::build(rules, nm_cfg)
                 })
                 .collect();
             // The TSS answer of every query, then NuevoMatch's: the same entry, or (when two
             // entries of equal top priority both match) an entry of that priority that matches.
-            let tss_lookup = |o: &mut Offload<'_>, k: u8, tag: u16, f: &crate::fields::Flow| -> Option<(u32, u16)> {
+            let tss_lookup = |o: &mut Offload<'_>, k: u8, tag: u16, f: &innet_ofswitch::fields::Flow| -> Option<(u32, u16)> {
                 match &mut o.cache {
                     crate::nic::NicCache::Megaflow(m) => m.table.lookup(tag, f, None).map(|id| (id, m.table.get(id).priority)),
                     crate::nic::NicCache::Gigaflow(g) => g.tables[k as usize].lookup(tag, f, None).map(|id| (id, g.tables[k as usize].get(id).priority)),

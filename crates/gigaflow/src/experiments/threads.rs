@@ -7,7 +7,7 @@
 //! load, so the summary is not byte-identical across runs (as `gigaflow.cpu`).
 
 use super::*;
-use crate::fields::{Field, Flow};
+use innet_ofswitch::fields::{Field, Flow};
 use std::time::Instant;
 
 pub(super) struct Threads;

@@ -6,8 +6,8 @@
 //! fields recur more: the sharing sub-traversal caching exploits.
 
 use super::*;
-use crate::fields::Field;
-use crate::pipebench::classbench::RuleGen;
+use innet_ofswitch::fields::Field;
+use innet_pipebench::classbench::RuleGen;
 use rand::SeedableRng;
 use std::collections::HashSet;
 
@@ -68,7 +68,7 @@ impl Experiment for Tuples {
         let rules: Vec<[u64; 5]> = (0..p.ruleset_rules)
             .map(|_| {
                 let r = gen.rule(&mut rng);
-                let prefix = |x: crate::pipebench::classbench::Prefix| (x.addr as u64) << 8 | x.len as u64;
+                let prefix = |x: innet_pipebench::classbench::Prefix| (x.addr as u64) << 8 | x.len as u64;
                 [prefix(r.src), prefix(r.dst), r.proto.map_or(256, |x| x as u64), (r.sport.lo as u64) << 16 | r.sport.hi as u64, (r.dport.lo as u64) << 16 | r.dport.hi as u64]
             })
             .collect();

@@ -5,12 +5,12 @@
 //! with).
 //! Needs Debian's openvswitch-switch (scripts/setup.sh installs it) and root.
 
-use innet_gigaflow::fields::{CT_EST, CT_NEW, CT_TRK};
-use innet_gigaflow::report::format_megaflow;
-use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
-use innet_gigaflow::pipebench::{self, pipelines, ruleset::N_PORTS, Locality, Profile, TrafficConfig};
-use innet_gigaflow::packetgen::random_packets;
-use innet_gigaflow::Pipeline;
+use innet_ofswitch::fields::{CT_EST, CT_NEW, CT_TRK};
+use innet_ofswitch::report::format_megaflow;
+use innet_ofswitch::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
+use innet_pipebench::{pipelines, model::N_PORTS, Locality, Profile, TrafficConfig};
+use innet_ofswitch::packetgen::random_packets;
+use innet_ofswitch::Pipeline;
 
 const PACKETS_PER_PIPELINE: usize = 500;
 
@@ -29,7 +29,7 @@ fn pipebench_pipelines_agree_with_real_ovs() {
             continue;
         }
         let profile = profiles[i % 3];
-        let rs = pipebench::render_pipeline(name, profile, n_rules, 11 + i as u64).unwrap();
+        let rs = innet_pipebench::render_pipeline(name, profile, n_rules, 11 + i as u64).unwrap();
         let path = dir.join(format!("{name}.flows"));
         std::fs::write(&path, &rs.text).unwrap();
         let pipeline = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -41,7 +41,7 @@ fn pipebench_pipelines_agree_with_real_ovs() {
         let mut packets = Vec::new();
         for locality in [Locality::High, Locality::Low] {
             let cfg = TrafficConfig { n_flows: PACKETS_PER_PIPELINE * 2 / 5, locality, seed: 5, single_in_port: false, ..TrafficConfig::default() };
-            packets.extend(pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers));
+            packets.extend(innet_pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers));
         }
         packets.extend(random_packets(&pipeline, PACKETS_PER_PIPELINE / 5, N_PORTS, 3 + i as u64));
         {
@@ -91,15 +91,15 @@ fn the_pipebench_comparison_notices_a_different_ruleset() {
     // must see differences (it is not vacuous).
     assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
     let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
-    let theirs_rs = pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
-    let ours_rs = pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
+    let theirs_rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
+    let ours_rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
     let path = std::env::temp_dir().join(format!("innet-pipebench-guard-{}.flows", std::process::id()));
     std::fs::write(&path, &theirs_rs.text).unwrap();
     ovs.load_flows(&path).unwrap();
     let ours = Pipeline::parse(&ours_rs.text).unwrap();
     let cfg = TrafficConfig { n_flows: 200, locality: Locality::Low, seed: 1, ..TrafficConfig::default() };
     let (mut megaflow_diff, mut action_diff) = (0, 0);
-    for f in pipebench::generate_traffic(&theirs_rs, &cfg).unwrap().flows {
+    for f in innet_pipebench::generate_traffic(&theirs_rs, &cfg).unwrap().flows {
         let p = &f.headers;
         let theirs = ovs.trace(&trace_flow_string(p)).unwrap();
         let t = ours.trace(p);

@@ -44,7 +44,7 @@ pub fn parse_packet(text: &str) -> Result<Flow, ParseError> {
             "ct_state" => {
                 // As OVS prints it on the Flow: line (`new|trk`); a first pass's packet is untracked.
                 let v = val.unwrap_or("");
-                let state = crate::fields::parse_ct_state(v, false).map_err(|m| err(column, format!("ct_state: {m}")))?.0;
+                let state = crate::flows::parse_ct_state(v, false).map_err(|m| err(column, format!("ct_state: {m}")))?.0;
                 if state != 0 {
                     return Err(err(column, "ct_state must be 0 in a packet: conntrack sets it for the passes after ct(table=N) (use --ct-next)".into()));
                 }

@@ -324,7 +324,7 @@ pub fn parse_megaflow(line: &str) -> Result<(Flow, Flow, Vec<String>), String> {
             ("eth", None) | ("nw_frag", _) => {}
             ("recirc_id", Some(v)) => put(Field::RecircId, parse_uint(v, u32::MAX as u64)?, u32::MAX as u64),
             ("ct_state", Some(v)) => {
-                let (a, m) = crate::fields::parse_ct_state(v, true)?;
+                let (a, m) = crate::flows::parse_ct_state(v, true)?;
                 put(Field::CtState, a, m)
             }
             ("ct_zone", Some(v)) => {

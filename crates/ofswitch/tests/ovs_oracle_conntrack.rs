@@ -5,11 +5,12 @@
 //! headers, and its ct actions (commit, zone, recirculation). A guard runs a changed pipeline
 //! on our side to show the comparison can fail. Needs openvswitch-switch and root.
 
-use innet_gigaflow::fields::{parse_ct_state, Field, Flow, CT_EST, CT_NEW, CT_TRK};
-use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_ct_actions, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
-use innet_gigaflow::packetgen::random_packets;
-use innet_gigaflow::report::format_megaflow;
-use innet_gigaflow::Pipeline;
+use innet_ofswitch::fields::{Field, Flow, CT_EST, CT_NEW, CT_TRK};
+use innet_ofswitch::flows::parse_ct_state;
+use innet_ofswitch::oracle::{megaflow_equal, ovs_available, parse_ct_actions, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
+use innet_ofswitch::packetgen::random_packets;
+use innet_ofswitch::report::format_megaflow;
+use innet_ofswitch::Pipeline;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
@@ -143,7 +144,7 @@ fn registers_survive_recirculation_and_ttl_exceptions_stop_the_pass() {
 /// OVS's text for further checks.
 fn same_passes(ovs: &mut Ovs, ours: &Pipeline, packet: &str, states: &[&str]) -> String {
     let theirs = ovs.trace_ct(packet, states).unwrap_or_else(|e| panic!("trace {packet}: {e}"));
-    let p = innet_gigaflow::report::parse_packet(packet).unwrap();
+    let p = innet_ofswitch::report::parse_packet(packet).unwrap();
     let mut next = states.iter();
     let passes = ours.trace_passes(&p, |_, _| parse_ct_state(&next.next().unwrap_or(&"trk,new").replace(',', "|"), false).unwrap().0);
     assert_eq!(passes.len(), theirs.passes.len(), "{packet} {states:?}: pass count\n{}", theirs.text);
@@ -173,7 +174,7 @@ fn the_four_stateful_firewall_cases_agree_with_real_ovs() {
     // mod_dl_src and output:2).
     let text = same_passes(&mut ovs, &ours, "in_port=1,tcp,nw_ttl=1", &[]);
     assert!(text.contains(">> IPv4 decrement TTL exception") && text.contains("Datapath actions: userspace("), "{text}");
-    let p = innet_gigaflow::report::parse_packet("in_port=1,tcp,nw_ttl=1").unwrap();
+    let p = innet_ofswitch::report::parse_packet("in_port=1,tcp,nw_ttl=1").unwrap();
     let t = ours.trace(&p);
     assert!(t.ttl_exception);
     assert_eq!(t.outputs.iter().map(|o| o.port).collect::<Vec<_>>(), vec![3, 2]);
@@ -192,7 +193,7 @@ fn the_four_stateful_firewall_cases_agree_with_real_ovs() {
         let text = same_passes(&mut ovs, &ours, "in_port=2,tcp,nw_ttl=64", states);
         assert!(text.matches("recirc(0x").count() >= 2, "{text}");
     }
-    let p = innet_gigaflow::report::parse_packet("in_port=2,tcp,nw_ttl=64").unwrap();
+    let p = innet_ofswitch::report::parse_packet("in_port=2,tcp,nw_ttl=64").unwrap();
     let passes = ours.trace_passes(&p, |_, _| CT_TRK | CT_NEW);
     assert_eq!(passes.len(), 5, "first pass, its two clones, and table 20's two");
     assert_eq!(passes[2].initial_flow.get(Field::DlDst), 0x00005e000202, "the second clone carries the header written before its ct");
@@ -223,7 +224,7 @@ fn the_four_stateful_firewall_cases_agree_with_real_ovs() {
     for bad in ["new,rpl,trk", "trk,new,est", "trk,inv,est", "new", "trk,inv,new,est,rpl", "trk,inv,rel", "est,inv", "trk,bogus"] {
         let theirs = ovs.trace_ct("in_port=2,udp,nw_ttl=64", &[bad]).expect_err(bad);
         let text = std::fs::read_to_string(&path).unwrap();
-        let ours_err = innet_gigaflow::report::trace_command(&text, "in_port=2,udp,nw_ttl=64", &[bad.to_string()]).expect_err(bad);
+        let ours_err = innet_ofswitch::report::trace_command(&text, "in_port=2,udp,nw_ttl=64", &[bad.to_string()]).expect_err(bad);
         let their_lines: Vec<&str> = theirs.trim_start_matches("ofproto/trace: ").trim_end().lines().collect();
         let our_lines: Vec<&str> = ours_err.strip_prefix(&format!("--ct-next {bad}: ")).unwrap_or(&ours_err).split("; ").collect();
         assert_eq!(our_lines, their_lines, "--ct-next {bad}");
@@ -231,7 +232,7 @@ fn the_four_stateful_firewall_cases_agree_with_real_ovs() {
     // ... and those it takes are taken.
     for good in ["trk,new,dnat", "trk,rel,new", "trk,inv", ""] {
         ovs.trace_ct("in_port=2,udp,nw_ttl=64", &[good]).expect(good);
-        innet_gigaflow::report::trace_command(&std::fs::read_to_string(&path).unwrap(), "in_port=2,udp,nw_ttl=64", &[good.to_string()]).expect(good);
+        innet_ofswitch::report::trace_command(&std::fs::read_to_string(&path).unwrap(), "in_port=2,udp,nw_ttl=64", &[good.to_string()]).expect(good);
     }
 }
 
@@ -247,8 +248,8 @@ fn committed_marks_reach_the_same_connections_later_packets() {
          table=1,priority=0,actions=drop\n",
     )
     .unwrap();
-    let p = innet_gigaflow::report::parse_packet("in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80,nw_ttl=64").unwrap();
-    let mut ct = innet_gigaflow::conntrack::Conntrack::default();
+    let p = innet_ofswitch::report::parse_packet("in_port=1,tcp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_src=1000,tp_dst=80,nw_ttl=64").unwrap();
+    let mut ct = innet_ofswitch::conntrack::Conntrack::default();
     let first = ours.trace_passes_conntrack(&p, &mut ct);
     assert_eq!(first[1].outputs.iter().map(|o| o.port).collect::<Vec<_>>(), vec![2]);
     assert_eq!(first[1].ct[0].mark, Some((9, 0xffff_ffff)));

@@ -2,7 +2,7 @@
 //! `table=`, `priority=`, matches (with masks and prefixes) and `actions=`. Errors carry the
 //! line and column and say what was expected; no input makes it panic.
 
-use crate::fields::{Field, ETH_TYPE_ARP, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
+use crate::fields::{Field, CT_STATE_NAMES, ETH_TYPE_ARP, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 use std::fmt;
 
 /// One match on a field: the packet matches when `field & mask == value`.
@@ -299,7 +299,7 @@ fn parse_match_token(ctx: &LineCtx, tok: Tok<'_>, rule: &mut FlowRule) -> Result
             add_match(ctx, off, rule, Field::NwTtl, v, u64::MAX)
         }
         "ct_state" => {
-            let (v, m) = crate::fields::parse_ct_state(need("conntrack flags like +trk+new")?, true).map_err(|m| ctx.err(voff, m))?;
+            let (v, m) = parse_ct_state(need("conntrack flags like +trk+new")?, true).map_err(|m| ctx.err(voff, m))?;
             add_match(ctx, off, rule, Field::CtState, v, m)
         }
         "ct_zone" => {
@@ -367,6 +367,50 @@ fn check_match_prereqs(ctx: &LineCtx, rule: &FlowRule) -> Result<(), ParseError>
 fn parse_reg_index(s: &str) -> Option<u8> {
     let r: u8 = s.parse().ok()?;
     (r < 16 && !s.starts_with('+')).then_some(r)
+}
+
+/// `ct_state` flags written `+trk+new-est` (a match) or `trk|new` (a packet's state):
+/// (value, mask). `signed` selects the match form.
+pub fn parse_ct_state(s: &str, signed: bool) -> Result<(u64, u64), String> {
+    let bit = |name: &str| {
+        CT_STATE_NAMES.iter().position(|&n| n == name).map(|i| 1u64 << i).ok_or_else(|| {
+            format!("unknown ct_state flag '{name}' (expected {})", CT_STATE_NAMES.join(", "))
+        })
+    };
+    if s.starts_with("0x") || s.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        let (v, m) = match s.split_once('/') {
+            Some((v, m)) => (parse_uint(v, 0xff)?, parse_uint(m, 0xff)?),
+            None => (parse_uint(s, 0xff)?, 0xff),
+        };
+        return Ok((v & m, m));
+    }
+    let (mut value, mut mask) = (0, 0);
+    if signed {
+        let mut rest = s;
+        while !rest.is_empty() {
+            let plus = match rest.as_bytes()[0] {
+                b'+' => true,
+                b'-' => false,
+                _ => return Err(format!("expected '+flag' or '-flag' in ct_state, got '{rest}'")),
+            };
+            let end = rest[1..].find(['+', '-']).map_or(rest.len(), |p| p + 1);
+            let b = bit(&rest[1..end])?;
+            if mask & b != 0 {
+                return Err(format!("ct_state flag '{}' given twice", &rest[1..end]));
+            }
+            mask |= b;
+            if plus {
+                value |= b;
+            }
+            rest = &rest[end..];
+        }
+    } else {
+        for name in s.split('|') {
+            value |= bit(name)?;
+        }
+        mask = 0xff;
+    }
+    Ok((value, mask))
 }
 
 /// Parses a decimal or `0x` hexadecimal number no larger than `max`.

@@ -48,49 +48,6 @@ pub const CT_DNAT: u64 = 0x80;
 /// Flag names as OVS prints and parses them, lowest bit first.
 pub const CT_STATE_NAMES: [&str; 8] = ["new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"];
 
-/// `ct_state` flags written `+trk+new-est` (a match) or `trk|new` (a packet's state):
-/// (value, mask). `signed` selects the match form.
-pub fn parse_ct_state(s: &str, signed: bool) -> Result<(u64, u64), String> {
-    let bit = |name: &str| {
-        CT_STATE_NAMES.iter().position(|&n| n == name).map(|i| 1u64 << i).ok_or_else(|| {
-            format!("unknown ct_state flag '{name}' (expected {})", CT_STATE_NAMES.join(", "))
-        })
-    };
-    if s.starts_with("0x") || s.chars().next().is_some_and(|c| c.is_ascii_digit()) {
-        let (v, m) = match s.split_once('/') {
-            Some((v, m)) => (crate::flows::parse_uint(v, 0xff)?, crate::flows::parse_uint(m, 0xff)?),
-            None => (crate::flows::parse_uint(s, 0xff)?, 0xff),
-        };
-        return Ok((v & m, m));
-    }
-    let (mut value, mut mask) = (0, 0);
-    if signed {
-        let mut rest = s;
-        while !rest.is_empty() {
-            let plus = match rest.as_bytes()[0] {
-                b'+' => true,
-                b'-' => false,
-                _ => return Err(format!("expected '+flag' or '-flag' in ct_state, got '{rest}'")),
-            };
-            let end = rest[1..].find(['+', '-']).map_or(rest.len(), |p| p + 1);
-            let b = bit(&rest[1..end])?;
-            if mask & b != 0 {
-                return Err(format!("ct_state flag '{}' given twice", &rest[1..end]));
-            }
-            mask |= b;
-            if plus {
-                value |= b;
-            }
-            rest = &rest[end..];
-        }
-    } else {
-        for name in s.split('|') {
-            value |= bit(name)?;
-        }
-        mask = 0xff;
-    }
-    Ok((value, mask))
-}
 
 /// A conntrack state as `ofproto/trace --ct-next` takes it: flag names separated by commas or
 /// spaces (OVS's `parse_ct_state`; empty names are skipped, so `""` is the state 0), or joined

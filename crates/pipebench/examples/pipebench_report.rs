@@ -3,8 +3,8 @@
 //! traffic against Table 1.
 //! `cargo run --release -p innet-gigaflow --example pipebench_report -- [RULES] [FLOWS]`
 
-use innet_gigaflow::pipebench::{self, pipelines, Locality, Profile, TrafficConfig};
-use innet_gigaflow::Pipeline;
+use innet_pipebench::{pipelines, Locality, Profile, TrafficConfig};
+use innet_ofswitch::Pipeline;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -17,14 +17,14 @@ fn main() {
     for name in pipelines::NAMES {
         for profile in [Profile::Acl, Profile::Fw, Profile::Ipc] {
             let t0 = Instant::now();
-            let rs = pipebench::render_pipeline(name, profile, n_rules, 1).expect("render");
+            let rs = innet_pipebench::render_pipeline(name, profile, n_rules, 1).expect("render");
             let render_ms = t0.elapsed().as_secs_f64() * 1e3;
             let p = Pipeline::parse(&rs.text).expect("parse");
             let spec_n = rs.spec.traversals().expect("traversals").len();
             for locality in [Locality::High, Locality::Low] {
                 let cfg = TrafficConfig { n_flows, locality, seed: 1, ..TrafficConfig::default() };
                 let t1 = Instant::now();
-                let traffic = pipebench::generate_traffic(&rs, &cfg).expect("traffic");
+                let traffic = innet_pipebench::generate_traffic(&rs, &cfg).expect("traffic");
                 let traffic_ms = t1.elapsed().as_secs_f64() * 1e3;
                 let t2 = Instant::now();
                 let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();

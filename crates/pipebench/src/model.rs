@@ -6,6 +6,9 @@
 
 use std::collections::BTreeSet;
 
+/// OpenFlow ports of the bridge the pipelines output to (the OVS oracle creates 1..=N_PORTS).
+pub const N_PORTS: u32 = 4;
+
 /// The header part a hit-edge rule matches, each derived from the ClassBench rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Key {
@@ -279,7 +282,7 @@ impl PipelineSpec {
                 for a in &e.acts {
                     let values: Vec<(u8, u32)> = match *a {
                         Act::Load(r, v) => vec![(r, v)],
-                        Act::LoadPort(r) => (1..=super::ruleset::N_PORTS).map(|p| (r, p)).collect(),
+                        Act::LoadPort(r) => (1..=N_PORTS).map(|p| (r, p)).collect(),
                         _ => continue,
                     };
                     states = states

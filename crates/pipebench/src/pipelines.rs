@@ -28,7 +28,7 @@ const ACL5: &[Key] = &[IpSrc, IpDst, Proto, SPort, DPort];
 
 /// Register-dispatched output: one conditional miss per port value of `reg`.
 fn out_by_port(mut t: TableSpec, reg: u8) -> TableSpec {
-    for p in 1..=super::ruleset::N_PORTS {
+    for p in 1..=super::model::N_PORTS {
         t = t.miss_if((reg, p), &[], Port(p));
     }
     t

@@ -3,10 +3,10 @@
 //! datapath actions OVS's `ofproto/trace` prints, and our Megaflow must equal OVS's.
 //! Needs Debian's openvswitch-switch (scripts/setup.sh installs it) and root.
 
-use innet_gigaflow::fields::{Field, Flow};
-use innet_gigaflow::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
-use innet_gigaflow::packetgen::random_packets;
-use innet_gigaflow::Pipeline;
+use innet_ofswitch::fields::{Field, Flow};
+use innet_ofswitch::oracle::{megaflow_equal, ovs_available, parse_datapath_actions, parse_megaflow, same_outputs, trace_flow_string, Ovs};
+use innet_ofswitch::packetgen::random_packets;
+use innet_ofswitch::Pipeline;
 use std::path::PathBuf;
 
 const N_PORTS: u32 = 4;
@@ -41,10 +41,10 @@ fn check_pipeline(ovs: &mut Ovs, name: &str, seed: u64) -> Score {
         let (mf_value, mf_mask, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap_or_else(|e| panic!("{name}: {e}: {}", theirs.megaflow_line));
         let megaflow_ok = unknown.is_empty() && megaflow_equal(p, &ours.megaflow_mask, &mf_value, &mf_mask);
         score.actions_equal += actions_ok as usize;
-        let text_ok = innet_gigaflow::report::format_megaflow(&ours) == theirs.megaflow_line;
+        let text_ok = innet_ofswitch::report::format_megaflow(&ours) == theirs.megaflow_line;
         score.megaflow_text_equal += text_ok as usize;
         if !text_ok && megaflow_ok && score.examples.len() < 5 {
-            score.examples.push(format!("text differs: OVS {}\n               our {}", theirs.megaflow_line, innet_gigaflow::report::format_megaflow(&ours)));
+            score.examples.push(format!("text differs: OVS {}\n               our {}", theirs.megaflow_line, innet_ofswitch::report::format_megaflow(&ours)));
         }
         score.megaflow_equal += megaflow_ok as usize;
         if (!actions_ok || !megaflow_ok) && score.examples.len() < 5 {
@@ -129,7 +129,7 @@ fn random_pipelines_with_priority_ties_agree_with_real_ovs() {
 }
 
 fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
-    use innet_gigaflow::packetgen::random_pipeline_with;
+    use innet_ofswitch::packetgen::random_pipeline_with;
     assert!(ovs_available(), "openvswitch-switch is not installed: run scripts/setup.sh");
     let mut ovs = Ovs::start(N_PORTS).expect("start ovs");
     let dir = std::env::temp_dir().join(format!("innet-gigaflow-random-{}", std::process::id()));
@@ -153,7 +153,7 @@ fn random_pipelines_vs_ovs(priority_ties: bool) -> (usize, usize, usize) {
             let (v, m, unknown) = parse_megaflow(&theirs.megaflow_line).unwrap();
             let a_ok = same_outputs(&ours.outputs, &their_outputs);
             let m_ok = unknown.is_empty() && megaflow_equal(&p, &ours.megaflow_mask, &v, &m);
-            texts_equal += (innet_gigaflow::report::format_megaflow(&ours) == theirs.megaflow_line) as usize;
+            texts_equal += (innet_ofswitch::report::format_megaflow(&ours) == theirs.megaflow_line) as usize;
             packets += 1;
             actions_equal += a_ok as usize;
             megaflows_equal += m_ok as usize;
@@ -224,13 +224,13 @@ fn packet_descriptions_ovs_accepts_trace_the_same_here() {
     ];
     for text in packets {
         let theirs = ovs.trace(text).unwrap_or_else(|e| panic!("OVS refused {text}: {e}"));
-        let p = innet_gigaflow::report::parse_packet(text).unwrap_or_else(|e| panic!("we refused {text}: {e}"));
+        let p = innet_ofswitch::report::parse_packet(text).unwrap_or_else(|e| panic!("we refused {text}: {e}"));
         let ours = pipeline.trace(&p);
-        assert_eq!(innet_gigaflow::report::format_megaflow(&ours), theirs.megaflow_line, "{text}\n{}", theirs.text);
+        assert_eq!(innet_ofswitch::report::format_megaflow(&ours), theirs.megaflow_line, "{text}\n{}", theirs.text);
         let outs = parse_datapath_actions(&theirs.actions_line, &p, ovs.dp_to_of()).unwrap();
         assert!(same_outputs(&ours.outputs, &outs), "{text}: ours {:?}\n{}", ours.outputs, theirs.text);
         let flow_line = theirs.text.lines().find_map(|l| l.strip_prefix("Flow: ")).expect("a Flow: line");
-        let back = innet_gigaflow::report::parse_packet(flow_line).unwrap_or_else(|e| panic!("OVS's Flow line {flow_line}: {e}"));
+        let back = innet_ofswitch::report::parse_packet(flow_line).unwrap_or_else(|e| panic!("OVS's Flow line {flow_line}: {e}"));
         assert_eq!(back, p, "{flow_line}");
     }
 }

@@ -12,7 +12,7 @@
 use super::classbench::CbRule;
 use super::model::{Key, Step};
 use super::ruleset::{host_mac, host_of, port_of, router_mac, Ruleset, DHCP_CLIENT_PORT, DHCP_SERVER_PORT, IP_BROADCAST};
-use crate::fields::{Field, Flow, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
+use innet_ofswitch::fields::{Field, Flow, ETH_TYPE_IP, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{HashMap, HashSet};

@@ -2,8 +2,8 @@
 //! both as enumerated from its spec and as counted by running generated traffic through the
 //! slow path; flow files parse; generation is deterministic.
 
-use innet_gigaflow::pipebench::{self, pipelines, Locality, Profile, TrafficConfig};
-use innet_gigaflow::Pipeline;
+use innet_pipebench::{pipelines, Locality, Profile, TrafficConfig};
+use innet_ofswitch::Pipeline;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn built() -> Vec<&'static str> {
@@ -29,11 +29,11 @@ fn specs_have_table_1_counts() {
 
 /// Distinct table sequences the slow path takes over the traffic.
 fn traffic_traversals(name: &str, profile: Profile, locality: Locality, n_rules: usize, n_flows: usize) -> BTreeMap<Vec<u8>, usize> {
-    let rs = pipebench::render_pipeline(name, profile, n_rules, 7).unwrap();
+    let rs = innet_pipebench::render_pipeline(name, profile, n_rules, 7).unwrap();
     let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name}: {e}"));
     // Every port: Table 1 counts traversals that only traffic from ports 2-4 takes.
     let cfg = TrafficConfig { n_flows, locality, seed: 3, single_in_port: false, ..TrafficConfig::default() };
-    let traffic = pipebench::generate_traffic(&rs, &cfg).unwrap();
+    let traffic = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
     let mut seen = BTreeMap::new();
     for f in &traffic.flows {
         *seen.entry(p.traversal_tables(&f.headers)).or_insert(0) += 1;
@@ -63,22 +63,22 @@ fn traffic_realises_exactly_the_table_1_traversals() {
 
 #[test]
 fn generation_is_deterministic_and_seeded() {
-    let a = pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
-    let b = pipebench::render_pipeline("psc", Profile::Acl, 300, 1).unwrap();
-    let c = pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
+    let a = innet_pipebench::render_pipeline("PSC", Profile::Acl, 300, 1).unwrap();
+    let b = innet_pipebench::render_pipeline("psc", Profile::Acl, 300, 1).unwrap();
+    let c = innet_pipebench::render_pipeline("PSC", Profile::Acl, 300, 2).unwrap();
     assert_eq!(a.text, b.text);
     assert_ne!(a.text, c.text);
     let cfg = TrafficConfig { n_flows: 2000, ..TrafficConfig::default() };
-    let ta = pipebench::generate_traffic(&a, &cfg).unwrap();
-    let tb = pipebench::generate_traffic(&b, &cfg).unwrap();
+    let ta = innet_pipebench::generate_traffic(&a, &cfg).unwrap();
+    let tb = innet_pipebench::generate_traffic(&b, &cfg).unwrap();
     assert_eq!(ta.packets, tb.packets);
     assert!(ta.flows.iter().zip(&tb.flows).all(|(x, y)| x.headers == y.headers));
 }
 
 #[test]
 fn bad_names_and_sizes_are_errors() {
-    assert!(pipebench::render_pipeline("XYZ", Profile::Acl, 10, 1).unwrap_err().contains("OFD"));
-    assert!(pipebench::render_pipeline("PSC", Profile::Acl, 0, 1).is_err());
+    assert!(innet_pipebench::render_pipeline("XYZ", Profile::Acl, 10, 1).unwrap_err().contains("OFD"));
+    assert!(innet_pipebench::render_pipeline("PSC", Profile::Acl, 0, 1).is_err());
     assert!(Profile::parse("ipsec").is_err());
 }
 
@@ -89,7 +89,7 @@ fn docs_describe_the_pipelines_as_built() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/gigaflow.md");
     let doc = std::fs::read_to_string(&path).unwrap();
     let (begin, end) = ("<!-- pipebench-tables:begin -->\n", "<!-- pipebench-tables:end -->");
-    let md = pipebench::commands::all_markdown();
+    let md = innet_pipebench::commands::all_markdown();
     let (Some(a), Some(b)) = (doc.find(begin), doc.find(end)) else { panic!("docs/gigaflow.md lacks the pipebench-tables markers") };
     let current = &doc[a + begin.len()..b];
     if std::env::var("INNET_WRITE_PIPEBENCH_DOCS").is_ok() {
@@ -102,11 +102,11 @@ fn docs_describe_the_pipelines_as_built() {
 
 #[test]
 fn traversals_command_reports_table_1() {
-    let js = pipebench::commands::traversals_command("PSC", "acl", 500, 1, "low", 3000).unwrap();
+    let js = innet_pipebench::commands::traversals_command("PSC", "acl", 500, 1, "low", 3000).unwrap();
     let v: serde_json::Value = serde_json::from_str(&js).unwrap();
     assert_eq!(v["traffic_traversals"], 2);
     assert_eq!(v["spec_traversals"], v["paper_traversals"]);
-    use pipebench::commands::{traffic_command, TrafficArgs};
+    use innet_pipebench::commands::{traffic_command, TrafficArgs};
     let args = |locality, timing| TrafficArgs { locality, flows: 300, seed: 2, timing, flow_sizes: "mean:30" };
     let csv = traffic_command("OTL", "fw", 200, 1, &args("high", "window")).unwrap();
     assert!(csv.lines().count() > 300 * 10, "the artifact's volume: ~30 packets per flow");
@@ -124,11 +124,11 @@ fn traversals_command_reports_table_1() {
 /// Poisson-start form, with the same flows and sizes drawn.
 #[test]
 fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
-    use innet_gigaflow::pipebench::Timing;
-    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    use innet_pipebench::Timing;
+    let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
     let cfg = TrafficConfig { n_flows: 10_000, seed: 4, ..TrafficConfig::default() };
     assert_eq!(cfg.timing, Timing::Window { packet_rate_pps: 10_000.0 });
-    let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+    let t = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
     let mut next = 0u32;
     for p in &t.packets {
         assert!(p.flow <= next, "flow {} appears before flow {next}", p.flow);
@@ -149,14 +149,14 @@ fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
     let times: Vec<u64> = t.packets.iter().filter(|p| p.flow == big).map(|p| p.time_ns).collect();
     let (first_s, last_s) = (times[0] as f64, *times.last().unwrap() as f64);
     assert!(first_s < 0.05 * window_ns && last_s > 0.95 * window_ns, "{first_s} .. {last_s} of {window_ns}");
-    let a = pipebench::generate_traffic(&rs, &TrafficConfig { timing: Timing::parse("arrivals").unwrap(), ..cfg.clone() }).unwrap();
-    let sizes = |t: &pipebench::Traffic| {
+    let a = innet_pipebench::generate_traffic(&rs, &TrafficConfig { timing: Timing::parse("arrivals").unwrap(), ..cfg.clone() }).unwrap();
+    let sizes = |t: &innet_pipebench::Traffic| {
         let mut v: Vec<u32> = t.flows.iter().map(|f| f.n_packets).collect();
         v.sort_unstable();
         v
     };
     assert_eq!(sizes(&a), sizes(&t), "the timings draw the same flow sizes");
-    let heads = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers).collect::<Vec<_>>();
+    let heads = |t: &innet_pipebench::Traffic| t.flows.iter().map(|f| f.headers).collect::<Vec<_>>();
     assert_eq!(heads(&a), heads(&t), "the k-th flow to appear gets the k-th header drawn");
     assert!(Timing::parse("burst").unwrap_err().contains("window or arrivals"));
 }
@@ -166,19 +166,19 @@ fn window_timing_numbers_flows_by_first_packet_and_spreads_them() {
 /// Sampled headers: addresses vary inside the rules drawn.
 #[test]
 fn fresh_source_ports_and_sampled_headers_vary_what_anchors_fix() {
-    use innet_gigaflow::fields::Field;
+    use innet_ofswitch::fields::Field;
     use std::collections::HashSet;
-    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
     let base = TrafficConfig { n_flows: 5_000, seed: 2, ..TrafficConfig::default() };
-    let pairs = |t: &pipebench::Traffic| {
+    let pairs = |t: &innet_pipebench::Traffic| {
         let mut f: Vec<_> = t.flows.iter().map(|f| f.headers).collect();
         for h in &mut f {
             h.set(Field::TpSrc, 0);
         }
         f.into_iter().collect::<HashSet<_>>().len()
     };
-    let anchored = pipebench::generate_traffic(&rs, &base).unwrap();
-    let fresh = pipebench::generate_traffic(&rs, &TrafficConfig { fresh_source_ports: true, ..base.clone() }).unwrap();
+    let anchored = innet_pipebench::generate_traffic(&rs, &base).unwrap();
+    let fresh = innet_pipebench::generate_traffic(&rs, &TrafficConfig { fresh_source_ports: true, ..base.clone() }).unwrap();
     assert_eq!(fresh.flows.len(), 5_000);
     let (a, b) = (pairs(&anchored), pairs(&fresh));
     assert!(b * 2 < a, "flows share everything but the client port: {b} distinct tuples vs {a} anchored");
@@ -186,19 +186,19 @@ fn fresh_source_ports_and_sampled_headers_vary_what_anchors_fix() {
     let new_ports = fresh.flows.iter().map(|f| f.headers.get(Field::TpSrc)).filter(|p| !anchor_ports.contains(p));
     assert!(new_ports.clone().count() > 1_000 && new_ports.into_iter().all(|p| (49152..=65535).contains(&p)));
     // Sampled headers: the rule choice stays local, but addresses vary inside the rules.
-    let sampled = pipebench::generate_traffic(&rs, &TrafficConfig { sampled_headers: true, ..base.clone() }).unwrap();
-    let dsts = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(Field::NwDst)).collect::<HashSet<_>>().len();
-    let chains = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.chain).collect::<HashSet<_>>().len();
+    let sampled = innet_pipebench::generate_traffic(&rs, &TrafficConfig { sampled_headers: true, ..base.clone() }).unwrap();
+    let dsts = |t: &innet_pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(Field::NwDst)).collect::<HashSet<_>>().len();
+    let chains = |t: &innet_pipebench::Traffic| t.flows.iter().map(|f| f.chain).collect::<HashSet<_>>().len();
     assert!(dsts(&sampled) > 2 * dsts(&anchored), "{} vs {}", dsts(&sampled), dsts(&anchored));
     assert!(chains(&sampled) < 2 * chains(&anchored), "rules are still drawn by recurrence");
     // Low locality with anchors: chains are still drawn uniformly, but a chain's flows carry
     // one L3 part (one destination address per chain), as high-locality flows do.
     let low = TrafficConfig { locality: Locality::Low, ..base.clone() };
-    let (sampled_low, anchored_low) = (pipebench::generate_traffic(&rs, &TrafficConfig { low_anchors: false, ..low.clone() }).unwrap(), pipebench::generate_traffic(&rs, &low).unwrap());
+    let (sampled_low, anchored_low) = (innet_pipebench::generate_traffic(&rs, &TrafficConfig { low_anchors: false, ..low.clone() }).unwrap(), innet_pipebench::generate_traffic(&rs, &low).unwrap());
     assert_eq!(anchored_low.flows.len(), 5_000);
     assert!(dsts(&anchored_low) <= chains(&anchored_low), "{} destinations for {} chains", dsts(&anchored_low), chains(&anchored_low));
     assert!(dsts(&sampled_low) > 2 * dsts(&anchored_low), "{} vs {}", dsts(&sampled_low), dsts(&anchored_low));
-    let busiest = |t: &pipebench::Traffic| {
+    let busiest = |t: &innet_pipebench::Traffic| {
         let mut n = std::collections::HashMap::new();
         t.flows.iter().for_each(|f| *n.entry(f.chain).or_insert(0) += 1);
         n.into_values().max().unwrap()
@@ -209,16 +209,16 @@ fn fresh_source_ports_and_sampled_headers_vary_what_anchors_fix() {
 #[test]
 fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
     use std::collections::HashSet;
-    use innet_gigaflow::fields::Field;
+    use innet_ofswitch::fields::Field;
     // PSC: no table binds a MAC to an address, so L2 and L3 parts recombine freely.
-    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 2000, 1).unwrap();
+    let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 2000, 1).unwrap();
     let mut share = Vec::new();
     // Low locality with sampled headers (`low_anchors: false`), the form whose L3 tuples are
     // fresh per flow; anchored low-locality flows share their chains' L3 part
     // (fresh_source_ports_and_sampled_headers_vary_what_anchors_fix).
     for locality in [Locality::High, Locality::Low] {
         let cfg = TrafficConfig { n_flows: 20_000, locality, seed: 9, low_anchors: false, ..TrafficConfig::default() };
-        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        let t = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
         assert_eq!(t.flows.len(), 20_000);
         let unique: HashSet<_> = t.flows.iter().map(|f| f.headers).collect();
         assert_eq!(unique.len(), 20_000, "flows are unique header tuples");
@@ -232,7 +232,7 @@ fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
         assert!(mice > 10_000 && biggest > 5_000 && (20.0..40.0).contains(&per_flow), "mice {mice}, biggest {biggest}, {per_flow} packets per flow");
         // Header sharing, per part the pipeline's tables examine separately: flows per distinct
         // L3/L4 tuple (dst address, dst port) and per distinct L2 tuple (in_port, dl_src, dl_dst).
-        let h = |f: &innet_gigaflow::pipebench::traffic::TraceFlow, k: Field| f.headers.get(k);
+        let h = |f: &innet_pipebench::traffic::TraceFlow, k: Field| f.headers.get(k);
         let l3: HashSet<_> = t.flows.iter().map(|f| (h(f, Field::NwDst), h(f, Field::TpDst))).collect();
         let l2: HashSet<_> = t.flows.iter().map(|f| (h(f, Field::InPort), h(f, Field::DlSrc), h(f, Field::DlDst))).collect();
         // Recombination: flows whose L2 part and L3 part each occurred in earlier flows, but
@@ -265,13 +265,13 @@ fn traffic_is_heavy_tailed_timed_and_local_when_asked() {
 #[test]
 fn recombined_traffic_keeps_port_security_bindings() {
     for (name, spoof_drop) in [("OLS", vec![0u8, 1]), ("ANT", vec![0u8, 10])] {
-        let rs = pipebench::render_pipeline(name, Profile::Acl, 2000, 1).unwrap();
+        let rs = innet_pipebench::render_pipeline(name, Profile::Acl, 2000, 1).unwrap();
         let p = Pipeline::parse(&rs.text).unwrap();
         for locality in [Locality::High, Locality::Low] {
             // Every port: with one input port the hosts bound to ports 2-4 are spoofed by
             // construction (single_in_port_changes_only_the_port).
             let cfg = TrafficConfig { n_flows: 5_000, locality, seed: 3, single_in_port: false, ..TrafficConfig::default() };
-            let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+            let t = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
             let dropped = t.flows.iter().filter(|f| p.traversal_tables(&f.headers) == spoof_drop).count();
             eprintln!("{name} {locality:?}: {dropped} of 5000 flows dropped by the source binding");
             assert!(dropped < 250, "{name} {locality:?}: {dropped} of 5000 flows dropped by the source binding");
@@ -283,16 +283,16 @@ fn recombined_traffic_keeps_port_security_bindings() {
 /// traffic or packets drawn near the rules' values) takes a traversal the spec does not allow.
 #[test]
 fn any_seed_stays_inside_the_spec() {
-    use innet_gigaflow::packetgen::random_packets;
+    use innet_ofswitch::packetgen::random_packets;
     for seed in 0..6u64 {
         for (i, name) in pipelines::NAMES.iter().enumerate() {
             let profile = [Profile::Acl, Profile::Fw, Profile::Ipc][(seed as usize + i) % 3];
-            let rs = pipebench::render_pipeline(name, profile, 150 + 50 * seed as usize, seed).unwrap();
+            let rs = innet_pipebench::render_pipeline(name, profile, 150 + 50 * seed as usize, seed).unwrap();
             let p = Pipeline::parse(&rs.text).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
             let allowed = rs.spec.traversals().unwrap();
             let locality = if seed % 2 == 0 { Locality::High } else { Locality::Low };
             let cfg = TrafficConfig { n_flows: 300, locality, seed, ..TrafficConfig::default() };
-            let mut packets: Vec<_> = pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
+            let mut packets: Vec<_> = innet_pipebench::generate_traffic(&rs, &cfg).unwrap().flows.into_iter().map(|f| f.headers).collect();
             packets.extend(random_packets(&p, 200, 4, seed));
             for pkt in &packets {
                 let t: Vec<u8> = p.traversal_tables(pkt);
@@ -310,14 +310,14 @@ fn mac_only_port_security_removes_the_mac_address_bindings() {
     let binding = |line: &str| (line.contains("dl_src=") && line.contains("nw_src=")) || (line.contains("dl_dst=") && line.contains("nw_dst="));
     for (name, tables) in [("OLS", ["table=1,", "table=49,"]), ("ANT", ["table=10,", "table=10,"])] {
         let spec = pipelines::pipeline(name).unwrap();
-        let built = pipebench::ruleset::generate(&spec, Profile::Acl, 2000, 1).unwrap();
-        let mac_only = pipebench::ruleset::generate(&pipelines::mac_only_port_security(spec), Profile::Acl, 2000, 1).unwrap();
+        let built = innet_pipebench::ruleset::generate(&spec, Profile::Acl, 2000, 1).unwrap();
+        let mac_only = innet_pipebench::ruleset::generate(&pipelines::mac_only_port_security(spec), Profile::Acl, 2000, 1).unwrap();
         let bound = |text: &str| text.lines().filter(|l| tables.iter().any(|t| l.starts_with(t)) && binding(l)).count();
         assert!(bound(&built.text) > 0, "{name}: the pipeline as built binds MACs to addresses");
         assert_eq!(bound(&mac_only.text), 0, "{name}: a binding rule is left");
         // Traffic recombines L2 parts freely now: no flow ends in a binding table.
         let p = Pipeline::parse(&mac_only.text).unwrap();
-        let t = pipebench::generate_traffic(&mac_only, &TrafficConfig { n_flows: 3_000, seed: 3, ..TrafficConfig::default() }).unwrap();
+        let t = innet_pipebench::generate_traffic(&mac_only, &TrafficConfig { n_flows: 3_000, seed: 3, ..TrafficConfig::default() }).unwrap();
         let ids: Vec<u8> = tables.iter().map(|t| t[6..t.len() - 1].parse().unwrap()).collect();
         let ended_there = t.flows.iter().filter(|f| p.traversal_tables(&f.headers).last().is_some_and(|x| ids.contains(x))).count();
         assert_eq!(ended_there, 0, "{name}: {ended_there} flows dropped by a binding table");
@@ -329,14 +329,14 @@ fn mac_only_port_security_removes_the_mac_address_bindings() {
 /// (dl_src, dl_dst) pair of a flow is one its L3 chain's anchor carries.
 #[test]
 fn own_l2_parts_stay_with_their_chain() {
-    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
     let l2_of = |recombine_l2: bool| {
         let cfg = TrafficConfig { n_flows: 3_000, seed: 3, fresh_source_ports: true, recombine_l2, ..TrafficConfig::default() };
-        let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+        let t = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
         let mut by_chain: BTreeMap<u32, BTreeSet<(u64, u64, u64)>> = BTreeMap::new();
         for f in &t.flows {
             let h = &f.headers;
-            by_chain.entry(f.chain).or_default().insert((h.get(innet_gigaflow::Field::InPort), h.get(innet_gigaflow::Field::DlSrc), h.get(innet_gigaflow::Field::DlDst)));
+            by_chain.entry(f.chain).or_default().insert((h.get(innet_ofswitch::Field::InPort), h.get(innet_ofswitch::Field::DlSrc), h.get(innet_ofswitch::Field::DlDst)));
         }
         by_chain.values().map(|s| s.len()).max().unwrap()
     };
@@ -353,10 +353,10 @@ fn own_l2_parts_stay_with_their_chain() {
 fn single_in_port_changes_only_the_port() {
     assert!(!TrafficConfig::default().single_in_port, "every port is the default (one port drops OLS/ANT flows)");
     for (name, lost) in [("OTL", [0u8, 1, 3, 5].as_slice()), ("OLS", [0u8].as_slice())] {
-        let rs = pipebench::render_pipeline(name, Profile::Acl, 1000, 1).unwrap();
+        let rs = innet_pipebench::render_pipeline(name, Profile::Acl, 1000, 1).unwrap();
         let p = Pipeline::parse(&rs.text).unwrap();
         let count = |single_in_port: bool| {
-            let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
+            let t = innet_pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
             t.flows.iter().filter(|f| p.traversal_tables(&f.headers).starts_with(lost) && (name != "OLS" || p.traversal_tables(&f.headers) == lost)).count()
         };
         let (every, one) = (count(false), count(true));
@@ -367,16 +367,16 @@ fn single_in_port_changes_only_the_port() {
             assert!(one > every + 300, "OLS: port security drops the hosts of ports 2-4 with one port ({every} -> {one})");
         }
     }
-    let rs = pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
-    let gen = |single_in_port: bool| pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
+    let rs = innet_pipebench::render_pipeline("PSC", Profile::Acl, 1000, 1).unwrap();
+    let gen = |single_in_port: bool| innet_pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 3_000, seed: 3, single_in_port, ..TrafficConfig::default() }).unwrap();
     let (spread, one) = (gen(false), gen(true));
-    let ports = |t: &pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(innet_gigaflow::Field::InPort)).collect::<BTreeSet<_>>();
+    let ports = |t: &innet_pipebench::Traffic| t.flows.iter().map(|f| f.headers.get(innet_ofswitch::Field::InPort)).collect::<BTreeSet<_>>();
     assert!(ports(&spread).len() > 1, "default traffic uses several ports");
     assert_eq!(ports(&one), BTreeSet::from([1]), "every packet on port 1");
     assert_eq!(spread.flows.len(), one.flows.len());
     for (a, b) in spread.flows.iter().zip(&one.flows) {
         let mut h = a.headers;
-        h.set(innet_gigaflow::Field::InPort, 1);
+        h.set(innet_ofswitch::Field::InPort, 1);
         assert_eq!(h, b.headers, "only in_port differs");
     }
 }
@@ -388,8 +388,8 @@ fn single_in_port_changes_only_the_port() {
 /// answered by the DHCP responder.
 #[test]
 fn ols_dhcp_stage_is_ovn_northds() {
-    use innet_gigaflow::fields::Field;
-    let rs = pipebench::render_pipeline("OLS", Profile::Acl, 2000, 1).unwrap();
+    use innet_ofswitch::fields::Field;
+    let rs = innet_pipebench::render_pipeline("OLS", Profile::Acl, 2000, 1).unwrap();
     let discovery = "udp,nw_src=0.0.0.0,nw_dst=255.255.255.255,tp_src=68,tp_dst=67";
     let port_mac = |l: &str| l.split(',').filter(|f| f.starts_with("in_port=") || f.starts_with("dl_src=")).collect::<Vec<_>>().join(",");
     let mut options: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -413,7 +413,7 @@ fn ols_dhcp_stage_is_ovn_northds() {
     }
     let p = Pipeline::parse(&rs.text).unwrap();
     for locality in [Locality::High, Locality::Low] {
-        let t = pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 5_000, locality, seed: 3, ..TrafficConfig::default() }).unwrap();
+        let t = innet_pipebench::generate_traffic(&rs, &TrafficConfig { n_flows: 5_000, locality, seed: 3, ..TrafficConfig::default() }).unwrap();
         let mut answered = 0;
         for f in &t.flows {
             let tr = p.traversal_tables(&f.headers);

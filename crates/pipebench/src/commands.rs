@@ -5,8 +5,8 @@
 use super::model::{Act, Key, Next, PipelineSpec};
 use super::traffic::{parse_flow_sizes, Locality, Timing, TrafficConfig};
 use super::{classbench::Profile, pipelines, render_pipeline};
-use crate::fields::{format_ip, format_mac, Field};
-use crate::Pipeline;
+use innet_ofswitch::fields::{format_ip, format_mac, Field};
+use innet_ofswitch::Pipeline;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -1,15 +1,15 @@
 //! Packets per traversal for one pipeline (a command, not a test):
 //! `cargo run --release -p innet-gigaflow --example pipebench_dist -- NAME PROFILE LOCALITY RULES FLOWS`
-use innet_gigaflow::pipebench::{self, Locality, Profile, TrafficConfig};
-use innet_gigaflow::Pipeline;
+use innet_pipebench::{Locality, Profile, TrafficConfig};
+use innet_ofswitch::Pipeline;
 use std::collections::BTreeMap;
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let rs = pipebench::render_pipeline(&a[1], Profile::parse(&a[2]).unwrap(), a[4].parse().unwrap(), 1).unwrap();
+    let rs = innet_pipebench::render_pipeline(&a[1], Profile::parse(&a[2]).unwrap(), a[4].parse().unwrap(), 1).unwrap();
     let p = Pipeline::parse(&rs.text).unwrap();
     let cfg = TrafficConfig { n_flows: a[5].parse().unwrap(), locality: Locality::parse(&a[3]).unwrap(), seed: 1, ..TrafficConfig::default() };
-    let t = pipebench::generate_traffic(&rs, &cfg).unwrap();
+    let t = innet_pipebench::generate_traffic(&rs, &cfg).unwrap();
     let mut seen: BTreeMap<Vec<u8>, (usize, usize)> = BTreeMap::new();
     for f in &t.flows {
         let tr = p.trace(&f.headers);

@@ -4,15 +4,13 @@
 //! file for `ovs-ofctl add-flows` plus the (traversal, rule) chains the traffic generator uses.
 
 use super::classbench::{CbRule, Prefix, Profile, RuleGen};
-use super::model::{Act, Edge, Key, Next, PipelineSpec, Step};
-use crate::fields::{format_ip, format_mac};
+use super::model::{Act, Edge, Key, Next, PipelineSpec, Step, N_PORTS};
+use innet_ofswitch::fields::{format_ip, format_mac};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
 
-/// OpenFlow ports of the bridge the pipelines output to (the OVS oracle creates 1..=N_PORTS).
-pub const N_PORTS: u32 = 4;
 /// The most ClassBench rules one ruleset maps.
 pub const MAX_RULES: usize = 60_000;
 
