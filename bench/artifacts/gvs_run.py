@@ -267,7 +267,7 @@ def replay(args) -> dict:
                 cur = wait_for(c, i + 1)
                 done = i + 1
                 kind = "gigaflow" if cur["gigaflow_hits"] > prev["gigaflow_hits"] else "megaflow" if cur["megaflow_hits"] > prev["megaflow_hits"] else "upcall" if cur["upcalls"] > prev["upcalls"] else "lost"
-                rec = {"i": i, "in_port": port, "kind": kind, "entries": [t["entries"] for t in cur["tables"]], "recycled": [t["recycled"] for t in cur["tables"]]}
+                rec = {"i": i, "in_port": port, "kind": kind, "entries": [t["entries"] for t in cur["tables"]], "recycled": [t["recycled"] for t in cur["tables"]], "masks": [t["masks"] for t in cur["tables"]]}
                 if log.exists():
                     with open(log, "rb") as f:
                         f.seek(log_at)

@@ -17,7 +17,7 @@ use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
 use innet_gigaflow::nic::{NicCache, NicModel};
 use innet_gigaflow::partition::Scheme;
-use innet_ofswitch::slowpath::Pipeline;
+use innet_ofswitch::slowpath::{LookupWildcards, Pipeline};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -44,7 +44,7 @@ fn main() {
             "--per-packet" => per_packet = num(it.next()),
             _ => {
                 let Some((k, v)) = a.split_once('=') else { die(format!("argument '{a}' is not k=v")) };
-                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers", "key_after_writes"].contains(&k) {
+                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers", "key_after_writes", "fresh_lookup_wc"].contains(&k) {
                     own.insert(k.into(), v.into());
                 } else {
                     sets.insert(k.to_string(), v.to_string());
@@ -77,6 +77,7 @@ fn main() {
             drops_complete: !b("artifact_drops", d_art),
             match_metadata: !b("clear_registers", d_art),
             key_after_writes: b("key_after_writes", d_art),
+            lookup_wildcards: if b("fresh_lookup_wc", d_art) { LookupWildcards::PerLookup } else { LookupWildcards::Traversal },
             ..GigaflowConfig::default()
         }),
         other => die(format!("cache '{other}': expected mf, gf or gvs")),
@@ -98,7 +99,11 @@ fn main() {
                 "upcall"
             };
             let (entries, recycled) = tables_of(&o.cache);
-            let mut rec = json!({"i": i, "in_port": pkt.get(innet_ofswitch::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled});
+            let masks: Vec<usize> = match &o.cache {
+                NicCache::Gigaflow(g) => g.tables.iter().map(|t| t.n_masks()).collect(),
+                NicCache::Megaflow(_) => Vec::new(),
+            };
+            let mut rec = json!({"i": i, "in_port": pkt.get(innet_ofswitch::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled, "masks": masks});
             if std::env::var_os("GVS_COMPARE_EXPLAIN").is_some() {
                 rec["explain"] = explain(&mut o.cache, &pl, pkt);
             }
@@ -109,7 +114,7 @@ fn main() {
     let (entries, recycled) = tables_of(&o.cache);
     let s = o.stats;
     let extra = match &o.cache {
-        NicCache::Gigaflow(g) => json!({"rejected_full": g.stats.rejected_full, "rejected_masks": g.stats.rejected_masks, "repairs": g.stats.repairs, "aligned": g.stats.aligned, "uncacheable": g.stats.uncacheable}),
+        NicCache::Gigaflow(g) => json!({"masks": g.tables.iter().map(|t| t.n_masks()).collect::<Vec<_>>(), "rejected_full": g.stats.rejected_full, "rejected_masks": g.stats.rejected_masks, "repairs": g.stats.repairs, "aligned": g.stats.aligned, "uncacheable": g.stats.uncacheable}),
         NicCache::Megaflow(m) => json!({"rejected_full": m.stats.rejected_full, "rejected_masks": m.stats.rejected_masks}),
     };
     let clock = s.clock;

@@ -16,7 +16,7 @@ use crate::mappings::UniqueMappings;
 use innet_ofswitch::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
 use crate::partition::{self, field_set, Partitioner, Scheme, Segment};
-use innet_ofswitch::slowpath::{Frame, Pipeline, TableVisit, Trace};
+use innet_ofswitch::slowpath::{Frame, LookupWildcards, Pipeline, TableVisit, Trace};
 use innet_ofswitch::tss::{EntryId, FastMap, TssTable};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -89,13 +89,16 @@ pub struct GigaflowConfig {
     /// then matches only packets already carrying the rewritten value: it never hits. A drop's
     /// last entry gets zero MACs (committed towards the all-zero flow).
     pub key_after_writes: bool,
+    /// Which wildcards steer the slow path's lookups for this cache's upcalls: the traversal's
+    /// (OVS) or a fresh one per table (the artifact: [`innet_ofswitch::LookupWildcards`]).
+    pub lookup_wildcards: LookupWildcards,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false, lookup_wildcards: LookupWildcards::Traversal }
     }
 }
 
@@ -741,8 +744,9 @@ mod tests {
     fn written_fields_are_set_not_matched() {
         // Table 0 routes on nw_dst and rewrites both MACs and the destination address; table 1
         // admits by tp_dst. The routing entry must not match the incoming MACs (it writes them
-        // absolutely), so packets from other hosts reuse it; the rewritten nw_dst stays matched
-        // (the artifact un-wildcards IPv4 fields it sets), and every hit equals the slow path.
+        // absolutely), so packets from other hosts reuse it; of the rewritten nw_dst it matches
+        // only the /8 the lookup read (as gvs with OpenFlow 1.3 flows, where `mod_nw_dst` is a
+        // set_field), and every hit equals the slow path.
         let p = Pipeline::parse(
             "table=0,priority=10,ip,nw_dst=10.0.0.0/8,actions=mod_dl_src:00:00:5e:00:01:01,mod_dl_dst:02:00:00:00:00:09,mod_nw_dst:10.9.9.9,goto_table:1\n\
              table=1,priority=10,tcp,tp_dst=80,actions=output:2\n\
@@ -762,7 +766,9 @@ mod tests {
         assert_ne!(t.megaflow_mask.get(Field::DlSrc), 0, "the Megaflow still matches written MACs, as OVS's");
         assert_eq!(t.visits[0].window_wildcards.get(Field::DlSrc), 0);
         assert_eq!(t.visits[0].window_writes.get(Field::DlDst), 0xffff_ffff_ffff);
-        assert_eq!(t.visits[0].window_wildcards.get(Field::NwDst), 0xffff_ffff);
+        assert_eq!(t.visits[0].window_wildcards.get(Field::NwDst), 0xff00_0000);
+        assert_eq!(t.visits[0].window_writes.get(Field::NwDst), 0xffff_ffff);
+        assert_ne!(t.megaflow_mask.get(Field::NwDst), 0xff00_0000, "the Megaflow matches the written address");
         assert!(!run(&mut c, &p, &with_macs(7, 8, 443)));
         assert!(run(&mut c, &p, &with_macs(9, 10, 443)));
     }

@@ -16,7 +16,7 @@ use innet_ofswitch::conntrack::Conntrack;
 use innet_ofswitch::fields::{Field, Flow};
 use crate::ltm::{GigaflowCache, GigaflowConfig};
 use crate::megaflow::{CacheStats, Eviction, MegaflowCache};
-use innet_ofswitch::slowpath::Pipeline;
+use innet_ofswitch::slowpath::{LookupWildcards, Pipeline};
 use std::time::Instant;
 
 /// Latency parameters of the NIC and the upcall path. Defaults: the paper's measured hit
@@ -277,7 +277,11 @@ impl<'a> Offload<'a> {
         }
         self.stats.upcalls += 1;
         let t0 = Instant::now();
-        let trace = self.pipeline.trace(packet);
+        let lookup_wildcards = match &self.cache {
+            NicCache::Gigaflow(g) => g.cfg.lookup_wildcards,
+            NicCache::Megaflow(_) => LookupWildcards::Traversal,
+        };
+        let trace = self.pipeline.trace_with(packet, lookup_wildcards);
         let traversal_ns = t0.elapsed().as_nanos() as u64;
         self.flow_out = trace.final_flow;
         let lookups = trace.visits.len();

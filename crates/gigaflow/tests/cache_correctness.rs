@@ -8,7 +8,7 @@ use innet_gigaflow::ltm::{GigaflowCache, GigaflowConfig};
 use innet_gigaflow::megaflow::{Eviction, MegaflowCache};
 use innet_ofswitch::packetgen::{random_packets, random_pipeline};
 use innet_gigaflow::partition::Scheme;
-use innet_ofswitch::Pipeline;
+use innet_ofswitch::{LookupWildcards, Pipeline};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -54,7 +54,11 @@ fn check(pipeline: &Pipeline, packets: &[Flow], mf: &mut MegaflowCache, gf: &mut
             assert_eq!(out, t.final_flow, "gigaflow hit, packet {i}: final flow {p:?}");
             assert_eq!(outs, expected, "gigaflow hit, packet {i}: outputs {p:?}");
         } else {
-            gf.install(&t, now);
+            // The traversal as this cache's upcalls make it (its lookup wildcards): the same
+            // outputs, masks that may differ.
+            let tg = pipeline.trace_with(p, gf.cfg.lookup_wildcards);
+            assert_eq!((tg.final_flow, tg.outputs.len()), (t.final_flow, t.outputs.len()), "packet {i}: lookup wildcards change no answer");
+            gf.install(&tg, now);
         }
         assert!(mf.len() <= mf.table.capacity);
         for tb in &gf.tables {
@@ -91,7 +95,9 @@ proptest! {
         let packets = stream(&p, 250, seed);
         let mut mf = MegaflowCache::new(entries * k, eviction(ev));
         let scheme = [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne, Scheme::DisjointArtifact][scheme as usize];
-        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false };
+        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false,
+            // Both ways of steering the slow path's lookups (OVS's, and gvs's fresh per-table wildcards).
+            lookup_wildcards: if seed % 4 < 2 { LookupWildcards::Traversal } else { LookupWildcards::PerLookup } };
         let mut gf = GigaflowCache::new(cfg).unwrap();
         check(&p, &packets, &mut mf, &mut gf);
     }

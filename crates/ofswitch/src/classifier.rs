@@ -84,6 +84,9 @@ impl Unwildcard for Flow {
 pub struct DualWildcards<'a> {
     pub global: &'a mut Flow,
     pub lookup: &'a mut Flow,
+    /// Which of the two the lookup's shortcuts read ("already un-wildcarded?"): the traversal's
+    /// (false: OVS) or the fresh one (true: the Gigaflow artifact's per-table lookups).
+    pub read_lookup: bool,
 }
 
 impl Unwildcard for DualWildcards<'_> {
@@ -93,7 +96,11 @@ impl Unwildcard for DualWildcards<'_> {
         self.lookup.or(f, mask);
     }
     fn get(&self, f: Field) -> u64 {
-        self.global.get(f)
+        if self.read_lookup {
+            self.lookup.get(f)
+        } else {
+            self.global.get(f)
+        }
     }
     #[inline]
     fn or_index(&mut self, i: usize, mask: u64) {

@@ -20,4 +20,4 @@ pub mod tss;
 
 pub use fields::{Field, Flow};
 pub use flows::{parse_flows, Action, FlowRule, ParseError};
-pub use slowpath::{Pipeline, Trace};
+pub use slowpath::{LookupWildcards, Pipeline, Trace};

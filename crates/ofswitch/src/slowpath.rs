@@ -114,9 +114,8 @@ pub struct TableVisit {
     /// traversal ends): the lookup's bits even where an earlier table had examined them, plus
     /// the bits the actions run in that window read, plus in_port and dl_type (OVS's
     /// always-examined fields). Registers and metadata included. Bits the actions only *write*
-    /// are not here (a Gigaflow entry writes them absolutely, see [`TableVisit::window_writes`]),
-    /// except IPv4 addresses and L4 ports, which the artifact's per-table wildcard un-wildcards
-    /// when they are set. A Gigaflow entry's mask is the OR of these over its sub-traversal, and
+    /// are not here (a Gigaflow entry writes them absolutely, see [`TableVisit::window_writes`]).
+    /// A Gigaflow entry's mask is the OR of these over its sub-traversal, and
     /// the partitioner's field sets are taken from them.
     pub window_wildcards: Flow,
     /// Bits the actions run in this lookup's window write (set_field, load, move destinations).
@@ -200,7 +199,13 @@ impl Pipeline {
     /// one datapath pass, from table 0, or for a recirculated packet ([`Pipeline::thaw`]) from
     /// the table its recirc_id resumes in.
     pub fn trace(&self, packet: &Flow) -> Trace {
+        self.trace_with(packet, LookupWildcards::Traversal)
+    }
+
+    /// [`Pipeline::trace`] with the given wildcards steering each lookup's shortcuts.
+    pub fn trace_with(&self, packet: &Flow, lookup_wildcards: LookupWildcards) -> Trace {
         let mut x = Xlate::new(self, packet, usize::MAX);
+        x.read_lookup = lookup_wildcards == LookupWildcards::PerLookup;
         // Fields OVS always considers examined.
         x.wc.set(Field::InPort, u64::MAX);
         x.wc.set(Field::DlType, u64::MAX);
@@ -361,10 +366,25 @@ impl Pipeline {
     }
 }
 
+/// Which wildcards steer a table lookup's shortcuts — OVS's prefix tries skip a field whose
+/// bits are already un-wildcarded — and so which bits a lookup un-wildcards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LookupWildcards {
+    /// The traversal's (OVS's `ctx->wc`): the Megaflow is exactly OVS's.
+    #[default]
+    Traversal,
+    /// A fresh one per lookup, OR-ed into the traversal's after it: the Gigaflow artifact's gvs
+    /// passes `individual_wcs[k]` to `rule_dpif_lookup_from_table` (ofproto-dpif-xlate.c), so a
+    /// trie is consulted again in every table, however much of the field earlier tables examined.
+    PerLookup,
+}
+
 struct Xlate<'a> {
     pipeline: &'a Pipeline,
     flow: Flow,
     wc: Flow,
+    /// The lookups' shortcuts read the per-lookup wildcards ([`LookupWildcards::PerLookup`]).
+    read_lookup: bool,
     visits: Vec<TableVisit>,
     outputs: Vec<Output>,
     /// Pending (rule, next action) frames of enclosing resubmits.
@@ -381,7 +401,7 @@ struct Xlate<'a> {
 
 impl<'a> Xlate<'a> {
     fn new(pipeline: &'a Pipeline, packet: &Flow, max_visits: usize) -> Self {
-        Xlate { pipeline, flow: *packet, wc: Flow::default(), visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), ttl_exception: false, output_actions: 0 }
+        Xlate { pipeline, flow: *packet, wc: Flow::default(), read_lookup: false, visits: Vec::with_capacity(8), outputs: Vec::with_capacity(2), frames: Vec::new(), depth_limited: false, max_visits, halted: None, probes: 0, ct: Vec::new(), ttl_exception: false, output_actions: 0 }
     }
 
     fn table(&mut self, table: u8, depth: usize) {
@@ -403,7 +423,7 @@ impl<'a> Xlate<'a> {
         window.set(Field::DlType, u64::MAX);
         window.set(Field::RecircId, u64::MAX);
         let rule = match self.pipeline.tables.get(&table) {
-            Some(cls) => cls.lookup_counted(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window }, &mut self.probes),
+            Some(cls) => cls.lookup_counted(&self.flow, &mut DualWildcards { global: &mut self.wc, lookup: &mut window, read_lookup: self.read_lookup }, &mut self.probes),
             None => None,
         };
         let mut own = self.wc;
@@ -451,15 +471,14 @@ impl<'a> Xlate<'a> {
 
     /// Marks bits as written. OVS's Megaflow matches every written field (its datapath set
     /// actions are computed against the packet's original value); a Gigaflow entry writes them
-    /// absolutely and needs to match only what it reads, except IPv4 addresses and L4 ports,
-    /// which the artifact un-wildcards in the per-table wildcard of the table that sets them.
+    /// absolutely and needs to match only what it reads. (gvs un-wildcards IPv4 addresses and
+    /// L4 ports in the per-table wildcard only for the OpenFlow 1.0 `mod_nw_*`/`mod_tp_*`
+    /// actions, OFPACT_SET_IPV4_*/SET_L4_*_PORT; flows added as OpenFlow 1.3, as its
+    /// orchestrator does, carry them as `set_field`, which it does not: neither do we.)
     fn written(&mut self, f: Field, mask: u64) {
         self.wc.or(f, mask);
         if let Some(v) = self.visits.last_mut() {
             v.window_writes.or(f, mask);
-            if matches!(f, Field::NwSrc | Field::NwDst | Field::TpSrc | Field::TpDst) {
-                v.window_wildcards.or(f, mask);
-            }
         }
     }
 
