@@ -176,9 +176,6 @@ impl Default for RunSpec {
     }
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 fn us_ps(us: f64) -> u64 {
     (us * 1e6).round() as u64
@@ -189,62 +186,59 @@ impl RunSpec {
         let max_value = 1500 - 40 - HEADER_BYTES as u32 - self.workload.key_bytes as u32;
         self.workload.validate(max_value)?;
         if self.clients == 0 || self.servers == 0 || self.partitions_per_server == 0 {
-            return Err(bad("clients/servers/partitions_per_server", "expected at least 1 of each"));
+            return Err(ExperimentError::param("clients/servers/partitions_per_server", "expected at least 1 of each"));
         }
         if self.clients + self.servers > 250 {
-            return Err(bad("clients", "a rack holds at most 250 hosts"));
+            return Err(ExperimentError::param("clients", "a rack holds at most 250 hosts"));
         }
         if self.servers * self.partitions_per_server > 64 {
-            return Err(bad("partitions_per_server", "at most 64 storage partitions in the rack (Pegasus's replica bitmap)"));
+            return Err(ExperimentError::param("partitions_per_server", "at most 64 storage partitions in the rack (Pegasus's replica bitmap)"));
         }
         if self.partitions_per_server > 64 {
-            return Err(bad("partitions_per_server", "at most 64 ports per storage host"));
+            return Err(ExperimentError::param("partitions_per_server", "at most 64 ports per storage host"));
         }
         for (name, v) in [("server_rate_rps", self.server_rate_rps), ("link_gbps", self.link_gbps), ("recirculation_gbps", self.recirculation_gbps)] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(bad(name, format!("expected a positive number, got {v}")));
+                return Err(ExperimentError::bad_param(name, v, "a positive number"));
             }
         }
         if !(self.offered_rps >= 0.0 && self.offered_rps.is_finite()) {
-            return Err(bad("offered_rps", format!("expected ≥ 0, got {}", self.offered_rps)));
+            return Err(ExperimentError::bad_param("offered_rps", &self.offered_rps, "≥ 0"));
         }
         if self.duration_us <= 0.0 || self.warmup_us < 0.0 || self.drain_us < 0.0 {
-            return Err(bad("duration_us", "expected duration > 0 and warm-up, drain ≥ 0"));
+            return Err(ExperimentError::param("duration_us", "expected duration > 0 and warm-up, drain ≥ 0"));
         }
         if self.cache_size > self.table_entries {
-            return Err(bad("cache_size", format!("{} exceeds the lookup table ({} entries)", self.cache_size, self.table_entries)));
+            return Err(ExperimentError::param("cache_size", format!("{} exceeds the lookup table ({} entries)", self.cache_size, self.table_entries)));
         }
         if self.table_entries == 0 || self.table_entries > 65_536 {
-            return Err(bad("table_entries", "expected 1..=65536"));
+            return Err(ExperimentError::param("table_entries", "expected 1..=65536"));
         }
         if self.queue_slots == 0 || self.queue_slots > 1024 {
-            return Err(bad("queue_slots", "expected 1..=1024 slots per key"));
+            return Err(ExperimentError::param("queue_slots", "expected 1..=1024 slots per key"));
         }
         if !(1..=128).contains(&self.hkey_bits) {
-            return Err(bad("hkey_bits", "expected 1..=128"));
+            return Err(ExperimentError::param("hkey_bits", "expected 1..=128"));
         }
         if !matches!(self.fault.as_str(), "none" | "skip_invalidation") {
-            return Err(bad("fault", format!("expected \"none\" or \"skip_invalidation\", got \"{}\"", self.fault)));
+            return Err(ExperimentError::bad_param("fault", &self.fault, "\"none\" or \"skip_invalidation\""));
         }
         if !(self.server_rate_window_us >= 0.0 && self.server_rate_window_us.is_finite()) {
-            return Err(bad("server_rate_window_us", format!("expected ≥ 0 (0 = paced), got {}", self.server_rate_window_us)));
+            return Err(ExperimentError::bad_param("server_rate_window_us", &self.server_rate_window_us, "≥ 0 (0 = paced)"));
         }
         if self.server_rate_window_us > 0.0 && !(self.server_service_ns > 0.0 && self.server_service_ns <= 1e9 / self.server_rate_rps) {
-            return Err(bad(
-                "server_service_ns",
-                format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns),
-            ));
+            return Err(ExperimentError::param("server_service_ns", format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns)));
         }
         if self.server_queue_requests == 0 {
-            return Err(bad("server_queue_requests", "expected at least 1"));
+            return Err(ExperimentError::param("server_queue_requests", "expected at least 1"));
         }
         if let Some(f) = self.netcache_key_fraction {
             if !(0.0..=1.0).contains(&f) {
-                return Err(bad("netcache_key_fraction", format!("expected a fraction in [0, 1], got {f}")));
+                return Err(ExperimentError::bad_param("netcache_key_fraction", f, "a fraction in [0, 1]"));
             }
         }
         if self.pegasus_keys > 4096 || self.netcache_entries > 1 << 20 {
-            return Err(bad("pegasus_keys/netcache_entries", "too large"));
+            return Err(ExperimentError::param("pegasus_keys/netcache_entries", "too large"));
         }
         Ok(())
     }
