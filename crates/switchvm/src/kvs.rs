@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::percentile;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::PacketId;
@@ -29,7 +29,7 @@ use crate::control::ControlPlane;
 use crate::isa::Pc;
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{bad, internal, sorted, stack_of, tenant_packet, timeline, Rack};
+use crate::testbed::{internal, sorted, stack_of, tenant_packet, timeline, Rack};
 
 const TENANT: u32 = 9;
 const GET_PORT: u16 = 11211;
@@ -339,14 +339,14 @@ pub struct KvsResult {
 
 pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
     if !spec.cache_size.is_power_of_two() || spec.cache_size > 32_768 {
-        return Err(bad("cache_size", format!("{} is not a power of two up to 32768 (the value arrays are segments)", spec.cache_size)));
+        return Err(ExperimentError::param("cache_size", format!("{} is not a power of two up to 32768 (the value arrays are segments)", spec.cache_size)));
     }
     if spec.hot_keys == 0 {
-        return Err(bad("hot_keys", "must be at least 1"));
+        return Err(ExperimentError::param("hot_keys", "must be at least 1"));
     }
     for (f, v) in [("rate", spec.rate_rps), ("change_s", spec.change_s), ("collect_s", spec.collect_s), ("clear_s", spec.clear_s), ("duration_s", spec.duration_s)] {
         if !(v > 0.0) {
-            return Err(bad(f, format!("{v} must be positive")));
+            return Err(ExperimentError::param(f, format!("{v} must be positive")));
         }
     }
     let mut rack = Rack::new(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
@@ -508,39 +508,38 @@ struct Params {
     seed: u64,
 }
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
 pub struct KvsExperiment;
 
+const KVS: Declaration = Declaration::new(
+    "switchvm.kvs",
+    "Fig. 7: DPF key-value cache (get/put/update + count-min on the miss path in a second pipe) under hot-in: latency timeline",
+    &[&[
+        ParamSpec::new("rate", "10000.0", "GETs per second, evenly spaced (the paper's 10 Kpps)"),
+        ParamSpec::new("duration_s", "40.0", "run length (s)"),
+        ParamSpec::new("hot_keys", "128", "keys of each hot set (uniform within the set)"),
+        ParamSpec::new("change_s", "10.0", "the hot set changes this often (s)"),
+        ParamSpec::new("cache_size", "128", "cache entries (a power of two)"),
+        ParamSpec::new("collect_s", "1.0", "the control plane re-ranks the keys this often (s)"),
+        ParamSpec::new("clear_s", "5.0", "hit counters and the sketch are cleared this often (s)"),
+        ParamSpec::new("server_us", "10.0", "the server's time per GET (µs)"),
+        ParamSpec::new("bin_s", "0.25", "time bin of the latency timeline (s)"),
+        ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("duration_s", "1.2"), ("change_s", "0.4"), ("collect_s", "0.05"), ("clear_s", "0.2"), ("bin_s", "0.02")]);
+
 impl Experiment for KvsExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.kvs",
-            description: "Fig. 7: DPF key-value cache (get/put/update + count-min on the miss path in a second pipe) under hot-in: latency timeline",
-            params: vec![
-                p("rate", "10000.0", "GETs per second, evenly spaced (the paper's 10 Kpps)"),
-                p("duration_s", "40.0", "run length (s)"),
-                p("hot_keys", "128", "keys of each hot set (uniform within the set)"),
-                p("change_s", "10.0", "the hot set changes this often (s)"),
-                p("cache_size", "128", "cache entries (a power of two)"),
-                p("collect_s", "1.0", "the control plane re-ranks the keys this often (s)"),
-                p("clear_s", "5.0", "hit counters and the sketch are cleared this often (s)"),
-                p("server_us", "10.0", "the server's time per GET (µs)"),
-                p("bin_s", "0.25", "time bin of the latency timeline (s)"),
-                p("link_gbps", "100.0", "link bandwidth"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        KVS.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let quick_set: &[(&str, &str)] = &[("duration_s", "1.2"), ("change_s", "0.4"), ("collect_s", "0.05"), ("clear_s", "0.2"), ("bin_s", "0.02")];
-        let p: Params = resolve_params(&self.info(), quick_set, quick, overrides)?;
+        let p: Params = KVS.resolve(overrides, quick)?;
         if !(p.bin_s > 0.0) {
-            return Err(bad("bin_s", "must be positive"));
+            return Err(ExperimentError::param("bin_s", "must be positive"));
         }
         let spec = KvsSpec {
             rate_rps: p.rate,

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Encap, Ipv4, Packet, PacketId, Tunnel, IP_PROTO_UDP, L4};
@@ -30,7 +30,7 @@ use crate::control::ControlPlane;
 use crate::isa::Pc;
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{bad, internal, stack_of, tenant_packet, Rack};
+use crate::testbed::{internal, stack_of, tenant_packet, Rack};
 
 const COUNTER_ID: u32 = 5;
 const UDP_HEADERS_BYTES: u32 = 14 + 20 + 8 + 4;
@@ -173,7 +173,7 @@ pub struct IsolationResult {
 
 pub fn isolation(spec: &IsolationSpec) -> Result<IsolationResult, ExperimentError> {
     if !(64 + 120..=1518).contains(&spec.frame_bytes) {
-        return Err(bad("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
+        return Err(ExperimentError::param("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
     }
     let flows = ISOLATION_FLOWS.len() + usize::from(spec.attacker);
     let mut rack = Rack::new(2 * flows as u32, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
@@ -392,17 +392,17 @@ impl SwitchControl<SwitchVmSwitch> for TenantControl {
 
 pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
     if spec.batch == 0 || spec.max_tenants == 0 {
-        return Err(bad("batch", "batch and max_tenants must be at least 1"));
+        return Err(ExperimentError::param("batch", "batch and max_tenants must be at least 1"));
     }
     if !(0.0..=1.0).contains(&spec.tenant_share) {
-        return Err(bad("tenant_share", format!("{} is not in [0, 1]", spec.tenant_share)));
+        return Err(ExperimentError::param("tenant_share", format!("{} is not in [0, 1]", spec.tenant_share)));
     }
     if !(184..=1518).contains(&spec.frame_bytes) {
-        return Err(bad("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
+        return Err(ExperimentError::param("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
     }
     let cfg = VmConfig::default();
     if spec.max_tenants as usize > cfg.direct_per_eu.min(cfg.permission_entries) {
-        return Err(bad("max_tenants", format!("{} tenants exceed the switch's {} permission entries / {} direct mappings per EU", spec.max_tenants, cfg.permission_entries, cfg.direct_per_eu)));
+        return Err(ExperimentError::param("max_tenants", format!("{} tenants exceed the switch's {} permission entries / {} direct mappings per EU", spec.max_tenants, cfg.permission_entries, cfg.direct_per_eu)));
     }
     let mut rack = Rack::new(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let lanes = cfg.lanes;
@@ -503,9 +503,6 @@ pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
 
 // ================================================================ experiments
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -521,26 +518,30 @@ struct IsolationParams {
 
 pub struct IsolationExperiment;
 
+const ISOLATION: Declaration = Declaration::new(
+    "switchvm.isolation",
+    "Fig. 9a: four DPF flows and a base flow at line rate, started one by one: per-flow goodput, no interference",
+    &[&[
+        ParamSpec::new("stage_us", "400.0", "a new flow starts every stage (µs); the run lasts ten stages"),
+        ParamSpec::new("frame_bytes", "1500", "frame size of every flow before encapsulation"),
+        ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+        ParamSpec::new("bin_us", "20.0", "goodput time bin (µs)"),
+        ParamSpec::new("attacker", "false", "add a tenant whose in-packet DPF writes outside its memory (every packet must be dropped)"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("stage_us", "100.0"), ("bin_us", "10.0")]);
+
 impl Experiment for IsolationExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.isolation",
-            description: "Fig. 9a: four DPF flows and a base flow at line rate, started one by one: per-flow goodput, no interference",
-            params: vec![
-                p("stage_us", "400.0", "a new flow starts every stage (µs); the run lasts ten stages"),
-                p("frame_bytes", "1500", "frame size of every flow before encapsulation"),
-                p("link_gbps", "100.0", "link bandwidth"),
-                p("bin_us", "20.0", "goodput time bin (µs)"),
-                p("attacker", "false", "add a tenant whose in-packet DPF writes outside its memory (every packet must be dropped)"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        ISOLATION.info()
     }
+
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: IsolationParams = resolve_params(&self.info(), &[("stage_us", "100.0"), ("bin_us", "10.0")], quick, overrides)?;
+        let p: IsolationParams = ISOLATION.resolve(overrides, quick)?;
         if !(p.bin_us > 0.0 && p.stage_us >= 4.0 * p.bin_us) {
-            return Err(bad("bin_us", "must be positive and at most a quarter of a stage"));
+            return Err(ExperimentError::param("bin_us", "must be positive and at most a quarter of a stage"));
         }
         let r = isolation(&IsolationSpec { stage_us: p.stage_us, frame_bytes: p.frame_bytes, link_gbps: p.link_gbps, bin_us: p.bin_us, attacker: p.attacker, pipeline_ns: p.pipeline_ns, seed: p.seed })?;
         progress(1.0);
@@ -581,27 +582,31 @@ struct TenantsParams {
 
 pub struct TenantsExperiment;
 
+const TENANTS: Declaration = Declaration::new(
+    "switchvm.tenants",
+    "Fig. 9b: tenants added 350/s up to 30K then removed; unauthorized packets dropped; aggregate goodput follows",
+    &[&[
+        ParamSpec::new("max_tenants", "30000", "tenants added (each with its in-packet private counter and a direct-mapped cell)"),
+        ParamSpec::new("batch", "350", "tenants authorized (then removed) per second"),
+        ParamSpec::new("tenant_share", "0.8", "share of the generator's line rate spread over the tenants (the rest invokes no DPF)"),
+        ParamSpec::new("frame_bytes", "1500", "frame size before encapsulation"),
+        ParamSpec::new("link_gbps", "1.0", "link bandwidth (scaled down from 100 Gb/s: the shape depends only on the authorized share)"),
+        ParamSpec::new("bin_s", "1.0", "goodput time bin (s)"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("max_tenants", "1050"), ("link_gbps", "0.2")]);
+
 impl Experiment for TenantsExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.tenants",
-            description: "Fig. 9b: tenants added 350/s up to 30K then removed; unauthorized packets dropped; aggregate goodput follows",
-            params: vec![
-                p("max_tenants", "30000", "tenants added (each with its in-packet private counter and a direct-mapped cell)"),
-                p("batch", "350", "tenants authorized (then removed) per second"),
-                p("tenant_share", "0.8", "share of the generator's line rate spread over the tenants (the rest invokes no DPF)"),
-                p("frame_bytes", "1500", "frame size before encapsulation"),
-                p("link_gbps", "1.0", "link bandwidth (scaled down from 100 Gb/s: the shape depends only on the authorized share)"),
-                p("bin_s", "1.0", "goodput time bin (s)"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        TENANTS.info()
     }
+
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: TenantsParams = resolve_params(&self.info(), &[("max_tenants", "1050"), ("link_gbps", "0.2")], quick, overrides)?;
+        let p: TenantsParams = TENANTS.resolve(overrides, quick)?;
         if !(p.bin_s > 0.0) {
-            return Err(bad("bin_s", "must be positive"));
+            return Err(ExperimentError::param("bin_s", "must be positive"));
         }
         let r = tenants(&TenantsSpec { max_tenants: p.max_tenants, batch: p.batch, tenant_share: p.tenant_share, frame_bytes: p.frame_bytes, link_gbps: p.link_gbps, bin_s: p.bin_s, pipeline_ns: p.pipeline_ns, seed: p.seed })?;
         progress(1.0);

@@ -1,5 +1,5 @@
 //! Helpers the SwitchVM end-to-end experiments share: a one-switch rack, the SwitchVM tenant
-//! packet (Geneve with the DPF header), parameter lists, and latency timelines in time bins.
+//! packet (Geneve with the DPF header), and latency timelines in time bins.
 
 use std::sync::Arc;
 
@@ -12,25 +12,8 @@ use innet_sim::topology::{Role, Topology, TopologySpec};
 
 use crate::machine::DpfPacket;
 
-pub fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
-
 pub fn internal(e: impl std::fmt::Display) -> ExperimentError {
     ExperimentError::Invariant(e.to_string())
-}
-
-/// A comma-separated parameter list, each item parsed by `f`; errors name the field.
-pub fn list<T>(field: &str, s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, ExperimentError> {
-    let v: Vec<T> = s.split(',').filter(|x| !x.trim().is_empty()).map(|x| f(x.trim()).map_err(|m| bad(field, m))).collect::<Result<_, _>>()?;
-    if v.is_empty() {
-        return Err(bad(field, "expected at least one value"));
-    }
-    Ok(v)
-}
-
-pub fn number(x: &str) -> Result<f64, String> {
-    x.parse::<f64>().map_err(|_| format!("'{x}' is not a number"))
 }
 
 /// One switch and `hosts` hosts.
