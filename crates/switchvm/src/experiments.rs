@@ -8,16 +8,14 @@
 //! stage the program occupies: 12 for SwitchVM (§5.1), `L3_FORWARD_STAGES` for L3 forwarding.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use innet_dataplane::fabric::{HostSite, Rack, SwitchSite};
 use innet_dataplane::{L3Forward, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
 use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ListItem, ParamSpec, Progress, RunOutput, Sweep, Table};
 use innet_sim::metrics::percentile;
-use innet_sim::network::{Network, NodeId};
 use innet_sim::report::round6;
-use innet_sim::routing::Routing;
-use innet_sim::topology::{Role, Topology, TopologySpec};
+use innet_sim::topology::TopologySpec;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -130,11 +128,8 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
         host_buffer_bytes: 1 << 30,
         ..TopologySpec::rack(2)
     };
-    let topo = Topology::build(&topo_spec, &[])?;
-    let mut net = Network::new(spec.seed);
-    topo.instantiate(&mut net);
-    let routing = Arc::new(Routing::compute(&topo, &net, spec.seed));
-    let ip = |h: usize| topo.nodes[topo.hosts[h] as usize].ip;
+    let mut rack = Rack::build(&topo_spec, spec.seed)?;
+    let (src_ip, dst_ip) = (rack.ip(0), rack.ip(1));
 
     // The switch: the counter deployed, the tenant authorized with a default DPF and memory.
     let cfg = VmConfig::default();
@@ -166,46 +161,41 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
     };
     let stop_ps = (spec.duration_us * 1e6) as u64;
     let mut machine = Some(m);
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut sender_wire = 0;
     let mut plain_wire = 0;
-    for (id, n) in topo.nodes.iter().enumerate() {
-        let node = id as NodeId;
-        if n.role != Role::Host {
-            let m = machine.take().expect("a rack has one switch");
-            let sw: Box<dyn Node> = if spec.mode == Mode::Plain {
-                Box::new(SimSwitch::new(L3Forward::default(), n.switch_index.unwrap(), routing.clone(), &net, node))
-            } else {
-                Box::new(SimSwitch::new(SwitchVmSwitch::new(m), n.switch_index.unwrap(), routing.clone(), &net, node))
-            };
-            nodes.push(sw);
-            continue;
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        if h.host_index != 0 {
+            return Box::new(Sink { ip: h.ip, lanes, ..Default::default() });
         }
-        if n.host_index == Some(0) {
-            let sc = SenderConfig {
-                src_ip: ip(0),
-                dst_ip: ip(1),
-                wrap: wrap.clone(),
-                frame_bytes: spec.frame_bytes,
-                load: spec.load,
-                poisson: spec.poisson,
-                link_bps: (spec.link_gbps * 1e9) as u64,
-                stop_ps,
-            };
-            plain_wire = Sender::new(SenderConfig { wrap: Wrap::Plain, ..sc.clone() }, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "x")).wire_bytes();
-            let mut s = Sender::new(sc, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "sender"));
-            sender_wire = s.wire_bytes();
-            s.start(&mut net, node);
-            nodes.push(Box::new(s));
+        let sc = SenderConfig {
+            src_ip,
+            dst_ip,
+            wrap: wrap.clone(),
+            frame_bytes: spec.frame_bytes,
+            load: spec.load,
+            poisson: spec.poisson,
+            link_bps: (spec.link_gbps * 1e9) as u64,
+            stop_ps,
+        };
+        plain_wire = Sender::new(SenderConfig { wrap: Wrap::Plain, ..sc.clone() }, h.nic, innet_sim::rng::rng_for(spec.seed, "x")).wire_bytes();
+        let mut s = Sender::new(sc, h.nic, innet_sim::rng::rng_for(spec.seed, "sender"));
+        sender_wire = s.wire_bytes();
+        s.start(h.net, h.node);
+        Box::new(s)
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let m = machine.take().expect("a rack has one switch");
+        if spec.mode == Mode::Plain {
+            Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, site.routing.clone(), site.net, site.node))
         } else {
-            nodes.push(Box::new(Sink { ip: n.ip, lanes, ..Default::default() }));
+            Box::new(SimSwitch::new(SwitchVmSwitch::new(m), site.switch_index, site.routing.clone(), site.net, site.node))
         }
-    }
-    let mut sim = Simulator::new(net, nodes);
+    };
+    let nodes = rack.nodes(host, switch);
+    let (sw_id, sink_id, sender_id) = (rack.switch_node, rack.host_node(1), rack.host_node(0));
+    let mut sim = Simulator::new(rack.net, nodes);
     sim.run_until(stop_ps + 1_000_000_000, &mut |_| {});
-    let sw_id = topo.nodes.iter().position(|n| n.role != Role::Host).unwrap() as NodeId;
-    let sink_id = topo.hosts[1];
-    let sent = sim.node::<Sender>(topo.hosts[0]).unwrap().sent;
+    let sent = sim.node::<Sender>(sender_id).unwrap().sent;
     let (executed, violations, counted) = match sim.node::<SimSwitch<SwitchVmSwitch>>(sw_id) {
         Some(sw) => {
             // The counters in switch memory (EU0 for the named DPF, EU1 for the default one).

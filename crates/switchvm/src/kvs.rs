@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use innet_dataplane::fabric::{HostSite, SwitchSite};
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
 use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
@@ -29,7 +30,7 @@ use crate::control::ControlPlane;
 use crate::isa::Pc;
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{internal, sorted, stack_of, tenant_packet, timeline, Rack};
+use crate::testbed::{internal, sorted, stack_of, tenant_packet, timeline, rack};
 
 const TENANT: u32 = 9;
 const GET_PORT: u16 = 11211;
@@ -349,7 +350,7 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
             return Err(ExperimentError::param(f, format!("{v} must be positive")));
         }
     }
-    let mut rack = Rack::new(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let (client_ip, server_ip) = (rack.ip(0), rack.ip(1));
     let cfg = VmConfig::default();
     let lanes = cfg.lanes;
@@ -380,37 +381,12 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
 
     let stop_ps = (spec.duration_s * 1e12) as u64;
     let mailbox = Rc::new(RefCell::new(Mailbox::default()));
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut pipes = Some((m0, m1, cp0, cp1));
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            let (m0, m1, cp0, cp1) = pipes.take().unwrap();
-            let ctl = KvsControl {
-                cp0,
-                cp1,
-                mailbox: mailbox.clone(),
-                cache_size: spec.cache_size,
-                collect_ps: (spec.collect_s * 1e12) as u64,
-                clear_ps: (spec.clear_s * 1e12) as u64,
-                stop_ps,
-                cached: HashMap::new(),
-                free: (0..spec.cache_size).rev().collect(),
-                installs: 0,
-                evictions: 0,
-                error: None,
-            };
-            let mut sw = SimSwitch::with_control(SwitchVmSwitch::with_pipes(m0, vec![m1]), ctl, rack.switch_index, rack.routing.clone(), &rack.net, nid);
-            sw.start_control_timer(&mut rack.net, nid, (spec.collect_s * 1e12) as u64, TOKEN_COLLECT);
-            sw.start_control_timer(&mut rack.net, nid, (spec.clear_s * 1e12) as u64, TOKEN_CLEAR);
-            nodes.push(Box::new(sw));
-            continue;
-        }
-        let nic = rack.net.port_id(nid, 0);
-        if node.host_index == Some(0) {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(KvsClient {
-                nic,
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        h.net.schedule_timer(h.node, 0, 0);
+        if h.host_index == 0 {
+            Box::new(KvsClient {
+                nic: h.nic,
                 ip: client_ip,
                 server: server_ip,
                 get_pc: get.init_pc,
@@ -426,11 +402,10 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
                 hit: Vec::new(),
                 wrong_values: 0,
                 duplicates: 0,
-            }));
+            })
         } else {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(KvsServer {
-                nic,
+            Box::new(KvsServer {
+                nic: h.nic,
                 ip: server_ip,
                 lanes,
                 update_pc: upd.init_pc,
@@ -444,9 +419,31 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
                 served: 0,
                 updates_sent: 0,
                 updates_acked: 0,
-            }));
+            })
         }
-    }
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let (m0, m1, cp0, cp1) = pipes.take().expect("a rack has one switch");
+        let ctl = KvsControl {
+            cp0,
+            cp1,
+            mailbox: mailbox.clone(),
+            cache_size: spec.cache_size,
+            collect_ps: (spec.collect_s * 1e12) as u64,
+            clear_ps: (spec.clear_s * 1e12) as u64,
+            stop_ps,
+            cached: HashMap::new(),
+            free: (0..spec.cache_size).rev().collect(),
+            installs: 0,
+            evictions: 0,
+            error: None,
+        };
+        let mut sw = SimSwitch::with_control(SwitchVmSwitch::with_pipes(m0, vec![m1]), ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+        sw.start_control_timer(site.net, site.node, (spec.collect_s * 1e12) as u64, TOKEN_COLLECT);
+        sw.start_control_timer(site.net, site.node, (spec.clear_s * 1e12) as u64, TOKEN_CLEAR);
+        Box::new(sw)
+    };
+    let nodes = rack.nodes(host, switch);
     let (client_node, server_node, switch_node) = (rack.host_node(0), rack.host_node(1), rack.switch_node);
     let mut sim = Simulator::new(rack.net, nodes);
     sim.run_until(stop_ps + 100_000_000_000, &mut |_| {});

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use innet_dataplane::fabric::{HostSite, SwitchSite};
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, Metadata, Program, SimSwitch, Verdict};
 use innet_sim::engine::{Node, Simulator};
 use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ListItem, ParamSpec, Progress, RunOutput, Sweep, Table};
@@ -29,7 +30,7 @@ use serde_json::{json, Map, Value};
 use crate::control::{ControlPlane, DpfSource};
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{internal, sorted, tenant_packet, timeline, Rack};
+use crate::testbed::{internal, sorted, tenant_packet, timeline, rack};
 
 const TENANT: u32 = 7;
 const REQ_PORT: u16 = 9000;
@@ -368,7 +369,7 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
         return Err(ExperimentError::param("swap_policies", format!("{} policies for {} swaps; expected one more policy than swaps", spec.policies.len(), spec.swap_at_s.len())));
     }
     let n = spec.servers as usize;
-    let mut rack = Rack::new(1 + spec.servers, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(1 + spec.servers, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let client_ip = rack.ip(0);
     let server_ips: Vec<u32> = (1..=n).map(|h| rack.ip(h)).collect();
     let cfg = VmConfig::default();
@@ -412,44 +413,18 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
     };
 
     let mean_gap_ps = 1e12 / spec.rate_rps;
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut machine = Some((m, cp));
-    let mut swaps_scheduled = false;
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            let (m, cp) = machine.take().unwrap();
-            match spec.scheme {
-                Scheme::SwitchVm => {
-                    let ctl = LbControl { cp, lb_id: lb.id, sources: sources.clone(), replacements: 0, error: None };
-                    let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(m), ctl, rack.switch_index, rack.routing.clone(), &rack.net, nid);
-                    for (i, &t) in spec.swap_at_s.iter().enumerate() {
-                        sw.start_control_timer(&mut rack.net, nid, (t * 1e12) as u64, i as u64 + 1);
-                    }
-                    swaps_scheduled = true;
-                    nodes.push(Box::new(sw));
-                }
-                Scheme::RackSched => {
-                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices, count_dispatches: spec.count_dispatches };
-                    nodes.push(Box::new(SimSwitch::new(prog, rack.switch_index, rack.routing.clone(), &rack.net, nid)));
-                }
-                Scheme::ClientRandom => {
-                    nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(m), rack.switch_index, rack.routing.clone(), &rack.net, nid)));
-                }
-            }
-            continue;
-        }
-        let h = node.host_index.expect("hosts have an index") as usize;
-        let nic = rack.net.port_id(nid, 0);
-        if h == 0 {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(LbClient {
+    let gap = Exp::new(1.0 / mean_gap_ps).map_err(internal)?;
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        if h.host_index == 0 {
+            h.net.schedule_timer(h.node, 0, 0);
+            Box::new(LbClient {
                 ip: client_ip,
-                nic,
+                nic: h.nic,
                 scheme: spec.scheme,
                 servers: server_ips.clone(),
                 template: template.clone(),
-                gap: Exp::new(1.0 / mean_gap_ps).map_err(internal)?,
+                gap,
                 rng: innet_sim::rng::rng_for(spec.seed, "lb-client"),
                 choice_rng: innet_sim::rng::rng_for(spec.seed, "lb-choice"),
                 short_ps: (spec.short_us * 1e6) as u64,
@@ -460,12 +435,12 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                 latency_us: Vec::new(),
                 answered: 0,
                 duplicates: 0,
-            }));
+            })
         } else {
-            nodes.push(Box::new(LbServer {
-                ip: rack.ip(h),
-                index: (h - 1) as u32,
-                nic,
+            Box::new(LbServer {
+                ip: server_ips[h.host_index as usize - 1],
+                index: h.host_index - 1,
+                nic: h.nic,
                 scheme: spec.scheme,
                 report: (spec.scheme == Scheme::SwitchVm).then(|| report_dpf.clone()),
                 lanes,
@@ -474,10 +449,28 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                 slots: (0..spec.workers).map(|_| None).collect(),
                 quantum_ps: (spec.quantum_us * 1e6).round() as u64,
                 served: 0,
-            }));
+            })
         }
-    }
-    let _ = swaps_scheduled;
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let (m, cp) = machine.take().expect("a rack has one switch");
+        match spec.scheme {
+            Scheme::SwitchVm => {
+                let ctl = LbControl { cp, lb_id: lb.id, sources: sources.clone(), replacements: 0, error: None };
+                let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(m), ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+                for (i, &t) in spec.swap_at_s.iter().enumerate() {
+                    sw.start_control_timer(site.net, site.node, (t * 1e12) as u64, i as u64 + 1);
+                }
+                Box::new(sw)
+            }
+            Scheme::RackSched => {
+                let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices, count_dispatches: spec.count_dispatches };
+                Box::new(SimSwitch::new(prog, site.switch_index, site.routing.clone(), site.net, site.node))
+            }
+            Scheme::ClientRandom => Box::new(SimSwitch::new(SwitchVmSwitch::new(m), site.switch_index, site.routing.clone(), site.net, site.node)),
+        }
+    };
+    let nodes = rack.nodes(host, switch);
     let mut sim = Simulator::new(rack.net, nodes);
     // Run until every request is answered (queues drain) or a generous limit passes.
     sim.run_until(stop_ps + 1_000_000_000_000, &mut |_| {});
