@@ -337,7 +337,7 @@ impl Experiment for AxisSweep {
                     let mut sub = |f: f64| prog((j as f64 + f) / sizes.len() as f64);
                     let s = search(&sized, p.start_mrps * 1e6, p.max_loss, p.refine as u32, &mut sub)?;
                     runs += s.probes.len() as u64;
-                    if best.as_ref().map_or(true, |b| s.best.throughput_rps > b.throughput_rps) {
+                    if best.as_ref().is_none_or(|b| s.best.throughput_rps > b.throughput_rps) {
                         best = Some(s.best);
                     }
                 }

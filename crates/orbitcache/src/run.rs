@@ -202,7 +202,7 @@ impl RunSpec {
             }
         }
         if !(self.offered_rps >= 0.0 && self.offered_rps.is_finite()) {
-            return Err(ExperimentError::bad_param("offered_rps", &self.offered_rps, "≥ 0"));
+            return Err(ExperimentError::bad_param("offered_rps", self.offered_rps, "≥ 0"));
         }
         if self.duration_us <= 0.0 || self.warmup_us < 0.0 || self.drain_us < 0.0 {
             return Err(ExperimentError::param("duration_us", "expected duration > 0 and warm-up, drain ≥ 0"));
@@ -223,7 +223,7 @@ impl RunSpec {
             return Err(ExperimentError::bad_param("fault", &self.fault, "\"none\" or \"skip_invalidation\""));
         }
         if !(self.server_rate_window_us >= 0.0 && self.server_rate_window_us.is_finite()) {
-            return Err(ExperimentError::bad_param("server_rate_window_us", &self.server_rate_window_us, "≥ 0 (0 = paced)"));
+            return Err(ExperimentError::bad_param("server_rate_window_us", self.server_rate_window_us, "≥ 0 (0 = paced)"));
         }
         if self.server_rate_window_us > 0.0 && !(self.server_service_ns > 0.0 && self.server_service_ns <= 1e9 / self.server_rate_rps) {
             return Err(ExperimentError::param("server_service_ns", format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns)));

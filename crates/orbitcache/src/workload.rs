@@ -82,14 +82,14 @@ impl WorkloadSpec {
         match self.distribution.as_str() {
             "zipf" => {
                 if !(self.zipf_alpha > 0.0 && self.zipf_alpha <= 3.0) {
-                    return Err(ExperimentError::bad_param("workload.zipf_alpha", &self.zipf_alpha, "a number in (0, 3]"));
+                    return Err(ExperimentError::bad_param("workload.zipf_alpha", self.zipf_alpha, "a number in (0, 3]"));
                 }
             }
             "uniform" => {}
             other => return Err(ExperimentError::bad_param("workload.distribution", other, "\"zipf\" or \"uniform\"")),
         }
         if !(8..=256).contains(&self.key_bytes) {
-            return Err(ExperimentError::bad_param("workload.key_bytes", &self.key_bytes, "8..=256 bytes"));
+            return Err(ExperimentError::bad_param("workload.key_bytes", self.key_bytes, "8..=256 bytes"));
         }
         let sizes: Vec<(&str, u32)> = match self.values.as_str() {
             "bimodal" => vec![("small_value_bytes", self.small_value_bytes), ("large_value_bytes", self.large_value_bytes)],

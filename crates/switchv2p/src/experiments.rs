@@ -124,26 +124,26 @@ fn positive(name: &str, list: &List<u32>) -> Result<Vec<u32>, ExperimentError> {
 impl Params {
     fn check(&self) -> Result<(), ExperimentError> {
         if !(self.load > 0.0 && self.load <= 1.0) {
-            return Err(ExperimentError::bad_param("load", &self.load, "a fraction in (0, 1]"));
+            return Err(ExperimentError::bad_param("load", self.load, "a fraction in (0, 1]"));
         }
         if !(self.duration_ms > 0.0) {
-            return Err(ExperimentError::bad_param("duration_ms", &self.duration_ms, "a positive duration"));
+            return Err(ExperimentError::bad_param("duration_ms", self.duration_ms, "a positive duration"));
         }
         if !(0.0..=1.0).contains(&self.p_learn) {
-            return Err(ExperimentError::bad_param("p_learn", &self.p_learn, "a probability in [0, 1]"));
+            return Err(ExperimentError::bad_param("p_learn", self.p_learn, "a probability in [0, 1]"));
         }
         if !(self.stop_ms > 0.0) {
-            return Err(ExperimentError::bad_param("stop_ms", &self.stop_ms, "a positive time"));
+            return Err(ExperimentError::bad_param("stop_ms", self.stop_ms, "a positive time"));
         }
         if !(self.gateway_processing_us >= 0.0) {
             return Err(ExperimentError::param("gateway_processing_us", "expected a non-negative time"));
         }
         NetworkSpec::by_name(&self.topology).map_err(|m| ExperimentError::param("topology", m))?;
         if !(self.trace_speedup > 0.0 && self.trace_speedup.is_finite()) {
-            return Err(ExperimentError::bad_param("trace_speedup", &self.trace_speedup, "a positive factor"));
+            return Err(ExperimentError::bad_param("trace_speedup", self.trace_speedup, "a positive factor"));
         }
         if !(self.cache_fraction >= 0.0 && self.cache_fraction.is_finite()) {
-            return Err(ExperimentError::bad_param("cache_fraction", &self.cache_fraction, "a non-negative fraction"));
+            return Err(ExperimentError::bad_param("cache_fraction", self.cache_fraction, "a non-negative fraction"));
         }
         Ok(())
     }
