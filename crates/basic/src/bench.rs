@@ -58,9 +58,6 @@ pub struct BenchReport {
     pub fields: Map<String, Value>,
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 fn proc_status_mib(field: &str) -> Option<f64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -179,10 +176,7 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
                 (16, "udp")
             }
             other => {
-                return Err(bad(
-                    "scenario",
-                    format!("expected ft8-udp, ft8-tcp, ft4-udp, ft4-tcp, ft16-1m, ft8-tcp-hadoop or ft16-tcp-hadoop, got '{other}'"),
-                ))
+                return Err(ExperimentError::bad_param("scenario", other, "ft8-udp, ft8-tcp, ft4-udp, ft4-tcp, ft16-1m, ft8-tcp-hadoop or ft16-tcp-hadoop"))
             }
         };
         o.topology = if ft16 { "ft16-400k".into() } else { "fattree".into() };
@@ -194,13 +188,13 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
         _ if ft16 => TopologySpec::ft16_400k(),
         "fattree" => {
             if o.k < 2 || o.k % 2 != 0 {
-                return Err(bad("k", format!("a k-ary fat-tree needs an even k >= 2, got {}", o.k)));
+                return Err(ExperimentError::param("k", format!("a k-ary fat-tree needs an even k >= 2, got {}", o.k)));
             }
             TopologySpec::k_ary(o.k)
         }
         "leafspine" => TopologySpec::leaf_spine(o.k.max(1), (o.k / 2).max(1), 8),
         "rack" => TopologySpec::rack(o.k.max(2)),
-        other => return Err(bad("topology", format!("expected fattree, leafspine or rack, got '{other}'"))),
+        other => return Err(ExperimentError::bad_param("topology", other, "fattree, leafspine or rack")),
     };
     let topo = Topology::build(&spec, &[])?;
     let servers = topo.num_servers;
@@ -218,14 +212,14 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
             m.flows
         }
         None if ft16 => innet_workloads::uniform_size_flows(servers, 100_000_000_000, 0.3, o.flows, 1_000, 4_000, o.seed)
-            .map_err(|m| bad("flows", m))?,
+            .map_err(|m| ExperimentError::param("flows", m))?,
         None => innet_workloads::uniform_size_flows(servers, 100_000_000_000, 0.5, o.flows, 500_000, 1_500_000, o.seed)
-            .map_err(|m| bad("flows", m))?,
+            .map_err(|m| ExperimentError::param("flows", m))?,
     };
     let kind = match o.transport.as_str() {
         "udp" => FlowKind::Udp { payload_bytes: 1000, interval_ps: 0 },
         "tcp" => FlowKind::Tcp,
-        other => return Err(bad("transport", format!("expected udp or tcp, got '{other}'"))),
+        other => return Err(ExperimentError::bad_param("transport", other, "udp or tcp")),
     };
     let flows = crate::flow_specs(&raw, kind);
     let n_flows = flows.len();

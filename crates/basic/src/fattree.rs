@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use innet_dataplane::fabric::{build_fabric, l3_switch, Fabric};
 use innet_sim::apps::{FlowKind, FlowSpec};
 use innet_registry::{
-    resolve_params, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput,
+    Declaration, Experiment, ExperimentError, ExperimentInfo, List, ParamSpec, Progress, RunOutput,
 };
 use innet_sim::host::HostConfig;
 use innet_sim::pcap_tap::PcapTap;
@@ -44,38 +44,41 @@ pub struct Params {
     pub udp_payload_bytes: u32,
     pub stop_ms: f64,
     pub seed: u64,
-    pub pcap_nodes: String,
+    pub pcap_nodes: List<String>,
     pub pcap_file: String,
     pub pcap_snaplen: u32,
 }
 
-const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "pods", default: "8", doc: "fat-tree pods" },
-    ParamSpec { name: "tors_per_pod", default: "4", doc: "ToRs per pod" },
-    ParamSpec { name: "servers_per_tor", default: "4", doc: "servers per ToR" },
-    ParamSpec { name: "spines_per_pod", default: "4", doc: "spines per pod (each reaches cores/spines_per_pod cores)" },
-    ParamSpec { name: "cores", default: "16", doc: "core switches" },
-    ParamSpec { name: "host_link_gbps", default: "100.0", doc: "host-ToR link bandwidth" },
-    ParamSpec { name: "fabric_link_gbps", default: "400.0", doc: "switch-switch link bandwidth" },
-    ParamSpec { name: "link_delay_ns", default: "1000", doc: "propagation delay of every link" },
-    ParamSpec { name: "switch_buffer_bytes", default: "33554432", doc: "shared buffer per switch (32 MiB)" },
-    ParamSpec { name: "ecn_threshold_bytes", default: "0", doc: "ECN marking threshold per port; 0 = no marking" },
-    ParamSpec { name: "trace", default: "\"hadoop\"", doc: "flow-size distribution: hadoop or websearch" },
-    ParamSpec { name: "load", default: "0.3", doc: "offered load as a fraction of total host bandwidth" },
-    ParamSpec { name: "flows", default: "100000", doc: "number of flows" },
-    ParamSpec { name: "transport", default: "\"tcp\"", doc: "tcp or udp" },
-    ParamSpec { name: "congestion_control", default: "\"cubic\"", doc: "cubic, dctcp or newreno" },
-    ParamSpec { name: "tcp_profile", default: "\"switchv2p\"", doc: "switchv2p (the paper's ns-3 settings) or datacenter" },
-    ParamSpec { name: "hystart", default: "\"profile\"", doc: "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406, ns3 (ns-3.36's HyStart) or off" },
-    ParamSpec { name: "udp_payload_bytes", default: "1000", doc: "UDP payload per packet when transport = udp" },
-    ParamSpec { name: "stop_ms", default: "2000.0", doc: "simulated-time limit; flows unfinished by then count as incomplete" },
-    ParamSpec { name: "seed", default: "1", doc: "seed of every random choice" },
-    ParamSpec { name: "pcap_nodes", default: "\"\"", doc: "comma-separated node names (e.g. host0,tor0.0,core3) whose traffic to capture" },
-    ParamSpec { name: "pcap_file", default: "\"capture.pcap\"", doc: "where the capture of pcap_nodes is written" },
-    ParamSpec { name: "pcap_snaplen", default: "128", doc: "bytes kept of each captured frame" },
-];
-
-const QUICK: &[(&str, &str)] = &[("flows", "2000")];
+const FATTREE: Declaration = Declaration::new(
+    "basic.fattree",
+    "FT8-10K with plain L3 switches: Hadoop/WebSearch flows, Poisson arrivals, FCT and first-packet latency",
+    &[&[
+        ParamSpec::new("pods", "8", "fat-tree pods"),
+        ParamSpec::new("tors_per_pod", "4", "ToRs per pod"),
+        ParamSpec::new("servers_per_tor", "4", "servers per ToR"),
+        ParamSpec::new("spines_per_pod", "4", "spines per pod (each reaches cores/spines_per_pod cores)"),
+        ParamSpec::new("cores", "16", "core switches"),
+        ParamSpec::new("host_link_gbps", "100.0", "host-ToR link bandwidth"),
+        ParamSpec::new("fabric_link_gbps", "400.0", "switch-switch link bandwidth"),
+        ParamSpec::new("link_delay_ns", "1000", "propagation delay of every link"),
+        ParamSpec::new("switch_buffer_bytes", "33554432", "shared buffer per switch (32 MiB)"),
+        ParamSpec::new("ecn_threshold_bytes", "0", "ECN marking threshold per port; 0 = no marking"),
+        ParamSpec::new("trace", "\"hadoop\"", "flow-size distribution: hadoop or websearch"),
+        ParamSpec::new("load", "0.3", "offered load as a fraction of total host bandwidth"),
+        ParamSpec::new("flows", "100000", "number of flows"),
+        ParamSpec::new("transport", "\"tcp\"", "tcp or udp"),
+        ParamSpec::new("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
+        ParamSpec::new("tcp_profile", "\"switchv2p\"", "switchv2p (the paper's ns-3 settings) or datacenter"),
+        ParamSpec::new("hystart", "\"profile\"", "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406, ns3 (ns-3.36's HyStart) or off"),
+        ParamSpec::new("udp_payload_bytes", "1000", "UDP payload per packet when transport = udp"),
+        ParamSpec::new("stop_ms", "2000.0", "simulated-time limit; flows unfinished by then count as incomplete"),
+        ParamSpec::new("seed", "1", "seed of every random choice"),
+        ParamSpec::new("pcap_nodes", "\"\"", "comma-separated node names (e.g. host0,tor0.0,core3) whose traffic to capture"),
+        ParamSpec::new("pcap_file", "\"capture.pcap\"", "where the capture of pcap_nodes is written"),
+        ParamSpec::new("pcap_snaplen", "128", "bytes kept of each captured frame"),
+]],
+)
+.quick(&[("flows", "2000")]);
 
 impl Params {
     fn topology(&self) -> TopologySpec {
@@ -89,21 +92,20 @@ impl Params {
     }
 
     fn check(&self) -> Result<(), ExperimentError> {
-        let bad = |field: &str, message: String| Err(ExperimentError::BadParam { field: field.into(), message });
         if !(self.load > 0.0 && self.load <= 1.0) {
-            return bad("load", format!("expected a fraction in (0, 1], got {}", self.load));
+            return Err(ExperimentError::bad_param("load", self.load, "a fraction in (0, 1]"));
         }
         if self.flows == 0 {
-            return bad("flows", "expected at least 1".into());
+            return Err(ExperimentError::bad_param("flows", self.flows, "at least 1"));
         }
         if !matches!(self.transport.as_str(), "tcp" | "udp") {
-            return bad("transport", format!("expected tcp or udp, got '{}'", self.transport));
+            return Err(ExperimentError::bad_param("transport", &self.transport, "tcp or udp"));
         }
         if self.udp_payload_bytes == 0 || self.udp_payload_bytes > 1472 {
-            return bad("udp_payload_bytes", format!("expected 1..=1472, got {}", self.udp_payload_bytes));
+            return Err(ExperimentError::bad_param("udp_payload_bytes", self.udp_payload_bytes, "1..=1472"));
         }
         if !(self.stop_ms > 0.0) {
-            return bad("stop_ms", format!("expected a positive time, got {}", self.stop_ms));
+            return Err(ExperimentError::bad_param("stop_ms", self.stop_ms, "a positive time"));
         }
         Ok(())
     }
@@ -111,7 +113,7 @@ impl Params {
 
 /// The experiment's parameters: defaults, the quick form if asked, then `overrides`; checked.
 pub fn params(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Params, ExperimentError> {
-    let p: Params = resolve_params(&BasicFattree.info(), QUICK, quick, overrides)?;
+    let p: Params = FATTREE.resolve(overrides, quick)?;
     p.check()?;
     Ok(p)
 }
@@ -140,15 +142,12 @@ impl Params {
 }
 
 /// Node ids for a comma-separated list of node names; unknown names are an error listing examples.
-fn node_ids(topo: &Topology, names: &str) -> Result<Vec<u32>, ExperimentError> {
+fn node_ids(topo: &Topology, names: &[String]) -> Result<Vec<u32>, ExperimentError> {
     names
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
+        .iter()
         .map(|name| {
-            topo.nodes.iter().position(|n| n.name == name).map(|i| i as u32).ok_or_else(|| ExperimentError::BadParam {
-                field: "pcap_nodes".into(),
-                message: format!("no node named '{name}' (names look like host0, tor0.0, spine1.2, core3)"),
+            topo.nodes.iter().position(|n| &n.name == name).map(|i| i as u32).ok_or_else(|| {
+                ExperimentError::bad_param("pcap_nodes", name, "node names like host0, tor0.0, spine1.2, core3")
             })
         })
         .collect()
@@ -173,17 +172,13 @@ pub fn generate_flows(p: &Params, num_servers: u32) -> Result<Vec<FlowSpec>, Exp
 
 impl Experiment for BasicFattree {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "basic.fattree",
-            description: "FT8-10K with plain L3 switches: Hadoop/WebSearch flows, Poisson arrivals, FCT and first-packet latency",
-            params: PARAMS.to_vec(),
-        }
+        FATTREE.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
         let p = params(overrides, quick)?;
         let Built { mut fabric, last_start_ps } = build(&p)?;
-        let capture = !p.pcap_nodes.trim().is_empty();
+        let capture = !p.pcap_nodes.is_empty();
         if capture {
             let nodes = node_ids(&fabric.topo, &p.pcap_nodes)?;
             let tap = PcapTap::create(&fabric.sim.net, &nodes, &p.pcap_file, p.pcap_snaplen.max(64))

@@ -10,18 +10,18 @@
 //! frames of each port are sorted.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use innet_sim::engine::{Node, Simulator};
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::PacketId;
-use innet_sim::routing::{self, Routing};
-use innet_sim::topology::{Role, Topology, TopologySpec};
+use innet_sim::routing;
+use innet_sim::topology::TopologySpec;
 use innet_switch::real::{FrameSwitch, RealConfig, RealSwitch, RouteTable, TxBatch};
 use innet_switch::{ControlPlane, Program, SwitchConfig, SwitchCounters};
 use innet_wire::phv::codec::{emit_into, parse_into};
 use innet_wire::phv::edit::blank_packet;
 
+use crate::fabric::{HostSite, Rack, SwitchSite};
 use crate::{CpuPort, SimSwitch};
 
 /// What left a switch.
@@ -48,10 +48,15 @@ impl Node for Tap {
     }
 }
 
+/// The rack of `hosts` hosts both devices stand for.
+fn rack(hosts: u32) -> Rack {
+    Rack::build(&TopologySpec::rack(hosts), 1).expect("a rack builds")
+}
+
 /// The IPs of the hosts of a rack of `hosts` hosts, in host order.
 pub fn rack_host_ips(hosts: u32) -> Vec<u32> {
-    let topo = Topology::build(&TopologySpec::rack(hosts), &[]).expect("a rack builds");
-    topo.hosts.iter().map(|&h| topo.nodes[h as usize].ip).collect()
+    let r = rack(hosts);
+    (0..hosts as usize).map(|h| r.ip(h)).collect()
 }
 
 /// Run `program` + `control` on the simulator's switch of a rack of `hosts` hosts: each
@@ -67,28 +72,13 @@ pub fn through_sim<P: Program, C: ControlPlane<P>, T>(
     horizon_ps: u64,
     inspect: impl FnOnce(&P, &C) -> T,
 ) -> (Outcome, T) {
-    let topo = Topology::build(&TopologySpec::rack(hosts), &[]).expect("a rack builds");
-    let mut net = Network::new(1);
-    topo.instantiate(&mut net);
-    let routing = Arc::new(Routing::compute(&topo, &net, 1));
-    let tor = topo.tors[0];
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
+    let mut rack = rack(hosts);
+    let tor = rack.switch_node;
     let mut parts = Some((program, control, cfg));
-    for (id, n) in topo.nodes.iter().enumerate() {
-        if n.role == Role::Host {
-            nodes.push(Box::new(Tap { got: Vec::new() }));
-            continue;
-        }
-        assert_eq!(id as NodeId, tor, "a rack has one switch");
-        let (program, control, cfg) = parts.take().expect("one switch");
-        let mut sw = SimSwitch::with_control(
-            program,
-            control,
-            n.switch_index.expect("a switch"),
-            routing.clone(),
-            &net,
-            tor,
-        );
+    let tap = |_: HostSite<'_>| -> Box<dyn Node> { Box::new(Tap { got: Vec::new() }) };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let (program, control, cfg) = parts.take().expect("a rack has one switch");
+        let mut sw = SimSwitch::with_control(program, control, site.switch_index, site.routing.clone(), site.net, site.node);
         sw.cfg = cfg;
         sw.cpu_port = Some(CpuPort {
             bandwidth_bps: 10_000_000_000,
@@ -96,8 +86,10 @@ pub fn through_sim<P: Program, C: ControlPlane<P>, T>(
             latency_ps: 1_000_000,
             gap_ps: 0,
         });
-        nodes.push(Box::new(sw));
-    }
+        Box::new(sw)
+    };
+    let nodes = rack.nodes(tap, switch);
+    let mut net = rack.net;
     let mut tap_of_port = BTreeMap::new();
     let recirc = net.nodes[tor as usize].num_ports - 1;
     for local in 0..recirc {
@@ -189,11 +181,8 @@ pub fn through_real<P: Program, C: ControlPlane<P>, T>(
 /// Where the simulator's routing sends a packet to `ip` from the rack's switch (to check that
 /// the real switch's static routes say the same).
 pub fn sim_port_of(hosts: u32, ip: u32) -> Option<u16> {
-    let topo = Topology::build(&TopologySpec::rack(hosts), &[]).expect("a rack builds");
-    let mut net = Network::new(1);
-    topo.instantiate(&mut net);
-    let routing = Routing::compute(&topo, &net, 1);
-    let idx = topo.nodes[topo.tors[0] as usize].switch_index.expect("a switch") as usize;
+    let Rack { routing, switch_index, .. } = rack(hosts);
+    let idx = switch_index as usize;
     let pkt = innet_sim::packet::Packet::new(
         innet_sim::packet::Ipv4::new(0, ip, innet_sim::packet::IP_PROTO_UDP),
         innet_sim::packet::L4::Udp {

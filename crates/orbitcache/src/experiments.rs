@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ListItem, ParamSpec, Progress, RunOutput, Sweep, Table};
 use innet_sim::report::round6;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -19,20 +19,12 @@ use serde_json::{json, Map, Value};
 use crate::run::{run, search, RunResult, RunSpec, Scheme};
 use crate::workload::WorkloadSpec;
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
-
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
-
 /// Parameters shared by every OrbitCache experiment.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    schemes: String,
-    axis: String,
+    schemes: List<Scheme>,
+    axis: List<String>,
     seed: u64,
     keys: u64,
     distribution: String,
@@ -76,69 +68,66 @@ struct Params {
     fetch_timeout_us: f64,
     auto_size: bool,
     insert_valid: bool,
-    cache_sizes: String,
+    cache_sizes: List<usize>,
 }
 
-fn common(schemes: &'static str, axis: &'static str, axis_doc: &'static str) -> Vec<ParamSpec> {
-    vec![
-        p("schemes", schemes, "schemes to compare: nocache, netcache, farreach, pegasus, orbitcache"),
-        p("axis", axis, axis_doc),
-        p("seed", "1", "run seed (clients' arrivals and keys)"),
-        p("keys", "10000000", "number of distinct keys"),
-        p("distribution", "\"zipf\"", "key popularity: zipf or uniform"),
-        p("zipf_alpha", "0.99", "Zipf skew"),
-        p("key_bytes", "16", "key length in bytes"),
-        p("values", "\"bimodal\"", "value sizes: bimodal (per key, small 64 B or large 1,024 B) or fixed"),
-        p("fixed_value_bytes", "1024", "every value's size when values = fixed"),
-        p("large_fraction", "0.18", "fraction of keys with 1,024-byte values (bimodal)"),
-        p("large_placement", "\"artifact\"", "artifact: the hottest 128 ranks large as the artifact's NetCache key file leaves them out (32 of 128), the rest drawn; hottest: the hottest ⌈large_fraction×128⌉ ranks large (the artifact's OrbitCache preload); random: every key drawn"),
-        p("size_seed", "0", "seed of the per-key value-size draw"),
-        p("write_ratio", "0.0", "fraction of requests that are writes"),
-        p("clients", "4", "client hosts"),
-        p("servers", "4", "storage hosts"),
-        p("partitions_per_server", "8", "emulated storage servers (partitions) per storage host"),
-        p("server_rate_rps", "100000.0", "requests per second one emulated storage server serves"),
-        p("server_queue_requests", "128", "requests an emulated server can hold waiting"),
-        p("server_ns_per_key_byte", "0.0", "extra server time per key byte (ns)"),
-        p("server_rate_window_us", "5000.0", "0: each request paced at 1/server_rate_rps; > 0: the artifact's fixed-window receive counter (window in µs), requests served in server_service_ns"),
-        p("server_service_ns", "1000.0", "a request's service time under a window limit (ns)"),
-        p("cache_size", "128", "OrbitCache: cached items"),
-        p("queue_slots", "8", "OrbitCache: request-table slots per key (S)"),
-        p("hkey_bits", "128", "bits of the key hash the switch matches (fewer forces collisions)"),
-        p("switch_pipeline_ns", "500", "one pipeline pass of the ToR (ingress + traffic manager), ns"),
-        p("recirculation_gbps", "100.0", "bandwidth of the recirculation port"),
-        p("link_gbps", "100.0", "host link bandwidth"),
-        p("netcache_entries", "10000", "NetCache/FarReach: cache entries (preloaded with the hottest cacheable keys)"),
-        p("netcache_key_seed", "0", "NetCache: seed of the key file's draw (Fig. 13's mixes cache a uniform share of the hottest ranks)"),
-        p("netcache_stages", "8", "NetCache/FarReach: stages holding value bytes"),
-        p("netcache_bytes_per_stage", "16", "NetCache/FarReach: value bytes per stage (8 × 16 = 128 B)"),
-        p("pegasus_keys", "64", "Pegasus: replicated hot keys"),
-        p("warmup_us", "500.0", "warm-up before the measurement window (µs)"),
-        p("duration_us", "20000.0", "measurement window (µs)"),
-        p("drain_us", "3000.0", "time after the window for replies to arrive (µs)"),
-        p("max_loss", "0.001", "throughput = highest offered load with loss at most this (0.1 %: no partition falls behind, as the artifact's backlog-lengthened runs measure)"),
-        p("refine", "5", "bisection steps of the throughput search"),
-        p("start_mrps", "1.0", "first offered load the search tries (million requests/s)"),
-        p("offered_mrps", "0.0", "fixed offered load for series experiments (0 = the experiment's own)"),
-        p("controller_period_us", "0.0", "OrbitCache controller period (0 = static cache)"),
-        p("hot_in_period_us", "0.0", "hot-in: swap the 128 hottest and coldest keys every this many µs (0 = off)"),
-        p("report_min_count", "100", "servers report keys counted more than this per period"),
-        p("fetch_timeout_us", "1000000.0", "controller fetch timeout (µs)"),
-        p("auto_size", "false", "OrbitCache controller sizes the cache from the overflow ratio"),
-        p("cache_sizes", "\"\"", "OrbitCache: also search over these cache sizes and keep the best (Fig. 17c's effective cache size)"),
-        p("insert_valid", "true", "OrbitCache: new entries valid at once (requests park during the fetch, as the artifact); false forwards them until the value arrives"),
-    ]
+impl ListItem for Scheme {
+    fn parse_item(item: &str) -> Result<Scheme, String> {
+        Scheme::parse(item).map_err(|_| "one of nocache, netcache, farreach, pegasus, orbitcache".into())
+    }
 }
+
+const SCHEMES_DOC: &str = "schemes to compare: nocache, netcache, farreach, pegasus, orbitcache";
+
+/// Parameters of every OrbitCache experiment, after its own `schemes` and `axis`.
+const COMMON: &[ParamSpec] = &[
+    ParamSpec::new("seed", "1", "run seed (clients' arrivals and keys)"),
+    ParamSpec::new("keys", "10000000", "number of distinct keys"),
+    ParamSpec::new("distribution", "\"zipf\"", "key popularity: zipf or uniform"),
+    ParamSpec::new("zipf_alpha", "0.99", "Zipf skew"),
+    ParamSpec::new("key_bytes", "16", "key length in bytes"),
+    ParamSpec::new("values", "\"bimodal\"", "value sizes: bimodal (per key, small 64 B or large 1,024 B) or fixed"),
+    ParamSpec::new("fixed_value_bytes", "1024", "every value's size when values = fixed"),
+    ParamSpec::new("large_fraction", "0.18", "fraction of keys with 1,024-byte values (bimodal)"),
+    ParamSpec::new("large_placement", "\"artifact\"", "artifact: the hottest 128 ranks large as the artifact's NetCache key file leaves them out (32 of 128), the rest drawn; hottest: the hottest ⌈large_fraction×128⌉ ranks large (the artifact's OrbitCache preload); random: every key drawn"),
+    ParamSpec::new("size_seed", "0", "seed of the per-key value-size draw"),
+    ParamSpec::new("write_ratio", "0.0", "fraction of requests that are writes"),
+    ParamSpec::new("clients", "4", "client hosts"),
+    ParamSpec::new("servers", "4", "storage hosts"),
+    ParamSpec::new("partitions_per_server", "8", "emulated storage servers (partitions) per storage host"),
+    ParamSpec::new("server_rate_rps", "100000.0", "requests per second one emulated storage server serves"),
+    ParamSpec::new("server_queue_requests", "128", "requests an emulated server can hold waiting"),
+    ParamSpec::new("server_ns_per_key_byte", "0.0", "extra server time per key byte (ns)"),
+    ParamSpec::new("server_rate_window_us", "5000.0", "0: each request paced at 1/server_rate_rps; > 0: the artifact's fixed-window receive counter (window in µs), requests served in server_service_ns"),
+    ParamSpec::new("server_service_ns", "1000.0", "a request's service time under a window limit (ns)"),
+    ParamSpec::new("cache_size", "128", "OrbitCache: cached items"),
+    ParamSpec::new("queue_slots", "8", "OrbitCache: request-table slots per key (S)"),
+    ParamSpec::new("hkey_bits", "128", "bits of the key hash the switch matches (fewer forces collisions)"),
+    ParamSpec::new("switch_pipeline_ns", "500", "one pipeline pass of the ToR (ingress + traffic manager), ns"),
+    ParamSpec::new("recirculation_gbps", "100.0", "bandwidth of the recirculation port"),
+    ParamSpec::new("link_gbps", "100.0", "host link bandwidth"),
+    ParamSpec::new("netcache_entries", "10000", "NetCache/FarReach: cache entries (preloaded with the hottest cacheable keys)"),
+    ParamSpec::new("netcache_key_seed", "0", "NetCache: seed of the key file's draw (Fig. 13's mixes cache a uniform share of the hottest ranks)"),
+    ParamSpec::new("netcache_stages", "8", "NetCache/FarReach: stages holding value bytes"),
+    ParamSpec::new("netcache_bytes_per_stage", "16", "NetCache/FarReach: value bytes per stage (8 × 16 = 128 B)"),
+    ParamSpec::new("pegasus_keys", "64", "Pegasus: replicated hot keys"),
+    ParamSpec::new("warmup_us", "500.0", "warm-up before the measurement window (µs)"),
+    ParamSpec::new("duration_us", "20000.0", "measurement window (µs)"),
+    ParamSpec::new("drain_us", "3000.0", "time after the window for replies to arrive (µs)"),
+    ParamSpec::new("max_loss", "0.001", "throughput = highest offered load with loss at most this (0.1 %: no partition falls behind, as the artifact's backlog-lengthened runs measure)"),
+    ParamSpec::new("refine", "5", "bisection steps of the throughput search"),
+    ParamSpec::new("start_mrps", "1.0", "first offered load the search tries (million requests/s)"),
+    ParamSpec::new("offered_mrps", "0.0", "fixed offered load for series experiments (0 = the experiment's own)"),
+    ParamSpec::new("controller_period_us", "0.0", "OrbitCache controller period (0 = static cache)"),
+    ParamSpec::new("hot_in_period_us", "0.0", "hot-in: swap the 128 hottest and coldest keys every this many µs (0 = off)"),
+    ParamSpec::new("report_min_count", "100", "servers report keys counted more than this per period"),
+    ParamSpec::new("fetch_timeout_us", "1000000.0", "controller fetch timeout (µs)"),
+    ParamSpec::new("auto_size", "false", "OrbitCache controller sizes the cache from the overflow ratio"),
+    ParamSpec::new("cache_sizes", "\"\"", "OrbitCache: also search over these cache sizes and keep the best (Fig. 17c's effective cache size)"),
+    ParamSpec::new("insert_valid", "true", "OrbitCache: new entries valid at once (requests park during the fetch, as the artifact); false forwards them until the value arrives"),
+];
 
 impl Params {
-    fn schemes(&self) -> Result<Vec<Scheme>, ExperimentError> {
-        self.schemes.split(',').filter(|s| !s.trim().is_empty()).map(|s| Scheme::parse(s).map_err(|m| bad("schemes", m))).collect()
-    }
-
-    fn axis_values(&self) -> Vec<String> {
-        self.axis.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
-    }
-
     fn spec(&self, scheme: Scheme) -> RunSpec {
         RunSpec {
             scheme,
@@ -218,7 +207,7 @@ pub const TWITTER_WORKLOADS: &[TwitterMix] = &[
 
 /// Apply one axis value to a run.
 fn apply(axis: &str, value: &str, spec: &mut RunSpec) -> Result<(), ExperimentError> {
-    let num = |v: &str| v.parse::<f64>().map_err(|_| bad("axis", format!("'{v}' is not a number for the {axis} axis")));
+    let num = |v: &str| v.parse::<f64>().map_err(|_| ExperimentError::bad_param("axis", v, format!("a number for the {axis} axis")));
     match axis {
         "zipf_alpha" => {
             if value == "uniform" {
@@ -232,7 +221,7 @@ fn apply(axis: &str, value: &str, spec: &mut RunSpec) -> Result<(), ExperimentEr
         "emulated_servers" => {
             let n = num(value)? as u32;
             if n == 0 || n % spec.servers != 0 {
-                return Err(bad("axis", format!("{n} emulated servers do not spread over {} hosts", spec.servers)));
+                return Err(ExperimentError::param("axis", format!("{n} emulated servers do not spread over {} hosts", spec.servers)));
             }
             spec.partitions_per_server = n / spec.servers;
         }
@@ -247,7 +236,7 @@ fn apply(axis: &str, value: &str, spec: &mut RunSpec) -> Result<(), ExperimentEr
         }
         "workload" => {
             let Some(mix) = TWITTER_WORKLOADS.iter().find(|w| w.id == value) else {
-                return Err(bad("axis", format!("unknown workload '{value}'; expected A, B, C, D or E")));
+                return Err(ExperimentError::bad_param("axis", value, "a workload id: A, B, C, D or E"));
             };
             spec.workload.values = "bimodal".into();
             spec.workload.large_fraction = 1.0 - mix.small;
@@ -256,7 +245,7 @@ fn apply(axis: &str, value: &str, spec: &mut RunSpec) -> Result<(), ExperimentEr
             spec.netcache_key_fraction = Some(mix.cacheable);
         }
         "offered_mrps" => spec.offered_rps = num(value)? * 1e6,
-        other => return Err(bad("axis", format!("unknown axis {other}"))),
+        other => return Err(ExperimentError::param("axis", format!("unknown axis {other}"))),
     }
     Ok(())
 }
@@ -296,98 +285,74 @@ enum Mode {
     Fixed,
 }
 
-struct Sweep {
-    name: &'static str,
-    description: &'static str,
-    schemes: &'static str,
+/// One OrbitCache experiment: its declaration (its own `schemes` and `axis`, then [`COMMON`]),
+/// the parameter its axis values set, the value its summary headlines, and how a point runs.
+#[derive(Clone, Copy)]
+struct AxisSweep {
+    declaration: Declaration,
     axis_name: &'static str,
-    axis: &'static str,
-    axis_doc: &'static str,
     /// The axis value whose results make the summary's per-scheme entry.
     headline: &'static str,
     mode: Mode,
-    defaults: &'static [(&'static str, &'static str)],
-    quick: &'static [(&'static str, &'static str)],
 }
 
-impl Experiment for Sweep {
+/// An experiment's own parameters: the schemes it compares and its axis values by default.
+const fn own(schemes: &'static str, axis: &'static str, axis_doc: &'static str) -> [ParamSpec; 2] {
+    [ParamSpec::new("schemes", schemes, SCHEMES_DOC), ParamSpec::new("axis", axis, axis_doc)]
+}
+
+impl Experiment for AxisSweep {
     fn info(&self) -> ExperimentInfo {
-        let mut params = common(self.schemes, self.axis, self.axis_doc);
-        for &(k, v) in self.defaults {
-            if let Some(x) = params.iter_mut().find(|x| x.name == k) {
-                x.default = v;
-            }
-        }
-        ExperimentInfo { name: self.name, description: self.description, params }
+        self.declaration.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: Params = resolve_params(&self.info(), self.quick, quick, overrides)?;
-        let schemes = p.schemes()?;
-        let values = p.axis_values();
+        let p: Params = self.declaration.resolve(overrides, quick)?;
+        let (schemes, values) = (p.schemes.0.clone(), p.axis.0.clone());
         if schemes.is_empty() || values.is_empty() {
-            return Err(bad("schemes/axis", "expected at least one scheme and one axis value"));
+            return Err(ExperimentError::param("schemes/axis", "expected at least one scheme and one axis value"));
         }
-        let mut points = Vec::new();
-        for &s in &schemes {
-            for v in &values {
-                let mut spec = p.spec(s);
+        let sweep = Sweep::over(schemes).by(&values);
+        let points = sweep
+            .points
+            .iter()
+            .map(|(s, v)| {
+                let mut spec = p.spec(*s);
                 if p.offered_mrps > 0.0 {
                     spec.offered_rps = p.offered_mrps * 1e6;
                 }
                 apply(self.axis_name, v, &mut spec)?;
                 spec.validate()?;
-                points.push((s, v.clone(), spec));
-            }
-        }
-        let n = points.len() as f64;
-        let mut results = Vec::with_capacity(points.len());
-        let mut probes_col = Vec::new();
-        let sizes: Vec<usize> = p
-            .cache_sizes
-            .split(',')
-            .filter(|x| !x.trim().is_empty())
-            .map(|x| x.trim().parse::<usize>().map_err(|_| bad("cache_sizes", format!("'{x}' is not a whole number"))))
-            .collect::<Result<_, _>>()?;
-
-        for (i, (_, _, spec)) in points.iter().enumerate() {
-            let mut prog = |f: f64| progress((i as f64 + f) / n);
-            let r = match self.mode {
-                Mode::Search if !sizes.is_empty() && spec.scheme == Scheme::OrbitCache => {
-                    // Fig. 17c: the effective cache size — the size with the highest throughput.
-                    let mut best: Option<RunResult> = None;
-                    let mut runs = 0u64;
-                    for (j, &c) in sizes.iter().enumerate() {
-                        let sized = RunSpec { cache_size: c, table_entries: spec.table_entries.max(c), ..spec.clone() };
-                        let mut sub = |f: f64| prog((j as f64 + f) / sizes.len() as f64);
-                        let s = search(&sized, p.start_mrps * 1e6, p.max_loss, p.refine as u32, &mut sub)?;
-                        runs += s.probes.len() as u64;
-                        if best.as_ref().map_or(true, |b| s.best.throughput_rps > b.throughput_rps) {
-                            best = Some(s.best);
-                        }
-                        
+                Ok((*s, v.clone(), spec))
+            })
+            .collect::<Result<Vec<_>, ExperimentError>>()?;
+        let sizes = &p.cache_sizes;
+        let runs = Sweep::over(points.iter().map(|(_, _, spec)| spec)).run(progress, |&spec, prog| match self.mode {
+            Mode::Search if !sizes.is_empty() && spec.scheme == Scheme::OrbitCache => {
+                // Fig. 17c: the effective cache size — the size with the highest throughput.
+                let mut best: Option<RunResult> = None;
+                let mut runs = 0u64;
+                for (j, &c) in sizes.iter().enumerate() {
+                    let sized = RunSpec { cache_size: c, table_entries: spec.table_entries.max(c), ..spec.clone() };
+                    let mut sub = |f: f64| prog((j as f64 + f) / sizes.len() as f64);
+                    let s = search(&sized, p.start_mrps * 1e6, p.max_loss, p.refine as u32, &mut sub)?;
+                    runs += s.probes.len() as u64;
+                    if best.as_ref().is_none_or(|b| s.best.throughput_rps > b.throughput_rps) {
+                        best = Some(s.best);
                     }
-                    probes_col.push(runs);
-                    let b = best.expect("at least one size");
-                    
-                    
-                    b
                 }
-                Mode::Search => {
-                    let s = search(spec, p.start_mrps * 1e6, p.max_loss, p.refine as u32, &mut prog)?;
-                    probes_col.push(s.probes.len() as u64);
-                    s.best
-                }
-                Mode::Fixed => {
-                    probes_col.push(1);
-                    run(spec, &mut prog)?
-                }
-            };
-            results.push(r);
-        }
-        progress(1.0);
+                Ok((best.expect("at least one size"), runs))
+            }
+            Mode::Search => {
+                let s = search(spec, p.start_mrps * 1e6, p.max_loss, p.refine as u32, prog)?;
+                Ok((s.best, s.probes.len() as u64))
+            }
+            Mode::Fixed => Ok((run(spec, prog)?, 1)),
+        })?;
+        let (results, probes_col): (Vec<RunResult>, Vec<u64>) = runs.into_iter().unzip();
+        let name = self.declaration.name;
         let mut summary = Map::new();
-        summary.insert("experiment".into(), json!(self.name));
+        summary.insert("experiment".into(), json!(name));
         summary.insert("axis".into(), json!(self.axis_name));
         summary.insert("axis_values".into(), json!(values));
         summary.insert("seed".into(), json!(p.seed));
@@ -574,156 +539,162 @@ fn timeline_table(points: &[(Scheme, String, RunSpec)], results: &[RunResult]) -
 const QUICK_RUN: &[(&str, &str)] = &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0")];
 
 /// Every OrbitCache experiment.
+const SWEEPS: &[AxisSweep] = &[
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.skew",
+            "Fig. 8: throughput (total, servers, switch) vs key-popularity skew",
+            &[&own("\"nocache,netcache,orbitcache\"", "\"uniform,0.9,0.95,0.99\"", "key distributions: uniform or a Zipf alpha"), COMMON],
+        )
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")]),
+        axis_name: "zipf_alpha",
+        headline: "0.99",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.server_load",
+            "Fig. 9: load on each emulated storage server at each scheme's throughput (Zipf-0.99)",
+            &[&own("\"nocache,netcache,orbitcache\"", "\"0.99\"", "key distribution"), COMMON],
+        )
+        .quick(QUICK_RUN),
+        axis_name: "zipf_alpha",
+        headline: "0.99",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.latency",
+            "Figs. 10 and 14: median and 99th-percentile latency (all, switch-served, server-served) vs offered load",
+            &[&own("\"nocache,netcache,orbitcache\"", "\"0.5,1,1.5,2,3,4,5\"", "offered loads (million requests/s)"), COMMON],
+        )
+        .quick(&[("duration_us", "5000.0"), ("axis", "\"1,3\"")]),
+        axis_name: "offered_mrps",
+        headline: "1",
+        mode: Mode::Fixed,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.writes",
+            "Figs. 11 and 18b: throughput vs write ratio (with FarReach's write-back)",
+            &[&own("\"nocache,netcache,farreach,orbitcache\"", "\"0,0.05,0.1,0.25,0.5,0.75,1\"", "write ratios"), COMMON],
+        )
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0,0.5,1\""), ("schemes", "\"nocache,farreach,orbitcache\"")]),
+        axis_name: "write_ratio",
+        headline: "0",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.scalability",
+            "Fig. 12: throughput and balancing efficiency vs the number of emulated storage servers (50K RPS each)",
+            &[&own("\"nocache,netcache,orbitcache\"", "\"4,8,16,32,64\"", "emulated storage servers (spread over the storage hosts)"), COMMON],
+        )
+        .defaults(&[("server_rate_rps", "50000.0")])
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "1.0"), ("axis", "\"8,32\"")]),
+        axis_name: "emulated_servers",
+        headline: "32",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.workloads",
+            "Fig. 13: throughput on Twitter-derived mixes A–E (cacheable-item ratio and write ratio)",
+            &[&own("\"nocache,netcache,orbitcache\"", "\"A,B,C,D,E\"", "workload ids (see docs/orbitcache.md)"), COMMON],
+        )
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"A,E\"")]),
+        axis_name: "workload",
+        headline: "E",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.cachesize",
+            "Fig. 15: throughput breakdown, switch latency and overflow ratio vs the number of cached items",
+            &[&own("\"orbitcache\"", "\"8,16,32,64,128,256,512,1024\"", "cached items"), COMMON],
+        )
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128,512\"")]),
+        axis_name: "cache_size",
+        headline: "128",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.keysize",
+            "Fig. 16: throughput and balancing efficiency vs key size (values all 64 B)",
+            &[&own("\"orbitcache\"", "\"16,32,64,128\"", "key sizes in bytes"), COMMON],
+        )
+        .defaults(&[("values", "\"fixed\""), ("fixed_value_bytes", "64"), ("server_ns_per_key_byte", "10.0"), ("server_rate_window_us", "0.0")])
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128\"")]),
+        axis_name: "key_bytes",
+        headline: "16",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.valuesize",
+            "Fig. 17: throughput and balancing efficiency vs value size (every value the same size)",
+            &[&own("\"orbitcache\"", "\"64,128,256,512,1024,1416\"", "value sizes in bytes"), COMMON],
+        )
+        .defaults(&[("values", "\"fixed\""), ("cache_sizes", "\"16,32,64,128,256\"")])
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"64,1416\""), ("cache_sizes", "\"32,128\"")]),
+        axis_name: "value_bytes",
+        headline: "1024",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.pegasus",
+            "Fig. 18a: throughput vs skew against Pegasus's selective replication",
+            &[&own("\"netcache,pegasus,orbitcache\"", "\"0.9,0.95,0.99\"", "Zipf skews"), COMMON],
+        )
+        .quick(&[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")]),
+        axis_name: "zipf_alpha",
+        headline: "0.99",
+        mode: Mode::Search,
+    },
+    AxisSweep {
+        declaration: Declaration::new(
+            "orbitcache.dynamic",
+            "Fig. 19: throughput and overflow ratio over time under hot-in (time compressed: see docs/orbitcache.md)",
+            &[&own("\"orbitcache\"", "\"5\"", "offered load (million requests/s)"), COMMON],
+        )
+        .defaults(&[
+                    ("controller_period_us", "10000.0"),
+                    ("hot_in_period_us", "100000.0"),
+                    ("duration_us", "600000.0"),
+                    ("report_min_count", "2"),
+                    ("fetch_timeout_us", "10000.0"),
+                    ("servers", "4"),
+                    ("partitions_per_server", "1"),
+                    ("server_rate_rps", "1000000.0"),
+                    ("server_queue_requests", "4096"),
+                ])
+        .quick(&[("duration_us", "60000.0"), ("hot_in_period_us", "20000.0"), ("controller_period_us", "2000.0"), ("fetch_timeout_us", "2000.0")]),
+        axis_name: "offered_mrps",
+        headline: "5",
+        mode: Mode::Fixed,
+    },
+];
+
+/// Every OrbitCache experiment.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![
-        Box::new(Sweep {
-            name: "orbitcache.skew",
-            description: "Fig. 8: throughput (total, servers, switch) vs key-popularity skew",
-            schemes: "\"nocache,netcache,orbitcache\"",
-            axis_name: "zipf_alpha",
-            axis: "\"uniform,0.9,0.95,0.99\"",
-            axis_doc: "key distributions: uniform or a Zipf alpha",
-            headline: "0.99",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.server_load",
-            description: "Fig. 9: load on each emulated storage server at each scheme's throughput (Zipf-0.99)",
-            schemes: "\"nocache,netcache,orbitcache\"",
-            axis_name: "zipf_alpha",
-            axis: "\"0.99\"",
-            axis_doc: "key distribution",
-            headline: "0.99",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: QUICK_RUN,
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.latency",
-            description: "Figs. 10 and 14: median and 99th-percentile latency (all, switch-served, server-served) vs offered load",
-            schemes: "\"nocache,netcache,orbitcache\"",
-            axis_name: "offered_mrps",
-            axis: "\"0.5,1,1.5,2,3,4,5\"",
-            axis_doc: "offered loads (million requests/s)",
-            headline: "1",
-            mode: Mode::Fixed,
-            defaults: &[],
-            quick: &[("duration_us", "5000.0"), ("axis", "\"1,3\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.writes",
-            description: "Figs. 11 and 18b: throughput vs write ratio (with FarReach's write-back)",
-            schemes: "\"nocache,netcache,farreach,orbitcache\"",
-            axis_name: "write_ratio",
-            axis: "\"0,0.05,0.1,0.25,0.5,0.75,1\"",
-            axis_doc: "write ratios",
-            headline: "0",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0,0.5,1\""), ("schemes", "\"nocache,farreach,orbitcache\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.scalability",
-            description: "Fig. 12: throughput and balancing efficiency vs the number of emulated storage servers (50K RPS each)",
-            schemes: "\"nocache,netcache,orbitcache\"",
-            axis_name: "emulated_servers",
-            axis: "\"4,8,16,32,64\"",
-            axis_doc: "emulated storage servers (spread over the storage hosts)",
-            headline: "32",
-            mode: Mode::Search,
-            defaults: &[("server_rate_rps", "50000.0")],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "1.0"), ("axis", "\"8,32\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.workloads",
-            description: "Fig. 13: throughput on Twitter-derived mixes A–E (cacheable-item ratio and write ratio)",
-            schemes: "\"nocache,netcache,orbitcache\"",
-            axis_name: "workload",
-            axis: "\"A,B,C,D,E\"",
-            axis_doc: "workload ids (see docs/orbitcache.md)",
-            headline: "E",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"A,E\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.cachesize",
-            description: "Fig. 15: throughput breakdown, switch latency and overflow ratio vs the number of cached items",
-            schemes: "\"orbitcache\"",
-            axis_name: "cache_size",
-            axis: "\"8,16,32,64,128,256,512,1024\"",
-            axis_doc: "cached items",
-            headline: "128",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128,512\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.keysize",
-            description: "Fig. 16: throughput and balancing efficiency vs key size (values all 64 B)",
-            schemes: "\"orbitcache\"",
-            axis_name: "key_bytes",
-            axis: "\"16,32,64,128\"",
-            axis_doc: "key sizes in bytes",
-            headline: "16",
-            mode: Mode::Search,
-            defaults: &[("values", "\"fixed\""), ("fixed_value_bytes", "64"), ("server_ns_per_key_byte", "10.0"), ("server_rate_window_us", "0.0")],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"16,128\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.valuesize",
-            description: "Fig. 17: throughput and balancing efficiency vs value size (every value the same size)",
-            schemes: "\"orbitcache\"",
-            axis_name: "value_bytes",
-            axis: "\"64,128,256,512,1024,1416\"",
-            axis_doc: "value sizes in bytes",
-            headline: "1024",
-            mode: Mode::Search,
-            defaults: &[("values", "\"fixed\""), ("cache_sizes", "\"16,32,64,128,256\"")],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"64,1416\""), ("cache_sizes", "\"32,128\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.pegasus",
-            description: "Fig. 18a: throughput vs skew against Pegasus's selective replication",
-            schemes: "\"netcache,pegasus,orbitcache\"",
-            axis_name: "zipf_alpha",
-            axis: "\"0.9,0.95,0.99\"",
-            axis_doc: "Zipf skews",
-            headline: "0.99",
-            mode: Mode::Search,
-            defaults: &[],
-            quick: &[("duration_us", "8000.0"), ("refine", "3"), ("start_mrps", "2.0"), ("axis", "\"0.99\"")],
-        }),
-        Box::new(Sweep {
-            name: "orbitcache.dynamic",
-            description: "Fig. 19: throughput and overflow ratio over time under hot-in (time compressed: see docs/orbitcache.md)",
-            schemes: "\"orbitcache\"",
-            axis_name: "offered_mrps",
-            axis: "\"5\"",
-            axis_doc: "offered load (million requests/s)",
-            headline: "5",
-            mode: Mode::Fixed,
-            defaults: &[
-                ("controller_period_us", "10000.0"),
-                ("hot_in_period_us", "100000.0"),
-                ("duration_us", "600000.0"),
-                ("report_min_count", "2"),
-                ("fetch_timeout_us", "10000.0"),
-                ("servers", "4"),
-                ("partitions_per_server", "1"),
-                ("server_rate_rps", "1000000.0"),
-                ("server_queue_requests", "4096"),
-            ],
-            quick: &[("duration_us", "60000.0"), ("hot_in_period_us", "20000.0"), ("controller_period_us", "2000.0"), ("fetch_timeout_us", "2000.0")],
-        }),
-    ]
+    SWEEPS.iter().map(|s| Box::new(*s) as Box<dyn Experiment>).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::crossing;
+    use super::*;
+
+    #[test]
+    fn a_bad_scheme_or_cache_size_names_its_parameter_and_item() {
+        let skew = experiments().into_iter().find(|e| e.info().name == "orbitcache.skew").unwrap();
+        let run = |k: &str, v: &str| skew.run(&BTreeMap::from([(k.to_string(), v.to_string())]), true, &mut |_| {}).unwrap_err().to_string();
+        let e = run("schemes", "nocache,bogus");
+        assert!(e.starts_with("parameter 'schemes': expected each item to be one of nocache") && e.ends_with("got 'bogus'"), "{e}");
+        assert_eq!(run("cache_sizes", "16,lots"), "parameter 'cache_sizes': expected each item to be a whole number, got 'lots'");
+        assert!(run("axis", "0.9,steep").contains("got 'steep'"));
+    }
 
     fn axis(xs: &[&str]) -> Vec<String> {
         xs.iter().map(|s| s.to_string()).collect()

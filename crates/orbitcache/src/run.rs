@@ -6,15 +6,14 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
 
+use innet_dataplane::fabric::{HostSite, Rack, SwitchSite};
 use innet_dataplane::{CpuPort, L3Forward, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
 use innet_registry::ExperimentError;
 use innet_sim::metrics::{percentile, DropReason};
-use innet_sim::network::{Network, NodeId};
-use innet_sim::routing::Routing;
-use innet_sim::topology::{Role, Topology, TopologySpec};
+use innet_sim::network::NodeId;
+use innet_sim::topology::{Role, TopologySpec};
 use innet_wire::orbitcache::{Stamp, HEADER_BYTES};
 use serde::Deserialize;
 
@@ -176,9 +175,6 @@ impl Default for RunSpec {
     }
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 fn us_ps(us: f64) -> u64 {
     (us * 1e6).round() as u64
@@ -189,62 +185,59 @@ impl RunSpec {
         let max_value = 1500 - 40 - HEADER_BYTES as u32 - self.workload.key_bytes as u32;
         self.workload.validate(max_value)?;
         if self.clients == 0 || self.servers == 0 || self.partitions_per_server == 0 {
-            return Err(bad("clients/servers/partitions_per_server", "expected at least 1 of each"));
+            return Err(ExperimentError::param("clients/servers/partitions_per_server", "expected at least 1 of each"));
         }
         if self.clients + self.servers > 250 {
-            return Err(bad("clients", "a rack holds at most 250 hosts"));
+            return Err(ExperimentError::param("clients", "a rack holds at most 250 hosts"));
         }
         if self.servers * self.partitions_per_server > 64 {
-            return Err(bad("partitions_per_server", "at most 64 storage partitions in the rack (Pegasus's replica bitmap)"));
+            return Err(ExperimentError::param("partitions_per_server", "at most 64 storage partitions in the rack (Pegasus's replica bitmap)"));
         }
         if self.partitions_per_server > 64 {
-            return Err(bad("partitions_per_server", "at most 64 ports per storage host"));
+            return Err(ExperimentError::param("partitions_per_server", "at most 64 ports per storage host"));
         }
         for (name, v) in [("server_rate_rps", self.server_rate_rps), ("link_gbps", self.link_gbps), ("recirculation_gbps", self.recirculation_gbps)] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(bad(name, format!("expected a positive number, got {v}")));
+                return Err(ExperimentError::bad_param(name, v, "a positive number"));
             }
         }
         if !(self.offered_rps >= 0.0 && self.offered_rps.is_finite()) {
-            return Err(bad("offered_rps", format!("expected ≥ 0, got {}", self.offered_rps)));
+            return Err(ExperimentError::bad_param("offered_rps", self.offered_rps, "≥ 0"));
         }
         if self.duration_us <= 0.0 || self.warmup_us < 0.0 || self.drain_us < 0.0 {
-            return Err(bad("duration_us", "expected duration > 0 and warm-up, drain ≥ 0"));
+            return Err(ExperimentError::param("duration_us", "expected duration > 0 and warm-up, drain ≥ 0"));
         }
         if self.cache_size > self.table_entries {
-            return Err(bad("cache_size", format!("{} exceeds the lookup table ({} entries)", self.cache_size, self.table_entries)));
+            return Err(ExperimentError::param("cache_size", format!("{} exceeds the lookup table ({} entries)", self.cache_size, self.table_entries)));
         }
         if self.table_entries == 0 || self.table_entries > 65_536 {
-            return Err(bad("table_entries", "expected 1..=65536"));
+            return Err(ExperimentError::param("table_entries", "expected 1..=65536"));
         }
         if self.queue_slots == 0 || self.queue_slots > 1024 {
-            return Err(bad("queue_slots", "expected 1..=1024 slots per key"));
+            return Err(ExperimentError::param("queue_slots", "expected 1..=1024 slots per key"));
         }
         if !(1..=128).contains(&self.hkey_bits) {
-            return Err(bad("hkey_bits", "expected 1..=128"));
+            return Err(ExperimentError::param("hkey_bits", "expected 1..=128"));
         }
         if !matches!(self.fault.as_str(), "none" | "skip_invalidation") {
-            return Err(bad("fault", format!("expected \"none\" or \"skip_invalidation\", got \"{}\"", self.fault)));
+            return Err(ExperimentError::bad_param("fault", &self.fault, "\"none\" or \"skip_invalidation\""));
         }
         if !(self.server_rate_window_us >= 0.0 && self.server_rate_window_us.is_finite()) {
-            return Err(bad("server_rate_window_us", format!("expected ≥ 0 (0 = paced), got {}", self.server_rate_window_us)));
+            return Err(ExperimentError::bad_param("server_rate_window_us", self.server_rate_window_us, "≥ 0 (0 = paced)"));
         }
         if self.server_rate_window_us > 0.0 && !(self.server_service_ns > 0.0 && self.server_service_ns <= 1e9 / self.server_rate_rps) {
-            return Err(bad(
-                "server_service_ns",
-                format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns),
-            ));
+            return Err(ExperimentError::param("server_service_ns", format!("expected a service time in (0, {}] ns (at most 1/server_rate_rps), got {}", 1e9 / self.server_rate_rps, self.server_service_ns)));
         }
         if self.server_queue_requests == 0 {
-            return Err(bad("server_queue_requests", "expected at least 1"));
+            return Err(ExperimentError::param("server_queue_requests", "expected at least 1"));
         }
         if let Some(f) = self.netcache_key_fraction {
             if !(0.0..=1.0).contains(&f) {
-                return Err(bad("netcache_key_fraction", format!("expected a fraction in [0, 1], got {f}")));
+                return Err(ExperimentError::bad_param("netcache_key_fraction", f, "a fraction in [0, 1]"));
             }
         }
         if self.pegasus_keys > 4096 || self.netcache_entries > 1 << 20 {
-            return Err(bad("pegasus_keys/netcache_entries", "too large"));
+            return Err(ExperimentError::param("pegasus_keys/netcache_entries", "too large"));
         }
         Ok(())
     }
@@ -299,17 +292,14 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
         recirculation_latency_ns: spec.recirculation_latency_ns,
         ..TopologySpec::rack(spec.clients + spec.servers)
     };
-    let topo = Topology::build(&topo_spec, &[])?;
-    let mut net = Network::new(spec.seed);
-    topo.instantiate(&mut net);
-    let routing = Arc::new(Routing::compute(&topo, &net, spec.seed));
-    let host_ip = |h: u32| topo.nodes[topo.hosts[h as usize] as usize].ip;
-    let tor = topo.nodes.iter().position(|n| n.role != Role::Host).expect("a rack has its ToR") as NodeId;
+    let mut rack = Rack::build(&topo_spec, spec.seed)?;
+    let host_ip = |h: u32| rack.ip(h as usize);
+    let tor = rack.switch_node;
     let addressing = Rc::new(Addressing {
         client_ips: (0..spec.clients).map(host_ip).collect(),
         server_ips: (spec.clients..spec.clients + spec.servers).map(host_ip).collect(),
         partitions_per_server: spec.partitions_per_server,
-        switch_ip: topo.nodes[tor as usize].ip,
+        switch_ip: rack.topo.nodes[tor as usize].ip,
         key_len: spec.workload.key_bytes,
         hkey_bits: spec.hkey_bits,
     });
@@ -322,117 +312,24 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
     let end_ps = stop_ps + us_ps(spec.drain_us);
 
     // Multicast groups: one per host port, {host port, recirculation port}.
-    let tor_ports = net.nodes[tor as usize].num_ports;
+    let tor_ports = rack.net.nodes[tor as usize].num_ports;
     let recirc = tor_ports - 1;
     let mut groups = Vec::new();
     let mut host_groups = HashMap::new();
     for local in 0..recirc {
-        let pid = net.port_id(tor, local);
-        let peer = net.ports[pid as usize].peer;
-        let peer_node = net.ports[peer as usize].node as usize;
-        if topo.nodes[peer_node].role == Role::Host {
-            host_groups.insert(topo.nodes[peer_node].ip, groups.len() as u16);
+        let pid = rack.net.port_id(tor, local);
+        let peer = rack.net.ports[pid as usize].peer;
+        let peer_node = rack.net.ports[peer as usize].node as usize;
+        if rack.topo.nodes[peer_node].role == Role::Host {
+            host_groups.insert(rack.topo.nodes[peer_node].ip, groups.len() as u16);
             groups.push(vec![(local, 1u16), (recirc, 1u16)]);
         }
     }
     let cpu = CpuPort { bandwidth_bps: 10_000_000_000, buffer_bytes: 4 << 20, latency_ps: 5_000_000, gap_ps: 0 };
     let period_ps = (spec.controller_period_us > 0.0).then(|| us_ps(spec.controller_period_us));
 
-    let mut nodes: Vec<Box<dyn Node>> = Vec::with_capacity(topo.nodes.len());
-    for (id, n) in topo.nodes.iter().enumerate() {
-        let node = id as NodeId;
-        if n.role != Role::Host {
-            let sw_index = n.switch_index.expect("switch index");
-            let b: Box<dyn Node> = match spec.scheme {
-                Scheme::NoCache => Box::new(SimSwitch::new(L3Forward::default(), sw_index, routing.clone(), &net, node)),
-                Scheme::OrbitCache => {
-                    let prog = OrbitSwitch::new(OrbitSwitchConfig {
-                        table_entries: spec.table_entries,
-                        queue_slots: spec.queue_slots,
-                        switch_ip: addressing.switch_ip,
-                        host_groups: host_groups.clone(),
-                        skip_invalidation: spec.fault == "skip_invalidation",
-                        insert_valid: spec.insert_valid,
-                    });
-                    let ctl = OrbitControl::new(
-                        OrbitControlConfig {
-                            capacity: spec.cache_size,
-                            preload: sampler.hottest(spec.cache_size as u64, 0),
-                            period_ps,
-                            fetch_timeout_ps: us_ps(spec.fetch_timeout_us),
-                            fetch_tries: spec.fetch_tries,
-                            auto_size: spec.auto_size,
-                            overflow_target: spec.overflow_target,
-                            min_capacity: 8,
-                        },
-                        addressing.clone(),
-                        spec.table_entries,
-                    );
-                    let mut sw = SimSwitch::with_control(prog, ctl, sw_index, routing.clone(), &net, node);
-                    sw.cfg.multicast_groups = groups.clone();
-                    sw.cpu_port = Some(cpu);
-                    sw.start_control_timer(&mut net, node, 0, TOKEN_PRELOAD);
-                    Box::new(sw)
-                }
-                Scheme::NetCache | Scheme::FarReach => {
-                    let cfg = NetCacheConfig {
-                        entries: spec.netcache_entries,
-                        stages: spec.netcache_stages,
-                        bytes_per_stage: spec.netcache_bytes_per_stage,
-                        max_key_bytes: 16,
-                        write_back: spec.scheme == Scheme::FarReach,
-                        dummy_values: spec.netcache_key_fraction.is_some(),
-                        key_len: spec.workload.key_bytes,
-                        cm_rows: 4,
-                        cm_width: 65_536,
-                        hh_threshold: 128,
-                        bloom_rows: 3,
-                        bloom_bits: 262_144,
-                    };
-                    let prog = NetCacheSwitch::new(cfg);
-                    // The hottest cacheable items among the top `netcache_entries` ranks, or the
-                    // key file's uniform draw of them (Fig. 13).
-                    let preload: Vec<(u64, Stamp, u32)> = if spec.workload.key_bytes <= 16 {
-                        sampler
-                            .hottest(spec.netcache_entries as u64, 0)
-                            .into_iter()
-                            .filter_map(|k| {
-                                let len = workload.value_bytes(k);
-                                match spec.netcache_key_fraction {
-                                    Some(f) => in_netcache_key_file(k, f, spec.netcache_key_seed)
-                                        .then(|| (k, prog.stored_len(len).unwrap_or(len))),
-                                    None => prog.cacheable(spec.workload.key_bytes, len).then_some((k, len)),
-                                }
-                            })
-                            .map(|(k, len)| (k, Stamp { key_id: k, version: 0 }, len))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
-                    let ctl = NetCacheControl {
-                        addressing: addressing.clone(),
-                        preload,
-                        detect_period_ps: 1_000_000_000_000,
-                        snapshot_period_ps: (spec.scheme == Scheme::FarReach && spec.snapshot_period_us > 0.0)
-                            .then(|| us_ps(spec.snapshot_period_us)),
-                        hot_reports: 0,
-                        snapshots: 0,
-                        written_back: 0,
-                    };
-                    let mut sw = SimSwitch::with_control(prog, ctl, sw_index, routing.clone(), &net, node);
-                    sw.start_control_timer(&mut net, node, 0, NC_TOKEN_START);
-                    Box::new(sw)
-                }
-                Scheme::Pegasus => {
-                    let keys = sampler.hottest(spec.pegasus_keys as u64, 0);
-                    Box::new(SimSwitch::new(PegasusSwitch::new(addressing.clone(), &keys), sw_index, routing.clone(), &net, node))
-                }
-            };
-            nodes.push(b);
-            continue;
-        }
-        let h = n.host_index.expect("host index");
-        let nic = net.port_id(node, 0);
+    let host = |site: HostSite<'_>| -> Box<dyn Node> {
+        let (h, nic) = (site.host_index, site.nic);
         if h < spec.clients {
             let cfg = ClientConfig {
                 rate_rps: spec.offered_rps / spec.clients as f64,
@@ -443,9 +340,9 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                 timeline_bin_ps: us_ps(spec.timeline_bin_us),
             };
             let rng = innet_sim::rng::rng_for(spec.seed, &format!("client/{h}"));
-            let mut c = Client::new(n.ip, nic, cfg, addressing.clone(), workload.clone(), sampler.clone(), history.clone(), rng);
-            c.start(&mut net, node);
-            nodes.push(Box::new(c));
+            let mut c = Client::new(site.ip, nic, cfg, addressing.clone(), workload.clone(), sampler.clone(), history.clone(), rng);
+            c.start(site.net, site.node);
+            Box::new(c)
         } else {
             let cfg = ServerConfig {
                 rate_rps: spec.server_rate_rps,
@@ -459,12 +356,100 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
                 report_min_count: spec.report_min_count,
                 sketch_width: 65_536,
             };
-            let s = StorageHost::new(n.ip, nic, h - spec.clients, addressing.clone(), workload.clone(), cfg);
-            s.start(&mut net, node);
-            nodes.push(Box::new(s));
+            let s = StorageHost::new(site.ip, nic, h - spec.clients, addressing.clone(), workload.clone(), cfg);
+            s.start(site.net, site.node);
+            Box::new(s)
         }
-    }
-    let mut sim = Simulator::new(net, nodes);
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        match spec.scheme {
+            Scheme::NoCache => Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, site.routing.clone(), site.net, site.node)),
+            Scheme::OrbitCache => {
+                let prog = OrbitSwitch::new(OrbitSwitchConfig {
+                    table_entries: spec.table_entries,
+                    queue_slots: spec.queue_slots,
+                    switch_ip: addressing.switch_ip,
+                    host_groups: host_groups.clone(),
+                    skip_invalidation: spec.fault == "skip_invalidation",
+                    insert_valid: spec.insert_valid,
+                });
+                let ctl = OrbitControl::new(
+                    OrbitControlConfig {
+                        capacity: spec.cache_size,
+                        preload: sampler.hottest(spec.cache_size as u64, 0),
+                        period_ps,
+                        fetch_timeout_ps: us_ps(spec.fetch_timeout_us),
+                        fetch_tries: spec.fetch_tries,
+                        auto_size: spec.auto_size,
+                        overflow_target: spec.overflow_target,
+                        min_capacity: 8,
+                    },
+                    addressing.clone(),
+                    spec.table_entries,
+                );
+                let mut sw = SimSwitch::with_control(prog, ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+                sw.cfg.multicast_groups = groups.clone();
+                sw.cpu_port = Some(cpu);
+                sw.start_control_timer(site.net, site.node, 0, TOKEN_PRELOAD);
+                Box::new(sw)
+            }
+            Scheme::NetCache | Scheme::FarReach => {
+                let cfg = NetCacheConfig {
+                    entries: spec.netcache_entries,
+                    stages: spec.netcache_stages,
+                    bytes_per_stage: spec.netcache_bytes_per_stage,
+                    max_key_bytes: 16,
+                    write_back: spec.scheme == Scheme::FarReach,
+                    dummy_values: spec.netcache_key_fraction.is_some(),
+                    key_len: spec.workload.key_bytes,
+                    cm_rows: 4,
+                    cm_width: 65_536,
+                    hh_threshold: 128,
+                    bloom_rows: 3,
+                    bloom_bits: 262_144,
+                };
+                let prog = NetCacheSwitch::new(cfg);
+                // The hottest cacheable items among the top `netcache_entries` ranks, or the
+                // key file's uniform draw of them (Fig. 13).
+                let preload: Vec<(u64, Stamp, u32)> = if spec.workload.key_bytes <= 16 {
+                    sampler
+                        .hottest(spec.netcache_entries as u64, 0)
+                        .into_iter()
+                        .filter_map(|k| {
+                            let len = workload.value_bytes(k);
+                            match spec.netcache_key_fraction {
+                                Some(f) => in_netcache_key_file(k, f, spec.netcache_key_seed)
+                                    .then(|| (k, prog.stored_len(len).unwrap_or(len))),
+                                None => prog.cacheable(spec.workload.key_bytes, len).then_some((k, len)),
+                            }
+                        })
+                        .map(|(k, len)| (k, Stamp { key_id: k, version: 0 }, len))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let ctl = NetCacheControl {
+                    addressing: addressing.clone(),
+                    preload,
+                    detect_period_ps: 1_000_000_000_000,
+                    snapshot_period_ps: (spec.scheme == Scheme::FarReach && spec.snapshot_period_us > 0.0)
+                        .then(|| us_ps(spec.snapshot_period_us)),
+                    hot_reports: 0,
+                    snapshots: 0,
+                    written_back: 0,
+                };
+                let mut sw = SimSwitch::with_control(prog, ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+                sw.start_control_timer(site.net, site.node, 0, NC_TOKEN_START);
+                Box::new(sw)
+            }
+            Scheme::Pegasus => {
+                let keys = sampler.hottest(spec.pegasus_keys as u64, 0);
+                Box::new(SimSwitch::new(PegasusSwitch::new(addressing.clone(), &keys), site.switch_index, site.routing.clone(), site.net, site.node))
+            }
+        }
+    };
+    let nodes = rack.nodes(host, switch);
+    let mut sim = Simulator::new(rack.net, nodes);
     let horizon = end_ps as f64;
     sim.run_until(end_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
 
@@ -472,7 +457,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(f64)) -> Result<RunResult, E
     let mut cstats: Vec<ClientStats> = Vec::new();
     let mut queued_at_servers = 0u64;
     let mut pstats: Vec<PartitionStats> = Vec::new();
-    for (id, n) in topo.nodes.iter().enumerate() {
+    for (id, n) in rack.topo.nodes.iter().enumerate() {
         if n.role != Role::Host {
             continue;
         }

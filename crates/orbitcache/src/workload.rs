@@ -72,52 +72,46 @@ pub const ARTIFACT_LARGE_RANKS: [u64; 32] =
 /// Salt of the per-key size draw (fixed so every scheme and run sees the same sizes).
 const SIZE_SALT: u64 = 0x5EED_0F_5A1E;
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: format!("workload.{field}"), message: message.into() }
-}
 
 impl WorkloadSpec {
     /// Check every field; errors name the field and what was expected.
     pub fn validate(&self, max_value_bytes: u32) -> Result<(), ExperimentError> {
         if self.keys < 2 * self.hot_in_keys.max(1) {
-            return Err(bad("keys", format!("{} keys is too few (need at least {})", self.keys, 2 * self.hot_in_keys.max(1))));
+            return Err(ExperimentError::param("workload.keys", format!("{} keys is too few (need at least {})", self.keys, 2 * self.hot_in_keys.max(1))));
         }
         match self.distribution.as_str() {
             "zipf" => {
                 if !(self.zipf_alpha > 0.0 && self.zipf_alpha <= 3.0) {
-                    return Err(bad("zipf_alpha", format!("expected a number in (0, 3], got {}", self.zipf_alpha)));
+                    return Err(ExperimentError::bad_param("workload.zipf_alpha", self.zipf_alpha, "a number in (0, 3]"));
                 }
             }
             "uniform" => {}
-            other => return Err(bad("distribution", format!("expected \"zipf\" or \"uniform\", got \"{other}\""))),
+            other => return Err(ExperimentError::bad_param("workload.distribution", other, "\"zipf\" or \"uniform\"")),
         }
         if !(8..=256).contains(&self.key_bytes) {
-            return Err(bad("key_bytes", format!("expected 8..=256 bytes, got {}", self.key_bytes)));
+            return Err(ExperimentError::bad_param("workload.key_bytes", self.key_bytes, "8..=256 bytes"));
         }
         let sizes: Vec<(&str, u32)> = match self.values.as_str() {
             "bimodal" => vec![("small_value_bytes", self.small_value_bytes), ("large_value_bytes", self.large_value_bytes)],
             "fixed" => vec![("fixed_value_bytes", self.fixed_value_bytes)],
-            other => return Err(bad("values", format!("expected \"bimodal\" or \"fixed\", got \"{other}\""))),
+            other => return Err(ExperimentError::bad_param("workload.values", other, "\"bimodal\" or \"fixed\"")),
         };
         for (name, v) in sizes {
             let stamp = innet_wire::orbitcache::STAMP_BYTES as u32;
             if v < stamp || v > max_value_bytes {
-                return Err(bad(
-                    name,
-                    format!("expected {stamp}..={max_value_bytes} bytes (one packet with a {}-byte key), got {v}", self.key_bytes),
-                ));
+                return Err(ExperimentError::param(&format!("workload.{name}"), format!("expected {stamp}..={max_value_bytes} bytes (one packet with a {}-byte key), got {v}", self.key_bytes)));
             }
         }
         for (name, v) in [("large_fraction", self.large_fraction), ("write_ratio", self.write_ratio)] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(bad(name, format!("expected a fraction in [0, 1], got {v}")));
+                return Err(ExperimentError::bad_param(&format!("workload.{name}"), v, "a fraction in [0, 1]"));
             }
         }
         if !matches!(self.large_placement.as_str(), "artifact" | "hottest" | "random") {
-            return Err(bad("large_placement", format!("expected \"artifact\", \"hottest\" or \"random\", got \"{}\"", self.large_placement)));
+            return Err(ExperimentError::bad_param("workload.large_placement", &self.large_placement, "\"artifact\", \"hottest\" or \"random\""));
         }
         if self.hot_in_period_s < 0.0 {
-            return Err(bad("hot_in_period_s", "expected ≥ 0 (0 turns hot-in off)"));
+            return Err(ExperimentError::param("workload.hot_in_period_s", "expected ≥ 0 (0 turns hot-in off)"));
         }
         Ok(())
     }

@@ -5,12 +5,22 @@
 //! plus columnar tables) or a Python module for runs that orchestrate real processes
 //! ([`PythonExperiment`]). Each system crate exports `experiments()` at its root; `innet list`,
 //! `innet run`, sweeps and `innet reproduce` see every experiment only through this crate.
+//!
+//! The kit an experiment is written with (docs/architecture.md, "The experiment registry"):
+//! parameters as `const` tables of [`ParamSpec::new`], an experiment's name, tables, changed
+//! defaults and quick form as one [`Declaration`], comma-list parameters typed as [`List`]
+//! (parsed once, when the parameters resolve), bad input reported with
+//! [`ExperimentError::bad_param`], and a sweep as a [`Sweep`] value: its points (the product of
+//! its axes) and one run per point.
 
+mod kit;
 mod output;
 mod params;
 
 use std::collections::BTreeMap;
+use std::fmt::Display;
 
+pub use kit::{parse_list, Declaration, List, ListItem, Sweep};
 pub use output::{ColumnData, RunOutput, Table};
 pub use params::{resolve_params, resolve_table};
 
@@ -21,6 +31,13 @@ pub struct ParamSpec {
     /// The default, written as a TOML literal (`0.3`, `"hadoop"`, `true`).
     pub default: &'static str,
     pub doc: &'static str,
+}
+
+impl ParamSpec {
+    /// A parameter, in a `const` table: `const P: &[ParamSpec] = &[ParamSpec::new("load", "0.3", "…")];`.
+    pub const fn new(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
+        ParamSpec { name, default, doc }
+    }
 }
 
 /// Static description of an experiment, shown by `innet list`.
@@ -43,6 +60,22 @@ pub enum ExperimentError {
     /// The simulation itself broke an invariant (e.g. packet conservation). Not a user error.
     #[error("internal invariant violated: {0}")]
     Invariant(String),
+}
+
+impl ExperimentError {
+    /// A parameter's value is not what was expected: `parameter 'load': expected a fraction in
+    /// (0, 1], got '1.5'`. The one form for a bad value (the registry's own checks and list items
+    /// use it too).
+    pub fn bad_param(name: &str, value: impl Display, expected: impl Display) -> ExperimentError {
+        ExperimentError::BadParam { field: name.to_string(), message: format!("expected {expected}, got '{value}'") }
+    }
+
+    /// A parameter, or a combination of parameters, that cannot be run, in words (`"12 does not
+    /// spread evenly over the 4 gateway ToRs"`): for a constraint that is not one value against
+    /// an expectation. Prefer [`ExperimentError::bad_param`].
+    pub fn param(name: &str, message: impl Into<String>) -> ExperimentError {
+        ExperimentError::BadParam { field: name.to_string(), message: message.into() }
+    }
 }
 
 /// Progress reporting: called with a fraction in [0, 1] from time to time.
@@ -78,18 +111,14 @@ pub trait Experiment: Send + Sync {
 /// An experiment declared here (name, parameters, quick form) and run by a Python module.
 #[derive(Debug, Clone)]
 pub struct PythonExperiment {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub params: Vec<ParamSpec>,
-    /// `--quick` values, as TOML literals.
-    pub quick: &'static [(&'static str, &'static str)],
+    pub declaration: Declaration,
     /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch_runner`.
     pub module: &'static str,
 }
 
 impl Experiment for PythonExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo { name: self.name, description: self.description, params: self.params.clone() }
+        self.declaration.info()
     }
     fn run(
         &self,
@@ -97,13 +126,14 @@ impl Experiment for PythonExperiment {
         _quick: bool,
         _progress: Progress<'_>,
     ) -> Result<RunOutput, ExperimentError> {
+        let name = self.declaration.name;
         Err(ExperimentError::Input(format!(
-            "{} runs in Python ({}): use `innet run {}` or innet.run()",
-            self.name, self.module, self.name
+            "{name} runs in Python ({}): use `innet run {name}` or innet.run()",
+            self.module
         )))
     }
     fn runner(&self) -> Runner {
-        Runner::Python { module: self.module, quick: self.quick }
+        Runner::Python { module: self.module, quick: self.declaration.quick }
     }
 }
 
@@ -118,14 +148,11 @@ pub fn find(all: Vec<Box<dyn Experiment>>, name: &str) -> Result<Box<dyn Experim
 mod tests {
     use super::*;
 
-    const PARAMS: &[ParamSpec] = &[ParamSpec { name: "queries", default: "100", doc: "queries" }];
+    const PARAMS: &[ParamSpec] = &[ParamSpec::new("queries", "100", "queries")];
 
     fn python_experiment() -> PythonExperiment {
         PythonExperiment {
-            name: "x.real",
-            description: "a real-packet run",
-            params: PARAMS.to_vec(),
-            quick: &[("queries", "10")],
+            declaration: Declaration::new("x.real", "a real-packet run", &[PARAMS]).quick(&[("queries", "10")]),
             module: "innet.x_runner",
         }
     }
@@ -138,8 +165,14 @@ mod tests {
         let mut noop = |_: f64| {};
         let err = e.run(&BTreeMap::new(), false, &mut noop).unwrap_err().to_string();
         assert!(err.contains("x.real") && err.contains("innet.x_runner"), "{err}");
-        let t = resolve_table(&e.info(), e.quick, true, &BTreeMap::new()).unwrap();
+        let t = resolve_table(&e.info(), e.declaration.quick, true, &BTreeMap::new()).unwrap();
         assert_eq!(t["queries"].as_integer(), Some(10));
+    }
+
+    #[test]
+    fn bad_param_names_the_parameter_the_value_and_what_was_expected() {
+        let e = ExperimentError::bad_param("load", 1.5, "a fraction in (0, 1]");
+        assert_eq!(e.to_string(), "parameter 'load': expected a fraction in (0, 1], got '1.5'");
     }
 
     #[test]

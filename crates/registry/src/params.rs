@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned};
 
 use crate::{ExperimentError, ExperimentInfo};
 
 /// Build a typed config from the experiment's defaults, the `--quick` overrides and the user's
-/// `--set` overrides, in that order. Unknown keys and ill-typed values are errors that name the key.
+/// `--set` overrides, in that order. Unknown keys and ill-typed values (also a bad item of a
+/// [`List`](crate::List)) are errors that name the key.
 pub fn resolve_params<T: DeserializeOwned>(
     info: &ExperimentInfo,
     quick_overrides: &[(&str, &str)],
@@ -16,10 +17,63 @@ pub fn resolve_params<T: DeserializeOwned>(
     user: &BTreeMap<String, String>,
 ) -> Result<T, ExperimentError> {
     let table = resolve_table(info, quick_overrides, quick, user)?;
-    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ExperimentError::BadParam {
-        field: "parameters".into(),
-        message: e.message().to_string(),
+    T::deserialize(Keyed(table)).map_err(|e| ExperimentError::BadParam {
+        field: e.key.unwrap_or_else(|| "parameters".into()),
+        message: e.message,
     })
+}
+
+/// A resolved table as a deserializer whose errors carry the key being read.
+struct Keyed(toml::Table);
+
+#[derive(Debug)]
+struct KeyedError {
+    key: Option<String>,
+    message: String,
+}
+
+impl std::fmt::Display for KeyedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for KeyedError {}
+
+impl de::Error for KeyedError {
+    fn custom<M: std::fmt::Display>(msg: M) -> Self {
+        KeyedError { key: None, message: msg.to_string() }
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Keyed {
+    type Error = KeyedError;
+    fn deserialize_any<V: de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, KeyedError> {
+        visitor.visit_map(Entries { entries: self.0.into_iter(), value: None })
+    }
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+struct Entries {
+    entries: toml::map::IntoIter,
+    value: Option<(String, toml::Value)>,
+}
+
+impl<'de> de::MapAccess<'de> for Entries {
+    type Error = KeyedError;
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, KeyedError> {
+        let Some((k, v)) = self.entries.next() else { return Ok(None) };
+        let key = seed.deserialize(de::IntoDeserializer::<KeyedError>::into_deserializer(k.clone()))?;
+        self.value = Some((k, v));
+        Ok(Some(key))
+    }
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, KeyedError> {
+        let (k, v) = self.value.take().expect("serde reads a value after its key");
+        seed.deserialize(v).map_err(|e: toml::de::Error| KeyedError { key: Some(k), message: e.message().to_string() })
+    }
 }
 
 /// The resolved parameters as a TOML table, in the same order of precedence as
@@ -136,9 +190,9 @@ mod tests {
             name: "t.x",
             description: "test",
             params: vec![
-                ParamSpec { name: "load", default: "0.3", doc: "" },
-                ParamSpec { name: "flows", default: "100", doc: "" },
-                ParamSpec { name: "trace", default: "\"hadoop\"", doc: "" },
+                ParamSpec::new("load", "0.3", ""),
+                ParamSpec::new("flows", "100", ""),
+                ParamSpec::new("trace", "\"hadoop\"", ""),
             ],
         }
     }
@@ -164,5 +218,18 @@ mod tests {
         user.insert("flows".to_string(), "many".to_string());
         let e = resolve_params::<Cfg>(&info(), &[], false, &user).unwrap_err();
         assert!(e.to_string().contains("'flows'") && e.to_string().contains("integer"), "{e}");
+    }
+
+    #[test]
+    fn a_value_serde_rejects_names_its_parameter() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Small {
+            #[allow(dead_code)]
+            flows: u8,
+        }
+        let info = ExperimentInfo { name: "t.y", description: "", params: vec![ParamSpec::new("flows", "100", "")] };
+        let user = BTreeMap::from([("flows".to_string(), "-1".to_string())]);
+        let e = resolve_params::<Small>(&info, &[], false, &user).unwrap_err().to_string();
+        assert!(e.starts_with("parameter 'flows': "), "{e}");
     }
 }

@@ -150,16 +150,12 @@ impl TopologySpec {
         TopologySpec { kind: "rack".into(), pods: 1, tors_per_pod: 1, servers_per_tor: hosts, ..Self::ft8() }
     }
 
-    fn bad(field: &str, msg: impl Into<String>) -> ExperimentError {
-        ExperimentError::BadParam { field: format!("topology.{field}"), message: msg.into() }
-    }
-
     /// Check the numbers make a buildable topology; errors name the field.
     pub fn validate(&self) -> Result<(), ExperimentError> {
         match self.kind.as_str() {
             "fattree" | "leafspine" | "rack" => {}
             other => {
-                return Err(Self::bad("kind", format!("expected one of fattree, leafspine, rack; got '{other}'")))
+                return Err(ExperimentError::bad_param("topology.kind", other, "one of fattree, leafspine, rack"))
             }
         }
         let positive = [
@@ -169,31 +165,28 @@ impl TopologySpec {
         ];
         for (f, v) in positive {
             if v == 0 {
-                return Err(Self::bad(f, "must be at least 1"));
+                return Err(ExperimentError::param(&format!("topology.{f}"), "must be at least 1"));
             }
         }
         if self.kind == "fattree" {
             if self.spines_per_pod == 0 || self.cores == 0 {
-                return Err(Self::bad("cores", "a fat-tree needs at least one spine per pod and one core"));
+                return Err(ExperimentError::param("topology.cores", "a fat-tree needs at least one spine per pod and one core"));
             }
             if self.cores % self.spines_per_pod != 0 {
-                return Err(Self::bad(
-                    "cores",
-                    format!(
+                return Err(ExperimentError::param("topology.cores", format!(
                         "must be a multiple of spines_per_pod ({}) so every spine reaches cores/spines_per_pod cores; got {}",
                         self.spines_per_pod, self.cores
-                    ),
-                ));
+                    )));
             }
         }
         if self.kind == "leafspine" && self.spines == 0 {
-            return Err(Self::bad("spines", "must be at least 1"));
+            return Err(ExperimentError::param("topology.spines", "must be at least 1"));
         }
         if self.servers_per_tor > 250 {
-            return Err(Self::bad("servers_per_tor", "at most 250 hosts fit under one ToR's /24"));
+            return Err(ExperimentError::param("topology.servers_per_tor", "at most 250 hosts fit under one ToR's /24"));
         }
         if self.num_tors() > 65_535 {
-            return Err(Self::bad("pods", "at most 65,535 ToRs"));
+            return Err(ExperimentError::param("topology.pods", "at most 65,535 ToRs"));
         }
         for (f, v) in [
             ("host_link_gbps", self.host_link_gbps),
@@ -201,11 +194,11 @@ impl TopologySpec {
             ("recirculation_gbps", self.recirculation_gbps),
         ] {
             if !(v > 0.0 && v.is_finite()) {
-                return Err(Self::bad(f, format!("must be a positive number of Gbps; got {v}")));
+                return Err(ExperimentError::bad_param(&format!("topology.{f}"), v, "a positive number of Gbps"));
             }
         }
         if self.switch_buffer_bytes < 2048 || self.host_buffer_bytes < 2048 {
-            return Err(Self::bad("switch_buffer_bytes", "buffers must hold at least one full frame (2048 bytes)"));
+            return Err(ExperimentError::param("topology.switch_buffer_bytes", "buffers must hold at least one full frame (2048 bytes)"));
         }
         Ok(())
     }

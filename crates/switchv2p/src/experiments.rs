@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use innet_registry::{
-    resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table,
+    ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ParamSpec, Progress, RunOutput, Sweep, Table,
 };
 use innet_sim::report::round6;
 use innet_sim::time::{PS_PER_MS, PS_PER_US};
@@ -42,9 +42,9 @@ pub struct Params {
     pub load: f64,
     pub schemes: String,
     pub cache_fraction: f64,
-    pub cache_fractions: String,
-    pub gateway_counts: String,
-    pub pod_counts: String,
+    pub cache_fractions: List<f64>,
+    pub gateway_counts: List<u32>,
+    pub pod_counts: List<u32>,
     pub gateways_per_tor: u32,
     pub p_learn: f64,
     pub promote_requires_access_bit: bool,
@@ -77,9 +77,9 @@ impl Default for Params {
             load: 0.3,
             schemes: "nocache,locallearning,gwcache,switchv2p".into(),
             cache_fraction: 0.5,
-            cache_fractions: "0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500".into(),
-            gateway_counts: "40,20,12,4".into(),
-            pod_counts: "1,8,16,32".into(),
+            cache_fractions: List(vec![0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 1500.0]),
+            gateway_counts: List(vec![40, 20, 12, 4]),
+            pod_counts: List(vec![1, 8, 16, 32]),
             gateways_per_tor: 10,
             p_learn: 0.005,
             promote_requires_access_bit: false,
@@ -102,57 +102,54 @@ impl Default for Params {
     }
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
+
+/// A list of non-negative numbers, not empty.
+fn non_negative(name: &str, list: &List<f64>) -> Result<Vec<f64>, ExperimentError> {
+    let v = list.non_empty(name)?;
+    match v.iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+        Some(x) => Err(ExperimentError::bad_param(name, x, "a non-negative number")),
+        None => Ok(v),
+    }
 }
 
-fn parse_f64_list(field: &str, s: &str) -> Result<Vec<f64>, ExperimentError> {
-    let v: Result<Vec<f64>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::parse::<f64>).collect();
-    let v = v.map_err(|_| bad(field, format!("expected comma-separated numbers, got '{s}'")))?;
-    if v.is_empty() || v.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
-        return Err(bad(field, format!("expected non-negative numbers, got '{s}'")));
+/// A list of positive whole numbers, not empty.
+fn positive(name: &str, list: &List<u32>) -> Result<Vec<u32>, ExperimentError> {
+    let v = list.non_empty(name)?;
+    match v.contains(&0) {
+        true => Err(ExperimentError::bad_param(name, 0, "a positive whole number")),
+        false => Ok(v),
     }
-    Ok(v)
-}
-
-fn parse_u32_list(field: &str, s: &str) -> Result<Vec<u32>, ExperimentError> {
-    let v: Result<Vec<u32>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::parse::<u32>).collect();
-    let v = v.map_err(|_| bad(field, format!("expected comma-separated whole numbers, got '{s}'")))?;
-    if v.is_empty() || v.contains(&0) {
-        return Err(bad(field, format!("expected positive whole numbers, got '{s}'")));
-    }
-    Ok(v)
 }
 
 impl Params {
     fn check(&self) -> Result<(), ExperimentError> {
         if !(self.load > 0.0 && self.load <= 1.0) {
-            return Err(bad("load", format!("expected a fraction in (0, 1], got {}", self.load)));
+            return Err(ExperimentError::bad_param("load", self.load, "a fraction in (0, 1]"));
         }
         if !(self.duration_ms > 0.0) {
-            return Err(bad("duration_ms", format!("expected a positive duration, got {}", self.duration_ms)));
+            return Err(ExperimentError::bad_param("duration_ms", self.duration_ms, "a positive duration"));
         }
         if !(0.0..=1.0).contains(&self.p_learn) {
-            return Err(bad("p_learn", format!("expected a probability in [0, 1], got {}", self.p_learn)));
+            return Err(ExperimentError::bad_param("p_learn", self.p_learn, "a probability in [0, 1]"));
         }
         if !(self.stop_ms > 0.0) {
-            return Err(bad("stop_ms", format!("expected a positive time, got {}", self.stop_ms)));
+            return Err(ExperimentError::bad_param("stop_ms", self.stop_ms, "a positive time"));
         }
         if !(self.gateway_processing_us >= 0.0) {
-            return Err(bad("gateway_processing_us", "expected a non-negative time"));
+            return Err(ExperimentError::param("gateway_processing_us", "expected a non-negative time"));
         }
-        NetworkSpec::by_name(&self.topology).map_err(|m| bad("topology", m))?;
+        NetworkSpec::by_name(&self.topology).map_err(|m| ExperimentError::param("topology", m))?;
         if !(self.trace_speedup > 0.0 && self.trace_speedup.is_finite()) {
-            return Err(bad("trace_speedup", format!("expected a positive factor, got {}", self.trace_speedup)));
+            return Err(ExperimentError::bad_param("trace_speedup", self.trace_speedup, "a positive factor"));
         }
         if !(self.cache_fraction >= 0.0 && self.cache_fraction.is_finite()) {
-            return Err(bad("cache_fraction", format!("expected a non-negative fraction, got {}", self.cache_fraction)));
+            return Err(ExperimentError::bad_param("cache_fraction", self.cache_fraction, "a non-negative fraction"));
         }
         Ok(())
     }
 
     fn schemes(&self) -> Result<Vec<Scheme>, ExperimentError> {
-        Scheme::parse_list(&self.schemes).map_err(|m| bad("schemes", m))
+        Scheme::parse_list("schemes", &self.schemes)
     }
 
     /// A run spec on `net` with this trace.
@@ -188,15 +185,15 @@ impl Params {
             "independent" => Ecmp::Independent,
             "correlated" => Ecmp::Correlated,
             "artifact" => Ecmp::Artifact,
-            other => return Err(bad("ecmp", format!("expected independent, correlated or artifact, got '{other}'"))),
+            other => return Err(ExperimentError::bad_param("ecmp", other, "independent, correlated or artifact")),
         };
         if s.ecmp == Ecmp::Artifact && s.net.topo.kind != "fattree" {
-            return Err(bad("ecmp", format!("artifact needs a fat tree (the artifact's addressing plan), not topology kind '{}'", s.net.topo.kind)));
+            return Err(ExperimentError::param("ecmp", format!("artifact needs a fat tree (the artifact's addressing plan), not topology kind '{}'", s.net.topo.kind)));
         }
         s.tunnel = match self.tunnel.as_str() {
             "ipip_tags" => TunnelKind::IpInIpTagged,
             "geneve" => TunnelKind::Geneve { vni: 1 },
-            other => return Err(bad("tunnel", format!("expected ipip_tags or geneve, got '{other}'"))),
+            other => return Err(ExperimentError::bad_param("tunnel", other, "ipip_tags or geneve")),
         };
         Ok(s)
     }
@@ -208,59 +205,50 @@ impl Params {
     }
 }
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
+/// The trace, network and transport parameters every SwitchV2P experiment starts from.
+const TRACE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts (request/response), microbursts_oneway or video (UDP)"),
+    ParamSpec::new(
+        "trace_file",
+        "\"\"",
+        "a trace CSV instead of a generated one: src_vm,dst_vm,ts_ns,flow_id,size_bytes rows, or an Alibaba microservice call graph (MSCallGraph_*.csv of cluster-trace-microservices-v2021, told by its header), of which the first duration_ms is run",
+    ),
+    ParamSpec::new("trace_transport", "\"tcp\"", "how trace_file rows travel: tcp (one connection per row) or udp (one 64 B packet per row)"),
+    ParamSpec::new("trace_speedup", "1.0", "call-graph trace_file only: trace time runs this many times faster than simulated time (1 = real time)"),
+    ParamSpec::new("trace_rpctypes", "\"rpc,http\"", "call-graph trace_file only: the rpctypes that become flows (e.g. rpc,http,mc,db,mq; all for every type)"),
+    ParamSpec::new("duration_ms", "25.0", "length of the generated trace, or of the prefix of a call-graph trace_file (the artifact's traces span 25 ms)"),
+    ParamSpec::new("load", "0.3", "offered load as a fraction of total host bandwidth"),
+    ParamSpec::new("gateways_per_tor", "10", "gateways on each of the 4 gateway ToRs (FT8-10K: 10 → 40 gateways)"),
+    ParamSpec::new("p_learn", "0.005", "probability that a gateway ToR sends a learning packet for a mapping it learns"),
+    ParamSpec::new("promote_requires_access_bit", "false", "spines promote only already-hot entries (the paper's wording) instead of on every hit (the artifact)"),
+    ParamSpec::new("gateway_processing_us", "40.0", "gateway processing delay per packet"),
+    ParamSpec::new("tcp_profile", "\"switchv2p\"", "TCP settings: switchv2p (the artifact's ns-3 settings), datacenter or ns3"),
+    ParamSpec::new("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
+    ParamSpec::new(
+        "hystart",
+        "\"profile\"",
+        "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406 (HyStart++), ns3 (ns-3.36's ACK-train and delay HyStart, which the artifact runs) or off",
+    ),
+    ParamSpec::new("stop_ms", "2000.0", "simulated-time limit"),
+    ParamSpec::new("seed", "1", "seed of every random choice"),
+    ParamSpec::new(
+        "ecmp",
+        "\"independent\"",
+        "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic); artifact: the artifact's own hash of its own addresses (ns-3's Murmur3 flow hash, fat trees), so every flow takes the artifact's path",
+    ),
+    ParamSpec::new(
+        "tunnel",
+        "\"ipip_tags\"",
+        "ipip_tags: IP-in-IP with SwitchV2P's metadata as zero-byte tags, as the paper's simulations; geneve: Geneve with the options on the wire (12 B each)",
+    ),
+];
 
-fn trace_params() -> Vec<ParamSpec> {
-    vec![
-        p("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts (request/response), microbursts_oneway or video (UDP)"),
-        p(
-            "trace_file",
-            "\"\"",
-            "a trace CSV instead of a generated one: src_vm,dst_vm,ts_ns,flow_id,size_bytes rows, or an Alibaba microservice call graph (MSCallGraph_*.csv of cluster-trace-microservices-v2021, told by its header), of which the first duration_ms is run",
-        ),
-        p("trace_transport", "\"tcp\"", "how trace_file rows travel: tcp (one connection per row) or udp (one 64 B packet per row)"),
-        p("trace_speedup", "1.0", "call-graph trace_file only: trace time runs this many times faster than simulated time (1 = real time)"),
-        p("trace_rpctypes", "\"rpc,http\"", "call-graph trace_file only: the rpctypes that become flows (e.g. rpc,http,mc,db,mq; all for every type)"),
-        p("duration_ms", "25.0", "length of the generated trace, or of the prefix of a call-graph trace_file (the artifact's traces span 25 ms)"),
-        p("load", "0.3", "offered load as a fraction of total host bandwidth"),
-        p("gateways_per_tor", "10", "gateways on each of the 4 gateway ToRs (FT8-10K: 10 → 40 gateways)"),
-        p("p_learn", "0.005", "probability that a gateway ToR sends a learning packet for a mapping it learns"),
-        p("promote_requires_access_bit", "false", "spines promote only already-hot entries (the paper's wording) instead of on every hit (the artifact)"),
-        p("gateway_processing_us", "40.0", "gateway processing delay per packet"),
-        p("tcp_profile", "\"switchv2p\"", "TCP settings: switchv2p (the artifact's ns-3 settings), datacenter or ns3"),
-        p("congestion_control", "\"cubic\"", "cubic, dctcp or newreno"),
-        p(
-            "hystart",
-            "\"profile\"",
-            "CUBIC's slow-start exit: profile (the profile's: rfc9406 today), rfc9406 (HyStart++), ns3 (ns-3.36's ACK-train and delay HyStart, which the artifact runs) or off",
-        ),
-        p("stop_ms", "2000.0", "simulated-time limit"),
-        p("seed", "1", "seed of every random choice"),
-        p(
-            "ecmp",
-            "\"independent\"",
-            "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic); artifact: the artifact's own hash of its own addresses (ns-3's Murmur3 flow hash, fat trees), so every flow takes the artifact's path",
-        ),
-        p(
-            "tunnel",
-            "\"ipip_tags\"",
-            "ipip_tags: IP-in-IP with SwitchV2P's metadata as zero-byte tags, as the paper's simulations; geneve: Geneve with the options on the wire (12 B each)",
-        ),
-    ]
-}
+const SCHEMES_DOC: &str = "schemes to compare";
+const CACHE_FRACTION: ParamSpec = ParamSpec::new("cache_fraction", "0.5", "total cache as a fraction of the address space");
 
-/// Run every point, reporting progress over the whole set.
-fn run_all(points: &[(Scheme, RunSpec)], progress: Progress<'_>) -> Result<Vec<SchemeResult>, ExperimentError> {
-    let n = points.len().max(1) as f64;
-    let mut out = Vec::with_capacity(points.len());
-    for (i, (scheme, spec)) in points.iter().enumerate() {
-        let r = run_scheme(spec, *scheme, &mut |f| progress((i as f64 + f) / n))?;
-        out.push(r);
-    }
-    progress(1.0);
-    Ok(out)
+/// Every (scheme, spec) in turn, with progress over the whole set.
+fn run_all(points: Vec<(Scheme, RunSpec)>, progress: Progress<'_>) -> Result<Vec<SchemeResult>, ExperimentError> {
+    Sweep::over(points).run(progress, |(scheme, spec), prog| run_scheme(spec, *scheme, prog))
 }
 
 /// The per-scheme metrics every summary carries; improvements against `base` (NoCache).
@@ -335,65 +323,40 @@ fn header(name: &str, p: &Params) -> Map<String, Value> {
 
 // ---------------------------------------------------------------- switchv2p.cachesize (Fig. 5)
 
-/// Fig. 5 on FT8-10K (`switchv2p.cachesize`) and Fig. 6 on FT16-400K (`switchv2p.alibaba`):
-/// the same sweep, with a different network and trace by default.
-pub struct CacheSize;
-pub struct Alibaba;
+/// The cache-size sweep's own parameters (Fig. 5 on FT8-10K, Fig. 6 on FT16-400K).
+const CACHESIZE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("topology", "\"ft8_10k\"", "ft8_10k (128 servers, 10,240 VMs) or ft16_400k (12,800 servers, 409,600 VMs)"),
+    ParamSpec::new("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare (NoCache is always run as the baseline)"),
+    ParamSpec::new("cache_fractions", "\"0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500\"", "total cache sizes as fractions of the VM address space"),
+];
 
-fn cachesize_params(topology: &'static str, trace: &'static str, duration_ms: &'static str) -> Vec<ParamSpec> {
-    let mut params: Vec<ParamSpec> = trace_params()
-        .into_iter()
-        .map(|x| match x.name {
-            "trace" => p("trace", trace, x.doc),
-            "duration_ms" => p("duration_ms", duration_ms, x.doc),
-            _ => x,
-        })
-        .collect();
-    params.push(p("topology", topology, "ft8_10k (128 servers, 10,240 VMs) or ft16_400k (12,800 servers, 409,600 VMs)"));
-    params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare (NoCache is always run as the baseline)"));
-    params.push(p(
-        "cache_fractions",
-        "\"0.01,0.02,0.05,0.1,0.5,1,5,10,50,100,500,1000,1500\"",
-        "total cache sizes as fractions of the VM address space",
-    ));
-    params
-}
+/// Fig. 5: the cache-size sweep on FT8-10K.
+pub const CACHESIZE: SplitExperiment = SplitExperiment {
+    declaration: Declaration::new(
+        "switchv2p.cachesize",
+        "Fig. 5: hit rate, FCT and first-packet-latency improvement over NoCache vs total cache size, per scheme",
+        &[TRACE_PARAMS, CACHESIZE_PARAMS],
+    )
+    .quick(&[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")]),
+    split: Split::CacheSize,
+};
 
-impl Experiment for Alibaba {
-    fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchv2p.alibaba",
-            description: "Fig. 6: the cache-size sweep on FT16-400K under the Alibaba-like microservice RPC trace",
-            params: cachesize_params("\"ft16_400k\"", "\"alibaba\"", "5.0"),
-        }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        Sweep::CacheSize("switchv2p.alibaba").run(&resolve_params(&self.info(), ALIBABA_QUICK, quick, overrides)?, progress)
-    }
-}
-
-impl Experiment for CacheSize {
-    fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchv2p.cachesize",
-            description: "Fig. 5: hit rate, FCT and first-packet-latency improvement over NoCache vs total cache size, per scheme",
-            params: cachesize_params("\"ft8_10k\"", "\"hadoop\"", "25.0"),
-        }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        Sweep::CacheSize("switchv2p.cachesize").run(&resolve_params(&self.info(), CACHESIZE_QUICK, quick, overrides)?, progress)
-    }
-}
-
-const ALIBABA_QUICK: &[(&str, &str)] = &[("duration_ms", "0.3"), ("cache_fractions", "\"0.5\""), ("stop_ms", "100.0")];
-const CACHESIZE_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("cache_fractions", "\"0.1,0.5,10\""), ("stop_ms", "200.0")];
+/// Fig. 6: the same sweep on FT16-400K under the Alibaba-like trace.
+pub const ALIBABA: SplitExperiment = SplitExperiment {
+    declaration: Declaration::new(
+        "switchv2p.alibaba",
+        "Fig. 6: the cache-size sweep on FT16-400K under the Alibaba-like microservice RPC trace",
+        &[TRACE_PARAMS, CACHESIZE_PARAMS],
+    )
+    .defaults(&[("trace", "\"alibaba\""), ("duration_ms", "5.0"), ("topology", "\"ft16_400k\"")])
+    .quick(&[("duration_ms", "0.3"), ("cache_fractions", "\"0.5\""), ("stop_ms", "100.0")]),
+    split: Split::CacheSize,
+};
 
 /// The runs of the cache-size sweep: NoCache, then each scheme at every size (a scheme without
 /// switch caches does not depend on the size: one run at the parameters' own).
 fn cachesize_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
-    let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
+    let fractions = non_negative("cache_fractions", &p.cache_fractions)?;
     let schemes: Vec<Scheme> = p.schemes()?.into_iter().filter(|&s| s != Scheme::NoCache).collect();
     let mut runs = vec![(Scheme::NoCache, Setting::CacheFraction(p.cache_fraction))];
     for &s in &schemes {
@@ -407,7 +370,7 @@ fn cachesize_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError>
 }
 
 fn cachesize_output(name: &str, p: &Params, runs: &[(Scheme, Setting)], results: &[SchemeResult]) -> Result<RunOutput, ExperimentError> {
-    let fractions = parse_f64_list("cache_fractions", &p.cache_fractions)?;
+    let fractions = non_negative("cache_fractions", &p.cache_fractions)?;
     let base = &results[0];
     let mut rows = Vec::new();
     let (mut names, mut fr) = (Vec::new(), Vec::new());
@@ -439,41 +402,48 @@ fn cachesize_output(name: &str, p: &Params, runs: &[(Scheme, Setting)], results:
 
 // ---------------------------------------------------------------- switchv2p.migration (Table 4)
 
+/// Table 4: a VM migrates during a 64-sender incast.
 pub struct MigrationExp;
+
+const MIGRATION: Declaration = Declaration::new(
+    "switchv2p.migration",
+    "Table 4: a VM migrates during a 64-sender incast; gateway packets, latency, misdelivered and invalidation packets",
+    &[
+        TRACE_PARAMS,
+        &[
+            ParamSpec::new("schemes", "\"nocache,ondemand,switchv2p_noinval,switchv2p_nots,switchv2p\"", "schemes (Table 4's rows)"),
+            ParamSpec::new("cache_fraction", "0.09375", "total cache as a fraction of the address space (the artifact: 12 entries per switch × 80 switches / 10,240 VMs)"),
+            ParamSpec::new("migrate_vm", "5200", "the VM every sender sends to, and that migrates"),
+            ParamSpec::new("migrate_at_us", "500.0", "when it migrates"),
+            ParamSpec::new("migrate_to_server", "68", "server index it moves to (68 = ToR 17, first server: another rack and pod)"),
+            ParamSpec::new("incast_senders", "64", "senders, the first VM of servers 0, 1, …"),
+            ParamSpec::new("incast_packets", "1000", "packets per sender, 1 µs apart"),
+            ParamSpec::new(
+                "invalidation_spacing",
+                "\"base_rtt\"",
+                "timestamp vector: minimum time between two invalidations to one switch: base_rtt (the paper's text), a time in µs, or never (one per switch for the whole run, as the artifact's never-cleared bit array)",
+            ),
+        ],
+    ],
+)
+.omit(&["trace", "trace_file", "trace_transport", "trace_speedup", "trace_rpctypes", "duration_ms", "load", "tcp_profile", "congestion_control", "hystart"])
+.quick(&[("stop_ms", "50.0")]);
 
 impl Experiment for MigrationExp {
     fn info(&self) -> ExperimentInfo {
-        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| !matches!(x.name, "trace" | "trace_file" | "trace_transport" | "trace_speedup" | "trace_rpctypes" | "duration_ms" | "load" | "tcp_profile" | "congestion_control" | "hystart")).collect();
-        params.push(p("schemes", "\"nocache,ondemand,switchv2p_noinval,switchv2p_nots,switchv2p\"", "schemes (Table 4's rows)"));
-        params.push(p("cache_fraction", "0.09375", "total cache as a fraction of the address space (the artifact: 12 entries per switch × 80 switches / 10,240 VMs)"));
-        params.push(p("migrate_vm", "5200", "the VM every sender sends to, and that migrates"));
-        params.push(p("migrate_at_us", "500.0", "when it migrates"));
-        params.push(p("migrate_to_server", "68", "server index it moves to (68 = ToR 17, first server: another rack and pod)"));
-        params.push(p("incast_senders", "64", "senders, the first VM of servers 0, 1, …"));
-        params.push(p("incast_packets", "1000", "packets per sender, 1 µs apart"));
-        params.push(p(
-            "invalidation_spacing",
-            "\"base_rtt\"",
-            "timestamp vector: minimum time between two invalidations to one switch: base_rtt (the paper's text), a time in µs, or never (one per switch for the whole run, as the artifact's never-cleared bit array)",
-        ));
-        ExperimentInfo {
-            name: "switchv2p.migration",
-            description: "Table 4: a VM migrates during a 64-sender incast; gateway packets, latency, misdelivered and invalidation packets",
-            params,
-        }
+        MIGRATION.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("stop_ms", "50.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let p: Params = MIGRATION.resolve(overrides, quick)?;
         p.check()?;
         let net = p.net();
         let vm_count = net.vm_count();
         if p.migrate_vm as u64 >= vm_count {
-            return Err(bad("migrate_vm", format!("VM {} does not exist ({vm_count} VMs)", p.migrate_vm)));
+            return Err(ExperimentError::param("migrate_vm", format!("VM {} does not exist ({vm_count} VMs)", p.migrate_vm)));
         }
         if p.incast_senders == 0 || p.incast_senders > net.topo.num_servers() {
-            return Err(bad("incast_senders", format!("expected 1..={} senders", net.topo.num_servers())));
+            return Err(ExperimentError::param("incast_senders", format!("expected 1..={} senders", net.topo.num_servers())));
         }
         let rows = vm_traces::incast(p.incast_senders, net.vms_per_server, p.migrate_vm, p.incast_packets, 1000);
         let mut spec = p.spec_with_rows(net, rows, Transport::UdpPacket { payload_bytes: vm_traces::UDP_PAYLOAD_BYTES })?;
@@ -486,15 +456,14 @@ impl Experiment for MigrationExp {
             "never" => Some(u64::MAX),
             x => match x.parse::<f64>() {
                 Ok(us) if us >= 0.0 && us.is_finite() => Some((us * PS_PER_US as f64) as u64),
-                _ => return Err(bad("invalidation_spacing", format!("expected base_rtt, never or a time in µs ≥ 0, got {x:?}"))),
+                _ => return Err(ExperimentError::param("invalidation_spacing", format!("expected base_rtt, never or a time in µs ≥ 0, got {x:?}"))),
             },
         };
         let mut schemes = p.schemes()?;
         if !schemes.contains(&Scheme::NoCache) {
             schemes.insert(0, Scheme::NoCache);
         }
-        let points: Vec<(Scheme, RunSpec)> = schemes.iter().map(|&s| (s, spec.clone())).collect();
-        let results = run_all(&points, progress)?;
+        let results = run_all(schemes.iter().map(|&s| (s, spec.clone())).collect(), progress)?;
         let base = results.iter().find(|r| r.scheme == Scheme::NoCache).expect("NoCache runs");
         let mut by_scheme = Map::new();
         let mut rows = Vec::new();
@@ -518,25 +487,28 @@ impl Experiment for MigrationExp {
 
 // ------------------------------------------------- switchv2p.hits_by_layer (Table 5), pod_bytes
 
+/// Table 5: where SwitchV2P's cache hits happen.
 pub struct HitsByLayer;
+
+const HITS_BY_LAYER: Declaration = Declaration::new(
+    "switchv2p.hits_by_layer",
+    "Table 5: where SwitchV2P's cache hits happen (core, spine, ToR), for all packets and first packets",
+    &[
+        TRACE_PARAMS,
+        &[CACHE_FRACTION, ParamSpec::new("topology", "\"ft8_10k\"", "ft8_10k, or ft16_400k for Table 5's Alibaba row (with trace=alibaba)")],
+    ],
+)
+.quick(&[("duration_ms", "0.8"), ("stop_ms", "200.0")]);
 
 impl Experiment for HitsByLayer {
     fn info(&self) -> ExperimentInfo {
-        let mut params = trace_params();
-        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
-        params.push(p("topology", "\"ft8_10k\"", "ft8_10k, or ft16_400k for Table 5's Alibaba row (with trace=alibaba)"));
-        ExperimentInfo {
-            name: "switchv2p.hits_by_layer",
-            description: "Table 5: where SwitchV2P's cache hits happen (core, spine, ToR), for all packets and first packets",
-            params,
-        }
+        HITS_BY_LAYER.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        const QUICK: &[(&str, &str)] = &[("duration_ms", "0.8"), ("stop_ms", "200.0")];
-        let p: Params = resolve_params(&self.info(), QUICK, quick, overrides)?;
+        let p: Params = HITS_BY_LAYER.resolve(overrides, quick)?;
         let spec = p.spec(p.net())?;
-        let results = run_all(&[(Scheme::SwitchV2P, spec)], progress)?;
+        let results = run_all(vec![(Scheme::SwitchV2P, spec)], progress)?;
         let r = &results[0];
         let share = |v: [(&'static str, u64); 3]| {
             let total: u64 = v.iter().map(|x| x.1).sum();
@@ -570,26 +542,16 @@ fn switch_table(results: &[SchemeResult]) -> Table {
         .with("first_hits", ColumnData::U64(all().map(|(_, s)| s.first_hits).collect()))
 }
 
-pub struct PodBytes;
-
-impl Experiment for PodBytes {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = trace_params();
-        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p,direct\"", "schemes to compare"));
-        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
-        ExperimentInfo {
-            name: "switchv2p.pod_bytes",
-            description: "Figs. 7-8: bytes processed per pod and per switch of a gateway pod, total bandwidth overhead and packet stretch",
-            params,
-        }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        Sweep::PodBytes.run(&resolve_params(&self.info(), POD_BYTES_QUICK, quick, overrides)?, progress)
-    }
-}
-
-const POD_BYTES_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("stop_ms", "200.0")];
+/// Figs. 7-8: bytes per pod and per switch, and packet stretch.
+pub const POD_BYTES: SplitExperiment = SplitExperiment {
+    declaration: Declaration::new(
+        "switchv2p.pod_bytes",
+        "Figs. 7-8: bytes processed per pod and per switch of a gateway pod, total bandwidth overhead and packet stretch",
+        &[TRACE_PARAMS, &[ParamSpec::new("schemes", "\"nocache,locallearning,gwcache,switchv2p,direct\"", SCHEMES_DOC), CACHE_FRACTION]],
+    )
+    .quick(&[("duration_ms", "0.6"), ("stop_ms", "200.0")]),
+    split: Split::PodBytes,
+};
 
 /// Every scheme once on the parameters' network, NoCache (the baseline) first if not named.
 fn pod_bytes_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
@@ -625,32 +587,32 @@ fn pod_bytes_output(p: &Params, results: &[SchemeResult]) -> Result<RunOutput, E
 
 // -------------------------------------------- switchv2p.gateways (Fig. 9), topology (Fig. 10)
 
-pub struct Gateways;
-
-impl Experiment for Gateways {
-    fn info(&self) -> ExperimentInfo {
-        let mut params: Vec<ParamSpec> = trace_params().into_iter().filter(|x| x.name != "gateways_per_tor").collect();
-        params.push(p("schemes", "\"nocache,locallearning,switchv2p\"", "schemes to compare"));
-        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
-        params.push(p("gateway_counts", "\"40,20,12,4\"", "total gateways, spread evenly over the 4 gateway ToRs"));
-        ExperimentInfo { name: "switchv2p.gateways", description: "Fig. 9: FCT and first-packet latency as the gateways shrink from 40 to 4", params }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        Sweep::Gateways.run(&resolve_params(&self.info(), GATEWAYS_QUICK, quick, overrides)?, progress)
-    }
-}
-
-const GATEWAYS_QUICK: &[(&str, &str)] = &[("duration_ms", "0.6"), ("gateway_counts", "\"40,4\""), ("stop_ms", "200.0")];
+/// Fig. 9: the gateways shrink from 40 to 4.
+pub const GATEWAYS: SplitExperiment = SplitExperiment {
+    declaration: Declaration::new(
+        "switchv2p.gateways",
+        "Fig. 9: FCT and first-packet latency as the gateways shrink from 40 to 4",
+        &[
+            TRACE_PARAMS,
+            &[
+                ParamSpec::new("schemes", "\"nocache,locallearning,switchv2p\"", SCHEMES_DOC),
+                CACHE_FRACTION,
+                ParamSpec::new("gateway_counts", "\"40,20,12,4\"", "total gateways, spread evenly over the 4 gateway ToRs"),
+            ],
+        ],
+    )
+    .omit(&["gateways_per_tor"])
+    .quick(&[("duration_ms", "0.6"), ("gateway_counts", "\"40,4\""), ("stop_ms", "200.0")]),
+    split: Split::Gateways,
+};
 
 /// Every scheme at every gateway count (the counts outside).
 fn gateways_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
-    let counts = parse_u32_list("gateway_counts", &p.gateway_counts)?;
-    let schemes = p.schemes()?;
+    let counts = positive("gateway_counts", &p.gateway_counts)?;
     if let Some(c) = counts.iter().find(|&&c| c % 4 != 0) {
-        return Err(bad("gateway_counts", format!("{c} does not spread evenly over the 4 gateway ToRs; use multiples of 4")));
+        return Err(ExperimentError::bad_param("gateway_counts", c, "multiples of 4 (gateways spread evenly over the 4 gateway ToRs)"));
     }
-    Ok(counts.iter().flat_map(|&c| schemes.iter().map(move |&s| (s, Setting::Gateways(c)))).collect())
+    Ok(Sweep::over(counts).by(&p.schemes()?).points.into_iter().map(|(c, s)| (s, Setting::Gateways(c))).collect())
 }
 
 /// The network with `c` gateways spread over the 4 gateway ToRs.
@@ -660,32 +622,31 @@ fn gateways_net(p: &Params, c: u32) -> NetworkSpec {
     net
 }
 
-pub struct TopologyScaling;
-
-impl Experiment for TopologyScaling {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = trace_params();
-        params.push(p("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", "schemes to compare"));
-        params.push(p("cache_fraction", "0.5", "total cache as a fraction of the address space"));
-        params.push(p("pod_counts", "\"1,8,16,32\"", "pods; servers per ToR = 128 / (4 × pods), so the 128 servers stay"));
-        ExperimentInfo { name: "switchv2p.topology", description: "Fig. 10: FCT as the same 128 servers spread over 1 to 32 pods", params }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        Sweep::Topology.run(&resolve_params(&self.info(), TOPOLOGY_QUICK, quick, overrides)?, progress)
-    }
-}
-
-const TOPOLOGY_QUICK: &[(&str, &str)] = &[("duration_ms", "0.5"), ("pod_counts", "\"1,8\""), ("stop_ms", "200.0")];
+/// Fig. 10: the same 128 servers over 1 to 32 pods.
+pub const TOPOLOGY: SplitExperiment = SplitExperiment {
+    declaration: Declaration::new(
+        "switchv2p.topology",
+        "Fig. 10: FCT as the same 128 servers spread over 1 to 32 pods",
+        &[
+            TRACE_PARAMS,
+            &[
+                ParamSpec::new("schemes", "\"nocache,locallearning,gwcache,switchv2p\"", SCHEMES_DOC),
+                CACHE_FRACTION,
+                ParamSpec::new("pod_counts", "\"1,8,16,32\"", "pods; servers per ToR = 128 / (4 × pods), so the 128 servers stay"),
+            ],
+        ],
+    )
+    .quick(&[("duration_ms", "0.5"), ("pod_counts", "\"1,8\""), ("stop_ms", "200.0")]),
+    split: Split::Topology,
+};
 
 /// Every scheme at every pod count (the counts outside).
 fn topology_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
-    let pods = parse_u32_list("pod_counts", &p.pod_counts)?;
-    let schemes = p.schemes()?;
+    let pods = positive("pod_counts", &p.pod_counts)?;
     if let Some(k) = pods.iter().find(|&&k| 128 % (4 * k) != 0) {
-        return Err(bad("pod_counts", format!("{k} pods × 4 ToRs do not divide 128 servers; use 1, 2, 4, 8, 16 or 32")));
+        return Err(ExperimentError::bad_param("pod_counts", k, "1, 2, 4, 8, 16 or 32 pods (4 ToRs per pod dividing 128 servers)"));
     }
-    Ok(pods.iter().flat_map(|&k| schemes.iter().map(move |&s| (s, Setting::Pods(k)))).collect())
+    Ok(Sweep::over(pods).by(&p.schemes()?).points.into_iter().map(|(k, s)| (s, Setting::Pods(k))).collect())
 }
 
 /// The 128 servers spread over `k` pods.
@@ -737,41 +698,54 @@ enum Setting {
     Pods(u32),
 }
 
-/// The experiments that sweep schemes × an axis inside one run. Each is a list of independent
-/// simulations (`runs`), each built from the parameters alone (`spec`), whose results become the
-/// output (`output`). `run` simulates them one after another; `innet reproduce` runs each as a
-/// task of its own ([`parts`], [`run_part`]) and [`merge_parts`] gives the same output, byte for
-/// byte (python/tests/test_sweep.py compares the two).
+/// How a sweep that splits into parts runs.
 #[derive(Debug, Clone, Copy)]
-enum Sweep {
-    /// Fig. 5 (`switchv2p.cachesize`) and Fig. 6 (`switchv2p.alibaba`), by experiment name.
-    CacheSize(&'static str),
+pub enum Split {
+    /// Fig. 5 (`switchv2p.cachesize`) and Fig. 6 (`switchv2p.alibaba`).
+    CacheSize,
     PodBytes,
     Gateways,
     Topology,
 }
 
-impl Sweep {
+/// An experiment that sweeps schemes × an axis inside one run: a list of independent
+/// simulations (`runs`), each built from the parameters alone (`spec`), whose results become the
+/// output (`output`). `run` simulates them one after another; `innet reproduce` runs each as a
+/// task of its own ([`parts`], [`run_part`]) and [`merge_parts`] gives the same output, byte for
+/// byte (python/tests/test_sweep.py compares the two).
+#[derive(Debug, Clone, Copy)]
+pub struct SplitExperiment {
+    pub declaration: Declaration,
+    pub split: Split,
+}
+
+/// Every experiment that splits into parts.
+const SPLITS: &[SplitExperiment] = &[CACHESIZE, ALIBABA, POD_BYTES, GATEWAYS, TOPOLOGY];
+
+impl Experiment for SplitExperiment {
+    fn info(&self) -> ExperimentInfo {
+        self.declaration.info()
+    }
+
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        self.run_all(&self.declaration.resolve(overrides, quick)?, progress)
+    }
+}
+
+impl SplitExperiment {
     /// The sweep `name` is, with its parameters resolved from `overrides`.
-    fn resolve(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> Option<Result<(Sweep, Params), ExperimentError>> {
-        let (sweep, info, quick_values) = match name {
-            "switchv2p.cachesize" => (Sweep::CacheSize("switchv2p.cachesize"), CacheSize.info(), CACHESIZE_QUICK),
-            "switchv2p.alibaba" => (Sweep::CacheSize("switchv2p.alibaba"), Alibaba.info(), ALIBABA_QUICK),
-            "switchv2p.pod_bytes" => (Sweep::PodBytes, PodBytes.info(), POD_BYTES_QUICK),
-            "switchv2p.gateways" => (Sweep::Gateways, Gateways.info(), GATEWAYS_QUICK),
-            "switchv2p.topology" => (Sweep::Topology, TopologyScaling.info(), TOPOLOGY_QUICK),
-            _ => return None,
-        };
-        Some(resolve_params(&info, quick_values, quick, overrides).map(|p| (sweep, p)))
+    fn resolve(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> Option<Result<(SplitExperiment, Params), ExperimentError>> {
+        let e = *SPLITS.iter().find(|e| e.declaration.name == name)?;
+        Some(e.declaration.resolve(overrides, quick).map(|p| (e, p)))
     }
 
     fn runs(self, p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
         p.check()?;
-        match self {
-            Sweep::CacheSize(_) => cachesize_runs(p),
-            Sweep::PodBytes => pod_bytes_runs(p),
-            Sweep::Gateways => gateways_runs(p),
-            Sweep::Topology => topology_runs(p),
+        match self.split {
+            Split::CacheSize => cachesize_runs(p),
+            Split::PodBytes => pod_bytes_runs(p),
+            Split::Gateways => gateways_runs(p),
+            Split::Topology => topology_runs(p),
         }
     }
 
@@ -796,19 +770,20 @@ impl Sweep {
                 other => unreachable!("{key} sweep run at {other:?}"),
             })).collect()
         };
-        match self {
-            Sweep::CacheSize(name) => cachesize_output(name, p, runs, results),
-            Sweep::PodBytes => pod_bytes_output(p, results),
-            Sweep::Gateways => sweep_output("switchv2p.gateways", "gateways", p, axis("gateways"), results),
-            Sweep::Topology => sweep_output("switchv2p.topology", "pods", p, axis("pods"), results),
+        let name = self.declaration.name;
+        match self.split {
+            Split::CacheSize => cachesize_output(name, p, runs, results),
+            Split::PodBytes => pod_bytes_output(p, results),
+            Split::Gateways => sweep_output(name, "gateways", p, axis("gateways"), results),
+            Split::Topology => sweep_output(name, "pods", p, axis("pods"), results),
         }
     }
 
     /// Every run in this process, one after another.
-    fn run(self, p: &Params, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+    fn run_all(self, p: &Params, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
         let runs = self.runs(p)?;
         let specs = runs.iter().map(|&(s, setting)| Ok((s, self.spec(p, setting)?))).collect::<Result<Vec<_>, ExperimentError>>()?;
-        let results = run_all(&specs, progress)?;
+        let results = run_all(specs, progress)?;
         self.output(p, &runs, &results)
     }
 }
@@ -825,14 +800,14 @@ fn part_label(scheme: Scheme, setting: Setting) -> String {
 /// The independent runs ("parts") that `name` with these parameters makes, by label, in the
 /// order [`merge_parts`] takes their results; None when `name` is not a sweep that splits.
 pub fn parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> Option<Result<Vec<String>, ExperimentError>> {
-    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+    Some(SplitExperiment::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
         Ok(sweep.runs(&p)?.into_iter().map(|(s, setting)| part_label(s, setting)).collect())
     }))
 }
 
 /// Simulate part `index` alone; its result as JSON text (floats kept exactly) for [`merge_parts`].
 pub fn run_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize, progress: Progress<'_>) -> Option<Result<String, ExperimentError>> {
-    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+    Some(SplitExperiment::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
         let runs = sweep.runs(&p)?;
         let &(scheme, setting) = runs
             .get(index)
@@ -846,7 +821,7 @@ pub fn run_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, i
 
 /// The output `run` gives, from every part's [`run_part`] text in order.
 pub fn merge_parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool, parts: &[String]) -> Option<Result<RunOutput, ExperimentError>> {
-    Some(Sweep::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
+    Some(SplitExperiment::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
         let runs = sweep.runs(&p)?;
         if parts.len() != runs.len() {
             return Err(ExperimentError::Input(format!("{name}: {} part results given, these parameters make {}", parts.len(), runs.len())));
@@ -870,5 +845,5 @@ pub fn merge_parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool
 }
 
 pub fn all() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(CacheSize), Box::new(Alibaba), Box::new(MigrationExp), Box::new(HitsByLayer), Box::new(PodBytes), Box::new(Gateways), Box::new(TopologyScaling)]
+    vec![Box::new(CACHESIZE), Box::new(ALIBABA), Box::new(MigrationExp), Box::new(HitsByLayer), Box::new(POD_BYTES), Box::new(GATEWAYS), Box::new(TOPOLOGY)]
 }

@@ -354,22 +354,19 @@ fn roles(topo: &Topology, gateway_tors: &HashSet<u32>) -> Vec<V2pRole> {
         .collect()
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 /// Run `spec` under `scheme`.
 pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64)) -> Result<SchemeResult, ExperimentError> {
     let ns = &spec.net;
     if ns.gateway_tors.is_empty() || ns.gateways_per_tor == 0 {
-        return Err(bad("gateways", "at least one gateway is needed"));
+        return Err(ExperimentError::param("gateways", "at least one gateway is needed"));
     }
     let num_tors = ns.topo.num_tors();
     if let Some(&t) = ns.gateway_tors.iter().find(|&&t| t >= num_tors) {
-        return Err(bad("gateway_tors", format!("ToR {t} does not exist (the topology has {num_tors} ToRs)")));
+        return Err(ExperimentError::param("gateway_tors", format!("ToR {t} does not exist (the topology has {num_tors} ToRs)")));
     }
     if ns.vms_per_server == 0 {
-        return Err(bad("vms_per_server", "expected at least 1"));
+        return Err(ExperimentError::param("vms_per_server", "expected at least 1"));
     }
     let extra: Vec<(u32, u32)> = ns.gateway_tors.iter().map(|&t| (t, ns.gateways_per_tor)).collect();
     let topo = Topology::build(&ns.topo, &extra)?;
@@ -381,11 +378,11 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let mut migrations = Vec::new();
     for &(vm, at_ps, to_server) in &spec.migrations {
         if to_server >= servers {
-            return Err(bad("migrate_to_server", format!("server {to_server} does not exist ({servers} servers)")));
+            return Err(ExperimentError::param("migrate_to_server", format!("server {to_server} does not exist ({servers} servers)")));
         }
         migrations.push(Migration { vm, at_ps, to_pip: server_ip(to_server) });
     }
-    let dir = Arc::new(Directory::new(initial, migrations).map_err(|m| bad("migrate_vm", m))?);
+    let dir = Arc::new(Directory::new(initial, migrations).map_err(|m| ExperimentError::param("migrate_vm", m))?);
     let gateways: Vec<u32> = topo.hosts[servers as usize..].iter().map(|&h| topo.nodes[h as usize].ip).collect();
     let gateways = Arc::new(gateways);
 
@@ -538,9 +535,9 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     }
 
     for &(sw, vm, server) in &spec.preload {
-        let node = *fabric.topo.switches.get(sw as usize).ok_or_else(|| bad("preload", format!("switch {sw} does not exist")))?;
+        let node = *fabric.topo.switches.get(sw as usize).ok_or_else(|| ExperimentError::param("preload", format!("switch {sw} does not exist")))?;
         if vm as u64 >= vm_count || server >= servers {
-            return Err(bad("preload", format!("VM {vm} or server {server} does not exist")));
+            return Err(ExperimentError::param("preload", format!("VM {vm} or server {server} does not exist")));
         }
         let pip = server_ip(server);
         if let Some(s) = fabric.sim.node_mut::<SimSwitch<V2pSwitch>>(node) {

@@ -2,6 +2,7 @@
 //! paper's seven baselines.
 
 use std::fmt;
+use innet_registry::{ExperimentError, ListItem};
 
 /// How virtual destinations get resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -68,15 +69,15 @@ impl Scheme {
         })
     }
 
-    /// A comma-separated list, or "all" (every scheme but the slow Controller ones).
-    pub fn parse_list(s: &str) -> Result<Vec<Scheme>, String> {
+    /// The schemes a parameter `name` lists: a comma list, or "all" (every scheme but the slow
+    /// Controller ones); at least one.
+    pub fn parse_list(name: &str, s: &str) -> Result<Vec<Scheme>, ExperimentError> {
         if s.trim() == "all" {
             return Ok(Scheme::ALL.into_iter().filter(|x| x.controller_interval_ps().is_none()).collect());
         }
-        let v: Result<Vec<Scheme>, String> = s.split(',').filter(|x| !x.trim().is_empty()).map(Scheme::parse).collect();
-        let v = v?;
+        let v: Vec<Scheme> = innet_registry::parse_list(name, s)?;
         if v.is_empty() {
-            return Err("expected at least one scheme".into());
+            return Err(ExperimentError::bad_param(name, s, "at least one scheme, or all"));
         }
         Ok(v)
     }
@@ -126,6 +127,12 @@ pub enum HostMode {
     OnDemand,
 }
 
+impl ListItem for Scheme {
+    fn parse_item(item: &str) -> Result<Scheme, String> {
+        Scheme::parse(item).map_err(|_| format!("one of {}", Scheme::ALL.map(|x| x.name()).join(", ")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +144,9 @@ mod tests {
         }
         let e = Scheme::parse("bogus").unwrap_err();
         assert!(e.contains("nocache") && e.contains("switchv2p_nots"), "{e}");
-        assert_eq!(Scheme::parse_list("nocache, switchv2p").unwrap(), vec![Scheme::NoCache, Scheme::SwitchV2P]);
-        assert!(Scheme::parse_list(" , ").is_err());
+        assert_eq!(Scheme::parse_list("schemes", "nocache, switchv2p").unwrap(), vec![Scheme::NoCache, Scheme::SwitchV2P]);
+        assert!(Scheme::parse_list("schemes", " , ").unwrap_err().to_string().starts_with("parameter 'schemes': expected at least one scheme"));
+        let e = Scheme::parse_list("schemes", "nocache,bogus").unwrap_err().to_string();
+        assert!(e.starts_with("parameter 'schemes': expected each item to be one of nocache") && e.ends_with("got 'bogus'"), "{e}");
     }
 }

@@ -33,9 +33,6 @@ pub struct TraceRequest<'a> {
     pub seed: u64,
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 /// Generated traces kept in this process: the runs of one sweep share one trace, also when
 /// each run is a task of its own on a Dask worker (a few recent ones: a worker may take parts
@@ -88,38 +85,35 @@ pub fn load(req: &TraceRequest<'_>) -> Result<(Vec<TraceRow>, Transport), Experi
         let transport = match req.file_transport {
             "tcp" => Transport::Tcp,
             "udp" => Transport::UdpPacket { payload_bytes: UDP_PAYLOAD_BYTES },
-            other => return Err(bad("trace_transport", format!("expected tcp or udp, got '{other}'"))),
+            other => return Err(ExperimentError::bad_param("trace_transport", other, "tcp or udp")),
         };
         return Ok((rows, transport));
     }
     if req.duration_ns == 0 {
-        return Err(bad("duration_ms", "expected a positive trace duration"));
+        return Err(ExperimentError::param("duration_ms", "expected a positive trace duration"));
     }
     match req.name {
         "hadoop" | "websearch" => {
-            let cdf = innet_workloads::cdf_by_name(req.name).map_err(|m| bad("trace", m))?;
+            let cdf = innet_workloads::cdf_by_name(req.name).map_err(|m| ExperimentError::param("trace", m))?;
             let rows = vm_traces::vm_flows(&cdf, req.servers, req.vms_per_server, req.host_bps, req.load, req.duration_ns, req.seed)
-                .map_err(|m| bad("load", m))?;
+                .map_err(|m| ExperimentError::param("load", m))?;
             Ok((rows, Transport::Tcp))
         }
         "microbursts" | "microbursts_oneway" => {
             let spec = MicroburstSpec { replies: req.name == "microbursts", ..MicroburstSpec::default() };
-            let rows = vm_traces::microbursts(&spec, req.servers * req.vms_per_server, req.duration_ns, req.seed).map_err(|m| bad("trace", m))?;
+            let rows = vm_traces::microbursts(&spec, req.servers * req.vms_per_server, req.duration_ns, req.seed).map_err(|m| ExperimentError::param("trace", m))?;
             Ok((rows, udp()))
         }
         "video" => {
-            let rows = vm_traces::video(req.servers, req.vms_per_server, 64, req.duration_ns, req.seed).map_err(|m| bad("trace", m))?;
+            let rows = vm_traces::video(req.servers, req.vms_per_server, 64, req.duration_ns, req.seed).map_err(|m| ExperimentError::param("trace", m))?;
             Ok((rows, udp()))
         }
         "alibaba" => {
             let spec = AlibabaSpec::default();
-            let rows = vm_traces::alibaba_like(&spec, req.servers * req.vms_per_server, req.duration_ns, req.seed).map_err(|m| bad("trace", m))?;
+            let rows = vm_traces::alibaba_like(&spec, req.servers * req.vms_per_server, req.duration_ns, req.seed).map_err(|m| ExperimentError::param("trace", m))?;
             Ok((rows, Transport::Tcp))
         }
-        other => Err(bad(
-            "trace",
-            format!("unknown trace '{other}'; expected hadoop, websearch, microbursts, microbursts_oneway, video or alibaba, or set trace_file"),
-        )),
+        other => Err(ExperimentError::param("trace", format!("unknown trace '{other}'; expected hadoop, websearch, microbursts, microbursts_oneway, video or alibaba, or set trace_file"))),
     }
 }
 
@@ -134,15 +128,15 @@ pub fn is_callgraph_file(path: &Path) -> Result<bool, ExperimentError> {
 
 fn callgraph_options(duration_ns: u64, speedup: f64, rpctypes: &str, max_vms: u64, seed: u64) -> Result<CallGraphOptions, ExperimentError> {
     if duration_ns == 0 {
-        return Err(bad("duration_ms", "expected a positive prefix of the call-graph trace"));
+        return Err(ExperimentError::param("duration_ms", "expected a positive prefix of the call-graph trace"));
     }
     if !(speedup > 0.0 && speedup.is_finite()) {
-        return Err(bad("trace_speedup", format!("expected a positive factor, got {speedup}")));
+        return Err(ExperimentError::bad_param("trace_speedup", speedup, "a positive factor"));
     }
     Ok(CallGraphOptions {
         duration_ns,
         speedup,
-        rpctypes: CallGraphOptions::parse_rpctypes(rpctypes).map_err(|m| bad("trace_rpctypes", m))?,
+        rpctypes: CallGraphOptions::parse_rpctypes(rpctypes).map_err(|m| ExperimentError::param("trace_rpctypes", m))?,
         max_vms,
         median_call_bytes: AlibabaSpec::default().median_call_bytes,
         seed,
@@ -169,9 +163,9 @@ pub struct ConvertRequest<'a> {
 /// Convert a call-graph file into the files a run (ours or the artifact's) takes; returns what
 /// was kept and skipped, as JSON.
 pub fn convert_callgraph(req: &ConvertRequest<'_>) -> Result<serde_json::Value, ExperimentError> {
-    let net = NetworkSpec::by_name(req.topology).map_err(|m| bad("topology", m))?;
+    let net = NetworkSpec::by_name(req.topology).map_err(|m| ExperimentError::param("topology", m))?;
     if !(req.duration_ms > 0.0 && req.duration_ms.is_finite()) {
-        return Err(bad("duration_ms", format!("expected a positive prefix length, got {}", req.duration_ms)));
+        return Err(ExperimentError::bad_param("duration_ms", req.duration_ms, "a positive prefix length"));
     }
     let origin = req.input.display();
     if !is_callgraph_file(req.input)? {
@@ -329,7 +323,7 @@ mod tests {
     #[test]
     fn rpctypes_default_is_the_readers() {
         use innet_registry::Experiment;
-        let info = crate::experiments::Alibaba.info();
+        let info = crate::experiments::ALIBABA.info();
         let p = info.params.iter().find(|p| p.name == "trace_rpctypes").unwrap();
         assert_eq!(p.default, format!("\"{}\"", alibaba_callgraph::DEFAULT_RPCTYPES));
     }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use innet_switchv2p::experiments::{CacheSize, HitsByLayer, MigrationExp};
+use innet_switchv2p::experiments::{HitsByLayer, MigrationExp, CACHESIZE};
 use innet_registry::Experiment;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ fn get(s: &serde_json::Map<String, Value>, scheme: &str, key: &str) -> f64 {
 #[test]
 fn hadoop_at_half_cache_switchv2p_beats_the_learning_baselines() {
     let s = run(
-        &CacheSize,
+        &CACHESIZE,
         &[("duration_ms", "0.5"), ("cache_fractions", "0.5"), ("schemes", "nocache,locallearning,gwcache,switchv2p,bluebird,ondemand,direct")],
     );
     let fct = |x| get(&s, x, "fct_mean_us");
@@ -69,7 +69,7 @@ fn tors_take_most_hits_while_upper_layers_serve_first_packets() {
 
 #[test]
 fn the_controller_solves_with_highs_and_keeps_packets_off_the_gateways() {
-    let s = run(&CacheSize, &[("duration_ms", "0.3"), ("cache_fractions", "0.1"), ("schemes", "nocache,controller300")]);
+    let s = run(&CACHESIZE, &[("duration_ms", "0.3"), ("cache_fractions", "0.1"), ("schemes", "nocache,controller300")]);
     let c = &s["schemes"]["controller300"]["controller"];
     assert!(c["solves"].as_u64().unwrap() >= 1, "{s:?}");
     assert_eq!(c["solves"], c["optimal"], "{s:?}");
@@ -112,8 +112,8 @@ fn bluebird_installs_a_missed_mapping_after_two_ms_and_then_resolves_in_the_data
 
 #[test]
 fn ten_times_fewer_gateways_barely_move_switchv2p_but_choke_nocache() {
-    use innet_switchv2p::experiments::Gateways;
-    let s = run(&Gateways, &[("duration_ms", "0.4"), ("schemes", "nocache,switchv2p")]);
+    use innet_switchv2p::experiments::GATEWAYS;
+    let s = run(&GATEWAYS, &[("duration_ms", "0.4"), ("schemes", "nocache,switchv2p")]);
     let fct = |scheme: &str, gws: &str| s["schemes"][scheme][gws]["fct_mean_us"].as_f64().unwrap();
     assert!(fct("switchv2p", "4") < 1.15 * fct("switchv2p", "40"), "{s:?}");
     assert!(fct("nocache", "4") > 2.0 * fct("nocache", "40"), "{s:?}");
@@ -164,13 +164,13 @@ fn microburst_replies_hit_at_the_servers_tor_and_put_switchv2p_ahead() {
     // learning), so the reply burst hits there. One-directional bursts have no such help and
     // GwCache's larger per-switch caches win (the old trace's result).
     let sets = |t| [("trace", t), ("duration_ms", "0.5"), ("cache_fractions", "0.5"), ("schemes", "nocache,gwcache,switchv2p")];
-    let rr = run(&CacheSize, &sets("microbursts"));
+    let rr = run(&CACHESIZE, &sets("microbursts"));
     let hit = |s: &serde_json::Map<String, Value>, x| get(s, x, "hit_rate");
     assert!(hit(&rr, "switchv2p") > 2.0 * hit(&rr, "gwcache"), "{rr:?}");
     assert!(get(&rr, "switchv2p", "fct_mean_us") < get(&rr, "gwcache", "fct_mean_us"), "{rr:?}");
     let tor = get(&rr, "switchv2p", "hits_tor");
     assert!(tor > 0.9 * (tor + get(&rr, "switchv2p", "hits_spine") + get(&rr, "switchv2p", "hits_core")), "{rr:?}");
-    let ow = run(&CacheSize, &sets("microbursts_oneway"));
+    let ow = run(&CACHESIZE, &sets("microbursts_oneway"));
     assert!(hit(&ow, "switchv2p") < hit(&ow, "gwcache"), "{ow:?}");
 }
 

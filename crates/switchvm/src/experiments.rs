@@ -8,16 +8,14 @@
 //! stage the program occupies: 12 for SwitchVM (§5.1), `L3_FORWARD_STAGES` for L3 forwarding.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use innet_dataplane::fabric::{HostSite, Rack, SwitchSite};
 use innet_dataplane::{L3Forward, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ListItem, ParamSpec, Progress, RunOutput, Sweep, Table};
 use innet_sim::metrics::percentile;
-use innet_sim::network::{Network, NodeId};
 use innet_sim::report::round6;
-use innet_sim::routing::Routing;
-use innet_sim::topology::{Role, Topology, TopologySpec};
+use innet_sim::topology::TopologySpec;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -39,16 +37,19 @@ pub enum Mode {
     InPacket,
 }
 
-impl Mode {
-    pub fn parse(s: &str) -> Result<Mode, String> {
-        Ok(match s.trim() {
+impl ListItem for Mode {
+    fn parse_item(s: &str) -> Result<Mode, String> {
+        Ok(match s {
             "plain" => Mode::Plain,
             "default" => Mode::Default,
             "in_switch" => Mode::InSwitch,
             "in_packet" => Mode::InPacket,
-            o => return Err(format!("unknown mode \"{o}\"; expected plain, default, in_switch or in_packet")),
+            _ => return Err("one of plain, default, in_switch or in_packet".into()),
         })
     }
+}
+
+impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Plain => "plain",
@@ -115,12 +116,11 @@ const COUNTER: &str = include_str!("../dpfs/counter.dpf");
 const DEFAULT_COUNTER: &str = include_str!("../dpfs/default_counter.dpf");
 
 pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
-    let bad = |f: &str, m: String| ExperimentError::BadParam { field: f.into(), message: m };
     if !(64..=1518).contains(&spec.frame_bytes) {
-        return Err(bad("sizes", format!("frame size {} is not in 64..=1518", spec.frame_bytes)));
+        return Err(ExperimentError::bad_param("sizes", spec.frame_bytes, "frame sizes in 64..=1518"));
     }
     if !(spec.load > 0.0 && spec.load <= 1.0) {
-        return Err(bad("loads", format!("load {} is not in (0, 1]", spec.load)));
+        return Err(ExperimentError::bad_param("loads", spec.load, "loads in (0, 1]"));
     }
     let topo_spec = TopologySpec {
         host_link_gbps: spec.link_gbps,
@@ -128,11 +128,8 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
         host_buffer_bytes: 1 << 30,
         ..TopologySpec::rack(2)
     };
-    let topo = Topology::build(&topo_spec, &[])?;
-    let mut net = Network::new(spec.seed);
-    topo.instantiate(&mut net);
-    let routing = Arc::new(Routing::compute(&topo, &net, spec.seed));
-    let ip = |h: usize| topo.nodes[topo.hosts[h] as usize].ip;
+    let mut rack = Rack::build(&topo_spec, spec.seed)?;
+    let (src_ip, dst_ip) = (rack.ip(0), rack.ip(1));
 
     // The switch: the counter deployed, the tenant authorized with a default DPF and memory.
     let cfg = VmConfig::default();
@@ -164,46 +161,41 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
     };
     let stop_ps = (spec.duration_us * 1e6) as u64;
     let mut machine = Some(m);
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut sender_wire = 0;
     let mut plain_wire = 0;
-    for (id, n) in topo.nodes.iter().enumerate() {
-        let node = id as NodeId;
-        if n.role != Role::Host {
-            let m = machine.take().expect("a rack has one switch");
-            let sw: Box<dyn Node> = if spec.mode == Mode::Plain {
-                Box::new(SimSwitch::new(L3Forward::default(), n.switch_index.unwrap(), routing.clone(), &net, node))
-            } else {
-                Box::new(SimSwitch::new(SwitchVmSwitch::new(m), n.switch_index.unwrap(), routing.clone(), &net, node))
-            };
-            nodes.push(sw);
-            continue;
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        if h.host_index != 0 {
+            return Box::new(Sink { ip: h.ip, lanes, ..Default::default() });
         }
-        if n.host_index == Some(0) {
-            let sc = SenderConfig {
-                src_ip: ip(0),
-                dst_ip: ip(1),
-                wrap: wrap.clone(),
-                frame_bytes: spec.frame_bytes,
-                load: spec.load,
-                poisson: spec.poisson,
-                link_bps: (spec.link_gbps * 1e9) as u64,
-                stop_ps,
-            };
-            plain_wire = Sender::new(SenderConfig { wrap: Wrap::Plain, ..sc.clone() }, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "x")).wire_bytes();
-            let mut s = Sender::new(sc, net.port_id(node, 0), innet_sim::rng::rng_for(spec.seed, "sender"));
-            sender_wire = s.wire_bytes();
-            s.start(&mut net, node);
-            nodes.push(Box::new(s));
+        let sc = SenderConfig {
+            src_ip,
+            dst_ip,
+            wrap: wrap.clone(),
+            frame_bytes: spec.frame_bytes,
+            load: spec.load,
+            poisson: spec.poisson,
+            link_bps: (spec.link_gbps * 1e9) as u64,
+            stop_ps,
+        };
+        plain_wire = Sender::new(SenderConfig { wrap: Wrap::Plain, ..sc.clone() }, h.nic, innet_sim::rng::rng_for(spec.seed, "x")).wire_bytes();
+        let mut s = Sender::new(sc, h.nic, innet_sim::rng::rng_for(spec.seed, "sender"));
+        sender_wire = s.wire_bytes();
+        s.start(h.net, h.node);
+        Box::new(s)
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let m = machine.take().expect("a rack has one switch");
+        if spec.mode == Mode::Plain {
+            Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, site.routing.clone(), site.net, site.node))
         } else {
-            nodes.push(Box::new(Sink { ip: n.ip, lanes, ..Default::default() }));
+            Box::new(SimSwitch::new(SwitchVmSwitch::new(m), site.switch_index, site.routing.clone(), site.net, site.node))
         }
-    }
-    let mut sim = Simulator::new(net, nodes);
+    };
+    let nodes = rack.nodes(host, switch);
+    let (sw_id, sink_id, sender_id) = (rack.switch_node, rack.host_node(1), rack.host_node(0));
+    let mut sim = Simulator::new(rack.net, nodes);
     sim.run_until(stop_ps + 1_000_000_000, &mut |_| {});
-    let sw_id = topo.nodes.iter().position(|n| n.role != Role::Host).unwrap() as NodeId;
-    let sink_id = topo.hosts[1];
-    let sent = sim.node::<Sender>(topo.hosts[0]).unwrap().sent;
+    let sent = sim.node::<Sender>(sender_id).unwrap().sent;
     let (executed, violations, counted) = match sim.node::<SimSwitch<SwitchVmSwitch>>(sw_id) {
         Some(sw) => {
             // The counters in switch memory (EU0 for the named DPF, EU1 for the default one).
@@ -254,9 +246,9 @@ pub fn bench(spec: &BenchSpec) -> Result<BenchResult, ExperimentError> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    modes: String,
-    sizes: String,
-    loads: String,
+    modes: List<Mode>,
+    sizes: List<u32>,
+    loads: List<f64>,
     poisson: bool,
     duration_us: f64,
     link_gbps: f64,
@@ -265,59 +257,42 @@ struct Params {
     seed: u64,
 }
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
-fn params(modes: &'static str, sizes: &'static str, loads: &'static str, poisson: &'static str) -> Vec<ParamSpec> {
-    vec![
-        p("modes", modes, "plain (no encapsulation), default (the tenant's default DPF), in_switch (the packet names an in-switch DPF), in_packet (the DPF rides in the packet)"),
-        p("sizes", sizes, "un-encapsulated frame sizes in bytes"),
-        p("loads", loads, "offered load as a fraction of the link"),
-        p("poisson", poisson, "Poisson arrivals (else evenly spaced)"),
-        p("duration_us", "200.0", "sending time (µs)"),
-        p("link_gbps", "100.0", "link bandwidth"),
-        p("pipeline_fixed_ns", "360", "fixed part of a pass: parser, traffic manager, deparser (ns)"),
-        p("stage_ns", "20", "latency of one hardware stage (ns): a pass costs pipeline_fixed_ns + stage_ns × the program's stages (SwitchVM 12, L3 forwarding 2)"),
-        p("seed", "1", "run seed"),
+/// A benchmark's parameters after its own `modes`, `sizes`, `loads` and `poisson`.
+const BENCH_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("duration_us", "200.0", "sending time (µs)"),
+    ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+    ParamSpec::new("pipeline_fixed_ns", "360", "fixed part of a pass: parser, traffic manager, deparser (ns)"),
+    ParamSpec::new("stage_ns", "20", "latency of one hardware stage (ns): a pass costs pipeline_fixed_ns + stage_ns × the program's stages (SwitchVM 12, L3 forwarding 2)"),
+    ParamSpec::new("seed", "1", "run seed"),
+];
+
+/// A benchmark's own parameters: what it sweeps by default.
+const fn bench_axes(modes: &'static str, sizes: &'static str, loads: &'static str, poisson: &'static str) -> [ParamSpec; 4] {
+    [
+        ParamSpec::new("modes", modes, "plain (no encapsulation), default (the tenant's default DPF), in_switch (the packet names an in-switch DPF), in_packet (the DPF rides in the packet)"),
+        ParamSpec::new("sizes", sizes, "un-encapsulated frame sizes in bytes"),
+        ParamSpec::new("loads", loads, "offered load as a fraction of the link"),
+        ParamSpec::new("poisson", poisson, "Poisson arrivals (else evenly spaced)"),
     ]
 }
 
-fn list<T>(field: &str, s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, ExperimentError> {
-    s.split(',').filter(|x| !x.trim().is_empty()).map(|x| f(x.trim()).map_err(|m| ExperimentError::BadParam { field: field.into(), message: m })).collect()
-}
-
-struct Bench {
-    name: &'static str,
-    description: &'static str,
-    modes: &'static str,
-    sizes: &'static str,
-    loads: &'static str,
-    poisson: &'static str,
-    quick: &'static [(&'static str, &'static str)],
-}
+/// `switchvm.overhead` and `switchvm.latency`: modes × frame sizes × loads, one run each.
+#[derive(Clone, Copy)]
+struct Bench(Declaration);
 
 impl Experiment for Bench {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo { name: self.name, description: self.description, params: params(self.modes, self.sizes, self.loads, self.poisson) }
+        self.0.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: Params = resolve_params(&self.info(), self.quick, quick, overrides)?;
-        let modes = list("modes", &p.modes, Mode::parse)?;
-        let sizes = list("sizes", &p.sizes, |x| x.parse::<u32>().map_err(|_| format!("'{x}' is not a whole number of bytes")))?;
-        let loads = list("loads", &p.loads, |x| x.parse::<f64>().map_err(|_| format!("'{x}' is not a number")))?;
-        let mut rows: Vec<(Mode, u32, f64, BenchResult)> = Vec::new();
-        let total = (modes.len() * sizes.len() * loads.len()).max(1) as f64;
-        for &mode in &modes {
-            for &size in &sizes {
-                for &load in &loads {
-                    let spec = BenchSpec { mode, frame_bytes: size, load, poisson: p.poisson, duration_us: p.duration_us, link_gbps: p.link_gbps, pipeline_fixed_ns: p.pipeline_fixed_ns, stage_ns: p.stage_ns, seed: p.seed };
-                    rows.push((mode, size, load, bench(&spec)?));
-                    progress(rows.len() as f64 / total);
-                }
-            }
-        }
+        let p: Params = self.0.resolve(overrides, quick)?;
+        let sweep = Sweep::over(p.modes.non_empty("modes")?).by(&p.sizes.non_empty("sizes")?).by(&p.loads.non_empty("loads")?);
+        let results = sweep.run(progress, |&((mode, frame_bytes), load), _| {
+            bench(&BenchSpec { mode, frame_bytes, load, poisson: p.poisson, duration_us: p.duration_us, link_gbps: p.link_gbps, pipeline_fixed_ns: p.pipeline_fixed_ns, stage_ns: p.stage_ns, seed: p.seed })
+        })?;
+        let rows: Vec<(Mode, u32, f64, BenchResult)> = sweep.points.into_iter().zip(results).map(|(((m, s), l), r)| (m, s, l, r)).collect();
         let mut by_mode = Map::new();
         for (mode, size, load, r) in &rows {
             let e = by_mode.entry(mode.name().to_string()).or_insert_with(|| json!({}));
@@ -336,7 +311,7 @@ impl Experiment for Bench {
             );
         }
         let mut summary = Map::new();
-        summary.insert("experiment".into(), json!(self.name));
+        summary.insert("experiment".into(), json!(self.0.name));
         summary.insert("seed".into(), json!(p.seed));
         summary.insert("modes".into(), Value::Object(by_mode));
         let f = |g: &dyn Fn(&BenchResult) -> f64| ColumnData::F64(rows.iter().map(|r| round6(g(&r.3))).collect());
@@ -358,26 +333,28 @@ impl Experiment for Bench {
     }
 }
 
+const OVERHEAD: Bench = Bench(
+    Declaration::new(
+        "switchvm.overhead",
+        "Fig. 10: encapsulation bytes and goodput vs packet size (plain, default DPF, in-switch DPF, in-packet DPF)",
+        &[&bench_axes("\"plain,default,in_switch,in_packet\"", "\"64,128,256,512,1024,1500\"", "\"1.0\"", "false"), BENCH_PARAMS],
+    )
+    .quick(&[("duration_us", "20.0"), ("sizes", "\"64,1500\"")]),
+);
+
+const LATENCY: Bench = Bench(
+    Declaration::new(
+        "switchvm.latency",
+        "Fig. 8: latency vs offered load, SwitchVM's in-switch counter DPF against plain L3 forwarding",
+        &[&bench_axes("\"plain,in_switch\"", "\"1500\"", "\"0.1,0.3,0.5,0.7,0.9,0.95\"", "true"), BENCH_PARAMS],
+    )
+    .quick(&[("duration_us", "50.0"), ("loads", "\"0.3,0.9\"")]),
+);
+
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
     vec![
-        Box::new(Bench {
-            name: "switchvm.overhead",
-            description: "Fig. 10: encapsulation bytes and goodput vs packet size (plain, default DPF, in-switch DPF, in-packet DPF)",
-            modes: "\"plain,default,in_switch,in_packet\"",
-            sizes: "\"64,128,256,512,1024,1500\"",
-            loads: "\"1.0\"",
-            poisson: "false",
-            quick: &[("duration_us", "20.0"), ("sizes", "\"64,1500\"")],
-        }),
-        Box::new(Bench {
-            name: "switchvm.latency",
-            description: "Fig. 8: latency vs offered load, SwitchVM's in-switch counter DPF against plain L3 forwarding",
-            modes: "\"plain,in_switch\"",
-            sizes: "\"1500\"",
-            loads: "\"0.1,0.3,0.5,0.7,0.9,0.95\"",
-            poisson: "true",
-            quick: &[("duration_us", "50.0"), ("loads", "\"0.3,0.9\"")],
-        }),
+        Box::new(OVERHEAD),
+        Box::new(LATENCY),
         Box::new(ResourcesExperiment),
         Box::new(crate::lb::LbExperiment),
         Box::new(crate::kvs::KvsExperiment),
@@ -403,25 +380,27 @@ struct ResourceParams {
 /// (the paper's figures are in the reproduce manifest).
 struct ResourcesExperiment;
 
+const RESOURCES: Declaration = Declaration::new(
+    "switchvm.resources",
+    "§5.1, Tables 3-4: SwitchVM's stages, SRAM, TCAM and stateful ALUs on Tofino-1, from Program::resources()",
+    &[&[
+        ParamSpec::new("eus", "4", "execution units"),
+        ParamSpec::new("lanes", "4", "lanes per EU"),
+        ParamSpec::new("mem_entries", "45000", "32-bit cells per lane memory"),
+        ParamSpec::new("segments_per_lane", "1500", "segment mappings (TCAM ranges) per lane"),
+        ParamSpec::new("direct_per_eu", "45000", "direct mappings on lane 0 of each EU"),
+        ParamSpec::new("code_slots", "4096", "in-switch instructions per stage kind"),
+        ParamSpec::new("steering_entries", "32768", "steering rules"),
+    ]],
+);
+
 impl Experiment for ResourcesExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.resources",
-            description: "§5.1, Tables 3-4: SwitchVM's stages, SRAM, TCAM and stateful ALUs on Tofino-1, from Program::resources()",
-            params: vec![
-                p("eus", "4", "execution units"),
-                p("lanes", "4", "lanes per EU"),
-                p("mem_entries", "45000", "32-bit cells per lane memory"),
-                p("segments_per_lane", "1500", "segment mappings (TCAM ranges) per lane"),
-                p("direct_per_eu", "45000", "direct mappings on lane 0 of each EU"),
-                p("code_slots", "4096", "in-switch instructions per stage kind"),
-                p("steering_entries", "32768", "steering rules"),
-            ],
-        }
+        RESOURCES.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: ResourceParams = resolve_params(&self.info(), &[], quick, overrides)?;
+        let p: ResourceParams = RESOURCES.resolve(overrides, quick)?;
         if !(1..=16).contains(&p.eus) || !(1..=8).contains(&p.lanes) {
             return Err(ExperimentError::BadParam { field: "eus/lanes".into(), message: format!("expected 1..=16 EUs and 1..=8 lanes, got {} and {}", p.eus, p.lanes) });
         }

@@ -13,9 +13,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use innet_dataplane::fabric::{HostSite, SwitchSite};
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::percentile;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::PacketId;
@@ -29,7 +30,7 @@ use crate::control::ControlPlane;
 use crate::isa::Pc;
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{bad, internal, sorted, stack_of, tenant_packet, timeline, Rack};
+use crate::testbed::{internal, sorted, stack_of, tenant_packet, timeline, rack};
 
 const TENANT: u32 = 9;
 const GET_PORT: u16 = 11211;
@@ -339,17 +340,17 @@ pub struct KvsResult {
 
 pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
     if !spec.cache_size.is_power_of_two() || spec.cache_size > 32_768 {
-        return Err(bad("cache_size", format!("{} is not a power of two up to 32768 (the value arrays are segments)", spec.cache_size)));
+        return Err(ExperimentError::param("cache_size", format!("{} is not a power of two up to 32768 (the value arrays are segments)", spec.cache_size)));
     }
     if spec.hot_keys == 0 {
-        return Err(bad("hot_keys", "must be at least 1"));
+        return Err(ExperimentError::param("hot_keys", "must be at least 1"));
     }
     for (f, v) in [("rate", spec.rate_rps), ("change_s", spec.change_s), ("collect_s", spec.collect_s), ("clear_s", spec.clear_s), ("duration_s", spec.duration_s)] {
         if !(v > 0.0) {
-            return Err(bad(f, format!("{v} must be positive")));
+            return Err(ExperimentError::param(f, format!("{v} must be positive")));
         }
     }
-    let mut rack = Rack::new(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let (client_ip, server_ip) = (rack.ip(0), rack.ip(1));
     let cfg = VmConfig::default();
     let lanes = cfg.lanes;
@@ -380,37 +381,12 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
 
     let stop_ps = (spec.duration_s * 1e12) as u64;
     let mailbox = Rc::new(RefCell::new(Mailbox::default()));
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut pipes = Some((m0, m1, cp0, cp1));
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            let (m0, m1, cp0, cp1) = pipes.take().unwrap();
-            let ctl = KvsControl {
-                cp0,
-                cp1,
-                mailbox: mailbox.clone(),
-                cache_size: spec.cache_size,
-                collect_ps: (spec.collect_s * 1e12) as u64,
-                clear_ps: (spec.clear_s * 1e12) as u64,
-                stop_ps,
-                cached: HashMap::new(),
-                free: (0..spec.cache_size).rev().collect(),
-                installs: 0,
-                evictions: 0,
-                error: None,
-            };
-            let mut sw = SimSwitch::with_control(SwitchVmSwitch::with_pipes(m0, vec![m1]), ctl, rack.switch_index, rack.routing.clone(), &rack.net, nid);
-            sw.start_control_timer(&mut rack.net, nid, (spec.collect_s * 1e12) as u64, TOKEN_COLLECT);
-            sw.start_control_timer(&mut rack.net, nid, (spec.clear_s * 1e12) as u64, TOKEN_CLEAR);
-            nodes.push(Box::new(sw));
-            continue;
-        }
-        let nic = rack.net.port_id(nid, 0);
-        if node.host_index == Some(0) {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(KvsClient {
-                nic,
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        h.net.schedule_timer(h.node, 0, 0);
+        if h.host_index == 0 {
+            Box::new(KvsClient {
+                nic: h.nic,
                 ip: client_ip,
                 server: server_ip,
                 get_pc: get.init_pc,
@@ -426,11 +402,10 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
                 hit: Vec::new(),
                 wrong_values: 0,
                 duplicates: 0,
-            }));
+            })
         } else {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(KvsServer {
-                nic,
+            Box::new(KvsServer {
+                nic: h.nic,
                 ip: server_ip,
                 lanes,
                 update_pc: upd.init_pc,
@@ -444,9 +419,31 @@ pub fn run(spec: &KvsSpec) -> Result<KvsResult, ExperimentError> {
                 served: 0,
                 updates_sent: 0,
                 updates_acked: 0,
-            }));
+            })
         }
-    }
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let (m0, m1, cp0, cp1) = pipes.take().expect("a rack has one switch");
+        let ctl = KvsControl {
+            cp0,
+            cp1,
+            mailbox: mailbox.clone(),
+            cache_size: spec.cache_size,
+            collect_ps: (spec.collect_s * 1e12) as u64,
+            clear_ps: (spec.clear_s * 1e12) as u64,
+            stop_ps,
+            cached: HashMap::new(),
+            free: (0..spec.cache_size).rev().collect(),
+            installs: 0,
+            evictions: 0,
+            error: None,
+        };
+        let mut sw = SimSwitch::with_control(SwitchVmSwitch::with_pipes(m0, vec![m1]), ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+        sw.start_control_timer(site.net, site.node, (spec.collect_s * 1e12) as u64, TOKEN_COLLECT);
+        sw.start_control_timer(site.net, site.node, (spec.clear_s * 1e12) as u64, TOKEN_CLEAR);
+        Box::new(sw)
+    };
+    let nodes = rack.nodes(host, switch);
     let (client_node, server_node, switch_node) = (rack.host_node(0), rack.host_node(1), rack.switch_node);
     let mut sim = Simulator::new(rack.net, nodes);
     sim.run_until(stop_ps + 100_000_000_000, &mut |_| {});
@@ -508,39 +505,38 @@ struct Params {
     seed: u64,
 }
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
 pub struct KvsExperiment;
 
+const KVS: Declaration = Declaration::new(
+    "switchvm.kvs",
+    "Fig. 7: DPF key-value cache (get/put/update + count-min on the miss path in a second pipe) under hot-in: latency timeline",
+    &[&[
+        ParamSpec::new("rate", "10000.0", "GETs per second, evenly spaced (the paper's 10 Kpps)"),
+        ParamSpec::new("duration_s", "40.0", "run length (s)"),
+        ParamSpec::new("hot_keys", "128", "keys of each hot set (uniform within the set)"),
+        ParamSpec::new("change_s", "10.0", "the hot set changes this often (s)"),
+        ParamSpec::new("cache_size", "128", "cache entries (a power of two)"),
+        ParamSpec::new("collect_s", "1.0", "the control plane re-ranks the keys this often (s)"),
+        ParamSpec::new("clear_s", "5.0", "hit counters and the sketch are cleared this often (s)"),
+        ParamSpec::new("server_us", "10.0", "the server's time per GET (µs)"),
+        ParamSpec::new("bin_s", "0.25", "time bin of the latency timeline (s)"),
+        ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("duration_s", "1.2"), ("change_s", "0.4"), ("collect_s", "0.05"), ("clear_s", "0.2"), ("bin_s", "0.02")]);
+
 impl Experiment for KvsExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.kvs",
-            description: "Fig. 7: DPF key-value cache (get/put/update + count-min on the miss path in a second pipe) under hot-in: latency timeline",
-            params: vec![
-                p("rate", "10000.0", "GETs per second, evenly spaced (the paper's 10 Kpps)"),
-                p("duration_s", "40.0", "run length (s)"),
-                p("hot_keys", "128", "keys of each hot set (uniform within the set)"),
-                p("change_s", "10.0", "the hot set changes this often (s)"),
-                p("cache_size", "128", "cache entries (a power of two)"),
-                p("collect_s", "1.0", "the control plane re-ranks the keys this often (s)"),
-                p("clear_s", "5.0", "hit counters and the sketch are cleared this often (s)"),
-                p("server_us", "10.0", "the server's time per GET (µs)"),
-                p("bin_s", "0.25", "time bin of the latency timeline (s)"),
-                p("link_gbps", "100.0", "link bandwidth"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        KVS.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let quick_set: &[(&str, &str)] = &[("duration_s", "1.2"), ("change_s", "0.4"), ("collect_s", "0.05"), ("clear_s", "0.2"), ("bin_s", "0.02")];
-        let p: Params = resolve_params(&self.info(), quick_set, quick, overrides)?;
+        let p: Params = KVS.resolve(overrides, quick)?;
         if !(p.bin_s > 0.0) {
-            return Err(bad("bin_s", "must be positive"));
+            return Err(ExperimentError::param("bin_s", "must be positive"));
         }
         let spec = KvsSpec {
             rate_rps: p.rate,

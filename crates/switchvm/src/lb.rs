@@ -13,9 +13,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use innet_dataplane::fabric::{HostSite, SwitchSite};
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, Metadata, Program, SimSwitch, Verdict};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ListItem, ParamSpec, Progress, RunOutput, Sweep, Table};
 use innet_sim::metrics::{percentile, DropReason};
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Ipv4, Packet, PacketId, IP_PROTO_UDP, L4};
@@ -29,7 +30,7 @@ use serde_json::{json, Map, Value};
 use crate::control::{ControlPlane, DpfSource};
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{bad, internal, list, number, sorted, tenant_packet, timeline, Rack};
+use crate::testbed::{internal, sorted, tenant_packet, timeline, rack};
 
 const TENANT: u32 = 7;
 const REQ_PORT: u16 = 9000;
@@ -42,15 +43,18 @@ pub enum Scheme {
     ClientRandom,
 }
 
-impl Scheme {
-    fn parse(s: &str) -> Result<Scheme, String> {
+impl ListItem for Scheme {
+    fn parse_item(s: &str) -> Result<Scheme, String> {
         Ok(match s {
             "switchvm" => Scheme::SwitchVm,
             "racksched" => Scheme::RackSched,
             "client_random" => Scheme::ClientRandom,
-            o => return Err(format!("unknown scheme \"{o}\"; expected switchvm, racksched or client_random")),
+            _ => return Err("one of switchvm, racksched or client_random".into()),
         })
     }
+}
+
+impl Scheme {
     pub fn name(self) -> &'static str {
         match self {
             Scheme::SwitchVm => "switchvm",
@@ -68,15 +72,18 @@ pub enum Policy {
     Lb3,
 }
 
-impl Policy {
-    fn parse(s: &str) -> Result<Policy, String> {
+impl ListItem for Policy {
+    fn parse_item(s: &str) -> Result<Policy, String> {
         Ok(match s {
             "lb1" => Policy::Lb1,
             "lb2" => Policy::Lb2,
             "lb3" => Policy::Lb3,
-            o => return Err(format!("unknown policy \"{o}\"; expected lb1, lb2 or lb3")),
+            _ => return Err("one of lb1, lb2 or lb3".into()),
         })
     }
+}
+
+impl Policy {
     pub fn name(self) -> &'static str {
         match self {
             Policy::Lb1 => "lb1",
@@ -344,25 +351,25 @@ impl SwitchControl<SwitchVmSwitch> for LbControl {
 
 pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
     if spec.servers < 2 || !spec.servers.is_power_of_two() || spec.servers > 64 {
-        return Err(bad("servers", format!("{} is not a power of two in 2..=64 (the DPFs mask a random or hashed index)", spec.servers)));
+        return Err(ExperimentError::param("servers", format!("{} is not a power of two in 2..=64 (the DPFs mask a random or hashed index)", spec.servers)));
     }
     if spec.workers == 0 {
-        return Err(bad("workers", "must be at least 1"));
+        return Err(ExperimentError::param("workers", "must be at least 1"));
     }
     if !(spec.quantum_us >= 0.0 && spec.quantum_us.is_finite()) {
-        return Err(bad("quantum_us", format!("expected a finite number ≥ 0 (0 = no preemption), got {}", spec.quantum_us)));
+        return Err(ExperimentError::bad_param("quantum_us", spec.quantum_us, "a finite number ≥ 0 (0 = no preemption)"));
     }
     if !(spec.rate_rps > 0.0) {
-        return Err(bad("rates", format!("{} is not a positive request rate", spec.rate_rps)));
+        return Err(ExperimentError::param("rates", format!("{} is not a positive request rate", spec.rate_rps)));
     }
     if !(0.0..=1.0).contains(&spec.long_fraction) {
-        return Err(bad("long_fraction", format!("{} is not in [0, 1]", spec.long_fraction)));
+        return Err(ExperimentError::param("long_fraction", format!("{} is not in [0, 1]", spec.long_fraction)));
     }
     if spec.policies.len() != spec.swap_at_s.len() + 1 {
-        return Err(bad("swap_policies", format!("{} policies for {} swaps; expected one more policy than swaps", spec.policies.len(), spec.swap_at_s.len())));
+        return Err(ExperimentError::param("swap_policies", format!("{} policies for {} swaps; expected one more policy than swaps", spec.policies.len(), spec.swap_at_s.len())));
     }
     let n = spec.servers as usize;
-    let mut rack = Rack::new(1 + spec.servers, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(1 + spec.servers, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let client_ip = rack.ip(0);
     let server_ips: Vec<u32> = (1..=n).map(|h| rack.ip(h)).collect();
     let cfg = VmConfig::default();
@@ -406,44 +413,18 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
     };
 
     let mean_gap_ps = 1e12 / spec.rate_rps;
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut machine = Some((m, cp));
-    let mut swaps_scheduled = false;
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            let (m, cp) = machine.take().unwrap();
-            match spec.scheme {
-                Scheme::SwitchVm => {
-                    let ctl = LbControl { cp, lb_id: lb.id, sources: sources.clone(), replacements: 0, error: None };
-                    let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(m), ctl, rack.switch_index, rack.routing.clone(), &rack.net, nid);
-                    for (i, &t) in spec.swap_at_s.iter().enumerate() {
-                        sw.start_control_timer(&mut rack.net, nid, (t * 1e12) as u64, i as u64 + 1);
-                    }
-                    swaps_scheduled = true;
-                    nodes.push(Box::new(sw));
-                }
-                Scheme::RackSched => {
-                    let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices, count_dispatches: spec.count_dispatches };
-                    nodes.push(Box::new(SimSwitch::new(prog, rack.switch_index, rack.routing.clone(), &rack.net, nid)));
-                }
-                Scheme::ClientRandom => {
-                    nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(m), rack.switch_index, rack.routing.clone(), &rack.net, nid)));
-                }
-            }
-            continue;
-        }
-        let h = node.host_index.expect("hosts have an index") as usize;
-        let nic = rack.net.port_id(nid, 0);
-        if h == 0 {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(LbClient {
+    let gap = Exp::new(1.0 / mean_gap_ps).map_err(internal)?;
+    let host = |h: HostSite<'_>| -> Box<dyn Node> {
+        if h.host_index == 0 {
+            h.net.schedule_timer(h.node, 0, 0);
+            Box::new(LbClient {
                 ip: client_ip,
-                nic,
+                nic: h.nic,
                 scheme: spec.scheme,
                 servers: server_ips.clone(),
                 template: template.clone(),
-                gap: Exp::new(1.0 / mean_gap_ps).map_err(internal)?,
+                gap,
                 rng: innet_sim::rng::rng_for(spec.seed, "lb-client"),
                 choice_rng: innet_sim::rng::rng_for(spec.seed, "lb-choice"),
                 short_ps: (spec.short_us * 1e6) as u64,
@@ -454,12 +435,12 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                 latency_us: Vec::new(),
                 answered: 0,
                 duplicates: 0,
-            }));
+            })
         } else {
-            nodes.push(Box::new(LbServer {
-                ip: rack.ip(h),
-                index: (h - 1) as u32,
-                nic,
+            Box::new(LbServer {
+                ip: server_ips[h.host_index as usize - 1],
+                index: h.host_index - 1,
+                nic: h.nic,
                 scheme: spec.scheme,
                 report: (spec.scheme == Scheme::SwitchVm).then(|| report_dpf.clone()),
                 lanes,
@@ -468,10 +449,28 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
                 slots: (0..spec.workers).map(|_| None).collect(),
                 quantum_ps: (spec.quantum_us * 1e6).round() as u64,
                 served: 0,
-            }));
+            })
         }
-    }
-    let _ = swaps_scheduled;
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let (m, cp) = machine.take().expect("a rack has one switch");
+        match spec.scheme {
+            Scheme::SwitchVm => {
+                let ctl = LbControl { cp, lb_id: lb.id, sources: sources.clone(), replacements: 0, error: None };
+                let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(m), ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+                for (i, &t) in spec.swap_at_s.iter().enumerate() {
+                    sw.start_control_timer(site.net, site.node, (t * 1e12) as u64, i as u64 + 1);
+                }
+                Box::new(sw)
+            }
+            Scheme::RackSched => {
+                let prog = RackSched { servers: server_ips.clone(), loads: vec![0; n], distinct: spec.distinct_choices, count_dispatches: spec.count_dispatches };
+                Box::new(SimSwitch::new(prog, site.switch_index, site.routing.clone(), site.net, site.node))
+            }
+            Scheme::ClientRandom => Box::new(SimSwitch::new(SwitchVmSwitch::new(m), site.switch_index, site.routing.clone(), site.net, site.node)),
+        }
+    };
+    let nodes = rack.nodes(host, switch);
     let mut sim = Simulator::new(rack.net, nodes);
     // Run until every request is answered (queues drain) or a generous limit passes.
     sim.run_until(stop_ps + 1_000_000_000_000, &mut |_| {});
@@ -523,14 +522,14 @@ pub fn run(spec: &LbSpec) -> Result<LbResult, ExperimentError> {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    schemes: String,
-    rates: String,
+    schemes: List<Scheme>,
+    rates: List<f64>,
     duration_s: f64,
     policy: String,
     swap_rate: f64,
     swap_duration_s: f64,
-    swap_at_s: String,
-    swap_policies: String,
+    swap_at_s: List<f64>,
+    swap_policies: List<Policy>,
     bin_s: f64,
     servers: u32,
     workers: u32,
@@ -545,55 +544,52 @@ struct Params {
     quantum_us: f64,
 }
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
 pub struct LbExperiment;
 
+const LB: Declaration = Declaration::new(
+    "switchvm.lb",
+    "Fig. 6: load-aware LB (LB3 DPF) vs RackSched and client-random, median/p99 vs load; LB2→LB3→LB2 replaced in place without loss",
+    &[&[
+        ParamSpec::new("schemes", "\"racksched,switchvm,client_random\"", "switchvm (LB DPF), racksched (native P4-style power of two choices), client_random"),
+        ParamSpec::new("rates", "\"40000,80000,120000,150000,180000,200000\"", "offered request rates (requests/s) of Fig. 6a"),
+        ParamSpec::new("duration_s", "0.5", "sending time per point (s)"),
+        ParamSpec::new("policy", "\"lb3\"", "the SwitchVM scheme's policy in Fig. 6a: lb1, lb2 or lb3"),
+        ParamSpec::new("swap_rate", "150000.0", "request rate of the replacement run (Fig. 6b); 0 skips it"),
+        ParamSpec::new("swap_duration_s", "18.0", "length of the replacement run (s)"),
+        ParamSpec::new("swap_at_s", "\"6,12\"", "times of the in-place replacements (s)"),
+        ParamSpec::new("swap_policies", "\"lb2,lb3,lb2\"", "the policy from t = 0 and after each replacement"),
+        ParamSpec::new("bin_s", "0.5", "time bin of the replacement run's latency timeline (s)"),
+        ParamSpec::new("servers", "2", "servers in the pool (a power of two)"),
+        ParamSpec::new("workers", "1", "requests a server serves at once"),
+        ParamSpec::new("short_us", "5.0", "service time of the short requests (µs)"),
+        ParamSpec::new("long_us", "50.0", "service time of the long requests (µs)"),
+        ParamSpec::new("long_fraction", "0.1", "fraction of long requests"),
+        ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+        ParamSpec::new("distinct_choices", "false", "RackSched only: its two candidates always differ (LB3's may coincide)"),
+        ParamSpec::new("count_dispatches", "false", "RackSched only: the switch adds one to a server's load per request it sends (fresher than the replies' reports)"),
+        ParamSpec::new("quantum_us", "0.0", "servers preempt a request after this much service (µs) and queue its rest (0 = run to completion)"),
+    ]],
+)
+.quick(&[("rates", "\"60000,180000\""), ("duration_s", "0.05"), ("swap_duration_s", "0.18"), ("swap_at_s", "\"0.06,0.12\""), ("bin_s", "0.01")]);
+
 impl Experiment for LbExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.lb",
-            description: "Fig. 6: load-aware LB (LB3 DPF) vs RackSched and client-random, median/p99 vs load; LB2→LB3→LB2 replaced in place without loss",
-            params: vec![
-                p("schemes", "\"racksched,switchvm,client_random\"", "switchvm (LB DPF), racksched (native P4-style power of two choices), client_random"),
-                p("rates", "\"40000,80000,120000,150000,180000,200000\"", "offered request rates (requests/s) of Fig. 6a"),
-                p("duration_s", "0.5", "sending time per point (s)"),
-                p("policy", "\"lb3\"", "the SwitchVM scheme's policy in Fig. 6a: lb1, lb2 or lb3"),
-                p("swap_rate", "150000.0", "request rate of the replacement run (Fig. 6b); 0 skips it"),
-                p("swap_duration_s", "18.0", "length of the replacement run (s)"),
-                p("swap_at_s", "\"6,12\"", "times of the in-place replacements (s)"),
-                p("swap_policies", "\"lb2,lb3,lb2\"", "the policy from t = 0 and after each replacement"),
-                p("bin_s", "0.5", "time bin of the replacement run's latency timeline (s)"),
-                p("servers", "2", "servers in the pool (a power of two)"),
-                p("workers", "1", "requests a server serves at once"),
-                p("short_us", "5.0", "service time of the short requests (µs)"),
-                p("long_us", "50.0", "service time of the long requests (µs)"),
-                p("long_fraction", "0.1", "fraction of long requests"),
-                p("link_gbps", "100.0", "link bandwidth"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-                p("distinct_choices", "false", "RackSched only: its two candidates always differ (LB3's may coincide)"),
-                p("count_dispatches", "false", "RackSched only: the switch adds one to a server's load per request it sends (fresher than the replies' reports)"),
-                p("quantum_us", "0.0", "servers preempt a request after this much service (µs) and queue its rest (0 = run to completion)"),
-            ],
-        }
+        LB.info()
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let quick_set: &[(&str, &str)] = &[("rates", "\"60000,180000\""), ("duration_s", "0.05"), ("swap_duration_s", "0.18"), ("swap_at_s", "\"0.06,0.12\""), ("bin_s", "0.01")];
-        let p: Params = resolve_params(&self.info(), quick_set, quick, overrides)?;
-        let schemes = list("schemes", &p.schemes, Scheme::parse)?;
-        let rates = list("rates", &p.rates, number)?;
-        let policy = Policy::parse(&p.policy).map_err(|m| bad("policy", m))?;
-        let swap_at = if p.swap_at_s.trim().is_empty() { Vec::new() } else { list("swap_at_s", &p.swap_at_s, number)? };
-        let swap_policies = list("swap_policies", &p.swap_policies, Policy::parse)?;
+        let p: Params = LB.resolve(overrides, quick)?;
+        let policy = Policy::parse_item(&p.policy).map_err(|e| ExperimentError::bad_param("policy", &p.policy, e))?;
+        let swap_at = p.swap_at_s.0.clone();
+        let swap_policies = p.swap_policies.non_empty("swap_policies")?;
         if swap_at.windows(2).any(|w| w[1] <= w[0]) || swap_at.iter().any(|&t| t <= 0.0 || t >= p.swap_duration_s) {
-            return Err(bad("swap_at_s", "replacement times must increase and fall inside the run"));
+            return Err(ExperimentError::param("swap_at_s", "replacement times must increase and fall inside the run"));
         }
         if !(p.bin_s > 0.0) {
-            return Err(bad("bin_s", "must be positive"));
+            return Err(ExperimentError::param("bin_s", "must be positive"));
         }
         let base = |scheme, rate, duration_s, policies: Vec<Policy>, swap_at_s: Vec<f64>| LbSpec {
             scheme,
@@ -613,14 +609,11 @@ impl Experiment for LbExperiment {
             count_dispatches: p.count_dispatches,
             quantum_us: p.quantum_us,
         };
-        let total = (schemes.len() * rates.len() + usize::from(p.swap_rate > 0.0)) as f64;
-        let mut rows: Vec<(Scheme, f64, LbResult)> = Vec::new();
-        for &s in &schemes {
-            for &rate in &rates {
-                rows.push((s, rate, run(&base(s, rate, p.duration_s, vec![policy], Vec::new()))?));
-                progress(rows.len() as f64 / total);
-            }
-        }
+        let sweep = Sweep::over(p.schemes.non_empty("schemes")?).by(&p.rates.non_empty("rates")?);
+        // The replacement run, when there is one, takes the last share of the progress.
+        let share = sweep.len() as f64 / (sweep.len() + usize::from(p.swap_rate > 0.0)) as f64;
+        let results = sweep.run(&mut |f| progress(f * share), |&(s, rate), _| run(&base(s, rate, p.duration_s, vec![policy], Vec::new())))?;
+        let rows: Vec<(Scheme, f64, LbResult)> = sweep.points.into_iter().zip(results).map(|((s, rate), r)| (s, rate, r)).collect();
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("switchvm.lb"));
         summary.insert("seed".into(), json!(p.seed));

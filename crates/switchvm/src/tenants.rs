@@ -16,9 +16,10 @@
 
 use std::collections::BTreeMap;
 
+use innet_dataplane::fabric::{HostSite, SwitchSite};
 use innet_dataplane::{ControlPlane as SwitchControl, Ctx, SimSwitch};
 use innet_sim::engine::{Node, Simulator};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::{Network, NodeId, PortId};
 use innet_sim::packet::{Encap, Ipv4, Packet, PacketId, Tunnel, IP_PROTO_UDP, L4};
@@ -30,7 +31,7 @@ use crate::control::ControlPlane;
 use crate::isa::Pc;
 use crate::machine::{DpfPacket, Machine, Permission, SteerAction, Unauthorized, VmConfig};
 use crate::program::SwitchVmSwitch;
-use crate::testbed::{bad, internal, stack_of, tenant_packet, Rack};
+use crate::testbed::{internal, stack_of, tenant_packet, rack};
 
 const COUNTER_ID: u32 = 5;
 const UDP_HEADERS_BYTES: u32 = 14 + 20 + 8 + 4;
@@ -173,10 +174,10 @@ pub struct IsolationResult {
 
 pub fn isolation(spec: &IsolationSpec) -> Result<IsolationResult, ExperimentError> {
     if !(64 + 120..=1518).contains(&spec.frame_bytes) {
-        return Err(bad("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
+        return Err(ExperimentError::param("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
     }
     let flows = ISOLATION_FLOWS.len() + usize::from(spec.attacker);
-    let mut rack = Rack::new(2 * flows as u32, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(2 * flows as u32, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let cfg = VmConfig::default();
     let lanes = cfg.lanes;
     let mut m = Machine::new(cfg);
@@ -216,20 +217,13 @@ pub fn isolation(spec: &IsolationSpec) -> Result<IsolationResult, ExperimentErro
     };
     let stage_ps = (spec.stage_us * 1e6) as u64;
     let stop_ps = stage_ps * ISOLATION_FLOWS.len() as u64 * 2;
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut machine = Some(m);
     let link_bps = spec.link_gbps * 1e9;
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            nodes.push(Box::new(SimSwitch::new(SwitchVmSwitch::new(machine.take().unwrap()), rack.switch_index, rack.routing.clone(), &rack.net, nid)));
-            continue;
-        }
-        let h = node.host_index.unwrap() as usize;
-        let nic = rack.net.port_id(nid, 0);
-        if h < flows {
+    // Host h < flows sends flow h; the packets first (building one can fail).
+    let packets = (0..flows)
+        .map(|h| {
             let (src, dst) = (rack.ip(h), recv_ip(h));
-            let packet = match h {
+            Ok(match h {
                 0 => counter_packet(src, dst, 1, d_counter.init_pc, None, spec.frame_bytes, lanes)?,
                 1 => counter_packet(src, dst, 2, Pc::Packet(0), Some(&in_packet_counter), spec.frame_bytes, lanes)?,
                 2 => {
@@ -245,13 +239,19 @@ pub fn isolation(spec: &IsolationSpec) -> Result<IsolationResult, ExperimentErro
                     let dpf = DpfPacket { init_pc: Some(Pc::Packet(0)), code: attack_code.clone(), stack: vec![1000], gas: 2, ..Default::default() };
                     tenant_packet(src, dst, (7000, 7001), spec.frame_bytes - UDP_HEADERS_BYTES, ATTACKER, Some(&dpf), lanes)?
                 }
-            };
+            })
+        })
+        .collect::<Result<Vec<Packet>, ExperimentError>>()?;
+    let host = |site: HostSite<'_>| -> Box<dyn Node> {
+        let h = site.host_index as usize;
+        if h < flows {
             // Flow h starts at stage h (the attacker with the last flow) and all stop together.
             let start = stage_ps * (h.min(ISOLATION_FLOWS.len() - 1) as u64);
-            rack.net.schedule_timer(nid, start, 0);
-            nodes.push(Box::new(Generator { nic, templates: vec![FlowTemplate { packet }], pattern: vec![0], rotate_tenants: 0, first_tenant: 0, next_tenant: 0, link_bps, start_ps: start, stop_ps, k: 0, sent: 0 }));
+            site.net.schedule_timer(site.node, start, 0);
+            let packet = packets[h].clone();
+            Box::new(Generator { nic: site.nic, templates: vec![FlowTemplate { packet }], pattern: vec![0], rotate_tenants: 0, first_tenant: 0, next_tenant: 0, link_bps, start_ps: start, stop_ps, k: 0, sent: 0 })
         } else {
-            nodes.push(Box::new(Receiver {
+            Box::new(Receiver {
                 lanes,
                 bin_ps: (spec.bin_us * 1e6) as u64,
                 bytes: BTreeMap::new(),
@@ -259,9 +259,13 @@ pub fn isolation(spec: &IsolationSpec) -> Result<IsolationResult, ExperimentErro
                 count_gaps: 0,
                 received: 0,
                 classify: |_| 0,
-            }));
+            })
         }
-    }
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        Box::new(SimSwitch::new(SwitchVmSwitch::new(machine.take().expect("a rack has one switch")), site.switch_index, site.routing.clone(), site.net, site.node))
+    };
+    let nodes = rack.nodes(host, switch);
     let hosts = rack.topo.hosts.clone();
     let switch_node = rack.switch_node;
     let mut sim = Simulator::new(rack.net, nodes);
@@ -392,19 +396,19 @@ impl SwitchControl<SwitchVmSwitch> for TenantControl {
 
 pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
     if spec.batch == 0 || spec.max_tenants == 0 {
-        return Err(bad("batch", "batch and max_tenants must be at least 1"));
+        return Err(ExperimentError::param("batch", "batch and max_tenants must be at least 1"));
     }
     if !(0.0..=1.0).contains(&spec.tenant_share) {
-        return Err(bad("tenant_share", format!("{} is not in [0, 1]", spec.tenant_share)));
+        return Err(ExperimentError::param("tenant_share", format!("{} is not in [0, 1]", spec.tenant_share)));
     }
     if !(184..=1518).contains(&spec.frame_bytes) {
-        return Err(bad("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
+        return Err(ExperimentError::param("frame_bytes", format!("{} is not in 184..=1518 (in-packet code must fit)", spec.frame_bytes)));
     }
     let cfg = VmConfig::default();
     if spec.max_tenants as usize > cfg.direct_per_eu.min(cfg.permission_entries) {
-        return Err(bad("max_tenants", format!("{} tenants exceed the switch's {} permission entries / {} direct mappings per EU", spec.max_tenants, cfg.permission_entries, cfg.direct_per_eu)));
+        return Err(ExperimentError::param("max_tenants", format!("{} tenants exceed the switch's {} permission entries / {} direct mappings per EU", spec.max_tenants, cfg.permission_entries, cfg.direct_per_eu)));
     }
-    let mut rack = Rack::new(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
+    let mut rack = rack(2, spec.link_gbps, spec.pipeline_ns, spec.seed)?;
     let lanes = cfg.lanes;
     let m = Machine::new(cfg);
     let counter = crate::asm::assemble(include_str!("../dpfs/counter.dpf"), 4, lanes).map_err(internal)?;
@@ -418,22 +422,12 @@ pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
     let period_ps = 1_000_000_000_000u64;
     let phases = 2 * spec.max_tenants.div_ceil(spec.batch) as u64;
     let stop_ps = period_ps * (phases + 2);
-    let mut nodes: Vec<Box<dyn Node>> = Vec::new();
     let mut machine = Some(m);
-    for (id, node) in rack.topo.nodes.clone().iter().enumerate() {
-        let nid = id as NodeId;
-        if nid == rack.switch_node {
-            let ctl = TenantControl { cp: ControlPlane::default(), max_tenants: spec.max_tenants, batch: spec.batch, authorized: 0, removed: 0, period_ps, history: Vec::new(), max_direct: 0, error: None };
-            let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(machine.take().unwrap()), ctl, rack.switch_index, rack.routing.clone(), &rack.net, nid);
-            sw.start_control_timer(&mut rack.net, nid, period_ps, 0);
-            nodes.push(Box::new(sw));
-            continue;
-        }
-        let nic = rack.net.port_id(nid, 0);
-        if node.host_index == Some(0) {
-            rack.net.schedule_timer(nid, 0, 0);
-            nodes.push(Box::new(Generator {
-                nic,
+    let host = |site: HostSite<'_>| -> Box<dyn Node> {
+        if site.host_index == 0 {
+            site.net.schedule_timer(site.node, 0, 0);
+            Box::new(Generator {
+                nic: site.nic,
                 templates: vec![FlowTemplate { packet: tenant_pkt.clone() }, FlowTemplate { packet: base_pkt.clone() }],
                 pattern: pattern.clone(),
                 rotate_tenants: spec.max_tenants,
@@ -444,9 +438,9 @@ pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
                 stop_ps,
                 k: 0,
                 sent: 0,
-            }));
+            })
         } else {
-            nodes.push(Box::new(Receiver {
+            Box::new(Receiver {
                 lanes,
                 bin_ps: (spec.bin_s * 1e12) as u64,
                 bytes: BTreeMap::new(),
@@ -454,9 +448,16 @@ pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
                 count_gaps: 0,
                 received: 0,
                 classify: |vni| u32::from(vni != 0),
-            }));
+            })
         }
-    }
+    };
+    let switch = |site: SwitchSite<'_>| -> Box<dyn Node> {
+        let ctl = TenantControl { cp: ControlPlane::default(), max_tenants: spec.max_tenants, batch: spec.batch, authorized: 0, removed: 0, period_ps, history: Vec::new(), max_direct: 0, error: None };
+        let mut sw = SimSwitch::with_control(SwitchVmSwitch::new(machine.take().expect("a rack has one switch")), ctl, site.switch_index, site.routing.clone(), site.net, site.node);
+        sw.start_control_timer(site.net, site.node, period_ps, 0);
+        Box::new(sw)
+    };
+    let nodes = rack.nodes(host, switch);
     let (rx_node, sw_node) = (rack.host_node(1), rack.switch_node);
     let mut sim = Simulator::new(rack.net, nodes);
     sim.run_until(stop_ps + 1_000_000_000, &mut |_| {});
@@ -503,9 +504,6 @@ pub fn tenants(spec: &TenantsSpec) -> Result<TenantsResult, ExperimentError> {
 
 // ================================================================ experiments
 
-fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec { name, default, doc }
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -521,26 +519,30 @@ struct IsolationParams {
 
 pub struct IsolationExperiment;
 
+const ISOLATION: Declaration = Declaration::new(
+    "switchvm.isolation",
+    "Fig. 9a: four DPF flows and a base flow at line rate, started one by one: per-flow goodput, no interference",
+    &[&[
+        ParamSpec::new("stage_us", "400.0", "a new flow starts every stage (µs); the run lasts ten stages"),
+        ParamSpec::new("frame_bytes", "1500", "frame size of every flow before encapsulation"),
+        ParamSpec::new("link_gbps", "100.0", "link bandwidth"),
+        ParamSpec::new("bin_us", "20.0", "goodput time bin (µs)"),
+        ParamSpec::new("attacker", "false", "add a tenant whose in-packet DPF writes outside its memory (every packet must be dropped)"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("stage_us", "100.0"), ("bin_us", "10.0")]);
+
 impl Experiment for IsolationExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.isolation",
-            description: "Fig. 9a: four DPF flows and a base flow at line rate, started one by one: per-flow goodput, no interference",
-            params: vec![
-                p("stage_us", "400.0", "a new flow starts every stage (µs); the run lasts ten stages"),
-                p("frame_bytes", "1500", "frame size of every flow before encapsulation"),
-                p("link_gbps", "100.0", "link bandwidth"),
-                p("bin_us", "20.0", "goodput time bin (µs)"),
-                p("attacker", "false", "add a tenant whose in-packet DPF writes outside its memory (every packet must be dropped)"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        ISOLATION.info()
     }
+
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: IsolationParams = resolve_params(&self.info(), &[("stage_us", "100.0"), ("bin_us", "10.0")], quick, overrides)?;
+        let p: IsolationParams = ISOLATION.resolve(overrides, quick)?;
         if !(p.bin_us > 0.0 && p.stage_us >= 4.0 * p.bin_us) {
-            return Err(bad("bin_us", "must be positive and at most a quarter of a stage"));
+            return Err(ExperimentError::param("bin_us", "must be positive and at most a quarter of a stage"));
         }
         let r = isolation(&IsolationSpec { stage_us: p.stage_us, frame_bytes: p.frame_bytes, link_gbps: p.link_gbps, bin_us: p.bin_us, attacker: p.attacker, pipeline_ns: p.pipeline_ns, seed: p.seed })?;
         progress(1.0);
@@ -581,27 +583,31 @@ struct TenantsParams {
 
 pub struct TenantsExperiment;
 
+const TENANTS: Declaration = Declaration::new(
+    "switchvm.tenants",
+    "Fig. 9b: tenants added 350/s up to 30K then removed; unauthorized packets dropped; aggregate goodput follows",
+    &[&[
+        ParamSpec::new("max_tenants", "30000", "tenants added (each with its in-packet private counter and a direct-mapped cell)"),
+        ParamSpec::new("batch", "350", "tenants authorized (then removed) per second"),
+        ParamSpec::new("tenant_share", "0.8", "share of the generator's line rate spread over the tenants (the rest invokes no DPF)"),
+        ParamSpec::new("frame_bytes", "1500", "frame size before encapsulation"),
+        ParamSpec::new("link_gbps", "1.0", "link bandwidth (scaled down from 100 Gb/s: the shape depends only on the authorized share)"),
+        ParamSpec::new("bin_s", "1.0", "goodput time bin (s)"),
+        ParamSpec::new("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
+        ParamSpec::new("seed", "1", "run seed"),
+    ]],
+)
+.quick(&[("max_tenants", "1050"), ("link_gbps", "0.2")]);
+
 impl Experiment for TenantsExperiment {
     fn info(&self) -> ExperimentInfo {
-        ExperimentInfo {
-            name: "switchvm.tenants",
-            description: "Fig. 9b: tenants added 350/s up to 30K then removed; unauthorized packets dropped; aggregate goodput follows",
-            params: vec![
-                p("max_tenants", "30000", "tenants added (each with its in-packet private counter and a direct-mapped cell)"),
-                p("batch", "350", "tenants authorized (then removed) per second"),
-                p("tenant_share", "0.8", "share of the generator's line rate spread over the tenants (the rest invokes no DPF)"),
-                p("frame_bytes", "1500", "frame size before encapsulation"),
-                p("link_gbps", "1.0", "link bandwidth (scaled down from 100 Gb/s: the shape depends only on the authorized share)"),
-                p("bin_s", "1.0", "goodput time bin (s)"),
-                p("pipeline_ns", "600", "switch pipeline latency per pass (ns)"),
-                p("seed", "1", "run seed"),
-            ],
-        }
+        TENANTS.info()
     }
+
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: TenantsParams = resolve_params(&self.info(), &[("max_tenants", "1050"), ("link_gbps", "0.2")], quick, overrides)?;
+        let p: TenantsParams = TENANTS.resolve(overrides, quick)?;
         if !(p.bin_s > 0.0) {
-            return Err(bad("bin_s", "must be positive"));
+            return Err(ExperimentError::param("bin_s", "must be positive"));
         }
         let r = tenants(&TenantsSpec { max_tenants: p.max_tenants, batch: p.batch, tenant_share: p.tenant_share, frame_bytes: p.frame_bytes, link_gbps: p.link_gbps, bin_s: p.bin_s, pipeline_ns: p.pipeline_ns, seed: p.seed })?;
         progress(1.0);

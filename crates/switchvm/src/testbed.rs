@@ -1,71 +1,22 @@
-//! Helpers the SwitchVM end-to-end experiments share: a one-switch rack, the SwitchVM tenant
-//! packet (Geneve with the DPF header), parameter lists, and latency timelines in time bins.
+//! Helpers the SwitchVM end-to-end experiments share: a one-switch rack (a
+//! `dataplane::fabric::Rack`), the SwitchVM tenant packet (Geneve with the DPF header), and
+//! latency timelines in time bins.
 
-use std::sync::Arc;
-
+use innet_dataplane::fabric::Rack;
 use innet_registry::ExperimentError;
 use innet_sim::metrics::percentile;
-use innet_sim::network::{Network, NodeId};
 use innet_sim::packet::{Encap, Ipv4, Packet, Tunnel, IP_PROTO_UDP, L4};
-use innet_sim::routing::Routing;
-use innet_sim::topology::{Role, Topology, TopologySpec};
+use innet_sim::topology::TopologySpec;
 
 use crate::machine::DpfPacket;
-
-pub fn bad(field: &str, message: impl Into<String>) -> ExperimentError {
-    ExperimentError::BadParam { field: field.into(), message: message.into() }
-}
 
 pub fn internal(e: impl std::fmt::Display) -> ExperimentError {
     ExperimentError::Invariant(e.to_string())
 }
 
-/// A comma-separated parameter list, each item parsed by `f`; errors name the field.
-pub fn list<T>(field: &str, s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, ExperimentError> {
-    let v: Vec<T> = s.split(',').filter(|x| !x.trim().is_empty()).map(|x| f(x.trim()).map_err(|m| bad(field, m))).collect::<Result<_, _>>()?;
-    if v.is_empty() {
-        return Err(bad(field, "expected at least one value"));
-    }
-    Ok(v)
-}
-
-pub fn number(x: &str) -> Result<f64, String> {
-    x.parse::<f64>().map_err(|_| format!("'{x}' is not a number"))
-}
-
-/// One switch and `hosts` hosts.
-pub struct Rack {
-    pub topo: Topology,
-    pub net: Network,
-    pub routing: Arc<Routing>,
-    pub switch_node: NodeId,
-    pub switch_index: u32,
-}
-
-impl Rack {
-    pub fn new(hosts: u32, link_gbps: f64, pipeline_ns: u64, seed: u64) -> Result<Rack, ExperimentError> {
-        let spec = TopologySpec { host_link_gbps: link_gbps, switch_pipeline_latency_ns: pipeline_ns, ..TopologySpec::rack(hosts) };
-        let topo = Topology::build(&spec, &[])?;
-        let mut net = Network::new(seed);
-        topo.instantiate(&mut net);
-        let routing = Arc::new(Routing::compute(&topo, &net, seed));
-        let switch_node = topo.nodes.iter().position(|n| n.role != Role::Host).expect("a rack has a switch") as NodeId;
-        let switch_index = topo.nodes[switch_node as usize].switch_index.expect("a switch has an index");
-        Ok(Rack { topo, net, routing, switch_node, switch_index })
-    }
-
-    pub fn host_node(&self, h: usize) -> NodeId {
-        self.topo.hosts[h]
-    }
-
-    pub fn ip(&self, h: usize) -> u32 {
-        self.topo.nodes[self.topo.hosts[h] as usize].ip
-    }
-
-    /// Host index of a node, if it is a host.
-    pub fn host_index(&self, node: NodeId) -> Option<usize> {
-        self.topo.nodes[node as usize].host_index.map(|h| h as usize)
-    }
+/// One switch and `hosts` hosts, links of `link_gbps`, a pass through the switch `pipeline_ns`.
+pub fn rack(hosts: u32, link_gbps: f64, pipeline_ns: u64, seed: u64) -> Result<Rack, ExperimentError> {
+    Rack::build(&TopologySpec { host_link_gbps: link_gbps, switch_pipeline_latency_ns: pipeline_ns, ..TopologySpec::rack(hosts) }, seed)
 }
 
 /// A UDP packet of a tenant: Geneve with the tenant's VNI and, when `dpf` is given, SwitchVM's
