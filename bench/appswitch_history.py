@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The history check's long form (issue 36; python/innet/appswitch_history.py): the randomized
+"""The history check's long form (issue 36; python/innet/appswitch/history.py): the randomized
 concurrent CQL workload through the real switch against real Cassandra 5 for `--duration`
 seconds, with the fault schedule (per 100 s: a SIGKILL restart, a 3 s SIGSTOP, a SIGTERM
 restart of the switch) and the switch's own link impairment (`--loss`, `--reorder`), every read
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 @contextmanager
 def servers(protocol: str, tmp: Path) -> Iterator:
     """The namespaces with the server of `protocol` started in the server namespace."""
-    from innet.appswitch_experiments import cassandra_topology
+    from innet.appswitch.experiments import cassandra_topology
     from innet.netns import REPO, Topology
 
     if protocol == "cql":
@@ -75,7 +75,7 @@ def main() -> int:
     ap.add_argument("--without-state-file", action="store_true",
                     help="run the switch without state_file (what issue 36 found: the check must fail)")
     a = ap.parse_args()
-    from innet.appswitch_history import run_history
+    from innet.appswitch.history import run_history
 
     a.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="innet-history-"))

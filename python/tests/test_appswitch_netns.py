@@ -2,7 +2,7 @@
 (python/innet/netns.py), a real Redis (scripts/redis.sh), a real memcached (scripts/memcached.sh) and a real Cassandra 5.0 from Maven
 Central jars (scripts/cassandra.sh) in the server namespace, `innet switch run --program
 appswitch` on the switch's ports, and the real drivers (redis-py, pymemcache, cassandra-driver) in the
-client namespace (python/innet/appswitch_workload.py). Every answer must equal what the server
+client namespace (python/innet/appswitch/workload.py). Every answer must equal what the server
 holds for that key at that moment, including across writes and under 1% loss and 1% reordering
 (the switch's --loss/--reorder: this kernel has no tc netem);
 hits must happen (the switch answers), no connection may be reset; garbage and non-KV traffic
@@ -31,7 +31,7 @@ def topology(name: str):
 
 
 def workload(t: Topology, args: list[str], timeout: float = 900) -> dict:
-    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", *args], check=False, timeout=timeout)
+    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", *args], check=False, timeout=timeout)
     if r.returncode not in (0, 1):
         raise AssertionError(f"workload failed ({r.returncode}): {r.stderr.decode(errors='replace')[-3000:]}")
     return json.loads(r.stdout)
@@ -114,7 +114,7 @@ GARBAGE = textwrap.dedent("""
 LITERAL = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[3])
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
     s.execute("CREATE KEYSPACE IF NOT EXISTS lit WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
     s.execute("CREATE TABLE IF NOT EXISTS lit.kv (k text PRIMARY KEY, v text)")

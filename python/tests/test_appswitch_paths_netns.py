@@ -10,8 +10,8 @@ import struct
 
 import pytest
 
-from innet.appswitch_cluster import estimate
-from innet.appswitch_timeline import cql_header, parse_frame, place_marks, summarize
+from innet.appswitch.cluster import estimate
+from innet.appswitch.timeline import cql_header, parse_frame, place_marks, summarize
 
 
 def frame(sport: int, dport: int, payload: bytes) -> bytes:

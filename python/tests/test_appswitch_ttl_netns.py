@@ -64,7 +64,7 @@ CQL = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     from cassandra.query import BatchStatement, SimpleStatement
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     host, protocol, ttl, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[4]), Path(sys.argv[5])
     def wait(name):
         deadline = time.time() + 300

@@ -1,12 +1,12 @@
 //! The application switch's experiments: the paper's figures on real packets (a real Cassandra,
 //! network namespaces, `innet switch run`) and the pcap-replay throughput. They are declared here
 //! like every other experiment; their runs orchestrate processes, so the Python module
-//! `innet.appswitch_runner` runs them with the parameters the registry resolved.
+//! `innet.appswitch.runner` runs them with the parameters the registry resolved.
 
 use innet_registry::{Experiment, ParamSpec, PythonExperiment};
 
 /// The Python module that runs every experiment of this crate.
-pub const RUNNER: &str = "innet.appswitch_runner";
+pub const RUNNER: &str = "innet.appswitch.runner";
 
 const fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
     ParamSpec { name, default, doc }
@@ -165,6 +165,6 @@ mod tests {
         assert!(err.contains("'queries'") && err.contains("integer"), "{err}");
         let mut noop = |_: f64| {};
         let err = e.run(&BTreeMap::new(), true, &mut noop).unwrap_err().to_string();
-        assert!(err.contains("innet.appswitch_runner"), "{err}");
+        assert!(err.contains("innet.appswitch.runner"), "{err}");
     }
 }

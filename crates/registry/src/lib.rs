@@ -83,7 +83,7 @@ pub struct PythonExperiment {
     pub params: Vec<ParamSpec>,
     /// `--quick` values, as TOML literals.
     pub quick: &'static [(&'static str, &'static str)],
-    /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch_runner`.
+    /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch.runner`.
     pub module: &'static str,
 }
 

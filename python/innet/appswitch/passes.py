@@ -1,6 +1,6 @@
 """The application switch's Figs. 17 and 19 on real packets (need root: network namespaces, a
 real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs and run by
-innet.appswitch_runner.
+innet.appswitch.runner.
 
 appswitch.connections (Fig. 17, §5.4): 1..64 connections per client, 1 or 2 client machines
 (two client namespaces bridged onto the switch's client port, each its own source address),
@@ -139,7 +139,7 @@ def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, quer
     ready = [workdir / f"ready-{tag}-{j}" for j in range(nclients)]
     go = workdir / f"go-{tag}"
     for j, (ns, _ip) in enumerate(t.client_namespaces()[:nclients]):
-        cmd = [*(prefix or []), sys.executable, "-m", "innet.appswitch_workload", "connections", *common,
+        cmd = [*(prefix or []), sys.executable, "-m", "innet.appswitch.workload", "connections", *common,
                "--seed", str(seed + 1000 * j), "--ops", str(queries), "--conns", str(conns),
                "--ready-file", str(ready[j]), "--go-file", str(go)]
         procs.append(t.popen(ns, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
@@ -188,7 +188,7 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
         _start_cassandra(t, cdir)
         progress(0.1)
         t.start_switch("forward")
-        t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", "turnaround", *common, "--seed", str(seed),
+        t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", "turnaround", *common, "--seed", str(seed),
                           "--setup", "--ops", "0"], timeout=1800)
         load(1, 1, "warm")  # warm-up pass, discarded (Cassandra's JIT, flushes after loading)
         t.stop_switch()
@@ -255,8 +255,8 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
 
 def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
-    from innet.appswitch_experiments import _lru_hits
-    from innet.appswitch_workload import lexical_layout
+    from innet.appswitch.experiments import lru_hits
+    from innet.appswitch.workload import lexical_layout
     from innet.stats import median_ci
 
     key_lens, rounds = _ints(p["key_lens"]), int(p["rounds"])
@@ -280,7 +280,7 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
     results, rows = [], {k: [] for k in ("key_len", "round", "mode", "query", "key", "hit", "turnaround_us")}
 
     def workload(extra: list[str]) -> list:
-        cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+        cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
         return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
@@ -311,7 +311,7 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                         t.start_switch("appswitch", sets, extra=["--stats-json", str(stats_path)])
                     samples = workload(["--ops", str(queries), "--literal", "--only-len", str(n)])
                     h = _stop_switch_counters(t, None if mode == "normal" else stats_path)["hits"]
-                    replay = _lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
+                    replay = lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
                     if mode != "normal" and h != sum(replay):
                         raise RuntimeError(f"{mode} N={n}: the switch counted {h} hits, the LRU replay {sum(replay)}: "
                                            "hit classification would be wrong")

@@ -1,7 +1,7 @@
 """The application switch's experiments on real packets (they need root: network namespaces, a
 real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
 orchestrate processes; crates/appswitch/src/experiments.rs declares them and
-innet.appswitch_runner runs them by name.
+innet.appswitch.runner runs them by name.
 
 appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
 values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
@@ -99,7 +99,7 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
             raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
 
         def workload(extra: list[str], zipf: float, rr: float) -> list:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                    "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                    "--tables", str(tables), "--keys-per-table", str(kpt), "--read-ratio", str(rr), *extra]
             return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
@@ -148,7 +148,7 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
     return json.dumps(summary, indent=2) + "\n", {"points": rows}
 
 
-def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
+def lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
     lru: OrderedDict = OrderedDict()
     out = []
     for k in keys:
@@ -190,7 +190,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
         progress(0.2)
 
         def workload(extra: list[str]) -> dict:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                    "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                    "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
             out = t.exec(t.client, cmd, timeout=1800)
@@ -233,7 +233,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
         if [(n, i) for _, n, i, _ in samples] != sequence:
             raise RuntimeError(f"round {rnd} ({mode}) sent another query sequence than the first pass: "
                                "rounds could not be compared query by query")
-    hits = _lru_hits(sequence, cache)
+    hits = lru_hits(sequence, cache)
     for rnd, mode, _, report in passes:
         if mode == "appswitch" and int(report["hits"]) != sum(hits):
             raise RuntimeError(f"round {rnd}: the switch counted {report['hits']} hits, the LRU replay "

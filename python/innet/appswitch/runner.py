@@ -2,8 +2,8 @@
 (names, parameters, quick forms) in the one experiment registry. ``innet.api.run`` calls
 ``run(name, params, progress)`` with the parameters the registry resolved; the runs themselves
 (namespaces, a real Cassandra, ``innet switch run``, pcap replays) are in
-``innet.appswitch_experiments`` (Figs. 12, 15, 16, 18, 23), ``innet.appswitch_figs``
-(Figs. 17, 19), ``innet.appswitch_timeline`` (Figs. 13-14) and ``innet.appswitch_cluster``
+``innet.appswitch.experiments`` (Figs. 12, 15, 16, 18, 23), ``innet.appswitch.passes``
+(Figs. 17, 19), ``innet.appswitch.timeline`` (Figs. 13-14) and ``innet.appswitch.cluster``
 (Fig. 22)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from innet import appswitch_cluster as cluster
-from innet import appswitch_experiments as exp
-from innet import appswitch_figs as figs
-from innet import appswitch_timeline as timeline
+from innet.appswitch import cluster
+from innet.appswitch import experiments as exp
+from innet.appswitch import passes
+from innet.appswitch import timeline
 
 Params = dict[str, Any]
 Runner = Callable[[Params, Callable[[float], None]], tuple[str, dict[str, dict[str, list]]]]
@@ -25,8 +25,8 @@ RUNNERS: dict[str, Runner] = {
     "appswitch.skew": lambda p, progress: exp.sweep("appswitch.skew", p, progress),
     "appswitch.readwrite": lambda p, progress: exp.sweep("appswitch.readwrite", p, progress),
     "appswitch.throughput": exp.throughput,
-    "appswitch.connections": figs.connections,
-    "appswitch.lexical": figs.lexical,
+    "appswitch.connections": passes.connections,
+    "appswitch.lexical": passes.lexical,
     "appswitch.timeline": timeline.timeline,
     "appswitch.cluster": cluster.cluster,
 }

@@ -3,7 +3,7 @@ inner Ethernet/IPv4/UDP frame, built byte by byte (checksums included), and the 
 a receiver gets. Used by the netns test and the replay-benchmark captures.
 
     from innet import _native
-    from innet.switchvm_frames import geneve, outer_frame
+    from innet.switchvm.frames import geneve, outer_frame
     opts = _native.switchvm_options(counter_source, stack=[3])   # code + stack in the packet
     payload = geneve(7, opts, b"hello")                           # send to UDP port 6081
 """
