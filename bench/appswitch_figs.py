@@ -93,7 +93,7 @@ def main() -> int:
         print(f"appswitch_figs: Fig. 19 queries tables of length {LEXICAL_LENS}: --tables must be >= 16", file=sys.stderr)
         return 2
 
-    from innet.appswitch.experiments import cassandra_topology
+    from innet.appswitch.experiments import experiment_rig
     from innet.appswitch.passes import connections_pass
     from innet.appswitch.workload import lexical_layout
 
@@ -104,9 +104,9 @@ def main() -> int:
     passes: list[dict] = []
     tmp = Path(tempfile.mkdtemp(prefix="innet-bench-figs-"))
     clients = max(FIG17_CLIENTS) if "17" in figs else 1
-    with cassandra_topology("bench/appswitch_figs.py", "axb", tmp / "cassandra", clients=clients) as t:
+    with experiment_rig("bench/appswitch_figs.py", "axb", clients=clients) as t:
         if pin:
-            for pidfile in (tmp / "cassandra").glob("node*/cassandra.pid"):
+            for pidfile in t.workdir().glob("cassandra*/cassandra.pid"):
                 subprocess.run(["taskset", "-a", "-cp", "1", pidfile.read_text().strip()], capture_output=True, check=True)
 
         pin_client = ["taskset", "-c", "0"] if pin else []

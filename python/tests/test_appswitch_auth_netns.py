@@ -11,11 +11,11 @@ import json
 import os
 import sys
 
-from netns_rig import cassandra, program_counter, stop_switch_stats, topology_up
+from netns_rig import program_counter, stop_switch_stats, topology_up
 
 
 def test_no_user_gets_an_answer_cassandra_would_refuse_them(cassandra_cache, tmp_path):
-    with topology_up(f"au{os.getpid() % 10000}", "the application switch") as t, cassandra(t, auth=True):
+    with topology_up(f"au{os.getpid() % 10000}", "the application switch", cassandra=True, auth=True) as t:
         stats = tmp_path / "stats.json"
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats)])
         r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.semantics", "auth", "--host", t.server_ip],

@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 
 from innet.netns import REPO, Topology
-from netns_rig import cassandra, program_counter, stop_switch_stats, topology_up
+from netns_rig import program_counter, stop_switch_stats, topology_up
 
 
 @pytest.fixture(scope="module")
 def rig(cassandra_cache):
-    with topology_up(f"ac{abs(hash('conn')) % 10000}", "the application switch") as t, cassandra(t):
+    with topology_up(f"ac{abs(hash('conn')) % 10000}", "the application switch", cassandra=True) as t:
         yield t
 
 

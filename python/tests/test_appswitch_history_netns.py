@@ -26,8 +26,8 @@ DURATION = float(os.environ.get("INNET_HISTORY_S", "40"))
 
 
 @pytest.fixture(scope="module")
-def rig(cassandra_cache, tmp_path_factory):
-    with all_servers(f"ah{abs(hash('history')) % 10000}", "the application switch", tmp_path_factory.mktemp("kv")) as t:
+def rig(cassandra_cache):
+    with all_servers(f"ah{abs(hash('history')) % 10000}", "the application switch") as t:
         yield t
 
 

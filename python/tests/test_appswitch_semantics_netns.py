@@ -23,7 +23,7 @@ import pytest
 
 from innet.appswitch.semantics import CASES
 from innet.netns import Topology
-from netns_rig import cassandra, topology_up
+from netns_rig import topology_up
 
 OPS = int(os.environ.get("INNET_APPSWITCH_SEM_OPS", "400"))
 
@@ -32,7 +32,7 @@ OPS = int(os.environ.get("INNET_APPSWITCH_SEM_OPS", "400"))
 def env(cassandra_cache, tmp_path_factory):
     sock = str(tmp_path_factory.mktemp("truth") / "truth.sock")
     stats = tmp_path_factory.mktemp("switch") / "stats.json"
-    with topology_up(f"sem{os.getpid() % 10000}", "the application switch") as t, cassandra(t):
+    with topology_up(f"sem{os.getpid() % 10000}", "the application switch", cassandra=True) as t:
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "256"}, extra=["--stats-json", str(stats)])
         truth = t.popen(t.server, [sys.executable, "-m", "innet.appswitch.semantics", "truth", "--host", t.server_ip,
                                    "--socket", sock], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

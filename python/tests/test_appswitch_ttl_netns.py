@@ -32,8 +32,8 @@ TTL = 6  # seconds: long enough to restart the switch and reconnect before it ru
 
 
 @pytest.fixture(scope="module")
-def rig(cassandra_cache, tmp_path_factory):
-    with all_servers(f"at{abs(hash('ttl')) % 10000}", "the application switch", tmp_path_factory.mktemp("kv")) as t:
+def rig(cassandra_cache):
+    with all_servers(f"at{abs(hash('ttl')) % 10000}", "the application switch") as t:
         yield t
 
 

@@ -55,13 +55,13 @@ def estimate(h: float, normal_s1: float, normal_s2: float, hit: float, miss_s1: 
 
 
 def cluster(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    from innet.appswitch.experiments import cassandra_topology, lru_hits
+    from innet.appswitch.experiments import experiment_rig, lru_hits
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig22-"))
     progress(0.02)
-    with cassandra_topology("appswitch.cluster", "axc", tmp / "cassandra", servers=2, heap=f"{int(p['heap_mb'])}M") as t:
+    with experiment_rig("appswitch.cluster", "axc", servers=2, heap=f"{int(p['heap_mb'])}M") as t:
         progress(0.3)
 
         def workload(extra: list[str]) -> dict:

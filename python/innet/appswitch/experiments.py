@@ -23,43 +23,21 @@ import subprocess
 import sys
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 
-@contextmanager
-def cassandra_topology(name: str, prefix: str, cdir: Path, servers: int = 1, clients: int = 1,
-                       heap: str | None = None) -> Iterator:
-    """The namespaces (innet.netns.Topology) with a Cassandra node started in each server
-    namespace (scripts/cassandra.sh; node 2 joins node 1's cluster, started after it), torn
-    down and the nodes' directories under `cdir` removed on exit. Not root: a UserInputError
-    naming `name`."""
+def experiment_rig(name: str, prefix: str, **rig):
+    """innet.netns.rig for experiment (or bench) `name`: namespaces tagged `prefix` and this
+    process's id, a Cassandra node per server namespace unless ``cassandra=False``; without root,
+    a UserInputError naming `name`."""
     from innet import _native
-    from innet.netns import REPO, NetnsUnavailable, Topology
+    from innet.netns import rig as netns_rig
 
-    t = Topology(tag=f"{prefix}{os.getpid() % 10000}", servers=servers, clients=clients)
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    dirs = [cdir / f"node{k + 1}" for k in range(servers)]
-    try:
-        for d, (ns, ip) in zip(dirs, t.server_namespaces()):
-            env = dict(os.environ, INNET_CASSANDRA_SEEDS=t.server_ip)
-            if heap:
-                env["INNET_CASSANDRA_HEAP"] = heap
-            r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(d), ip, ns],
-                               capture_output=True, text=True, timeout=900, env=env)
-            if r.returncode != 0:
-                raise RuntimeError(f"Cassandra at {ip} did not start: {r.stderr[-2000:]}")
-        yield t
-    finally:
-        t.down()
-        for d in dirs:
-            subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(d)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
+    def unavailable(e: Exception) -> Exception:
+        return _native.UserInputError(f"{name} needs network namespaces: {e}")
+
+    return netns_rig(f"{prefix}{os.getpid() % 10000}", unavailable, **{"cassandra": True, **rig})
 
 
 def _floats(v: str) -> list[float]:
@@ -70,8 +48,6 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
     """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
     (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
     = the switch's hits / reads issued."""
-    from innet.netns import REPO, NetnsUnavailable, Topology
-
     queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
     tables, kpt = int(p["tables"]), int(p["keys_per_table"])
     if name == "appswitch.cachesize":
@@ -81,22 +57,11 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
                   for r in _floats(p["read_ratios"])]
-    t = Topology(tag=f"axs{os.getpid() % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    cdir = Path(tempfile.mkdtemp(prefix="innet-appswitch-sweep-"))
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
     results = []
-    try:
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+    with experiment_rig(name, "axs") as t:
+        cdir = t.workdir()
 
         def workload(extra: list[str], zipf: float, rr: float) -> list:
             cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
@@ -140,10 +105,6 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
                             "vs_normal": (out["appswitch"]["mean_us"] / out["normal"]["mean_us"] - 1.0)
                             if out["normal"]["mean_us"] else None})
             progress((k + 1) / len(points))
-    finally:
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
     summary = {"experiment": name, "seed": seed, "params": p, "points": results}
     return json.dumps(summary, indent=2) + "\n", {"points": rows}
 
@@ -166,7 +127,6 @@ def lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
 
 def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
-    from innet.netns import REPO, NetnsUnavailable, Topology
     from innet.stats import median_ci
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
@@ -174,19 +134,10 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     rounds = int(p["rounds"])
     if rounds < 1:
         raise _native.UserInputError("appswitch.turnaround: rounds must be at least 1")
-    t = Topology(tag=f"axp{os.getpid() % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        raise _native.UserInputError(f"appswitch.turnaround needs network namespaces: {e}") from e
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig12-"))
     passes: list[tuple[int, str, list, dict]] = []  # (round, mode, samples, switch report)
-    try:
-        progress(0.02)
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+    progress(0.02)
+    with experiment_rig("appswitch.turnaround", "axp") as t:
+        cdir = t.workdir()
         progress(0.2)
 
         def workload(extra: list[str]) -> dict:
@@ -220,10 +171,6 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
                 report = json.loads(stats_path.read_text())["program_report"] if mode == "appswitch" else {}
                 passes.append((rnd, mode, samples, report))
                 progress(0.35 + 0.6 * len(passes) / (2 * rounds))
-    finally:
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
 
     # Every pass sends the same query sequence (same seed), and each cached pass starts cold, so
     # which queries hit is the same in every round: the LRU replay on the sequence, checked
@@ -308,30 +255,20 @@ def throughput(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     `forward` program on the CQL miss capture is the runtime's own ceiling."""
     import struct
 
-    from innet import _native
+    from innet import _native, ipv4
 
     exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
     if exchanges < 1 or repeat < 1:
         raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
-
-    def csum(b: bytes) -> int:
-        if len(b) % 2:
-            b += b"\0"
-        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        return ~s & 0xFFFF
 
     def tcp_frame(to_server: bool, port: int, seq: int, ack: int, flags: int, payload: bytes) -> bytes:
         cip, sip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
         src, dst, sp, dp = (cip, sip, 40000, port) if to_server else (sip, cip, port, 40000)
         opts = b"\x01\x01\x08\x0a" + struct.pack("!II", seq & 0xFFFFFFFF, ack & 0xFFFFFFFF)
         tcp = struct.pack("!HHIIBBHHH", sp, dp, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (32 // 4) << 4, flags, 500, 0, 0) + opts
-        pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp) + len(payload))
-        c = csum(pseudo + tcp + payload)
+        c = ipv4.checksum(ipv4.pseudo_header(src, dst, ipv4.TCP, len(tcp) + len(payload)) + tcp + payload)
         tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0x4000, 64, 6, 0, src, dst)
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        ip = ipv4.header(src, dst, ipv4.TCP, len(tcp) + len(payload))
         return bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip + tcp + payload
 
     def capture(path: Path, port: int, exchanges_iter) -> int:

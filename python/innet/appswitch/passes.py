@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
+
+from innet.appswitch.experiments import experiment_rig, lru_hits
 
 
 def _ints(v: str) -> list[int]:
@@ -45,36 +45,6 @@ def _mean(xs: list[float]) -> float | None:
 
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
-
-
-def _bring_up(name: str, clients: int, tag: str):
-    from innet.netns import NetnsUnavailable, Topology
-
-    t = Topology(tag=tag, clients=clients)
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    return t
-
-
-def _start_cassandra(t, cdir: Path) -> None:
-    from innet.netns import REPO
-
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
-
-
-def _tear_down(t, cdir: Path) -> None:
-    from innet.netns import REPO
-
-    t.down()
-    subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-    subprocess.run(["rm", "-rf", str(cdir)])
 
 
 # The switch's counters a pass reports (its `program_report`, as integers).
@@ -172,20 +142,17 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
             raise _native.UserInputError(f"appswitch.connections: conns={c}: expected 1..1024")
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
-    t = _bring_up("appswitch.connections", max(clients_list), f"axc{os.getpid() % 10000}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig17-"))
     points = [(nc, c) for nc in clients_list for c in conns_list]
     results, rows = [], {k: [] for k in ("clients", "conns", "mode", "client", "conn", "table_len", "key", "hit",
                                          "turnaround_us")}
 
-    common = ["--host", t.server_ip, "--protocol", str(protocol), "--zipf", str(zipf), "--tables", str(tables),
-              "--keys-per-table", str(kpt)]
-
     def load(nclients: int, conns: int, tag: str) -> tuple[list[list], list[str]]:
         return connections_pass(t, cdir, tag, nclients, conns, queries, seed, common)
 
-    try:
-        _start_cassandra(t, cdir)
+    with experiment_rig("appswitch.connections", "axc", clients=max(clients_list)) as t:
+        cdir = t.workdir()
+        common = ["--host", t.server_ip, "--protocol", str(protocol), "--zipf", str(zipf), "--tables", str(tables),
+                  "--keys-per-table", str(kpt)]
         progress(0.1)
         t.start_switch("forward")
         t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", "turnaround", *common, "--seed", str(seed),
@@ -235,8 +202,6 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
                             rows[key].append(val)
                         i += 1
             progress(0.1 + 0.9 * (k + 1) / len(points))
-    finally:
-        _tear_down(t, cdir)
     derived = {}
     for nc in clients_list:
         g = sorted((x for x in results if x["clients"] == nc), key=lambda x: x["conns"])
@@ -255,7 +220,6 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
 
 def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
-    from innet.appswitch.experiments import lru_hits
     from innet.appswitch.workload import lexical_layout
     from innet.stats import median_ci
 
@@ -271,8 +235,6 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
         raise _native.UserInputError("appswitch.lexical: keys_per_table > 256 needs key lengths >= 3")
     if rounds < 1:
         raise _native.UserInputError("appswitch.lexical: rounds must be at least 1")
-    t = _bring_up("appswitch.lexical", 1, f"axl{os.getpid() % 10000}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig19-"))
     modes = ["normal", "lexical", "fixed"]
     # Round r runs the modes in the r-th of their 6 orders, so over 6 rounds each mode precedes
     # each other one equally often (a plain rotation puts lexical before fixed in 2 of 3 rounds).
@@ -285,8 +247,8 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
         return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
 
-    try:
-        _start_cassandra(t, cdir)
+    with experiment_rig("appswitch.lexical", "axl") as t:
+        cdir = t.workdir()
         progress(0.1)
         t.start_switch("forward")
         workload(["--setup", "--ops", "0"])
@@ -347,8 +309,6 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                                               if a and b]
             lex["lexical_vs_fixed"] = (statistics.median(lex["lexical_vs_fixed_rounds"])
                                        if lex["lexical_vs_fixed_rounds"] else None)
-    finally:
-        _tear_down(t, cdir)
     # Over every key length and round: the median difference with its distribution-free 95 %
     # interval (a direction only where it excludes zero).
     lv = [d for x in results for d in x.get("lexical_vs_fixed_rounds", [])]

@@ -218,7 +218,7 @@ def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str,
     """appswitch.timeline: Cassandra in the server namespace, the §5.1 table of name length
     `table_len` loaded, the application switch on the switch's ports, a capture on each of the
     four interfaces, `pairs` miss/hit query pairs; marks placed and summarized."""
-    from innet.appswitch.experiments import cassandra_topology
+    from innet.appswitch.experiments import experiment_rig
 
     pairs, protocol, tlen = int(p["pairs"]), int(p["protocol"]), int(p["table_len"])
     gap_ms, kpt = float(p["gap_ms"]), int(p["keys_per_table"])
@@ -229,7 +229,7 @@ def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str,
                                      f"1 <= table_len <= 16; got pairs={pairs}, table_len={tlen}")
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig13-"))
     caps: list[subprocess.Popen] = []
-    with cassandra_topology("appswitch.timeline", "axt", tmp / "cassandra") as t:
+    with experiment_rig("appswitch.timeline", "axt") as t:
         progress(0.3)
 
         def workload(args: list[str]) -> dict:
