@@ -1,12 +1,10 @@
 //! The application switch's experiments: the paper's figures on real packets (a real Cassandra,
 //! network namespaces, `innet switch run`) and the pcap-replay throughput. They are declared here
-//! like every other experiment; their runs orchestrate processes, so the Python module
-//! `innet.appswitch.runner` runs them with the parameters the registry resolved.
+//! like every other experiment; their runs orchestrate processes, so each names the Python
+//! function that runs it (`innet.appswitch.<module>:<function>`, called with the experiment's
+//! name and the parameters the registry resolved). This list is the only one of them.
 
 use innet_registry::{Experiment, ParamSpec, PythonExperiment};
-
-/// The Python module that runs every experiment of this crate.
-pub const RUNNER: &str = "innet.appswitch.runner";
 
 const fn p(name: &'static str, default: &'static str, doc: &'static str) -> ParamSpec {
     ParamSpec { name, default, doc }
@@ -32,15 +30,17 @@ const ZIPF: ParamSpec = p("zipf", "1.0", "Zipf exponent of the key popularity");
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
     fn e(
         name: &'static str,
+        module: &'static str,
         description: &'static str,
         params: Vec<ParamSpec>,
         quick: &'static [(&'static str, &'static str)],
     ) -> Box<dyn Experiment> {
-        Box::new(PythonExperiment { name, description, params, quick, module: RUNNER })
+        Box::new(PythonExperiment { name, description, params, quick, module })
     }
     vec![
         e(
             "appswitch.turnaround",
+            "innet.appswitch.experiments:turnaround",
             "Fig. 12 on real packets: Cassandra 5.0 + the application switch in network namespaces; \
              mean turnaround normal vs with cache, hit vs miss (needs root)",
             cql_workload(&[
@@ -53,18 +53,21 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.cachesize",
+            "innet.appswitch.experiments:sweep",
             "Fig. 15 on real packets: mean turnaround and hit ratio vs cache size (4..1,024), Cassandra 5.0 (needs root)",
             cql_workload(&[p("sizes", "\"4,16,64,256,1024\"", "cache sizes (keys)"), p("queries", "1000", QUERIES.doc), ZIPF]),
             &[("sizes", "\"4,64,512\""), ("queries", "400"), ("tables", "8"), ("keys_per_table", "64")],
         ),
         e(
             "appswitch.skew",
+            "innet.appswitch.experiments:sweep",
             "Fig. 16 on real packets: mean turnaround normal vs with cache for Zipf k = 0.5..1.5 (needs root)",
             cql_workload(&[p("zipfs", "\"0.5,0.75,1.0,1.25,1.5\"", "Zipf exponents"), QUERIES, CACHE]),
             &[("zipfs", "\"0.5,1.5\""), ("queries", "400"), ("tables", "8"), ("keys_per_table", "64")],
         ),
         e(
             "appswitch.readwrite",
+            "innet.appswitch.experiments:sweep",
             "Fig. 18 on real packets: mean turnaround normal vs with cache for read:write 10:0..0:10 (needs root)",
             cql_workload(&[
                 p("read_ratios", "\"1.0,0.9,0.5,0.1,0.0\"", "fraction of reads (the rest are UPDATEs)"),
@@ -76,6 +79,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.throughput",
+            "innet.appswitch.experiments:throughput",
             "Fig. 23: packets per second through the application switch program from a pcap replay \
              (in memory, one core), CQL and Redis, all-hit and all-miss captures",
             vec![
@@ -86,6 +90,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.connections",
+            "innet.appswitch.passes:connections",
             "Fig. 17 on real packets: mean turnaround normal vs with cache for 1..64 connections \
              per client and 1..2 client namespaces, Cassandra 5.0 (needs root)",
             cql_workload(&[
@@ -99,6 +104,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.lexical",
+            "innet.appswitch.passes:lexical",
             "Fig. 19 on real packets: mean turnaround with lexical analysis vs a fixed-offset key \
              parser vs normal, literal SELECTs of fixed-length keys, Cassandra 5.0 (needs root)",
             cql_workload(&[
@@ -112,6 +118,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.timeline",
+            "innet.appswitch.timeline:timeline",
             "Figs. 13-14 on real packets: one query's frames timestamped on the client's, both switch \
              ports' and the server's interfaces, the paper's marks A-E, for cache misses and hits (needs root)",
             vec![
@@ -126,6 +133,7 @@ pub fn experiments() -> Vec<Box<dyn Experiment>> {
         ),
         e(
             "appswitch.cluster",
+            "innet.appswitch.cluster:cluster",
             "Fig. 22 on real packets: a two-node Cassandra 5.0 cluster (RF 1, consistency ONE), the \
              client on Server1, the switch in front; hit/miss x Server1/Server2 and the paper's \
              estimate of the coordinator cache (needs root)",
@@ -148,7 +156,8 @@ mod tests {
         for e in experiments() {
             let info = e.info();
             let Runner::Python { module, quick } = e.runner() else { panic!("{} should run in Python", info.name) };
-            assert_eq!(module, RUNNER);
+            let (m, f) = module.split_once(':').expect("module:function");
+            assert!(m.starts_with("innet.appswitch.") && !f.is_empty(), "{}: runner {module}", info.name);
             for (k, _) in quick {
                 assert!(info.params.iter().any(|p| p.name == *k), "{}: quick key {k} is not a parameter", info.name);
             }
@@ -165,6 +174,6 @@ mod tests {
         assert!(err.contains("'queries'") && err.contains("integer"), "{err}");
         let mut noop = |_: f64| {};
         let err = e.run(&BTreeMap::new(), true, &mut noop).unwrap_err().to_string();
-        assert!(err.contains("innet.appswitch.runner"), "{err}");
+        assert!(err.contains("innet.appswitch.experiments:turnaround"), "{err}");
     }
 }

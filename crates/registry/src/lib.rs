@@ -83,7 +83,8 @@ pub struct PythonExperiment {
     pub params: Vec<ParamSpec>,
     /// `--quick` values, as TOML literals.
     pub quick: &'static [(&'static str, &'static str)],
-    /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch.runner`.
+    /// The Python function that runs it, `module:function`, called as `function(name, params,
+    /// progress)`, e.g. `innet.appswitch.experiments:turnaround`.
     pub module: &'static str,
 }
 

@@ -1,8 +1,7 @@
 """The application switch's real-packet experiments (declared in crates/appswitch/src/experiments.rs,
-run by ``runner``): a real Cassandra (or Redis, memcached) in network namespaces (innet.netns)
+each naming the function here that runs it): a real Cassandra (or Redis, memcached) in network namespaces (innet.netns)
 with ``innet switch run`` between client and server.
 
-- ``runner``: the registry's entry point, by experiment name;
 - ``experiments``: Figs. 12, 15, 16, 18 (one client through a normal and an application switch)
   and 23 (pcap-replay throughput); ``passes``: Figs. 17 and 19 (passes of one workload through the
   switch's modes: connections per client, lexical analysis vs fixed layout); ``timeline``: Figs.

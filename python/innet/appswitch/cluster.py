@@ -1,8 +1,8 @@
 """The application switch's Fig. 22 (§5.7, "performance with multiple servers") on real packets:
 a two-node Cassandra cluster (replication factor 1, consistency ONE) behind the switch, the
 client connected to Server1 only, and the paper's *estimate* of the coordinator cache of Vakili
-et al. Declared in crates/appswitch/src/experiments.rs (`appswitch.cluster`), run by
-innet.appswitch.runner.
+et al. Declared in crates/appswitch/src/experiments.rs (`appswitch.cluster`), which names
+``cluster`` here to run it.
 
 Topology (innet.netns.Topology(servers=2)): Server1 (10.77.0.2) and Server2 (10.77.0.4) share
 the switch's server link through a bridge in Server1's namespace; their inter-node traffic stays
@@ -54,7 +54,7 @@ def estimate(h: float, normal_s1: float, normal_s2: float, hit: float, miss_s1: 
     }
 
 
-def cluster(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def cluster(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet.appswitch.experiments import experiment_rig, lru_hits
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])

@@ -1,7 +1,7 @@
 """The application switch's experiments on real packets (they need root: network namespaces, a
 real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
-orchestrate processes; crates/appswitch/src/experiments.rs declares them and
-innet.appswitch.runner runs them by name.
+orchestrate processes; crates/appswitch/src/experiments.rs declares them, each naming the function
+here that runs it.
 
 appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
 values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
@@ -40,8 +40,16 @@ def experiment_rig(name: str, prefix: str, **rig):
     return netns_rig(f"{prefix}{os.getpid() % 10000}", unavailable, **{"cassandra": True, **rig})
 
 
-def _floats(v: str) -> list[float]:
-    return [float(x) for x in v.split(",") if x.strip()]
+def number_list(name: str, p: dict[str, Any], key: str, kind: Callable[[float], Any] = float) -> list:
+    """Parameter `key` of experiment `name`, a comma-separated list of numbers (each as `kind`);
+    anything else is a UserInputError naming the parameter (the registry resolves it as a string)."""
+    v = p[key]
+    try:
+        return [kind(float(x)) for x in str(v).split(",") if x.strip()]
+    except ValueError:
+        from innet import _native
+
+        raise _native.UserInputError(f"{name}: parameter {key}={v!r}: expected a comma-separated list of numbers") from None
 
 
 def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
@@ -51,12 +59,12 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
     queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
     tables, kpt = int(p["tables"]), int(p["keys_per_table"])
     if name == "appswitch.cachesize":
-        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in _floats(p["sizes"])]
+        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in number_list(name, p, "sizes")]
     elif name == "appswitch.skew":
-        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in _floats(p["zipfs"])]
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in number_list(name, p, "zipfs")]
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
-                  for r in _floats(p["read_ratios"])]
+                  for r in number_list(name, p, "read_ratios")]
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
     results = []
@@ -125,7 +133,7 @@ def lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
     return out
 
 
-def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def turnaround(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
     from innet.stats import median_ci
 
@@ -242,116 +250,31 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
 
 
-def throughput(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def throughput(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.throughput (Fig. 23): packets per second through the application switch program,
     measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
     through the program in memory on one core (`innet bench switch`, crates/switch/src/real/
-    bench.rs), no sockets. Four captures, written here (the same shapes as
-    crates/appswitch/src/bench_capture.rs, docs/appswitch.md "Throughput captures"): one client
+    bench.rs), no sockets. Four captures, written in Rust (crates/appswitch/src/bench_capture.rs
+    through `_native.appswitch_capture`; docs/appswitch.md "Throughput captures"): one client
     connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or
     Redis (GET), whose reads all miss (a new key each, more keys than the cache holds: request,
     answer, client ACK) or all hit (one key, put in the cache by a write first: request and the
     client's ACK of the switch's reply; the server sees and sends nothing for them). The
     `forward` program on the CQL miss capture is the runtime's own ceiling."""
-    import struct
-
-    from innet import _native, ipv4
+    from innet import _native
 
     exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
     if exchanges < 1 or repeat < 1:
         raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
-
-    def tcp_frame(to_server: bool, port: int, seq: int, ack: int, flags: int, payload: bytes) -> bytes:
-        cip, sip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
-        src, dst, sp, dp = (cip, sip, 40000, port) if to_server else (sip, cip, port, 40000)
-        opts = b"\x01\x01\x08\x0a" + struct.pack("!II", seq & 0xFFFFFFFF, ack & 0xFFFFFFFF)
-        tcp = struct.pack("!HHIIBBHHH", sp, dp, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (32 // 4) << 4, flags, 500, 0, 0) + opts
-        c = ipv4.checksum(ipv4.pseudo_header(src, dst, ipv4.TCP, len(tcp) + len(payload)) + tcp + payload)
-        tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-        ip = ipv4.header(src, dst, ipv4.TCP, len(tcp) + len(payload))
-        return bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip + tcp + payload
-
-    def capture(path: Path, port: int, exchanges_iter) -> int:
-        ack_f, psh_f, syn_f = 0x10, 0x08, 0x02
-        # Client→server stream in the client's / server's view, and server→client likewise.
-        c_cli = c_srv = 1001
-        s_cli = s_srv = 5001
-        frames = [tcp_frame(True, port, 1000, 0, syn_f, b""), tcp_frame(False, port, 5000, 1001, syn_f | ack_f, b""),
-                  tcp_frame(True, port, 1001, 5001, ack_f, b"")]
-        for req, ans, by_switch in exchanges_iter:
-            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f | psh_f, req))
-            c_cli += len(req)
-            if not by_switch:
-                c_srv += len(req)
-                frames.append(tcp_frame(False, port, s_srv, c_srv, ack_f | psh_f, ans))
-                s_srv += len(ans)
-            s_cli += len(ans)
-            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f, b""))
-        out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-        for i, f in enumerate(frames):
-            out.append(struct.pack("<IIII", i // 1000, (i % 1000) * 1000, len(f), len(f)) + f)
-        path.write_bytes(b"".join(out))
-        return len(frames)
-
-    def cql_exchanges(hit: bool):
-        def frame(resp: bool, stream: int, op: int, body: bytes) -> bytes:
-            return struct.pack("!BBhBi", 0x84 if resp else 0x04, 0, stream, op, len(body)) + body
-
-        def string(x: bytes) -> bytes:
-            return struct.pack("!H", len(x)) + x
-
-        q = b"SELECT v FROM ks.kv WHERE k = ?"
-        pid = b"0123456789abcdef"
-        # RESULT Prepared (v4): id; bind metadata (GLOBAL_TABLES_SPEC, 1 column, pk index 0, ks.kv,
-        # k int); result metadata NO_METADATA with 1 column.
-        prepared = (struct.pack("!i", 4) + string(pid) + struct.pack("!iiiH", 1, 1, 1, 0) + string(b"ks") + string(b"kv")
-                    + string(b"k") + struct.pack("!H", 0x0009) + struct.pack("!ii", 4, 1))
-        yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared), False
-        # The driver's read of the tables' options (the switch caches a table only once it has
-        # seen them): RESULT Rows, GLOBAL_TABLES_SPEC system_schema.tables, columns keyspace_name
-        # text, table_name text, default_time_to_live int; one row ks, kv, 0.
-        st = b"SELECT * FROM system_schema.tables"
-        tables = (struct.pack("!iii", 2, 1, 3) + string(b"system_schema") + string(b"tables")
-                  + string(b"keyspace_name") + struct.pack("!H", 0x000D) + string(b"table_name")
-                  + struct.pack("!H", 0x000D) + string(b"default_time_to_live") + struct.pack("!H", 0x0009)
-                  + struct.pack("!i", 1) + struct.pack("!i", 2) + b"ks" + struct.pack("!i", 2) + b"kv"
-                  + struct.pack("!ii", 4, 0))
-        yield (frame(False, 1, 0x07, struct.pack("!i", len(st)) + st + struct.pack("!HB", 1, 0)),
-               frame(True, 1, 0x08, tables), False)
-        if hit:
-            # A write to key 7 first (invalidates it: every replay starts with one learning miss).
-            upd = b"UPDATE ks.kv SET v = 'value-of-7-abcdefghij' WHERE k = 7"
-            yield (frame(False, 1, 0x07, struct.pack("!i", len(upd)) + upd + struct.pack("!HB", 1, 0)),
-                   frame(True, 1, 0x08, struct.pack("!i", 1)), False)
-        for i in range(exchanges):
-            key = 7 if hit else i
-            stream = i % 1000 + 2
-            execute = string(pid) + struct.pack("!HBHi", 1, 0x01 | 0x02, 1, 4) + struct.pack("!i", key)
-            value = f"value-of-{key}-abcdefghij".encode()
-            rows = struct.pack("!iiii", 2, 4, 1, 1) + struct.pack("!i", len(value)) + value
-            yield frame(False, stream, 0x0A, execute), frame(True, stream, 0x08, rows), hit and i > 0
-
-    def redis_exchanges(hit: bool):
-        if hit:
-            # SET first: write-through puts the value in the cache.
-            v = b"value-of-key:7-abcdefghij"
-            yield b"*3\r\n$3\r\nSET\r\n$5\r\nkey:7\r\n$%d\r\n%s\r\n" % (len(v), v), b"+OK\r\n", False
-        for i in range(exchanges):
-            key = b"key:7" if hit else f"key:{i}".encode()
-            value = b"value-of-" + key + b"-abcdefghij"
-            req = b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key)
-            yield req, b"$%d\r\n%s\r\n" % (len(value), value), hit
 
     case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
     cases: dict[str, dict] = {}
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig23-"))
     try:
         for n, case in enumerate(case_list):
-            proto, kind = case.split("-")
-            port = 9042 if proto == "cql" else 6379
+            proto, port, pcap = _native.appswitch_capture(case, exchanges)
             path = tmp / f"{case}.pcap"
-            gen = cql_exchanges if proto == "cql" else redis_exchanges
-            capture(path, port, gen(kind == "hit"))
+            path.write_bytes(pcap)
             rep = json.loads(_native.bench_switch(str(path), "appswitch", {"protocol": proto, "server_port": str(port)},
                                                   repeat=repeat))
             prog = {k: int(v) for k, v in rep["program_report"].items()}

@@ -1,6 +1,6 @@
 """The application switch's Figs. 17 and 19 on real packets (need root: network namespaces, a
-real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs and run by
-innet.appswitch.runner.
+real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs,
+which names ``connections`` and ``lexical`` here to run them.
 
 appswitch.connections (Fig. 17, §5.4): 1..64 connections per client, 1 or 2 client machines
 (two client namespaces bridged onto the switch's client port, each its own source address),
@@ -32,11 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.appswitch.experiments import experiment_rig, lru_hits
-
-
-def _ints(v: str) -> list[int]:
-    return [int(float(x)) for x in v.split(",") if x.strip()]
+from innet.appswitch.experiments import experiment_rig, lru_hits, number_list
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -130,8 +126,8 @@ def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, quer
     return per_client, errors
 
 
-def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    conns_list, clients_list = _ints(p["conns"]), _ints(p["clients"])
+def connections(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+    conns_list, clients_list = number_list(name, p, "conns", int), number_list(name, p, "clients", int)
     from innet import _native
 
     for c in clients_list:
@@ -218,12 +214,12 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
 
 
-def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def lexical(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
     from innet.appswitch.workload import lexical_layout
     from innet.stats import median_ci
 
-    key_lens, rounds = _ints(p["key_lens"]), int(p["rounds"])
+    key_lens, rounds = number_list(name, p, "key_lens", int), int(p["rounds"])
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
     for n in key_lens:

@@ -2,7 +2,7 @@
 and a cache hit) on real packets: one query's frames timestamped on every interface they cross
 — the client's (`c0`), both switch ports (`p0` towards the client, `p1` towards the server) and
 the server's (`s0`) — and the paper's marks placed on them. Declared in
-crates/appswitch/src/experiments.rs (`appswitch.timeline`), run by innet.appswitch.runner.
+crates/appswitch/src/experiments.rs (`appswitch.timeline`), which names ``timeline`` here to run it.
 
 The paper recorded "packet transmission and reception times on all network interfaces of the
 client machines, the application switch, and the server machine", then shifted each machine's
@@ -214,7 +214,7 @@ def summarize(placed: list[dict]) -> tuple[dict, dict]:
     return {"cases": cases, "derived": derived}, examples
 
 
-def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def timeline(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.timeline: Cassandra in the server namespace, the §5.1 table of name length
     `table_len` loaded, the application switch on the switch's ports, a capture on each of the
     four interfaces, `pairs` miss/hit query pairs; marks placed and summarized."""
