@@ -105,7 +105,8 @@ class Topology:
             out.append((self.client2, self.client2_ip))
         return out
 
-    def _namespaces(self) -> list[str]:
+    def namespaces(self) -> list[str]:
+        """Every namespace of the topology."""
         return ([self.client, self.sw, self.server] + ([self.client2] if self.clients >= 2 else [])
                 + ([self.server2] if self.servers >= 2 else []))
 
@@ -156,7 +157,7 @@ class Topology:
             raise ValueError(f"Topology.clients={self.clients}, servers={self.servers}: expected 1 or 2 each")
         self.down()
         try:
-            for ns in self._namespaces():
+            for ns in self.namespaces():
                 r = _run(["ip", "netns", "add", ns], check=False)
                 if r.returncode != 0:
                     raise NetnsUnavailable(f"`ip netns add {ns}` failed: {r.stderr.strip()} "
@@ -213,7 +214,7 @@ class Topology:
     def down(self) -> None:
         self.stop_switch()
         self.stop_servers()
-        for ns in self._namespaces():
+        for ns in self.namespaces():
             r = _run(["ip", "netns", "pids", ns], check=False)
             for pid in r.stdout.split():
                 try:

@@ -228,7 +228,7 @@ def test_the_rig_takes_everything_down_when_the_block_fails():
             assert script == "scripts/redis.sh" and sdir.parent == t.workdir()
             pid = int((sdir / "redis.pid").read_text())
             os.kill(pid, 0)  # running
-            namespaces = t._namespaces()
+            namespaces = t.namespaces()
             raise RuntimeError("planted")
     assert not sdir.parent.exists(), "the rig's files outlived it"
     with pytest.raises(ProcessLookupError):
