@@ -6,7 +6,7 @@ program, cached = `appswitch` with a cold cache; Fig. 19: normal, fixed-offset p
 analysis) in an order rotated per round (A B, B A, ...), after a discarded warm-up pass.
 Fig. 17's points are 1 and 2 client machines (client namespaces) × `--fig17-conns` connections
 each, `--queries` reads per client dealt over its connections, both clients started together
-(python/innet/appswitch_figs.py's `connections_pass`, as `innet run appswitch.connections`).
+(python/innet/appswitch/passes.py's `connections_pass`, as `innet run appswitch.connections`).
 With 17 among `--figs` the topology has the second client namespace for the whole run, so client
 1's frames cross a Linux bridge in its namespace for every figure of that run (the same for both
 variants); measure Fig. 17 alone to keep the other figures' path as before.
@@ -93,9 +93,9 @@ def main() -> int:
         print(f"appswitch_figs: Fig. 19 queries tables of length {LEXICAL_LENS}: --tables must be >= 16", file=sys.stderr)
         return 2
 
-    from innet.appswitch_experiments import cassandra_topology
-    from innet.appswitch_figs import connections_pass
-    from innet.appswitch_workload import lexical_layout
+    from innet.appswitch.experiments import experiment_rig
+    from innet.appswitch.passes import connections_pass
+    from innet.appswitch.workload import lexical_layout
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -104,9 +104,9 @@ def main() -> int:
     passes: list[dict] = []
     tmp = Path(tempfile.mkdtemp(prefix="innet-bench-figs-"))
     clients = max(FIG17_CLIENTS) if "17" in figs else 1
-    with cassandra_topology("bench/appswitch_figs.py", "axb", tmp / "cassandra", clients=clients) as t:
+    with experiment_rig("bench/appswitch_figs.py", "axb", clients=clients) as t:
         if pin:
-            for pidfile in (tmp / "cassandra").glob("node*/cassandra.pid"):
+            for pidfile in t.workdir().glob("cassandra*/cassandra.pid"):
                 subprocess.run(["taskset", "-a", "-cp", "1", pidfile.read_text().strip()], capture_output=True, check=True)
 
         pin_client = ["taskset", "-c", "0"] if pin else []
@@ -114,7 +114,7 @@ def main() -> int:
                   "--keys-per-table", str(a.keys_per_table)]
 
         def workload(extra: list[str]) -> list:
-            cmd = [*pin_client, sys.executable, "-m", "innet.appswitch_workload", "turnaround", *common,
+            cmd = [*pin_client, sys.executable, "-m", "innet.appswitch.workload", "turnaround", *common,
                    "--seed", "1", *extra]
             return json.loads(t.exec(t.client, cmd, timeout=3600).stdout)["samples"]
 

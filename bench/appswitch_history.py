@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The history check's long form (issue 36; python/innet/appswitch_history.py): the randomized
+"""The history check's long form (issue 36; python/innet/appswitch/history.py): the randomized
 concurrent CQL workload through the real switch against real Cassandra 5 for `--duration`
 seconds, with the fault schedule (per 100 s: a SIGKILL restart, a 3 s SIGSTOP, a SIGTERM
 restart of the switch) and the switch's own link impairment (`--loss`, `--reorder`), every read
@@ -33,24 +33,13 @@ sys.path.insert(0, str(HERE.parent / "python"))
 
 
 @contextmanager
-def servers(protocol: str, tmp: Path) -> Iterator:
+def servers(protocol: str) -> Iterator:
     """The namespaces with the server of `protocol` started in the server namespace."""
-    from innet.appswitch_experiments import cassandra_topology
-    from innet.netns import REPO, Topology
+    from innet.appswitch.experiments import experiment_rig
 
-    if protocol == "cql":
-        with cassandra_topology("bench/appswitch_history.py", "ahb", tmp / "cassandra") as t:
-            yield t
-        return
-    script, port = {"redis": ("scripts/redis.sh", 6379), "memcached": ("scripts/memcached.sh", 11211)}[protocol]
-    t = Topology(tag=f"ahb{os.getpid() % 10000}").up()
-    try:
-        subprocess.run([str(REPO / script), "start", str(tmp / protocol), t.server_ip, str(port), t.server],
-                       check=True, capture_output=True, timeout=60)
+    kv = {"cql": (), "redis": (("redis", 6379),), "memcached": (("memcached", 11211),)}[protocol]
+    with experiment_rig("bench/appswitch_history.py", "ahb", cassandra=protocol == "cql", kv=kv) as t:
         yield t
-    finally:
-        subprocess.run([str(REPO / script), "stop", str(tmp / protocol)], capture_output=True, timeout=60)
-        t.down()
 
 
 @contextmanager
@@ -75,7 +64,7 @@ def main() -> int:
     ap.add_argument("--without-state-file", action="store_true",
                     help="run the switch without state_file (what issue 36 found: the check must fail)")
     a = ap.parse_args()
-    from innet.appswitch_history import run_history
+    from innet.appswitch.history import run_history
 
     a.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="innet-history-"))
@@ -84,7 +73,7 @@ def main() -> int:
     load0 = os.getloadavg()[0]
     t0 = time.time()
     port = {"cql": 9042, "redis": 6379, "memcached": 11211}[a.protocol]
-    with _removed(tmp), servers(a.protocol, tmp) as t:  # the servers stop before the files go
+    with _removed(tmp), servers(a.protocol) as t:  # the servers stop before the files go
         out = run_history(t, a.duration, keys=a.keys, clients=a.clients, seed=a.seed,
                           impair=["--loss", str(a.loss), "--reorder", str(a.reorder), "--duplicate", str(a.duplicate)],
                           state_file="" if a.without_state_file else str(tmp / "appswitch.state"), stats_dir=tmp, protocol=a.protocol, port=port)

@@ -21,7 +21,9 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from innet import reproduce, verdict  # noqa: E402
+from innet import reproduce  # noqa: E402
+from innet.report import verdict  # noqa: E402
+from innet.reproduce import numbers  # noqa: E402
 
 PAPERS = ("appswitch", "gigaflow", "orbitcache", "switchv2p", "switchvm")
 
@@ -31,7 +33,7 @@ def git_show(spec: str) -> str:
 
 
 def num(x: str) -> float | None:
-    return verdict.finite(x.strip().replace(",", ""))
+    return numbers.finite(x.strip().replace(",", ""))
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from innet import _native
-from innet.switchvm_frames import geneve, outer_frame
+from innet.switchvm.frames import geneve, outer_frame
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 

@@ -1,8 +1,9 @@
 """The Python API: list experiments, run one, get pandas DataFrames back.
 
 Every experiment comes from the one registry in Rust (``_native.list_experiments``). Its runner
-is the simulator (``_native.run_experiment``) or a Python module named by the registry, whose
-``run(name, params, progress)`` gets the parameters the registry resolved. pandas is imported
+is the simulator (``_native.run_experiment``) or the Python function the registry names
+(``module:function``, ``python_runner``), called with the name and the parameters the registry
+resolved. pandas is imported
 only when a run returns its tables.
 """
 
@@ -63,6 +64,16 @@ def _as_override(value: Any) -> str:
     return json.dumps(value)
 
 
+def python_runner(spec: str) -> Callable[[str, dict[str, Any], Callable[[float], None]], tuple[str, dict]]:
+    """The function a registry entry names to run it (``module:function``, e.g.
+    ``innet.appswitch.experiments:turnaround``), called with the experiment's name, the resolved
+    parameters and a progress callback; it returns (summary JSON text, {table: {column: values}})."""
+    module, sep, function = spec.partition(":")
+    if not sep or not function:
+        raise ValueError(f"runner {spec!r}: expected module:function")
+    return getattr(importlib.import_module(module), function)
+
+
 def run(
     experiment: str,
     quick: bool = False,
@@ -79,7 +90,7 @@ def run(
         summary_json, tables = _native.run_experiment(experiment, ov, quick, progress)
     else:
         resolved = json.loads(_native.resolve_params(experiment, ov, quick))
-        summary_json, cols = importlib.import_module(module).run(experiment, resolved, progress or (lambda f: None))
+        summary_json, cols = python_runner(module)(experiment, resolved, progress or (lambda f: None))
         tables = list(cols.items())
     import pandas as pd  # after the run: the simulation does not wait for it
 

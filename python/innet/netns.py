@@ -20,6 +20,13 @@ The switch ports have no IP and IPv6 is off everywhere (no stray router solicita
 ends keep their default offloads (checksum offload, TSO): the runtime handles them through
 PACKET_VNET_HDR. Optional ``tc netem`` (loss, reordering, delay) on the host ends' egress.
 
+The real servers run in the server namespaces, started through the project's scripts
+(``start_cassandra``: scripts/cassandra.sh, a node per server namespace; ``start_kv``:
+scripts/redis.sh, scripts/memcached.sh) with their files in the topology's own directory;
+``down`` stops them and removes it. ``rig`` is the one bring-up and tear-down every user shares
+(the application switch's experiments, the benches, the netns tests): namespaces, servers, and
+everything gone when the block ends, however it ends.
+
 Needs root (CAP_NET_ADMIN): ``NetnsUnavailable`` says so; tests fail with that message, they
 never skip. Command line: ``python3 -m innet.netns up|down|run-switch`` (scripts/netns.sh).
 """
@@ -31,7 +38,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +82,9 @@ class Topology:
     servers: int = 1  # 1, or 2: a second server namespace bridged onto the server link
     switch: subprocess.Popen | None = None
     switch_log: Path | None = None
+    # The servers started in it, (script, directory), stopped by `down`; and its own directory.
+    servers_started: list[tuple[str, Path]] = field(default_factory=list, init=False, repr=False)
+    _workdir: Path | None = field(default=None, init=False, repr=False)
 
     @property
     def client(self) -> str:
@@ -92,7 +105,8 @@ class Topology:
             out.append((self.client2, self.client2_ip))
         return out
 
-    def _namespaces(self) -> list[str]:
+    def namespaces(self) -> list[str]:
+        """Every namespace of the topology."""
         return ([self.client, self.sw, self.server] + ([self.client2] if self.clients >= 2 else [])
                 + ([self.server2] if self.servers >= 2 else []))
 
@@ -143,7 +157,7 @@ class Topology:
             raise ValueError(f"Topology.clients={self.clients}, servers={self.servers}: expected 1 or 2 each")
         self.down()
         try:
-            for ns in self._namespaces():
+            for ns in self.namespaces():
                 r = _run(["ip", "netns", "add", ns], check=False)
                 if r.returncode != 0:
                     raise NetnsUnavailable(f"`ip netns add {ns}` failed: {r.stderr.strip()} "
@@ -199,7 +213,8 @@ class Topology:
 
     def down(self) -> None:
         self.stop_switch()
-        for ns in self._namespaces():
+        self.stop_servers()
+        for ns in self.namespaces():
             r = _run(["ip", "netns", "pids", ns], check=False)
             for pid in r.stdout.split():
                 try:
@@ -210,6 +225,47 @@ class Topology:
         # A new topology is a new deployment: its switch starts knowing nothing.
         for f in Path("/tmp").glob(f"{self.tag}-appswitch-*.state"):
             f.unlink(missing_ok=True)
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    # ---- servers ----
+    def workdir(self) -> Path:
+        """This topology's own directory (the servers' files), removed by `down`."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"innet-{self.tag}-"))
+        return self._workdir
+
+    def _start(self, script: str, args: list[str], where: str, timeout: float, env: dict[str, str] | None = None) -> None:
+        d = self.workdir() / f"{Path(script).stem}{len(self.servers_started) + 1}"
+        self.servers_started.append((script, d))  # stopped by down() even if the start fails midway
+        r = subprocess.run([str(REPO / script), "start", str(d), *args], capture_output=True, text=True,
+                           timeout=timeout, env=env)
+        if r.returncode != 0:
+            raise RuntimeError(f"{script} start ({where}) failed ({r.returncode}): {r.stderr[-2000:]}")
+
+    def start_cassandra(self, auth: bool = False, heap: str | None = None) -> None:
+        """A real Cassandra node in every server namespace (scripts/cassandra.sh; a second node
+        joins the first one's cluster, started after it). `auth`: authentication and authorization
+        on (superuser cassandra/cassandra); `heap`: e.g. "512M" (default 1G)."""
+        for ns, ip in self.server_namespaces():
+            env = dict(os.environ, INNET_CASSANDRA_SEEDS=self.server_ip, INNET_CASSANDRA_AUTH="1" if auth else "0")
+            if heap:
+                env["INNET_CASSANDRA_HEAP"] = heap
+            self._start("scripts/cassandra.sh", [ip, ns], f"Cassandra at {ip} in {ns}", 900, env)
+
+    def start_kv(self, kind: str, port: int) -> None:
+        """A real key-value server, `kind` "redis" or "memcached" (scripts/<kind>.sh), on `port`
+        in the server namespace."""
+        if kind not in ("redis", "memcached"):
+            raise ValueError(f"start_kv: kind {kind!r}: expected redis or memcached")
+        self._start(f"scripts/{kind}.sh", [self.server_ip, str(port), self.server], f"{kind} at {self.server_ip}:{port}", 60)
+
+    def stop_servers(self) -> None:
+        """Stop every server `start_cassandra` / `start_kv` started, the last first."""
+        while self.servers_started:
+            script, d = self.servers_started.pop()
+            subprocess.run([str(REPO / script), "stop", str(d)], capture_output=True, timeout=120)
 
     def state_file(self, protocol: str) -> Path:
         """The application switch's state file on this topology for `protocol` (`start_switch`
@@ -290,6 +346,31 @@ class Topology:
                 p.wait()
         log = self.switch_log.read_text(errors="replace") if self.switch_log else ""
         return p.returncode, log
+
+
+@contextmanager
+def rig(tag: str, unavailable: Callable[[NetnsUnavailable], BaseException] | None = None, cassandra: bool = False,
+        auth: bool = False, heap: str | None = None, kv: Iterable[tuple[str, int]] = (), **topology) -> Iterator[Topology]:
+    """A `Topology` (`tag` names its namespaces; `topology`: its other fields) that is up, with a
+    Cassandra node in each server namespace when `cassandra` (`auth`, `heap`: `start_cassandra`'s)
+    and the key-value servers `kv` ((kind, port), ...); switch, servers, namespaces and files gone
+    when the block ends. Without namespaces: `unavailable(e)` is raised (the caller's error, e.g.
+    an experiment's UserInputError naming it), or NetnsUnavailable itself."""
+    t = Topology(tag=tag, **topology)
+    try:
+        t.up()
+    except NetnsUnavailable as e:
+        if unavailable is None:
+            raise
+        raise unavailable(e) from e
+    try:
+        if cassandra:
+            t.start_cassandra(auth, heap)
+        for kind, port in kv:
+            t.start_kv(kind, port)
+        yield t
+    finally:
+        t.down()
 
 
 def main(argv: list[str]) -> int:

@@ -28,23 +28,39 @@ _RUN_KEYS = (
     "experiment", "fixed", "grid", "quick_fixed", "quick_grid", "standard_fixed", "standard_grid",
     "full_fixed", "full_grid", "results_of", "smoke", "resources", "exclusive", "configs",
 )
-# Paths (prefixes) whose changes cannot change a stored result.
-PRESENTATION = (
+# This module only judges whether a stored result is current: presentation (see below).
+PRESENTATION = True
+# Paths (prefixes) outside the Python package whose changes cannot change a stored result.
+OUTSIDE_PACKAGE = (
     "docs/", "python/tests/", "bench/", ".ci/", "README.md", "DESIGN.md", "LICENSE",
-    "python/innet/report.py", "python/innet/verdict.py", "python/innet/paperfig.py",
-    "python/innet/provenance.py", "python/innet/seed_agreement.py", "python/innet/plot_style.py",
-    "python/innet/plots", "python/innet/summary_table.py", "python/innet/papers/",
     "scripts/reproduce.sh", "scripts/check_summaries.py", "scripts/summary_hashes.json",
     "scripts/fuzz.sh", "scripts/test.sh", "fuzz/",
 )
 # A crate's examples, integration tests and benches are their own programs: nothing of them is
 # linked into the library that `innet` runs, so changing them cannot change a result.
 _CRATE_PROGRAMS = re.compile(r"crates/[^/]+/(examples|tests|benches)/")
+_PACKAGE = Path(__file__).resolve().parent
+# How a module or subpackage (in its __init__.py) of python/innet says it is presentation.
+_MARK = re.compile(r"^PRESENTATION = True\b", re.M)
+
+
+@functools.cache
+def presentation_paths() -> tuple[str, ...]:
+    """The paths (prefixes) whose changes cannot change a stored result: OUTSIDE_PACKAGE, and the
+    modules and subpackages of python/innet that declare ``PRESENTATION = True`` (the plots, the
+    page that judges, the manifests, this module). Derived from the package layout: a module added
+    to ``plots/`` or ``report/`` is presentation as it lands, one added anywhere else is not."""
+    found = []
+    for p in sorted(_PACKAGE.iterdir()):
+        src = p / "__init__.py" if p.is_dir() else p
+        if src.suffix == ".py" and src.is_file() and _MARK.search(src.read_text()):
+            found.append(f"python/innet/{p.name}" + ("/" if p.is_dir() else ""))
+    return OUTSIDE_PACKAGE + tuple(found)
 
 
 def is_presentation(path: str) -> bool:
-    """Whether a changed file cannot change any result (see PRESENTATION and _CRATE_PROGRAMS)."""
-    return path.startswith(PRESENTATION) or _CRATE_PROGRAMS.match(path) is not None
+    """Whether a changed file cannot change any result (see presentation_paths and _CRATE_PROGRAMS)."""
+    return path.startswith(presentation_paths()) or _CRATE_PROGRAMS.match(path) is not None
 
 
 # The crates that hold one system each (crates/<name>, package innet-<name>). Only the PyO3 front

@@ -1,45 +1,32 @@
-"""The real-packet rig every netns test shares: a client / switch / server topology of network
-namespaces (python/innet/netns.py) and the real servers started in it through the project's
-scripts (scripts/cassandra.sh, redis.sh, memcached.sh). A rig that cannot be built FAILS the test
-saying why (needs root); it never skips. The session-wide Cassandra download is the
+"""The real-packet rig every netns test shares: innet.netns.rig (the one bring-up and tear-down the
+experiments and benches use too), a client / switch / server topology of network namespaces with
+the real servers started in it through the project's scripts (scripts/cassandra.sh, redis.sh,
+memcached.sh). A rig that cannot be built FAILS the test saying why (needs root); it never skips. The session-wide Cassandra download is the
 `cassandra_cache` fixture in conftest.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from innet.netns import REPO, NetnsUnavailable, Topology
+from innet.netns import rig as netns_rig
 
 
-def topology(tag: str, what: str, **kwargs) -> Topology:
-    """A topology that is up (`tag` names its namespaces; `what` says what cannot be tested
-    without it), or the test fails."""
-    t = Topology(tag=tag, **kwargs)
-    try:
-        t.up()
-    except NetnsUnavailable as e:
+def topology_up(tag: str, what: str, **rig):
+    """innet.netns.rig: the topology up (`tag` names its namespaces) with the servers `rig` asks for
+    (``cassandra=True``, ``auth=True``, ``kv=(("redis", 6379), ...)``, and the Topology's own
+    fields), all of it gone when the block ends; without namespaces the test FAILS saying `what`
+    cannot be tested."""
+
+    def unavailable(e: NetnsUnavailable) -> BaseException:
         pytest.fail(f"cannot build network namespaces, so {what} cannot be tested: {e}")
-    return t
 
-
-@contextmanager
-def topology_up(tag: str, what: str, **kwargs) -> Iterator[Topology]:
-    """`topology`, taken down (with its switch) when the block ends."""
-    t = topology(tag, what, **kwargs)
-    try:
-        yield t
-    finally:
-        t.down()
+    return netns_rig(tag, unavailable, **rig)
 
 
 def fetch_cassandra() -> None:
@@ -48,42 +35,10 @@ def fetch_cassandra() -> None:
     assert r.returncode == 0, r.stderr
 
 
-@contextmanager
-def cassandra(t: Topology, auth: bool = False) -> Iterator[Path]:
-    """A real Cassandra in `t`'s server namespace (scripts/cassandra.sh start / stop), in a fresh
-    directory removed afterwards; `auth`: with authentication and authorization on
-    (INNET_CASSANDRA_AUTH=1, superuser cassandra/cassandra)."""
-    cdir = Path(tempfile.mkdtemp(prefix="innet-cassandra-"))
-    try:
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=400,
-                           env={**os.environ, "INNET_CASSANDRA_AUTH": "1" if auth else "0"})
-        assert r.returncode == 0, r.stderr
-        yield cdir
-    finally:
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        shutil.rmtree(cdir, ignore_errors=True)
-
-
-@contextmanager
-def kv_server(t: Topology, script: str, port: int, sdir: Path) -> Iterator[None]:
-    """A real key-value server (`script`: scripts/redis.sh or scripts/memcached.sh) on `port` in
-    `t`'s server namespace, its files in `sdir`."""
-    try:
-        subprocess.run([str(REPO / script), "start", str(sdir), t.server_ip, str(port), t.server],
-                       check=True, capture_output=True, timeout=60)
-        yield
-    finally:
-        subprocess.run([str(REPO / script), "stop", str(sdir)], capture_output=True, timeout=60)
-
-
-@contextmanager
-def all_servers(tag: str, what: str, sdir: Path) -> Iterator[Topology]:
+def all_servers(tag: str, what: str):
     """`topology_up` with a real Cassandra, Redis (port 6379) and memcached (port 11211) in its
-    server namespace (their files under `sdir`)."""
-    with topology_up(tag, what) as t, cassandra(t), kv_server(t, "scripts/redis.sh", 6379, sdir / "redis"), \
-            kv_server(t, "scripts/memcached.sh", 11211, sdir / "memcached"):
-        yield t
+    server namespace."""
+    return topology_up(tag, what, cassandra=True, kv=(("redis", 6379), ("memcached", 11211)))
 
 
 def stop_switch_stats(t: Topology, stats: Path) -> dict:

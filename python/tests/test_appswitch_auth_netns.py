@@ -1,7 +1,7 @@
 """Per-user answers through the application switch (issue 23, beyond the ten cases): Cassandra 5.0
 with authentication and authorization on (scripts/cassandra.sh, INNET_CASSANDRA_AUTH=1: role and
 permission caches off), the switch between client and server namespaces, and
-python/innet/appswitch_semantics.py's `auth` scenario in the client namespace: an answer one
+python/innet/appswitch/semantics.py's `auth` scenario in the client namespace: an answer one
 user may see must never be served to a user without SELECT permission, nor to the same user
 after a REVOKE. Needs root: without it the test FAILS saying so."""
 
@@ -11,14 +11,14 @@ import json
 import os
 import sys
 
-from netns_rig import cassandra, program_counter, stop_switch_stats, topology_up
+from netns_rig import program_counter, stop_switch_stats, topology_up
 
 
 def test_no_user_gets_an_answer_cassandra_would_refuse_them(cassandra_cache, tmp_path):
-    with topology_up(f"au{os.getpid() % 10000}", "the application switch") as t, cassandra(t, auth=True):
+    with topology_up(f"au{os.getpid() % 10000}", "the application switch", cassandra=True, auth=True) as t:
         stats = tmp_path / "stats.json"
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats)])
-        r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch_semantics", "auth", "--host", t.server_ip],
+        r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.semantics", "auth", "--host", t.server_ip],
                    check=False, timeout=600)
         assert r.returncode == 0, r.stderr.decode(errors="replace")[-3000:]
         out = json.loads(r.stdout)

@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 
 from innet.netns import REPO, Topology
-from netns_rig import cassandra, program_counter, stop_switch_stats, topology_up
+from netns_rig import program_counter, stop_switch_stats, topology_up
 
 
 @pytest.fixture(scope="module")
 def rig(cassandra_cache):
-    with topology_up(f"ac{abs(hash('conn')) % 10000}", "the application switch") as t, cassandra(t):
+    with topology_up(f"ac{abs(hash('conn')) % 10000}", "the application switch", cassandra=True) as t:
         yield t
 
 
@@ -44,7 +44,7 @@ def rig(cassandra_cache):
 TRUTH = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[2])
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     cluster, s = cql_session(sys.argv[1], None, "none")
     out = []
     for stmt in sys.argv[3:]:
@@ -97,7 +97,7 @@ def test_compressed_connections_are_cached(rig, compression, protocol, tmp_path)
     stats = tmp_path / "stats.json"
     t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats)])
     ops = 1500
-    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", "cql", "--host", t.server_ip,
+    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", "cql", "--host", t.server_ip,
                           "--ops", str(ops), "--keys", "40", "--protocol", str(protocol),
                           "--compression", compression], check=False, timeout=600)
     assert r.returncode in (0, 1), r.stderr.decode(errors="replace")[-3000:]
@@ -106,7 +106,7 @@ def test_compressed_connections_are_cached(rig, compression, protocol, tmp_path)
     assert (out["protocol_version"], out["compression"]) == (protocol, compression), out
     assert out["errors"] == 0, out["wrong"]
     assert out["wrong_count"] == 0, out["wrong"]
-    held = t.exec(t.server, [sys.executable, "-m", "innet.appswitch_workload", "cql-read-model", "--host",
+    held = t.exec(t.server, [sys.executable, "-m", "innet.appswitch.workload", "cql-read-model", "--host",
                              t.server_ip, "--keys", "40"], timeout=120)
     assert json.loads(held.stdout) == out["model"]
     print(json.dumps({"compression": compression, "protocol": protocol, "switch": s.get("program_report")}))
@@ -122,7 +122,7 @@ RESTART = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     host, protocol, d = sys.argv[1], int(sys.argv[2]), Path(sys.argv[4])
     def wait(name):
         deadline = time.time() + 300
@@ -218,7 +218,7 @@ MAX_AGE = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     sys.path.insert(0, sys.argv[2])
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     host, sleep, d = sys.argv[1], float(sys.argv[3]), Path(sys.argv[4])
     c, s = cql_session(host, None)
     sel = s.prepare("SELECT v FROM conn.age WHERE k = ?")

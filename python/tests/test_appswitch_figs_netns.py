@@ -1,5 +1,5 @@
 """The quick forms of appswitch.connections (Fig. 17) and appswitch.lexical (Fig. 19) against the
-real Cassandra in network namespaces (python/innet/appswitch_figs.py). Needs root: without
+real Cassandra in network namespaces (python/innet/appswitch/passes.py). Needs root: without
 namespaces the experiments raise and these tests FAIL saying so; they never skip."""
 
 from __future__ import annotations
@@ -73,13 +73,13 @@ def test_timeline_replay_matches_sequential_lru_and_inflight_misses():
     replay; a second request for a key whose first miss is still in flight is a miss too."""
     import random
 
-    from innet.appswitch_experiments import _lru_hits
-    from innet.appswitch_figs import replay_hits_timeline
+    from innet.appswitch.experiments import lru_hits
+    from innet.appswitch.passes import replay_hits_timeline
 
     rng = random.Random(3)
     keys = [rng.randrange(20) for _ in range(500)]
     seq = [(k, 10 * i, 10 * i + 5) for i, k in enumerate(keys)]
-    assert replay_hits_timeline(seq, 8) == _lru_hits(keys, 8)
+    assert replay_hits_timeline(seq, 8) == lru_hits(keys, 8)
     # Overlapping: A sent at 0 (answer at 100), A again at 50 (in flight: miss), A at 150: hit.
     assert replay_hits_timeline([("a", 0, 100), ("a", 50, 120), ("a", 150, 160)], 4) == [False, False, True]
     assert replay_hits_timeline([("a", 0, 1), ("a", 2, 3)], 0) == [False, False]

@@ -1,4 +1,4 @@
-"""The history checker's self-test (python/innet/appswitch_history.py, issue 36): synthetic
+"""The history checker's self-test (python/innet/appswitch/history.py, issue 36): synthetic
 histories whose verdict is known — legal ones (concurrent writes, a read overlapping a write,
 an indeterminate write applied late, a TTL'd value read before it expires and read as absent
 after), stale reads (an overwritten value, an expired TTL value: the restart bug), reads from the
@@ -6,7 +6,7 @@ future, values never written, and hangs inside and outside fault windows. No roo
 
 from __future__ import annotations
 
-from innet.appswitch_history import Op, ServerClock, check
+from innet.appswitch.history import Op, ServerClock, check
 
 
 def W(key, value, a, b, ttl=None, ok=True):

@@ -1,4 +1,4 @@
-"""The history check's short form (issue 36; python/innet/appswitch_history.py): a randomized
+"""The history check's short form (issue 36; python/innet/appswitch/history.py): a randomized
 concurrent workload through the real switch against real Cassandra 5 — several client processes
 over protocols v4 and v5, LZ4 / Snappy / no compression, literal and prepared reads, writes with
 and without TTL (literal and prepared with the TTL bound), deletes, BATCHes — while the switch is
@@ -19,15 +19,15 @@ import os
 
 import pytest
 
-from innet.appswitch_history import run_history
+from innet.appswitch.history import run_history
 from netns_rig import all_servers
 
 DURATION = float(os.environ.get("INNET_HISTORY_S", "40"))
 
 
 @pytest.fixture(scope="module")
-def rig(cassandra_cache, tmp_path_factory):
-    with all_servers(f"ah{abs(hash('history')) % 10000}", "the application switch", tmp_path_factory.mktemp("kv")) as t:
+def rig(cassandra_cache):
+    with all_servers(f"ah{abs(hash('history')) % 10000}", "the application switch") as t:
         yield t
 
 

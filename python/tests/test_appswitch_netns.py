@@ -2,7 +2,7 @@
 (python/innet/netns.py), a real Redis (scripts/redis.sh), a real memcached (scripts/memcached.sh) and a real Cassandra 5.0 from Maven
 Central jars (scripts/cassandra.sh) in the server namespace, `innet switch run --program
 appswitch` on the switch's ports, and the real drivers (redis-py, pymemcache, cassandra-driver) in the
-client namespace (python/innet/appswitch_workload.py). Every answer must equal what the server
+client namespace (python/innet/appswitch/workload.py). Every answer must equal what the server
 holds for that key at that moment, including across writes and under 1% loss and 1% reordering
 (the switch's --loss/--reorder: this kernel has no tc netem);
 hits must happen (the switch answers), no connection may be reset; garbage and non-KV traffic
@@ -15,23 +15,24 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 
 import pytest
 
 from innet.netns import REPO, Topology
-from netns_rig import cassandra, kv_server, program_counter, stop_switch_stats, topology_up
+from netns_rig import program_counter, stop_switch_stats, topology_up
 
 OPS = int(os.environ.get("INNET_APPSWITCH_OPS", "10000"))
 
 
-def topology(name: str):
-    return topology_up(f"as{abs(hash(name)) % 10000}", "the application switch")
+def topology(name: str, **rig):
+    return topology_up(f"as{abs(hash(name)) % 10000}", "the application switch", **rig)
 
 
 def workload(t: Topology, args: list[str], timeout: float = 900) -> dict:
-    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", *args], check=False, timeout=timeout)
+    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", *args], check=False, timeout=timeout)
     if r.returncode not in (0, 1):
         raise AssertionError(f"workload failed ({r.returncode}): {r.stderr.decode(errors='replace')[-3000:]}")
     return json.loads(r.stdout)
@@ -64,16 +65,16 @@ def server_holds_memcached(t: Topology, model: dict) -> None:
 # Server script, port, and the check of what the server holds; the switch protocol and the
 # workload kind are the server's name.
 KV_SERVERS = {
-    "redis": ("scripts/redis.sh", 6379, server_holds_redis),
-    "memcached": ("scripts/memcached.sh", 11211, server_holds_memcached),
+    "redis": (6379, server_holds_redis),
+    "memcached": (11211, server_holds_memcached),
 }
 
 
 @pytest.mark.parametrize("impair", [[], IMPAIR], ids=["clean", "loss1pct"])
 @pytest.mark.parametrize("server", list(KV_SERVERS))
 def test_kv_server_through_appswitch(server, impair, tmp_path):
-    script, port, server_holds = KV_SERVERS[server]
-    with topology(f"{server}-{impair}") as t, kv_server(t, script, port, tmp_path / server):
+    port, server_holds = KV_SERVERS[server]
+    with topology(f"{server}-{impair}", kv=((server, port),)) as t:
         stats = tmp_path / "stats.json"
         t.start_switch("appswitch", {"protocol": server, "cache_entries": "32"},
                        extra=["--stats-json", str(stats), *impair])
@@ -114,7 +115,7 @@ GARBAGE = textwrap.dedent("""
 LITERAL = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[3])
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     cluster, s = cql_session(sys.argv[1], int(sys.argv[2]))
     s.execute("CREATE KEYSPACE IF NOT EXISTS lit WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
     s.execute("CREATE TABLE IF NOT EXISTS lit.kv (k text PRIMARY KEY, v text)")
@@ -134,7 +135,7 @@ LITERAL = textwrap.dedent("""
 
 @pytest.mark.parametrize("impair,protocol", [([], 5), ([], 4), (IMPAIR, 5)], ids=["v5", "v4", "v5-loss1pct"])
 def test_cassandra_through_appswitch(cassandra_cache, impair, protocol, tmp_path):
-    with topology(f"cql-{impair}-{protocol}") as t, cassandra(t):
+    with topology(f"cql-{impair}-{protocol}", cassandra=True) as t:
         stats = tmp_path / "stats.json"
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "64"}, extra=["--stats-json", str(stats), *impair])
         g = t.exec(t.client, [sys.executable, "-c", GARBAGE, t.server_ip], check=False, timeout=60)
@@ -215,3 +216,22 @@ def test_cachesize_quick_hit_ratio_grows(cassandra_cache):
     ratios = [pt["hit_ratio"] for pt in r.summary["points"]]
     assert ratios == sorted(ratios) and ratios[0] < ratios[-1], r.summary["points"]
     assert all(pt["appswitch_median_us"] is not None for pt in r.summary["points"])
+
+
+def test_the_rig_takes_everything_down_when_the_block_fails():
+    """innet.netns.rig, the one bring-up and tear-down (experiments, benches, these tests): a
+    block that raises still stops the servers it started, removes their files and deletes the
+    namespaces."""
+    with pytest.raises(RuntimeError, match="planted"):
+        with topology("rig-teardown", kv=(("redis", 6379),)) as t:
+            (script, sdir), = t.servers_started
+            assert script == "scripts/redis.sh" and sdir.parent == t.workdir()
+            pid = int((sdir / "redis.pid").read_text())
+            os.kill(pid, 0)  # running
+            namespaces = t.namespaces()
+            raise RuntimeError("planted")
+    assert not sdir.parent.exists(), "the rig's files outlived it"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    assert not [ns for ns in namespaces if ns in listed], listed

@@ -10,14 +10,14 @@ import struct
 
 import pytest
 
-from innet.appswitch_cluster import estimate
-from innet.appswitch_timeline import cql_header, parse_frame, place_marks, summarize
+from innet import ipv4
+from innet.appswitch.cluster import estimate
+from innet.appswitch.timeline import cql_header, parse_frame, place_marks, summarize
 
 
 def frame(sport: int, dport: int, payload: bytes) -> bytes:
     tcp = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x18, 500, 0, 0)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0x4000, 64, 6, 0,
-                     bytes([10, 77, 0, 1]), bytes([10, 77, 0, 2]))
+    ip = ipv4.header("10.77.0.1", "10.77.0.2", ipv4.TCP, len(tcp) + len(payload))
     return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload + b"\0" * 6  # Ethernet padding
 
 

@@ -3,7 +3,7 @@
 spelled differently, time-dependent selectors, bound values outside the key, consistency levels,
 comments. Client, switch and server namespaces (python/innet/netns.py), Cassandra 5.0 in the
 server namespace (scripts/cassandra.sh), `innet switch run --program appswitch` between, the
-scenarios of python/innet/appswitch_semantics.py in the client namespace, and a second driver
+scenarios of python/innet/appswitch/semantics.py in the client namespace, and a second driver
 connection opened inside the server's namespace as the truth: every read through the switch must
 equal what Cassandra answers just before or just after it. Then a random differential run.
 Needs root: without it the tests FAIL saying so.
@@ -21,9 +21,9 @@ import time
 
 import pytest
 
-from innet.appswitch_semantics import CASES
+from innet.appswitch.semantics import CASES
 from innet.netns import Topology
-from netns_rig import cassandra, topology_up
+from netns_rig import topology_up
 
 OPS = int(os.environ.get("INNET_APPSWITCH_SEM_OPS", "400"))
 
@@ -32,9 +32,9 @@ OPS = int(os.environ.get("INNET_APPSWITCH_SEM_OPS", "400"))
 def env(cassandra_cache, tmp_path_factory):
     sock = str(tmp_path_factory.mktemp("truth") / "truth.sock")
     stats = tmp_path_factory.mktemp("switch") / "stats.json"
-    with topology_up(f"sem{os.getpid() % 10000}", "the application switch") as t, cassandra(t):
+    with topology_up(f"sem{os.getpid() % 10000}", "the application switch", cassandra=True) as t:
         t.start_switch("appswitch", {"protocol": "cql", "cache_entries": "256"}, extra=["--stats-json", str(stats)])
-        truth = t.popen(t.server, [sys.executable, "-m", "innet.appswitch_semantics", "truth", "--host", t.server_ip,
+        truth = t.popen(t.server, [sys.executable, "-m", "innet.appswitch.semantics", "truth", "--host", t.server_ip,
                                    "--socket", sock], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             assert truth.stdout.readline().strip() == b"ready", truth.stderr.read().decode()[-2000:]
@@ -45,7 +45,7 @@ def env(cassandra_cache, tmp_path_factory):
 
 
 def client(t: Topology, sock: str, args: list[str], timeout: float = 600) -> dict:
-    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch_semantics", *args, "--host", t.server_ip,
+    r = t.exec(t.client, [sys.executable, "-m", "innet.appswitch.semantics", *args, "--host", t.server_ip,
                           "--socket", sock], check=False, timeout=timeout)
     assert r.returncode == 0, r.stderr.decode(errors="replace")[-3000:]
     return json.loads(r.stdout)

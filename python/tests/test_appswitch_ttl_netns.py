@@ -32,8 +32,8 @@ TTL = 6  # seconds: long enough to restart the switch and reconnect before it ru
 
 
 @pytest.fixture(scope="module")
-def rig(cassandra_cache, tmp_path_factory):
-    with all_servers(f"at{abs(hash('ttl')) % 10000}", "the application switch", tmp_path_factory.mktemp("kv")) as t:
+def rig(cassandra_cache):
+    with all_servers(f"at{abs(hash('ttl')) % 10000}", "the application switch") as t:
         yield t
 
 
@@ -64,7 +64,7 @@ CQL = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     from cassandra.query import BatchStatement, SimpleStatement
-    from innet.appswitch_workload import cql_session
+    from innet.appswitch.workload import cql_session
     host, protocol, ttl, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[4]), Path(sys.argv[5])
     def wait(name):
         deadline = time.time() + 300

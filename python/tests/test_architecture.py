@@ -8,8 +8,11 @@
 - Code in its layer (sources): the application protocols' byte formats (CQL, RESP, memcached)
   are `innet_wire` modules and the application switch defines none of their types; workload
   generators (Zipf key popularity, generated traces) live in `innet-workloads`, not in a system.
-- Python (`ast` over python/innet): no import cycles among the package's modules, counting
-  imports inside functions too (a lazy import that closes a loop is still a loop).
+- Python (`ast` over python/innet and its subpackages): no import cycles among the package's
+  modules, counting imports inside functions too (a lazy import that closes a loop is still a
+  loop), and none among its jobs (the subpackages cli/, plots/, reproduce/, report/, appswitch/,
+  switchvm/ and the top-level modules): the plots read nothing of the reproduction, and nothing
+  that makes a result reads the page or the plots.
 """
 
 from __future__ import annotations
@@ -160,9 +163,15 @@ def test_workload_generators_live_in_workloads():
     assert not found, f"workload generators outside crates/workloads (file: lines): {found}"
 
 
+def module_name(path: Path) -> str:
+    """python/innet/a/b.py -> innet.a.b; a package's __init__.py is the package."""
+    parts = ("innet", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def module_imports() -> dict[str, set[str]]:
     """innet module -> the innet modules it imports anywhere in its source."""
-    modules = {f"innet.{p.stem}" if p.stem != "__init__" else "innet": p for p in PACKAGE.glob("*.py")}
+    modules = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
     out: dict[str, set[str]] = {}
     for mod, path in modules.items():
         found: set[str] = set()
@@ -205,6 +214,56 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 def test_python_modules_have_no_import_cycles():
     graph = module_imports()
-    assert "innet.cli_sweep" in graph["innet.cli"], "the import scan lost the CLI's own imports"
+    assert "innet.cli.sweep" in graph["innet.cli"], "the import scan lost the CLI's own imports"
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def job(module: str) -> str:
+    """The package's job a module belongs to: its top-level subpackage or module (innet.plots.x -> plots)."""
+    return module.split(".")[1]
+
+
+def job_imports(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """job -> the other jobs its modules import."""
+    out: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        if mod != "innet":
+            out.setdefault(job(mod), set()).update(job(d) for d in deps if job(d) != job(mod))
+    return out
+
+
+def test_job_scan_sees_subpackages_and_a_planted_loop():
+    graph = {"innet.plots": {"innet.plots.style"}, "innet.plots.gigaflow": {"innet.reproduce"},
+             "innet.reproduce": {"innet.reproduce.sweep"}, "innet.reproduce.sweep": {"innet.plots.style"}}
+    jobs = job_imports(graph)
+    assert jobs == {"plots": {"reproduce"}, "reproduce": {"plots"}}
+    assert find_cycle(jobs) == ["plots", "reproduce", "plots"]
+
+
+def test_python_jobs_have_no_loop_and_plots_read_no_reproduction():
+    graph = module_imports()
+    assert "innet.reproduce.sweep" in graph["innet.report"], "the import scan lost a subpackage's imports"
+    jobs = job_imports(graph)
+    assert {"cli", "plots", "reproduce", "report", "appswitch", "switchvm"} <= set(jobs), f"jobs: {sorted(jobs)}"
+    assert {"reproduce", "plots"} <= jobs["report"], "the scan lost the page's imports"
+    cycle = find_cycle(jobs)
+    assert cycle is None, "a loop among the package's jobs: " + " -> ".join(cycle)
+    # The plots draw what they are given (the CLI passes the paper's numbers): no manifest, no page.
+    assert not jobs["plots"], f"plots/ imports {sorted(jobs['plots'])}"
+    # Nothing that makes a result reads the page, the plots or the CLI: presentation stays
+    # presentation (innet.provenance counts a change to plots/ or report/ as unable to change a result).
+    for maker in ("reproduce", "appswitch", "switchvm", "api", "netns", "stats"):
+        bad = jobs.get(maker, set()) & {"plots", "report", "cli"}
+        assert not bad, f"{maker} imports {sorted(bad)}"
+
+
+def test_presentation_is_the_packages_that_say_so():
+    from innet import provenance
+
+    declared = {f"python/innet/{p.parent.name}/" for p in PACKAGE.glob("*/__init__.py")
+                if re.search(r"^PRESENTATION = True\b", p.read_text(), re.M)}
+    assert declared == {"python/innet/plots/", "python/innet/report/", "python/innet/papers/"}
+    paths = provenance.presentation_paths()
+    assert declared <= set(paths) and "python/innet/provenance.py" in paths
+    assert not any(p.startswith(("python/innet/reproduce", "python/innet/cli", "python/innet/appswitch")) for p in paths)

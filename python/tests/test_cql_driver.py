@@ -1,4 +1,4 @@
-"""The cassandra-driver's v5 segment reader as the workloads use it (python/innet/cql_driver.py):
+"""The cassandra-driver's v5 segment reader as the workloads use it (python/innet/appswitch/cql_driver.py):
 the released driver loses bytes when a socket read ends inside a segment header (issue 23's
 `CRC mismatch on header` at connect) or, with LZ4, in the last bytes of a stored segment; with
 the fix every frame comes out whatever the read boundaries. No Cassandra needed: the driver's
@@ -16,16 +16,16 @@ import sys
 import threading
 import time
 
-from innet import cql_driver
+from innet.appswitch import cql_driver
 
 
 def test_the_released_driver_loses_bytes_at_some_read_boundaries():
     # A fresh interpreter: the driver as installed, before any fix is applied.
-    r = subprocess.run([sys.executable, "-c", "from innet.cql_driver import segment_reader_loses_bytes as f; "
+    r = subprocess.run([sys.executable, "-c", "from innet.appswitch.cql_driver import segment_reader_loses_bytes as f; "
                         "print(f())"], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "True", (
         "the installed cassandra-driver no longer loses bytes: fix_segment_reader() is not applied and "
-        "python/innet/cql_driver.py can go")
+        "python/innet/appswitch/cql_driver.py can go")
 
 
 def test_the_fixed_reader_hands_out_every_frame_at_every_read_boundary():

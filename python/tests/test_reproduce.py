@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from innet import provenance, repro_run, report, reproduce, summary_table, verdict
+from innet import provenance, report, reproduce
+from innet.cli import summary_table
+from innet.report import verdict
+from innet.reproduce import numbers
+from innet.reproduce import run as repro_run
 
 # The evaluation of each paper, entry by entry (figures, tables, and tables of numbers stated
 # only in the text). Losing one from the manifest fails here. Checked against the papers' figure
@@ -120,7 +124,7 @@ def test_manifest_errors_name_the_file_and_entry(tmp_path):
     ],
 )
 def test_verdicts(number, ours, expected):
-    verdict.check_spec(number, "test")
+    numbers.check_spec(number, "test")
     assert verdict.judge(number, ours).verdict == expected
 
 
@@ -222,7 +226,7 @@ def test_a_direction_is_called_only_when_our_interval_excludes_the_reference():
     supports."""
     n = {"label": "miss vs normal", "metric": "vs_normal.miss", "interval": "vs_normal_ci95.miss", "value": 0.06,
          "tolerance": "direction", "direction_ref": 0}
-    verdict.check_spec(n, "t")
+    numbers.check_spec(n, "t")
     fig = reproduce.Figure("appswitch", "t", "t", paper_numbers=[n])
     row = lambda seed, med, lo, hi: {"param.seed": seed, "m.vs_normal.miss": med,  # noqa: E731
                                      "m.vs_normal_ci95.miss": f"[{lo}, {hi}]"}
@@ -235,7 +239,7 @@ def test_a_direction_is_called_only_when_our_interval_excludes_the_reference():
     (c,) = report.compare(fig, [row("1", 0.07, 0.02, 0.1)], "standard")
     assert c.verdict == verdict.DIRECTION, c
     with pytest.raises(ValueError, match="interval"):
-        verdict.check_spec({**n, "tolerance": 0.3}, "t")
+        numbers.check_spec({**n, "tolerance": 0.3}, "t")
 
 
 def _per_server_row(seed: str, scale: float = 1.0) -> dict:
@@ -318,11 +322,14 @@ def test_a_result_survives_presentation_only_commits_but_not_code_or_parameter_c
     assert old == new  # a paper number is not a run parameter
     assert provenance._run_specs(toml.replace('n = "1"', 'n = "2"')) != old
     assert all(provenance.is_presentation(p) for p in (
-        "docs/a.md", "python/innet/papers/p.toml", "python/innet/report.py",
+        "docs/a.md", "python/innet/papers/p.toml", "python/innet/report/__init__.py",
+        "python/innet/report/a_new_judge.py", "python/innet/plots/a_new_system.py", "python/innet/provenance.py",
         "crates/gigaflow/examples/segment_sharing.rs", "crates/sim/tests/one_core.rs", "crates/sim/benches/b.rs"))
     assert not any(provenance.is_presentation(p) for p in (
         "crates/a.rs", "crates/gigaflow/src/experiments/e2e.rs", "crates/gigaflow/Cargo.toml",
-        "crates/sim/src/tests/x.rs", "python/innet/appswitch_workload.py", "scripts/cassandra.sh"))
+        "crates/sim/src/tests/x.rs", "python/innet/appswitch/workload.py", "scripts/cassandra.sh",
+        "python/innet/reproduce/sweep.py", "python/innet/reproduce/numbers.py", "python/innet/cli/__init__.py",
+        "python/innet/api.py", "python/innet/plotsx.py", "python/innet/reportage/x.py"))
     # A system's crate changes only that system's results; the shared crates change everyone's.
     assert not provenance.can_change("crates/gigaflow/src/x.rs", "orbitcache.skew")
     assert provenance.can_change("crates/gigaflow/src/x.rs", "gigaflow.e2e")
@@ -624,8 +631,8 @@ def test_constants_of_ours_are_what_the_runs_output():
     assert set(other) == set(reproduce.OUR_CONSTANTS)
     for exp, constants in reproduce.OUR_CONSTANTS.items():
         for settings in ({}, other[exp]):
-            params = {k: verdict.finite(v) for k, v in {**reproduce._registry()[exp], **settings}.items()}
-            flat = sweep_flat = __import__("innet.sweep", fromlist=["flatten"]).flatten(innet.run(exp, **settings).summary)
+            params = {k: numbers.finite(v) for k, v in {**reproduce._registry()[exp], **settings}.items()}
+            flat = sweep_flat = __import__("innet.reproduce.sweep", fromlist=["flatten"]).flatten(innet.run(exp, **settings).summary)
             for key, (formula, f) in constants.items():
                 assert float(flat[key]) == f(params), (exp, key, formula, settings, flat[key])
             del sweep_flat
@@ -644,17 +651,17 @@ def test_a_planted_cant_fail_direction_is_rejected(metric, ref, ranges):
         if n.get("bound") and ref == 1 and "hit_rate" in metric:
             n["bound"] = "below"  # a hit rate at most 1 cannot fail either
         with pytest.raises(ValueError, match="cannot fail"):
-            verdict.check_spec(n, "papers/p.toml (planted) paper[0]", ranges)
+            numbers.check_spec(n, "papers/p.toml (planted) paper[0]", ranges)
 
 
 def test_directions_that_can_fail_are_accepted():
-    verdict.check_spec(_number(metric="a.hit_rate / b.hit_rate", value=1, bound="above"), "t")
-    verdict.check_spec(_number(metric="high_locality.hit_rate_gain_pct_mean", value=25, direction_ref=0), "t")  # a gain can be negative
-    verdict.check_spec(_number(metric="a.entries / a.capacity - b.entries / b.capacity", value=-0.17, direction_ref=0), "t")
-    verdict.check_spec(_number(metric="derived.x_minus_y_us", value=1, tolerance="direction", direction_ref=0), "t",
+    numbers.check_spec(_number(metric="a.hit_rate / b.hit_rate", value=1, bound="above"), "t")
+    numbers.check_spec(_number(metric="high_locality.hit_rate_gain_pct_mean", value=25, direction_ref=0), "t")  # a gain can be negative
+    numbers.check_spec(_number(metric="a.entries / a.capacity - b.entries / b.capacity", value=-0.17, direction_ref=0), "t")
+    numbers.check_spec(_number(metric="derived.x_minus_y_us", value=1, tolerance="direction", direction_ref=0), "t",
                        {"x_minus_y_us": (-float("inf"), float("inf"))})
     with pytest.raises(ValueError, match="cannot fail"):  # without the manifest's range, an "_us" reads as non-negative
-        verdict.check_spec(_number(metric="derived.x_minus_y_us", value=1, tolerance="direction", direction_ref=0), "t")
+        numbers.check_spec(_number(metric="derived.x_minus_y_us", value=1, tolerance="direction", direction_ref=0), "t")
 
 
 def test_a_planted_tie_is_not_resolved():
@@ -752,7 +759,7 @@ def _drawn(fig: reproduce.Figure, rows: list[dict]):
     """The matplotlib figure and axes paperfig.draw made for ``fig`` from ``rows``."""
     import matplotlib.pyplot as plt
 
-    from innet import paperfig
+    from innet.report import paperfig
 
     made, real = [], plt.subplots
 
@@ -827,10 +834,10 @@ def test_an_artifact_note_cites_where_it_was_measured_and_table4_carries_them():
     base = {"label": "x", "metric": "m", "value": 1.0}
     for bad in (3.5, "the artifact agrees"):
         with pytest.raises(ValueError, match="artifact must say"):
-            verdict.check_spec({**base, "artifact": bad}, "papers/p.toml paper[0]")
-    verdict.check_spec({**base, "artifact": f"0.25 ({verdict.ARTIFACT_PAGE})"}, "papers/p.toml paper[0]")
+            numbers.check_spec({**base, "artifact": bad}, "papers/p.toml paper[0]")
+    numbers.check_spec({**base, "artifact": f"0.25 ({numbers.ARTIFACT_PAGE})"}, "papers/p.toml paper[0]")
     papers = reproduce.load_papers()
     table4 = next(f for f in papers["switchv2p"].figures if f.id == "table4")
-    assert table4.paper_numbers and all(verdict.ARTIFACT_PAGE in n.get("artifact", "") for n in table4.paper_numbers)
+    assert table4.paper_numbers and all(numbers.ARTIFACT_PAGE in n.get("artifact", "") for n in table4.paper_numbers)
     fig8 = next(f for f in papers["gigaflow"].figures if f.id == "fig8")
     assert sum(1 for n in fig8.paper_numbers if n.get("artifact")) == 5

@@ -9,9 +9,10 @@ import multiprocessing
 import pandas as pd
 import pytest
 
-from innet import _native, sweep
+from innet import _native
 
 # Quick forms of every SwitchV2P experiment that sweeps inside one run, shortened further so
+from innet.reproduce import sweep
 # that each part is a second or two: (experiment, overrides).
 SWEEPS = [
     ("switchv2p.cachesize", {"trace": "hadoop", "duration_ms": "0.1", "stop_ms": "100.0", "schemes": "nocache,switchv2p,direct,gwcache",

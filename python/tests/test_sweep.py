@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from innet import sweep
+from innet.reproduce import sweep
 
 
 def _dask(*args, **kw):

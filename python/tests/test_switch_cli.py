@@ -4,6 +4,8 @@ exit 2, the program list, and the in-memory replay benchmark on a capture writte
 import json
 import struct
 
+from innet import ipv4
+
 
 def test_switch_list_names_forward(innet_cmd):
     r = innet_cmd("switch", "list")
@@ -60,26 +62,24 @@ def test_appswitch_keeps_a_state_file_unless_told_off(tmp_path):
     assert bad.read_text() == "hello\n"
 
 
+def test_ipv4_header_and_checksum_match_a_known_header():
+    # A header from the wild (Wikipedia's "IPv4 header checksum" example): checksum 0xB861.
+    known = bytes.fromhex("45000073000040004011b861c0a80001c0a800c7")
+    assert ipv4.checksum(known[:10] + b"\0\0" + known[12:]) == 0xB861 and ipv4.checksum(known) == 0
+    assert ipv4.header("192.168.0.1", "192.168.0.199", ipv4.UDP, 0x73 - 20, ident=0) == known
+    assert ipv4.checksum(b"\x01") == ~0x0100 & 0xFFFF  # an odd length is padded with a zero byte
+
+
 def _frame(i: int, reply: bool) -> bytes:
     """A UDP/IPv4 frame with correct checksums (client 10.0.0.1 <-> server 10.0.0.2)."""
     src, dst = (b"\x0a\x00\x00\x02", b"\x0a\x00\x00\x01") if reply else (b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02")
     payload = b"key:%06d" % i
     udp_len = 8 + len(payload)
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, i & 0xFFFF, 0x4000, 64, 17, 0, src, dst))
-
-    def csum(b: bytes) -> int:
-        if len(b) % 2:
-            b += b"\0"
-        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        return ~s & 0xFFFF
-
-    ip[10:12] = struct.pack("!H", csum(bytes(ip)))
+    ip = ipv4.header(src, dst, ipv4.UDP, udp_len, ident=i)
     udp = bytearray(struct.pack("!HHHH", 40000, 11211, udp_len, 0) + payload)
-    c = csum(src + dst + struct.pack("!BBH", 0, 17, udp_len) + bytes(udp)) or 0xFFFF
+    c = ipv4.checksum(ipv4.pseudo_header(src, dst, ipv4.UDP, udp_len) + bytes(udp)) or 0xFFFF
     udp[6:8] = struct.pack("!H", c)
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + bytes(ip) + bytes(udp)
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + bytes(udp)
 
 
 def test_bench_switch_replays_a_capture(innet_cmd, tmp_path):

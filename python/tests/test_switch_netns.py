@@ -120,15 +120,12 @@ def test_tcp_transfer_is_byte_exact_under_loss_reordering_and_duplication(topo, 
 
 
 INJECT = textwrap.dedent("""
-    import socket, struct, sys
+    import socket, sys
+    from innet import ipv4
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); s.bind((sys.argv[1], 0))
     dst, src = bytes.fromhex('ffffffffffff'), bytes.fromhex('020000000001')
     def ip(total_len, proto=6, ihl=5, body=b''):
-        h = bytearray(struct.pack('!BBHHHBBH4s4s', 0x40 | ihl, 0, total_len, 1, 0, 64, proto, 0,
-                                  bytes([10, 77, 0, 1]), bytes([10, 77, 0, 2])))
-        s_ = sum(struct.unpack('!10H', bytes(h))); s_ = (s_ & 0xffff) + (s_ >> 16); s_ = (s_ & 0xffff) + (s_ >> 16)
-        h[10:12] = struct.pack('!H', ~s_ & 0xffff)
-        return bytes(h) + body
+        return ipv4.header('10.77.0.1', '10.77.0.2', proto, 0, flags=0, total_len=total_len, ihl=ihl) + body
     frames = [
         dst + src + b'\\x08\\x00' + ip(400)[:30],                       # truncated IPv4 (total 400)
         dst + src + b'\\x08\\x00' + ip(40, body=bytes(12) + b'\\xf0' + bytes(7)),  # TCP data offset 60 > 20

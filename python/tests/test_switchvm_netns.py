@@ -21,7 +21,7 @@ import pytest
 
 from innet import _native
 from netns_rig import topology_up
-from innet.switchvm_frames import geneve, parse_geneve
+from innet.switchvm.frames import geneve, parse_geneve
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 

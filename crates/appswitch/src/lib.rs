@@ -59,7 +59,7 @@ pub fn build_appswitch(s: &mut Settings, num_ports: u16) -> Result<Box<dyn Frame
     }
     // Volatile keys and tables (and CQL prepared ids) kept across restarts (issue 36).
     // Unset or `off`: none (embedders: tests, capture replays). `innet switch run` gives a
-    // durable default path (python/innet/cli_switch.py, docs/appswitch.md).
+    // durable default path (python/innet/cli/switch.py, docs/appswitch.md).
     let state_file = s.str("state_file", "");
     if !state_file.is_empty() && state_file != "off" {
         program.use_state_file(std::path::Path::new(&state_file))?;

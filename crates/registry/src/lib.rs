@@ -112,7 +112,8 @@ pub trait Experiment: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct PythonExperiment {
     pub declaration: Declaration,
-    /// The module whose `run(name, params, progress)` runs it, e.g. `innet.appswitch_runner`.
+    /// The Python function that runs it, `module:function`, called as `function(name, params,
+    /// progress)`, e.g. `innet.appswitch.experiments:turnaround`.
     pub module: &'static str,
 }
 

@@ -132,7 +132,7 @@ def fix_segment_reader() -> bool:
     if segment_reader_loses_bytes(fixed):
         SegmentHeader.segment_length = original_length
         raise RuntimeError("cassandra-driver: the v5 segment reader loses bytes and the fix does not cure it "
-                           "(a new driver version?): see python/innet/cql_driver.py")
+                           "(a new driver version?): see python/innet/appswitch/cql_driver.py")
     Connection._process_segment_buffer = fixed
     _FIXED = True
     return True

@@ -1,7 +1,7 @@
 """``innet reproduce``: plan the manifest entries of a tier, say before starting what the run
 costs (core-minutes, the longest task, the expected wall clock on the workers at hand), run every
-task on one Dask cluster with a line per finished figure, record provenance with each point, and
-end with the scoreboard.
+task on one Dask cluster with a line per finished figure, and record provenance with each point
+(the command then prints the scoreboard: innet.cli.reproduce).
 
 Tasks: every point of an entry, and a point of an experiment that sweeps inside one run
 (SwitchV2P's schemes × cache sizes, gateways, pods) split into its independent runs, which are
@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from innet import provenance, reproduce, sweep
+from innet import provenance, reproduce
+from innet.reproduce import sweep
 
 
 class PlanError(ValueError):
@@ -133,7 +134,8 @@ def scheduler_workers(address: str) -> int:
 
 
 def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: str | None = None, workers: int | None = None,
-        dry_run: bool = False, echo: Callable[[str], None] = print, n_seeds: int | None = None, split: bool = True) -> None:
+        dry_run: bool = False, echo: Callable[[str], None] = print, n_seeds: int | None = None, split: bool = True) -> bool:
+    """Run the plan (or only print it, ``dry_run``); whether points were run."""
     jobs, skipped = plan(paper, tier, root, seed, n_seeds, split)
     for line in skipped:
         echo(f"  not run: {line}")
@@ -161,7 +163,7 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
             longest = max((t.cost_s for t in tasks), default=0.0)
             echo(f"  {fig.paper}/{fig.id}: {len(b.points)} point(s), seeds {','.join(seeds)}, {len(tasks)} task(s), "
                  f"{left / 60:.1f} core-min left, longest task {longest / 60:.1f} core-min")
-        return
+        return False
     t0 = time.perf_counter()
     done_figs = [0]
     costs = {id(b): sum(t.cost_s for _, _, ts in sweep.pending(b) for t in ts) for _, b in jobs}
@@ -181,9 +183,5 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
     # simulation on the other core would be in their measurements.
     sweep.run_batches([b for _, b in jobs if not b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
     sweep.run_batches([b for _, b in jobs if b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
-    from innet import report
-
     echo(f"results under {root / tier} in {_hms(time.perf_counter() - t0)}; `innet report {root} --tier {tier}` makes the page")
-    collected = report.collect(root, tier)
-    for line in report.scoreboard_lines(report.scoreboard(collected), tier, report.seed_board(collected)):
-        echo(line)
+    return True

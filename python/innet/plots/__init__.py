@@ -1,6 +1,7 @@
-"""Plots for run results: the plot registered for the experiment (innet.plot_style's registry,
-filled by the plots_*.py modules and the basic plots here), or a generic fallback so every run
-gets at least one figure."""
+"""Plots for run results: the plot registered for the experiment (innet.plots.style's registry,
+filled by the system modules innet.plots.<system> and the basic plots here), or a generic
+fallback so every run gets at least one figure. Plots draw what they are given: none reads the
+reproduction manifest (python/tests/test_architecture.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import numpy as np
 import pandas as pd
 
 # System plot modules register themselves on import.
-from innet import plots_appswitch, plots_gigaflow, plots_orbitcache, plots_switchv2p, plots_switchvm  # noqa: F401
-from innet.plot_style import REGISTRY, register, save, style
+from innet.plots import appswitch, gigaflow, orbitcache, switchv2p, switchvm  # noqa: F401
+from innet.plots.style import PAPER_PLOTS, REGISTRY, register, save, style
+
+# Drawing cannot change a result (innet.provenance.presentation_paths).
+PRESENTATION = True
 
 
 def _cdf(ax, values: np.ndarray, label: str) -> None:
@@ -72,7 +76,17 @@ def generic(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[P
     return paths
 
 
-def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+def wants_paper(experiment: str) -> bool:
+    """Whether the experiment's plot draws the paper's numbers (pass them to ``plot``)."""
+    return experiment in PAPER_PLOTS
+
+
+def plot(experiment: str, summary: dict, tables: dict[str, pd.DataFrame], out: Path,
+         paper_numbers: list[dict] | None = None) -> list[Path]:
+    """The experiment's plots; ``paper_numbers`` (its paper's manifest numbers) for a plot that
+    draws them beside ours (``wants_paper``), which draws ours alone without them."""
     style()
     fn = REGISTRY.get(experiment, generic)
+    if experiment in PAPER_PLOTS:
+        return fn(summary, tables, Path(out), paper_numbers or [])
     return fn(summary, tables, Path(out))

@@ -1,7 +1,7 @@
 """The application switch's experiments on real packets (they need root: network namespaces, a
 real Cassandra from Maven Central jars, `innet switch run`). They are Python because they
-orchestrate processes; crates/appswitch/src/experiments.rs declares them and
-innet.appswitch_runner runs them by name.
+orchestrate processes; crates/appswitch/src/experiments.rs declares them, each naming the function
+here that runs it.
 
 appswitch.turnaround (Fig. 12): the §5.1 workload (16 tables, key length 1..16, 256 keys each,
 values of 1..4N characters, 1,024 Zipf reads, cache 64) once through a plain forwarding switch
@@ -23,83 +23,56 @@ import subprocess
 import sys
 import tempfile
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 
-@contextmanager
-def cassandra_topology(name: str, prefix: str, cdir: Path, servers: int = 1, clients: int = 1,
-                       heap: str | None = None) -> Iterator:
-    """The namespaces (innet.netns.Topology) with a Cassandra node started in each server
-    namespace (scripts/cassandra.sh; node 2 joins node 1's cluster, started after it), torn
-    down and the nodes' directories under `cdir` removed on exit. Not root: a UserInputError
-    naming `name`."""
+def experiment_rig(name: str, prefix: str, **rig):
+    """innet.netns.rig for experiment (or bench) `name`: namespaces tagged `prefix` and this
+    process's id, a Cassandra node per server namespace unless ``cassandra=False``; without root,
+    a UserInputError naming `name`."""
     from innet import _native
-    from innet.netns import REPO, NetnsUnavailable, Topology
+    from innet.netns import rig as netns_rig
 
-    t = Topology(tag=f"{prefix}{os.getpid() % 10000}", servers=servers, clients=clients)
+    def unavailable(e: Exception) -> Exception:
+        return _native.UserInputError(f"{name} needs network namespaces: {e}")
+
+    return netns_rig(f"{prefix}{os.getpid() % 10000}", unavailable, **{"cassandra": True, **rig})
+
+
+def number_list(name: str, p: dict[str, Any], key: str, kind: Callable[[float], Any] = float) -> list:
+    """Parameter `key` of experiment `name`, a comma-separated list of numbers (each as `kind`);
+    anything else is a UserInputError naming the parameter (the registry resolves it as a string)."""
+    v = p[key]
     try:
-        t.up()
-    except NetnsUnavailable as e:
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    dirs = [cdir / f"node{k + 1}" for k in range(servers)]
-    try:
-        for d, (ns, ip) in zip(dirs, t.server_namespaces()):
-            env = dict(os.environ, INNET_CASSANDRA_SEEDS=t.server_ip)
-            if heap:
-                env["INNET_CASSANDRA_HEAP"] = heap
-            r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(d), ip, ns],
-                               capture_output=True, text=True, timeout=900, env=env)
-            if r.returncode != 0:
-                raise RuntimeError(f"Cassandra at {ip} did not start: {r.stderr[-2000:]}")
-        yield t
-    finally:
-        t.down()
-        for d in dirs:
-            subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(d)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
+        return [kind(float(x)) for x in str(v).split(",") if x.strip()]
+    except ValueError:
+        from innet import _native
 
-
-def _floats(v: str) -> list[float]:
-    return [float(x) for x in v.split(",") if x.strip()]
+        raise _native.UserInputError(f"{name}: parameter {key}={v!r}: expected a comma-separated list of numbers") from None
 
 
 def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
     (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
     = the switch's hits / reads issued."""
-    from innet.netns import REPO, NetnsUnavailable, Topology
-
     queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
     tables, kpt = int(p["tables"]), int(p["keys_per_table"])
     if name == "appswitch.cachesize":
-        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in _floats(p["sizes"])]
+        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in number_list(name, p, "sizes")]
     elif name == "appswitch.skew":
-        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in _floats(p["zipfs"])]
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in number_list(name, p, "zipfs")]
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
-                  for r in _floats(p["read_ratios"])]
-    t = Topology(tag=f"axs{os.getpid() % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    cdir = Path(tempfile.mkdtemp(prefix="innet-appswitch-sweep-"))
+                  for r in number_list(name, p, "read_ratios")]
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
     results = []
-    try:
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+    with experiment_rig(name, "axs") as t:
+        cdir = t.workdir()
 
         def workload(extra: list[str], zipf: float, rr: float) -> list:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                    "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                    "--tables", str(tables), "--keys-per-table", str(kpt), "--read-ratio", str(rr), *extra]
             return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
@@ -140,15 +113,11 @@ def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tu
                             "vs_normal": (out["appswitch"]["mean_us"] / out["normal"]["mean_us"] - 1.0)
                             if out["normal"]["mean_us"] else None})
             progress((k + 1) / len(points))
-    finally:
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
     summary = {"experiment": name, "seed": seed, "params": p, "points": results}
     return json.dumps(summary, indent=2) + "\n", {"points": rows}
 
 
-def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
+def lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
     lru: OrderedDict = OrderedDict()
     out = []
     for k in keys:
@@ -164,9 +133,8 @@ def _lru_hits(keys: list[tuple[int, int]], capacity: int) -> list[bool]:
     return out
 
 
-def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def turnaround(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
-    from innet.netns import REPO, NetnsUnavailable, Topology
     from innet.stats import median_ci
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
@@ -174,23 +142,14 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     rounds = int(p["rounds"])
     if rounds < 1:
         raise _native.UserInputError("appswitch.turnaround: rounds must be at least 1")
-    t = Topology(tag=f"axp{os.getpid() % 10000}")
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        raise _native.UserInputError(f"appswitch.turnaround needs network namespaces: {e}") from e
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig12-"))
     passes: list[tuple[int, str, list, dict]] = []  # (round, mode, samples, switch report)
-    try:
-        progress(0.02)
-        r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
+    progress(0.02)
+    with experiment_rig("appswitch.turnaround", "axp") as t:
+        cdir = t.workdir()
         progress(0.2)
 
         def workload(extra: list[str]) -> dict:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                    "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                    "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
             out = t.exec(t.client, cmd, timeout=1800)
@@ -220,10 +179,6 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
                 report = json.loads(stats_path.read_text())["program_report"] if mode == "appswitch" else {}
                 passes.append((rnd, mode, samples, report))
                 progress(0.35 + 0.6 * len(passes) / (2 * rounds))
-    finally:
-        t.down()
-        subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-        subprocess.run(["rm", "-rf", str(cdir)])
 
     # Every pass sends the same query sequence (same seed), and each cached pass starts cold, so
     # which queries hit is the same in every round: the LRU replay on the sequence, checked
@@ -233,7 +188,7 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
         if [(n, i) for _, n, i, _ in samples] != sequence:
             raise RuntimeError(f"round {rnd} ({mode}) sent another query sequence than the first pass: "
                                "rounds could not be compared query by query")
-    hits = _lru_hits(sequence, cache)
+    hits = lru_hits(sequence, cache)
     for rnd, mode, _, report in passes:
         if mode == "appswitch" and int(report["hits"]) != sum(hits):
             raise RuntimeError(f"round {rnd}: the switch counted {report['hits']} hits, the LRU replay "
@@ -295,126 +250,31 @@ def turnaround(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[st
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
 
 
-def throughput(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def throughput(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.throughput (Fig. 23): packets per second through the application switch program,
     measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
     through the program in memory on one core (`innet bench switch`, crates/switch/src/real/
-    bench.rs), no sockets. Four captures, written here (the same shapes as
-    crates/appswitch/src/bench_capture.rs, docs/appswitch.md "Throughput captures"): one client
+    bench.rs), no sockets. Four captures, written in Rust (crates/appswitch/src/bench_capture.rs
+    through `_native.appswitch_capture`; docs/appswitch.md "Throughput captures"): one client
     connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or
     Redis (GET), whose reads all miss (a new key each, more keys than the cache holds: request,
     answer, client ACK) or all hit (one key, put in the cache by a write first: request and the
     client's ACK of the switch's reply; the server sees and sends nothing for them). The
     `forward` program on the CQL miss capture is the runtime's own ceiling."""
-    import struct
-
     from innet import _native
 
     exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
     if exchanges < 1 or repeat < 1:
         raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
 
-    def csum(b: bytes) -> int:
-        if len(b) % 2:
-            b += b"\0"
-        s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-        while s >> 16:
-            s = (s & 0xFFFF) + (s >> 16)
-        return ~s & 0xFFFF
-
-    def tcp_frame(to_server: bool, port: int, seq: int, ack: int, flags: int, payload: bytes) -> bytes:
-        cip, sip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
-        src, dst, sp, dp = (cip, sip, 40000, port) if to_server else (sip, cip, port, 40000)
-        opts = b"\x01\x01\x08\x0a" + struct.pack("!II", seq & 0xFFFFFFFF, ack & 0xFFFFFFFF)
-        tcp = struct.pack("!HHIIBBHHH", sp, dp, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, (32 // 4) << 4, flags, 500, 0, 0) + opts
-        pseudo = src + dst + struct.pack("!BBH", 0, 6, len(tcp) + len(payload))
-        c = csum(pseudo + tcp + payload)
-        tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 1, 0x4000, 64, 6, 0, src, dst)
-        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-        return bytes([2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]) + b"\x08\x00" + ip + tcp + payload
-
-    def capture(path: Path, port: int, exchanges_iter) -> int:
-        ack_f, psh_f, syn_f = 0x10, 0x08, 0x02
-        # Client→server stream in the client's / server's view, and server→client likewise.
-        c_cli = c_srv = 1001
-        s_cli = s_srv = 5001
-        frames = [tcp_frame(True, port, 1000, 0, syn_f, b""), tcp_frame(False, port, 5000, 1001, syn_f | ack_f, b""),
-                  tcp_frame(True, port, 1001, 5001, ack_f, b"")]
-        for req, ans, by_switch in exchanges_iter:
-            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f | psh_f, req))
-            c_cli += len(req)
-            if not by_switch:
-                c_srv += len(req)
-                frames.append(tcp_frame(False, port, s_srv, c_srv, ack_f | psh_f, ans))
-                s_srv += len(ans)
-            s_cli += len(ans)
-            frames.append(tcp_frame(True, port, c_cli, s_cli, ack_f, b""))
-        out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-        for i, f in enumerate(frames):
-            out.append(struct.pack("<IIII", i // 1000, (i % 1000) * 1000, len(f), len(f)) + f)
-        path.write_bytes(b"".join(out))
-        return len(frames)
-
-    def cql_exchanges(hit: bool):
-        def frame(resp: bool, stream: int, op: int, body: bytes) -> bytes:
-            return struct.pack("!BBhBi", 0x84 if resp else 0x04, 0, stream, op, len(body)) + body
-
-        def string(x: bytes) -> bytes:
-            return struct.pack("!H", len(x)) + x
-
-        q = b"SELECT v FROM ks.kv WHERE k = ?"
-        pid = b"0123456789abcdef"
-        # RESULT Prepared (v4): id; bind metadata (GLOBAL_TABLES_SPEC, 1 column, pk index 0, ks.kv,
-        # k int); result metadata NO_METADATA with 1 column.
-        prepared = (struct.pack("!i", 4) + string(pid) + struct.pack("!iiiH", 1, 1, 1, 0) + string(b"ks") + string(b"kv")
-                    + string(b"k") + struct.pack("!H", 0x0009) + struct.pack("!ii", 4, 1))
-        yield frame(False, 1, 0x09, struct.pack("!i", len(q)) + q), frame(True, 1, 0x08, prepared), False
-        # The driver's read of the tables' options (the switch caches a table only once it has
-        # seen them): RESULT Rows, GLOBAL_TABLES_SPEC system_schema.tables, columns keyspace_name
-        # text, table_name text, default_time_to_live int; one row ks, kv, 0.
-        st = b"SELECT * FROM system_schema.tables"
-        tables = (struct.pack("!iii", 2, 1, 3) + string(b"system_schema") + string(b"tables")
-                  + string(b"keyspace_name") + struct.pack("!H", 0x000D) + string(b"table_name")
-                  + struct.pack("!H", 0x000D) + string(b"default_time_to_live") + struct.pack("!H", 0x0009)
-                  + struct.pack("!i", 1) + struct.pack("!i", 2) + b"ks" + struct.pack("!i", 2) + b"kv"
-                  + struct.pack("!ii", 4, 0))
-        yield (frame(False, 1, 0x07, struct.pack("!i", len(st)) + st + struct.pack("!HB", 1, 0)),
-               frame(True, 1, 0x08, tables), False)
-        if hit:
-            # A write to key 7 first (invalidates it: every replay starts with one learning miss).
-            upd = b"UPDATE ks.kv SET v = 'value-of-7-abcdefghij' WHERE k = 7"
-            yield (frame(False, 1, 0x07, struct.pack("!i", len(upd)) + upd + struct.pack("!HB", 1, 0)),
-                   frame(True, 1, 0x08, struct.pack("!i", 1)), False)
-        for i in range(exchanges):
-            key = 7 if hit else i
-            stream = i % 1000 + 2
-            execute = string(pid) + struct.pack("!HBHi", 1, 0x01 | 0x02, 1, 4) + struct.pack("!i", key)
-            value = f"value-of-{key}-abcdefghij".encode()
-            rows = struct.pack("!iiii", 2, 4, 1, 1) + struct.pack("!i", len(value)) + value
-            yield frame(False, stream, 0x0A, execute), frame(True, stream, 0x08, rows), hit and i > 0
-
-    def redis_exchanges(hit: bool):
-        if hit:
-            # SET first: write-through puts the value in the cache.
-            v = b"value-of-key:7-abcdefghij"
-            yield b"*3\r\n$3\r\nSET\r\n$5\r\nkey:7\r\n$%d\r\n%s\r\n" % (len(v), v), b"+OK\r\n", False
-        for i in range(exchanges):
-            key = b"key:7" if hit else f"key:{i}".encode()
-            value = b"value-of-" + key + b"-abcdefghij"
-            req = b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(key), key)
-            yield req, b"$%d\r\n%s\r\n" % (len(value), value), hit
-
     case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
     cases: dict[str, dict] = {}
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig23-"))
     try:
         for n, case in enumerate(case_list):
-            proto, kind = case.split("-")
-            port = 9042 if proto == "cql" else 6379
+            proto, port, pcap = _native.appswitch_capture(case, exchanges)
             path = tmp / f"{case}.pcap"
-            gen = cql_exchanges if proto == "cql" else redis_exchanges
-            capture(path, port, gen(kind == "hit"))
+            path.write_bytes(pcap)
             rep = json.loads(_native.bench_switch(str(path), "appswitch", {"protocol": proto, "server_port": str(port)},
                                                   repeat=repeat))
             prog = {k: int(v) for k, v in rep["program_report"].items()}

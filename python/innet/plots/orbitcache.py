@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from innet.plot_style import register, save
+from innet.plots.style import register, save
 
 _SWEEPS = {
     "orbitcache.skew": ("zipf_alpha", "key distribution (Zipf α)"),

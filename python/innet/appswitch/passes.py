@@ -1,6 +1,6 @@
 """The application switch's Figs. 17 and 19 on real packets (need root: network namespaces, a
-real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs and run by
-innet.appswitch_runner.
+real Cassandra from Maven Central jars, `innet switch run`), declared in crates/appswitch/src/experiments.rs,
+which names ``connections`` and ``lexical`` here to run them.
 
 appswitch.connections (Fig. 17, §5.4): 1..64 connections per client, 1 or 2 client machines
 (two client namespaces bridged onto the switch's client port, each its own source address),
@@ -24,19 +24,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-
-def _ints(v: str) -> list[int]:
-    return [int(float(x)) for x in v.split(",") if x.strip()]
+from innet.appswitch.experiments import experiment_rig, lru_hits, number_list
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -45,36 +41,6 @@ def _mean(xs: list[float]) -> float | None:
 
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
-
-
-def _bring_up(name: str, clients: int, tag: str):
-    from innet.netns import NetnsUnavailable, Topology
-
-    t = Topology(tag=tag, clients=clients)
-    try:
-        t.up()
-    except NetnsUnavailable as e:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name} needs network namespaces: {e}") from e
-    return t
-
-
-def _start_cassandra(t, cdir: Path) -> None:
-    from innet.netns import REPO
-
-    r = subprocess.run([str(REPO / "scripts/cassandra.sh"), "start", str(cdir), t.server_ip, t.server],
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"Cassandra did not start: {r.stderr[-2000:]}")
-
-
-def _tear_down(t, cdir: Path) -> None:
-    from innet.netns import REPO
-
-    t.down()
-    subprocess.run([str(REPO / "scripts/cassandra.sh"), "stop", str(cdir)], capture_output=True, timeout=120)
-    subprocess.run(["rm", "-rf", str(cdir)])
 
 
 # The switch's counters a pass reports (its `program_report`, as integers).
@@ -139,7 +105,7 @@ def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, quer
     ready = [workdir / f"ready-{tag}-{j}" for j in range(nclients)]
     go = workdir / f"go-{tag}"
     for j, (ns, _ip) in enumerate(t.client_namespaces()[:nclients]):
-        cmd = [*(prefix or []), sys.executable, "-m", "innet.appswitch_workload", "connections", *common,
+        cmd = [*(prefix or []), sys.executable, "-m", "innet.appswitch.workload", "connections", *common,
                "--seed", str(seed + 1000 * j), "--ops", str(queries), "--conns", str(conns),
                "--ready-file", str(ready[j]), "--go-file", str(go)]
         procs.append(t.popen(ns, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
@@ -160,8 +126,8 @@ def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, quer
     return per_client, errors
 
 
-def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    conns_list, clients_list = _ints(p["conns"]), _ints(p["clients"])
+def connections(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+    conns_list, clients_list = number_list(name, p, "conns", int), number_list(name, p, "clients", int)
     from innet import _native
 
     for c in clients_list:
@@ -172,23 +138,20 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
             raise _native.UserInputError(f"appswitch.connections: conns={c}: expected 1..1024")
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
-    t = _bring_up("appswitch.connections", max(clients_list), f"axc{os.getpid() % 10000}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig17-"))
     points = [(nc, c) for nc in clients_list for c in conns_list]
     results, rows = [], {k: [] for k in ("clients", "conns", "mode", "client", "conn", "table_len", "key", "hit",
                                          "turnaround_us")}
 
-    common = ["--host", t.server_ip, "--protocol", str(protocol), "--zipf", str(zipf), "--tables", str(tables),
-              "--keys-per-table", str(kpt)]
-
     def load(nclients: int, conns: int, tag: str) -> tuple[list[list], list[str]]:
         return connections_pass(t, cdir, tag, nclients, conns, queries, seed, common)
 
-    try:
-        _start_cassandra(t, cdir)
+    with experiment_rig("appswitch.connections", "axc", clients=max(clients_list)) as t:
+        cdir = t.workdir()
+        common = ["--host", t.server_ip, "--protocol", str(protocol), "--zipf", str(zipf), "--tables", str(tables),
+                  "--keys-per-table", str(kpt)]
         progress(0.1)
         t.start_switch("forward")
-        t.exec(t.client, [sys.executable, "-m", "innet.appswitch_workload", "turnaround", *common, "--seed", str(seed),
+        t.exec(t.client, [sys.executable, "-m", "innet.appswitch.workload", "turnaround", *common, "--seed", str(seed),
                           "--setup", "--ops", "0"], timeout=1800)
         load(1, 1, "warm")  # warm-up pass, discarded (Cassandra's JIT, flushes after loading)
         t.stop_switch()
@@ -235,8 +198,6 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
                             rows[key].append(val)
                         i += 1
             progress(0.1 + 0.9 * (k + 1) / len(points))
-    finally:
-        _tear_down(t, cdir)
     derived = {}
     for nc in clients_list:
         g = sorted((x for x in results if x["clients"] == nc), key=lambda x: x["conns"])
@@ -253,13 +214,12 @@ def connections(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[s
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
 
 
-def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def lexical(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     from innet import _native
-    from innet.appswitch_experiments import _lru_hits
-    from innet.appswitch_workload import lexical_layout
+    from innet.appswitch.workload import lexical_layout
     from innet.stats import median_ci
 
-    key_lens, rounds = _ints(p["key_lens"]), int(p["rounds"])
+    key_lens, rounds = number_list(name, p, "key_lens", int), int(p["rounds"])
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
     for n in key_lens:
@@ -271,8 +231,6 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
         raise _native.UserInputError("appswitch.lexical: keys_per_table > 256 needs key lengths >= 3")
     if rounds < 1:
         raise _native.UserInputError("appswitch.lexical: rounds must be at least 1")
-    t = _bring_up("appswitch.lexical", 1, f"axl{os.getpid() % 10000}")
-    cdir = Path(tempfile.mkdtemp(prefix="innet-fig19-"))
     modes = ["normal", "lexical", "fixed"]
     # Round r runs the modes in the r-th of their 6 orders, so over 6 rounds each mode precedes
     # each other one equally often (a plain rotation puts lexical before fixed in 2 of 3 rounds).
@@ -280,13 +238,13 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
     results, rows = [], {k: [] for k in ("key_len", "round", "mode", "query", "key", "hit", "turnaround_us")}
 
     def workload(extra: list[str]) -> list:
-        cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+        cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                "--tables", str(tables), "--keys-per-table", str(kpt), *extra]
         return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)["samples"]
 
-    try:
-        _start_cassandra(t, cdir)
+    with experiment_rig("appswitch.lexical", "axl") as t:
+        cdir = t.workdir()
         progress(0.1)
         t.start_switch("forward")
         workload(["--setup", "--ops", "0"])
@@ -311,7 +269,7 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                         t.start_switch("appswitch", sets, extra=["--stats-json", str(stats_path)])
                     samples = workload(["--ops", str(queries), "--literal", "--only-len", str(n)])
                     h = _stop_switch_counters(t, None if mode == "normal" else stats_path)["hits"]
-                    replay = _lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
+                    replay = lru_hits([(s[1], s[2]) for s in samples], cache) if mode != "normal" else [False] * len(samples)
                     if mode != "normal" and h != sum(replay):
                         raise RuntimeError(f"{mode} N={n}: the switch counted {h} hits, the LRU replay {sum(replay)}: "
                                            "hit classification would be wrong")
@@ -347,8 +305,6 @@ def lexical(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                                               if a and b]
             lex["lexical_vs_fixed"] = (statistics.median(lex["lexical_vs_fixed_rounds"])
                                        if lex["lexical_vs_fixed_rounds"] else None)
-    finally:
-        _tear_down(t, cdir)
     # Over every key length and round: the median difference with its distribution-free 95 %
     # interval (a direction only where it excludes zero).
     lv = [d for x in results for d in x.get("lexical_vs_fixed_rounds", [])]

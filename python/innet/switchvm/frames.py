@@ -3,7 +3,7 @@ inner Ethernet/IPv4/UDP frame, built byte by byte (checksums included), and the 
 a receiver gets. Used by the netns test and the replay-benchmark captures.
 
     from innet import _native
-    from innet.switchvm_frames import geneve, outer_frame
+    from innet.switchvm.frames import geneve, outer_frame
     opts = _native.switchvm_options(counter_source, stack=[3])   # code + stack in the packet
     payload = geneve(7, opts, b"hello")                           # send to UDP port 6081
 """
@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import struct
 
+from innet import ipv4 as ip
+
 GENEVE_PORT = 6081
 INNER_MACS = bytes.fromhex("020000000002" "020000000001")
 
 
 def ipv4(src: str, dst: str, proto: int, body: bytes) -> bytes:
     """An IPv4 packet (no options, TTL 64, a correct header checksum) around `body`."""
-    h = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 1, 0, 64, proto, 0,
-                              bytes(map(int, src.split("."))), bytes(map(int, dst.split(".")))))
-    s = sum(struct.unpack("!10H", bytes(h)))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    h[10:12] = struct.pack("!H", ~s & 0xFFFF)
-    return bytes(h) + body
+    return ip.header(src, dst, proto, len(body), flags=0) + body
 
 
 def udp(sport: int, dport: int, body: bytes) -> bytes:

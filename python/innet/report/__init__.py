@@ -7,9 +7,13 @@ A metric is a summary key (``schemes.switchv2p.fct_improvement``) or a table sel
 one seed by the number's ``agg`` (mean or max) and then averaged over seeds. With two or more
 seeds every verdict is also computed per seed and the verdict shown is the worst of them (a match
 is claimed only when every seed matches); the page says per entry whether the seeds agree, on the
-verdicts and on the plotted values (innet.seed_agreement), and counts the entries whose seeds
+verdicts and on the plotted values (innet.report.seed_agreement), and counts the entries whose seeds
 differ in the scoreboard. When a point was run again (same parameters, newer code) only its
 newest result is used.
+
+The package is the page's: this module, the verdicts (``verdict``), the seeds' agreement
+(``seed_agreement``) and the figures drawn from the manifest's plot specs (``paperfig``). It reads
+the manifest and the results (innet.reproduce); nothing that makes a result reads it.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from innet import paperfig, provenance, reproduce, seed_agreement, sweep, verdict
-from innet.seed_agreement import seed_of
-from innet.verdict import finite
+from innet import provenance, reproduce
+from innet.report import paperfig, seed_agreement, verdict
+from innet.report.seed_agreement import seed_of
+from innet.reproduce import numbers, sweep
+from innet.reproduce.numbers import finite
+
+# Judging and showing cannot change a result (innet.provenance.presentation_paths).
+PRESENTATION = True
 
 SMOKE_NOTE = "smoke run: not comparable with the paper"
 NO_NUMBER = ("No verdict: the paper states no number for this figure, only its plot, and no public artifact publishes "
@@ -365,7 +374,7 @@ def _tolerance(n: dict[str, Any]) -> str:
         return f"direction (vs {n['direction_ref']:g})"
     if "abs_tolerance" in n:
         return f"±{float(n['abs_tolerance']):g}"
-    t = f"±{float(n.get('tolerance', verdict.DEFAULT_TOLERANCE)):.0%}"
+    t = f"±{float(n.get('tolerance', numbers.DEFAULT_TOLERANCE)):.0%}"
     ref = float(n.get("direction_ref", 0))
     return t if ref == 0 else f"{t}, and {t} of the effect from {ref:g}"
 

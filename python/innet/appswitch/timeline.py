@@ -2,7 +2,7 @@
 and a cache hit) on real packets: one query's frames timestamped on every interface they cross
 — the client's (`c0`), both switch ports (`p0` towards the client, `p1` towards the server) and
 the server's (`s0`) — and the paper's marks placed on them. Declared in
-crates/appswitch/src/experiments.rs (`appswitch.timeline`), run by innet.appswitch_runner.
+crates/appswitch/src/experiments.rs (`appswitch.timeline`), which names ``timeline`` here to run it.
 
 The paper recorded "packet transmission and reception times on all network interfaces of the
 client machines, the application switch, and the server machine", then shifted each machine's
@@ -17,13 +17,13 @@ out), on a hit its own answer back (`p0` out) —; on a miss D the server receiv
 G the switch sends it on (`p0` out), H the client receives it (`c0` in); on a hit D the client
 receives the switch's answer (`c0` in). B→C is the switch's time, D→E (miss) the server's.
 
-The workload (`appswitch_workload timeline`): per pair, a prepared SELECT of a key not read
+The workload (`innet.appswitch.workload timeline`): per pair, a prepared SELECT of a key not read
 before (a miss) and, `gap_ms` later, of the same key (a hit); every query alone on the wire.
 The frames of query j are those between its send time and the next query's; the query frame is
 followed across interfaces by its payload bytes (the switch rewrites sequence numbers, never
 payloads it forwards), the answer by its connection and CQL stream id.
 
-    python3 -m innet.appswitch_timeline capture IFACE OUT   # in the interface's namespace
+    python3 -m innet.appswitch.timeline capture IFACE OUT   # in the interface's namespace
 """
 
 from __future__ import annotations
@@ -214,11 +214,11 @@ def summarize(placed: list[dict]) -> tuple[dict, dict]:
     return {"cases": cases, "derived": derived}, examples
 
 
-def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+def timeline(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """appswitch.timeline: Cassandra in the server namespace, the §5.1 table of name length
     `table_len` loaded, the application switch on the switch's ports, a capture on each of the
     four interfaces, `pairs` miss/hit query pairs; marks placed and summarized."""
-    from innet.appswitch_experiments import cassandra_topology
+    from innet.appswitch.experiments import experiment_rig
 
     pairs, protocol, tlen = int(p["pairs"]), int(p["protocol"]), int(p["table_len"])
     gap_ms, kpt = float(p["gap_ms"]), int(p["keys_per_table"])
@@ -229,11 +229,11 @@ def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str,
                                      f"1 <= table_len <= 16; got pairs={pairs}, table_len={tlen}")
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig13-"))
     caps: list[subprocess.Popen] = []
-    with cassandra_topology("appswitch.timeline", "axt", tmp / "cassandra") as t:
+    with experiment_rig("appswitch.timeline", "axt") as t:
         progress(0.3)
 
         def workload(args: list[str]) -> dict:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", *args, "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", *args, "--host", t.server_ip,
                    "--protocol", str(protocol), "--seed", str(p["seed"]), "--tables", str(tlen),
                    "--keys-per-table", str(kpt), "--only-len", str(tlen)]
             return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)
@@ -247,7 +247,7 @@ def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str,
         try:
             where = {"c0": t.client, "p0": t.sw, "p1": t.sw, "s0": t.server}
             for iface in INTERFACES:
-                caps.append(t.popen(where[iface], [sys.executable, "-m", "innet.appswitch_timeline", "capture",
+                caps.append(t.popen(where[iface], [sys.executable, "-m", "innet.appswitch.timeline", "capture",
                                                    iface, str(tmp / f"{iface}.jsonl")],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
             deadline = time.time() + 30
@@ -295,7 +295,7 @@ def timeline(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str,
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "capture":
         return capture(argv[1], argv[2])
-    print("usage: python3 -m innet.appswitch_timeline capture IFACE OUT", file=sys.stderr)
+    print("usage: python3 -m innet.appswitch.timeline capture IFACE OUT", file=sys.stderr)
     return 2
 
 

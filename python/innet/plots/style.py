@@ -1,6 +1,7 @@
 """What every plot module shares: the per-experiment plot registry, one style, and saving a
-figure. System plot modules (plots_*.py) register their functions here; ``innet.plots`` picks
-one per experiment."""
+figure. System plot modules (innet.plots.<system>) register their functions here; ``innet.plots``
+picks one per experiment. A plot that draws the paper's numbers beside ours registers with
+``paper=True`` and is given them (the caller reads the manifest: no plot does)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 if TYPE_CHECKING:
     import pandas as pd
 
-PlotFn = Callable[[dict, "dict[str, pd.DataFrame]", Path], list[Path]]
+PlotFn = Callable[..., list[Path]]  # (summary, tables, out[, paper_numbers]) -> the PNGs written
 REGISTRY: dict[str, PlotFn] = {}
+# Experiments whose plot also takes the paper's numbers (its system's manifest entries' ``paper``).
+PAPER_PLOTS: set[str] = set()
 
 
-def register(experiment: str) -> Callable[[PlotFn], PlotFn]:
+def register(experiment: str, paper: bool = False) -> Callable[[PlotFn], PlotFn]:
     def deco(fn: PlotFn) -> PlotFn:
         REGISTRY[experiment] = fn
+        if paper:
+            PAPER_PLOTS.add(experiment)
         return fn
 
     return deco

@@ -1,72 +1,17 @@
-"""``innet sweep``, ``innet reproduce`` and ``innet report``: the Dask-backed commands."""
+"""``innet reproduce`` (the manifest entries of a paper, run on Dask) and ``innet report`` (the
+page that judges them)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
-from innet import reproduce  # light: the manifest reader; sweep (pandas, dask) loads when a command runs
-from innet.cli_args import parse_sets
-
-
-class SweepError(Exception):
-    """A user error in a sweep command (reported like any innet user error)."""
-
-
-def _progress_bar(label: str):
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(
-        TextColumn(f"[bold]{label}"),
-        BarColumn(),
-        TextColumn("{task.fields[done]} done · {task.fields[running]} running · {task.fields[failed]} failed"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-    )
-    task = prog.add_task(label, total=1, done=0, running=0, failed=0)
-
-    def update(done: int, running: int, failed: int, total: int) -> None:
-        prog.update(task, total=max(total, 1), completed=done + failed, done=done, running=running, failed=failed)
-
-    return prog, update
+from innet import reproduce  # light: the manifest reader; the runs (pandas, dask) and the page load when a command runs
+from innet.cli.args import UserError
 
 
 def register(cli: click.Group) -> None:
-    @cli.command("sweep")
-    @click.argument("experiment")
-    @click.option("--grid", "grids", multiple=True, metavar="KEY=V1,V2,...", help="A swept parameter (repeatable; ';' separates values that hold commas).")
-    @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="A parameter fixed for every point.")
-    @click.option("--repeat", default=1, show_default=True, type=int, help="Seeds 1..N per grid point.")
-    @click.option("--scheduler", default=None, metavar="ADDRESS", help="A running Dask scheduler (default: a local cluster).")
-    @click.option("--workers", default=None, type=int, help="Workers of the local cluster (default: one per core).")
-    @click.option("--out", "out", default=None, metavar="DIR", help="Where points and results.parquet go (default sweeps/EXPERIMENT).")
-    @click.option("--quick", is_flag=True, help="Every point in its --quick form.")
-    @click.option("--no-split", is_flag=True, help="Run each point as one task (default: a point that sweeps inside one run is split into its runs).")
-    def sweep_cmd(experiment, grids, sets, repeat, scheduler, workers, out, quick, no_split):
-        """Run EXPERIMENT at every point of a parameter grid on Dask."""
-        from innet import sweep
-
-        names = reproduce.available_experiments()
-        if experiment not in names:
-            raise SweepError(f"unknown experiment '{experiment}' (see `innet list`)")
-        try:
-            grid = sweep.parse_grid(grids)
-            points = sweep.expand(experiment, grid, repeat, parse_sets(sets), quick)
-        except ValueError as e:
-            raise SweepError(str(e)) from None
-        out_dir = Path(out or f"sweeps/{experiment}")
-        prog, update = _progress_bar(experiment)
-        t0 = time.perf_counter()
-        with prog:
-            rep = sweep.run_sweep(points, out_dir, scheduler=scheduler, workers=workers, on_progress=update, split=not no_split)
-        click.echo(
-            f"{rep.total} points: {rep.done} run, {rep.skipped} already done, {rep.failed} failed "
-            f"in {time.perf_counter() - t0:.1f} s → {out_dir / sweep.RESULTS_FILE}"
-        )
-
     @cli.command("reproduce")
     @click.argument("paper")
     @click.option("--tier", type=click.Choice(reproduce.TIERS), default=None,
@@ -87,16 +32,22 @@ def register(cli: click.Group) -> None:
     def reproduce_cmd(paper, tier, quick, seed, n_seeds, scheduler, workers, out, dry_run, no_split):
         """Run every manifest entry of PAPER (switchv2p, orbitcache, gigaflow, switchvm, appswitch), all,
         or one entry (PAPER/ENTRY, e.g. switchv2p/fig5a)."""
-        from innet import repro_run
+        from innet.reproduce import run as repro_run
 
         if quick and tier not in (None, "smoke"):
-            raise SweepError(f"--quick is --tier smoke; it cannot be combined with --tier {tier}")
+            raise UserError(f"--quick is --tier smoke; it cannot be combined with --tier {tier}")
         tier = "smoke" if quick else (tier or reproduce.DEFAULT_TIER)
         try:
-            repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run,
-                          echo=click.echo, n_seeds=n_seeds, split=not no_split)
+            ran = repro_run.run(paper, tier, Path(out), seed=seed, scheduler=scheduler, workers=workers, dry_run=dry_run,
+                                echo=click.echo, n_seeds=n_seeds, split=not no_split)
         except repro_run.PlanError as e:
-            raise SweepError(str(e)) from None
+            raise UserError(str(e)) from None
+        if ran:
+            from innet import report
+
+            collected = report.collect(Path(out), tier)
+            for line in report.scoreboard_lines(report.scoreboard(collected), tier, report.seed_board(collected)):
+                click.echo(line)
 
     @cli.command("report")
     @click.argument("root", default="reproduced")
@@ -114,7 +65,7 @@ def register(cli: click.Group) -> None:
             ran = [t for t in reproduce.TIERS if (Path(root) / t).exists()]
             tier = reproduce.DEFAULT_TIER if reproduce.DEFAULT_TIER in ran or len(ran) != 1 else ran[0]
         if not (Path(root) / tier).exists():
-            raise SweepError(f"{Path(root) / tier}: no such directory (run `innet reproduce all --tier {tier} --out {root}` first)")
+            raise UserError(f"{Path(root) / tier}: no such directory (run `innet reproduce all --tier {tier} --out {root}` first)")
         fig_dir = Path(markdown).parent / "figures" / "reproduced" if markdown else None
         page, md = report.build(root, tier, fig_dir, "figures/reproduced" if markdown else None)
         Path(output).write_text(page)
@@ -128,4 +79,4 @@ def register(cli: click.Group) -> None:
         click.echo(f"report: {output}" + (f", {markdown}" if markdown else ""))
         problems = report.check_page(page, collected, md if markdown else None, Path(markdown).parent if markdown else None)
         if problems:
-            raise SweepError("the page is incomplete:\n  " + "\n  ".join(problems))
+            raise UserError("the page is incomplete:\n  " + "\n  ".join(problems))

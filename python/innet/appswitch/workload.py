@@ -3,11 +3,11 @@ cassandra-driver) against a real server through the switch. Each checks every an
 model of what the server holds (this client is the only writer, and its operations are
 sequential, so the model is exact at every moment) and reports counts and latencies as JSON.
 
-    python3 -m innet.appswitch_workload redis --host 10.77.0.2 --ops 10000
-    python3 -m innet.appswitch_workload cql --host 10.77.0.2 --ops 10000 [--protocol 4|5]
-    python3 -m innet.appswitch_workload turnaround --host 10.77.0.2 ...   (Fig. 12 workload)
-    python3 -m innet.appswitch_workload connections --host 10.77.0.2 --conns 8 ...   (Fig. 17)
-    python3 -m innet.appswitch_workload timeline --host 10.77.0.2 --ops 20 ...   (Figs. 13-14)
+    python3 -m innet.appswitch.workload redis --host 10.77.0.2 --ops 10000
+    python3 -m innet.appswitch.workload cql --host 10.77.0.2 --ops 10000 [--protocol 4|5]
+    python3 -m innet.appswitch.workload turnaround --host 10.77.0.2 ...   (Fig. 12 workload)
+    python3 -m innet.appswitch.workload connections --host 10.77.0.2 --conns 8 ...   (Fig. 17)
+    python3 -m innet.appswitch.workload timeline --host 10.77.0.2 --ops 20 ...   (Figs. 13-14)
 
 Exit status 1 and a "wrong" list when any answer differed from the model.
 """
@@ -198,7 +198,7 @@ def cql_session(host: str, protocol: int | None, compression: str = "auto"):
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
 
-    from innet.cql_driver import fix_segment_reader
+    from innet.appswitch.cql_driver import fix_segment_reader
 
     fix_segment_reader()  # the driver's v5 reader loses bytes at some read boundaries
 
@@ -463,7 +463,7 @@ def connections(host: str, queries: int, s_zipf: float, seed: int, protocol: int
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="appswitch_workload")
+    ap = argparse.ArgumentParser(prog="python3 -m innet.appswitch.workload")
     ap.add_argument("kind", choices=["redis", "memcached", "cql", "cql-read-model", "turnaround", "connections",
                                        "timeline"])
     ap.add_argument("--host", required=True)

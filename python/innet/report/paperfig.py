@@ -33,8 +33,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from innet import plot_style, plots  # noqa: E402
-from innet.verdict import finite  # noqa: E402
+from innet import plots  # noqa: E402
+from innet.plots.style import legend_below  # noqa: E402
+from innet.reproduce.numbers import finite  # noqa: E402
 
 PANEL_W, PANEL_H, MIN_W = 3.4, 2.7, 4.6
 # Characters of a 9-point title per inch of figure width, with a margin: titles wrap, never clip.
@@ -139,7 +140,7 @@ def draw(spec: dict[str, Any], title: str, rows: list[dict[str, Any]], numbers: 
     for j in range(n, nrows * cols):
         axes[j // cols][j % cols].set_visible(False)
     fig.suptitle("\n".join(lines), fontsize=9)
-    plot_style.legend_below(fig, fontsize=7)  # one legend below the panels, never over the data
+    legend_below(fig, fontsize=7)  # one legend below the panels, never over the data
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     plt.close(fig)

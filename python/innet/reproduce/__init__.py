@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from innet import verdict
+from innet.reproduce.numbers import check_spec, finite
 
 TIERS = ("smoke", "standard", "full")
 DEFAULT_TIER = "standard"
@@ -200,7 +200,7 @@ def _figure(name: str, fig: dict[str, Any], where: str, ranges: dict[str, tuple[
     numbers = list(fig.get("paper", []))
     for i, n in enumerate(numbers):
         try:
-            verdict.check_spec(n, f"{where} paper[{i}]", ranges)
+            check_spec(n, f"{where} paper[{i}]", ranges)
         except ValueError as e:
             raise ManifestError(str(e)) from None
     return Figure(
@@ -252,10 +252,16 @@ def load_papers() -> dict[str, Paper]:
     return papers
 
 
+def paper_numbers(paper: str) -> list[dict[str, Any]]:
+    """Every number ``paper``'s manifest states (all its entries'; none for a paper not in it)."""
+    p = load_papers().get(paper)
+    return [n for fig in p.figures for n in fig.paper_numbers] if p else []
+
+
 def _ranges(d: dict[str, Any], where: str) -> dict[str, tuple[float, float]]:
     out = {}
     for k, v in d.items():
-        if not (isinstance(v, list) and len(v) == 2 and all(verdict.finite(x) is not None or x in (float("inf"), float("-inf")) for x in v)
+        if not (isinstance(v, list) and len(v) == 2 and all(finite(x) is not None or x in (float("inf"), float("-inf")) for x in v)
                 and float(v[0]) < float(v[1])):
             raise ManifestError(f"{where}: metric_ranges.{k} must be [low, high] with low < high (inf allowed), got {v!r}")
         out[k] = (float(v[0]), float(v[1]))
@@ -291,7 +297,7 @@ def run_parameters(fig: Figure, registry: dict[str, dict[str, str]]) -> dict[str
     for k, vs in params.items():
         for v in vs:
             for x in v.strip('"').replace(";", ",").split(","):
-                f = verdict.finite(x.strip())
+                f = finite(x.strip())
                 if f is not None:
                     out.setdefault(k, []).append(f)
     return out
@@ -355,7 +361,7 @@ def seeded_experiments() -> set[str]:
 
 def figure_points(fig: Figure, tier: str, seeds: list[str | None] | None = None) -> list[sweep.Point]:
     """The figure's points at ``tier``, once per seed (None: the experiment's default seed)."""
-    from innet import sweep  # pandas and dask: only when points are made
+    from innet.reproduce import sweep  # pandas and dask: only when points are made
 
     assert fig.experiment is not None, f"{fig.paper}/{fig.id} has no experiment"
     points = []

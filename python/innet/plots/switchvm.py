@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from innet.plot_style import register, save
+from innet.plots.style import register, save
 
 
 @register("switchvm.overhead")

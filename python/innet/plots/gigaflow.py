@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from innet.plot_style import register, save
+from innet.plots.style import register, save
 
 
 def _bars(df: pd.DataFrame, metric: str, ylabel: str, out: Path, name: str, schemes: list[str]) -> Path:
@@ -79,29 +79,24 @@ def plot_partitioning(summary: dict, tables: dict[str, pd.DataFrame], out: Path)
     return [save(fig, out / "partitioning.png")]
 
 
-def _paper_table2() -> dict[str, dict[str, float]]:
-    """Table 2 as the reproduce manifest (papers/gigaflow.toml, entry table2) holds it:
+def paper_table2(paper_numbers: list[dict]) -> dict[str, dict[str, float]]:
+    """Table 2 from the paper's numbers (the manifest's entry table2 states them):
     {pipeline: {"mf_coverage" | "gf_coverage": value}}."""
-    from innet import reproduce
-
     out: dict[str, dict[str, float]] = {}
-    for fig in reproduce.load_papers()["gigaflow"].figures:
-        if fig.id != "table2":
-            continue
-        for n in fig.paper_numbers:
-            parts = n["metric"].split(".")  # pipelines.<P>.<locality>.<mf|gf>.rule_space_coverage
-            if len(parts) == 5 and parts[0] == "pipelines" and parts[4] == "rule_space_coverage":
-                out.setdefault(parts[1], {})[f"{parts[3]}_coverage"] = float(n["value"])
+    for n in paper_numbers:
+        parts = str(n.get("metric", "")).split(".")  # pipelines.<P>.<locality>.<mf|gf>.rule_space_coverage
+        if len(parts) == 5 and parts[0] == "pipelines" and parts[4] == "rule_space_coverage":
+            out.setdefault(parts[1], {})[f"{parts[3]}_coverage"] = float(n["value"])
     return out
 
 
-@register("gigaflow.coverage")
-def plot_coverage(summary: dict, tables: dict[str, pd.DataFrame], out: Path) -> list[Path]:
+@register("gigaflow.coverage", paper=True)
+def plot_coverage(summary: dict, tables: dict[str, pd.DataFrame], out: Path, paper_numbers: list[dict]) -> list[Path]:
     """Table 2: rule-space coverage of MF 32K and GF 4x8K, ours beside the paper's (log scale)."""
     df = tables["coverage"]
     if df.empty:
         return []
-    paper = _paper_table2()
+    paper = paper_table2(paper_numbers)
     df = df.assign(**{f"paper_{m}": [paper.get(p, {}).get(m, 0.0) for p in df["pipeline"]]
                       for m in ("mf_coverage", "gf_coverage")})
     fig, ax = plt.subplots(figsize=(7.0, 3.6))

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
-from innet import cli_gigaflow, cli_sweep, cli_switch, cli_switchv2p, cli_switchvm, cli_vswitch
-from innet.cli_args import UserError, parse_sets
+from innet.cli import gigaflow, reproduce, sweep, switch, switchv2p, switchvm, vswitch
+from innet.cli.args import UserError, parse_sets
 
 EXIT_USER = 2
 EXIT_INVARIANT = 1
@@ -94,7 +94,12 @@ def run_cmd(experiment: str, quick: bool, sets: tuple[str, ...], config: str | N
     if not no_plots:
         from innet import plots
 
-        figures = plots.plot(experiment, result.summary, result.tables, out_dir)
+        paper = None
+        if plots.wants_paper(experiment):
+            from innet import reproduce
+
+            paper = reproduce.paper_numbers(experiment.split(".", 1)[0])
+        figures = plots.plot(experiment, result.summary, result.tables, out_dir, paper)
     if as_json:
         sys.stdout.write(result.summary_json)
         return
@@ -141,7 +146,7 @@ def _run_with_progress(experiment: str, quick: bool, overrides: dict[str, str]):
 def _print_summary(experiment: str, summary: dict, out_dir: Path, figures: list[Path]) -> None:
     from rich.console import Console
 
-    from innet import summary_table
+    from innet.cli import summary_table
 
     console = Console()
     summary_table.render(summary, f"{experiment} — {out_dir}/summary.json", console)
@@ -225,7 +230,7 @@ def bench_sim(flows_path: str | None, topology: str, k: int, transport: str, sce
     Console().print(t)
 
 
-for _module in (cli_sweep, cli_gigaflow, cli_switchv2p, cli_switchvm, cli_vswitch, cli_switch):
+for _module in (sweep, reproduce, gigaflow, switchv2p, switchvm, vswitch, switch):
     _module.register(cli)
 
 
@@ -236,7 +241,7 @@ def main() -> None:
         _fail("aborted", 130)
     except click.ClickException as e:
         _fail(e.format_message())
-    except (UserError, cli_sweep.SweepError, cli_switchvm.SwitchVmError, cli_vswitch.VswitchError, cli_switch.SwitchError) as e:  # noqa: B014
+    except (UserError, sweep.SweepError, switchvm.SwitchVmError, vswitch.VswitchError, switch.SwitchError) as e:  # noqa: B014
         _fail(str(e))
     except BrokenPipeError:
         sys.exit(0)

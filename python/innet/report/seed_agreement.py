@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from innet.verdict import DEFAULT_TOLERANCE, finite
+from innet.reproduce.numbers import DEFAULT_TOLERANCE, finite
 
 SPREAD_LIMIT = DEFAULT_TOLERANCE
 FLOOR = 0.05

@@ -9,9 +9,9 @@ namespace, talk to Cassandra through the switch, and ask the truth before and af
 the read). Issue 23's statement cases 1-8 are `cases`; `random` issues random writes and reads
 (typed keys in several spellings, TTLs, comments, consistency levels, time-dependent selectors).
 
-    python -m innet.appswitch_semantics truth --host IP --socket PATH
-    python -m innet.appswitch_semantics cases --host IP --socket PATH      # JSON per case
-    python -m innet.appswitch_semantics random --host IP --socket PATH --ops N --seed S
+    python -m innet.appswitch.semantics truth --host IP --socket PATH
+    python -m innet.appswitch.semantics cases --host IP --socket PATH      # JSON per case
+    python -m innet.appswitch.semantics random --host IP --socket PATH --ops N --seed S
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from innet.appswitch_workload import cql_session
+from innet.appswitch.workload import cql_session
 
 KS = "sem"
 
@@ -638,7 +638,7 @@ def run_auth(host: str) -> dict:
     from cassandra.cluster import Cluster
     from cassandra.policies import WhiteListRoundRobinPolicy
 
-    from innet.cql_driver import fix_segment_reader
+    from innet.appswitch.cql_driver import fix_segment_reader
 
     fix_segment_reader()
 
@@ -698,7 +698,7 @@ def run_auth(host: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m innet.appswitch_semantics")
+    ap = argparse.ArgumentParser(prog="python -m innet.appswitch.semantics")
     ap.add_argument("mode", choices=["truth", "cases", "random", "auth"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--socket", default="", help="the truth's Unix socket (not for auth)")

@@ -280,8 +280,8 @@ def cql_client(host: str, name: str, protocol: int, compression: str, seed: int,
     from cassandra.policies import ConstantReconnectionPolicy, WhiteListRoundRobinPolicy
     from cassandra.query import BatchStatement
 
-    from innet.appswitch_workload import zipf_sampler
-    from innet.cql_driver import fix_segment_reader
+    from innet.appswitch.workload import zipf_sampler
+    from innet.appswitch.cql_driver import fix_segment_reader
 
     fix_segment_reader()
     rng = random.Random(seed)
@@ -372,7 +372,7 @@ def kv_client(proto: str, host: str, port: int, name: str, seed: int, duration: 
     import socket
     import time
 
-    from innet.appswitch_workload import zipf_sampler
+    from innet.appswitch.workload import zipf_sampler
 
     rng = random.Random(seed)
     draw = zipf_sampler(keys, 1.0, rng)
@@ -547,7 +547,7 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
     from innet.netns import REPO
 
     if protocol == "cql":
-        setup = ("import sys\nsys.path.insert(0, sys.argv[2])\nfrom innet.appswitch_workload import cql_session\n"
+        setup = ("import sys\nsys.path.insert(0, sys.argv[2])\nfrom innet.appswitch.workload import cql_session\n"
                  "c, s = cql_session(sys.argv[1], None, 'none')\n"
                  f"s.execute(\"CREATE KEYSPACE IF NOT EXISTS {HIST_KS} WITH replication = "
                  "{'class': 'SimpleStrategy', 'replication_factor': 1}\")\n"
@@ -584,11 +584,11 @@ def run_history(t, duration: float, keys: int = 8, clients: int = 4, seed: int =
             args = ["cql-client", *args, "--protocol", str(proto), "--compression", comp]
         else:
             args = ["kv-client", *args, "--proto", protocol, "--port", str(port)]
-        procs.append(t.popen(t.client, [sys.executable, "-m", "innet.appswitch_history", *args],
+        procs.append(t.popen(t.client, [sys.executable, "-m", "innet.appswitch.history", *args],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     clock_proc = None
     if protocol == "memcached":  # its expiry clock, sampled beside the clients (`ServerClock`)
-        clock_proc = t.popen(t.server, [sys.executable, "-m", "innet.appswitch_history", "clock-client", "--host",
+        clock_proc = t.popen(t.server, [sys.executable, "-m", "innet.appswitch.history", "clock-client", "--host",
                                         t.server_ip, "--port", str(port), "--duration", str(duration + 10)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t0 = time.time() + (8 if protocol == "cql" else 0.5)  # the clients' connect time, roughly
@@ -661,7 +661,7 @@ def main(argv: list[str]) -> int:
     import json
     import sys
 
-    ap = argparse.ArgumentParser(prog="appswitch_history")
+    ap = argparse.ArgumentParser(prog="python3 -m innet.appswitch.history")
     ap.add_argument("kind", choices=["cql-client", "kv-client", "clock-client"])
     ap.add_argument("--proto", choices=["redis", "memcached"], default="redis")
     ap.add_argument("--port", type=int, default=6379)

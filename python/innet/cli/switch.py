@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from innet.cli_args import parse_sets
+from innet.cli.args import parse_sets
 
 
 class SwitchError(Exception):

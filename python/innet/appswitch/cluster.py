@@ -1,8 +1,8 @@
 """The application switch's Fig. 22 (§5.7, "performance with multiple servers") on real packets:
 a two-node Cassandra cluster (replication factor 1, consistency ONE) behind the switch, the
 client connected to Server1 only, and the paper's *estimate* of the coordinator cache of Vakili
-et al. Declared in crates/appswitch/src/experiments.rs (`appswitch.cluster`), run by
-innet.appswitch_runner.
+et al. Declared in crates/appswitch/src/experiments.rs (`appswitch.cluster`), which names
+``cluster`` here to run it.
 
 Topology (innet.netns.Topology(servers=2)): Server1 (10.77.0.2) and Server2 (10.77.0.4) share
 the switch's server link through a bridge in Server1's namespace; their inter-node traffic stays
@@ -54,18 +54,18 @@ def estimate(h: float, normal_s1: float, normal_s2: float, hit: float, miss_s1: 
     }
 
 
-def cluster(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    from innet.appswitch_experiments import _lru_hits, cassandra_topology
+def cluster(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
+    from innet.appswitch.experiments import experiment_rig, lru_hits
 
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
     tmp = Path(tempfile.mkdtemp(prefix="innet-fig22-"))
     progress(0.02)
-    with cassandra_topology("appswitch.cluster", "axc", tmp / "cassandra", servers=2, heap=f"{int(p['heap_mb'])}M") as t:
+    with experiment_rig("appswitch.cluster", "axc", servers=2, heap=f"{int(p['heap_mb'])}M") as t:
         progress(0.3)
 
         def workload(extra: list[str]) -> dict:
-            cmd = [sys.executable, "-m", "innet.appswitch_workload", "turnaround", "--host", t.server_ip,
+            cmd = [sys.executable, "-m", "innet.appswitch.workload", "turnaround", "--host", t.server_ip,
                    "--protocol", str(protocol), "--zipf", str(zipf), "--seed", str(seed),
                    "--tables", str(tables), "--keys-per-table", str(kpt), "--owners", *extra]
             return json.loads(t.exec(t.client, cmd, timeout=1800).stdout)
@@ -97,7 +97,7 @@ def cluster(p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, 
                                "(replication factor 1 on the two nodes)")
         return server_ips[hosts[0]]
 
-    hits = _lru_hits([(n, i) for _, n, i, _ in proposed["samples"]], cache)
+    hits = lru_hits([(n, i) for _, n, i, _ in proposed["samples"]], cache)
     if int(stats["hits"]) != sum(hits):
         raise RuntimeError(f"the switch counted {stats['hits']} hits, the LRU replay {sum(hits)}")
     mean = lambda xs: statistics.fmean(xs) if xs else None  # noqa: E731

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from innet.plot_style import register, save
+from innet.plots.style import register, save
 
 
 @register("appswitch.connections")
