@@ -151,3 +151,32 @@ mod tests {
         assert!(err.contains("'x.unreal'"), "{err}");
     }
 }
+
+/// A float as its IEEE bits (`#[serde(with = "innet_registry::exact_f64")]`): JSON text read
+/// back gives the same number, not one a ULP away, so a sweep's runs can be simulated as separate
+/// tasks and merged into exactly the output of one process.
+pub mod exact_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(x.to_bits())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
+    }
+
+    /// The same for a list of floats (`#[serde(with = "innet_registry::exact_f64::list")]`; a
+    /// `Vec<f64>` or a `[f64; N]` field).
+    pub mod list {
+        use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer, T: AsRef<[f64]>>(x: &T, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(x.as_ref().iter().map(|v| v.to_bits()))
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>, T: TryFrom<Vec<f64>>>(d: D) -> Result<T, D::Error> {
+            let v: Vec<f64> = Vec::<u64>::deserialize(d)?.into_iter().map(f64::from_bits).collect();
+            let n = v.len();
+            T::try_from(v).map_err(|_| D::Error::custom(format!("{n} floats: not the length expected")))
+        }
+    }
+}
