@@ -72,7 +72,8 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: in
                 continue
             seeds = [seed] if seed is not None else fig.seeds(tier, fig.experiment in seeded, n_seeds)
             jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seeds), fig.out_dir(root, tier), meta,
-                                          serial=fig.exclusive, cost_s=fig.cost_s.get(tier, 0.0), split=split)))
+                                          serial=fig.exclusive, cost_s=fig.cost_s.get(tier, 0.0), split=split,
+                                          part_cost_s=fig.part_cost_s.get(tier, {}))))
     return jobs, skipped
 
 

@@ -279,6 +279,8 @@ class Batch:
     cost_s: float = 0.0
     # Split each point into its parts (False: one task per point, as before issue 34).
     split: bool = True
+    # Measured seconds of one part, by words of its label (``part_cost``).
+    part_cost_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,6 +338,17 @@ def _split(batch: Batch, point: Point) -> list[str] | None:
     return labels if labels and len(labels) > 1 else None
 
 
+def part_cost(batch: Batch, label: str, n_parts: int) -> float:
+    """Expected seconds of the part ``label`` of one of ``n_parts``: the first ``part_cost_s`` key
+    whose words are all words of the label (a measured part cost: pipelines and sizes differ),
+    else an equal share of the point's ``cost_s``."""
+    words = set(label.split())
+    for key, s in batch.part_cost_s.items():
+        if set(key.split()) <= words:
+            return s
+    return batch.cost_s / n_parts
+
+
 def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     """The batch's unfinished points, each with its part labels (None: it runs whole) and the
     tasks still to run for it (its finished parts left out; none: merge what is there)."""
@@ -349,8 +362,8 @@ def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
             out.append((p, None, [Task(batch, p, None, p.experiment, batch.cost_s)]))
             continue
         done = {i for i, r in load_parts(batch.out, p).items() if r.get("status") == "ok"}
-        per = batch.cost_s / len(labels)
-        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", per) for i, label in enumerate(labels) if i not in done]))
+        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", part_cost(batch, label, len(labels)))
+                                for i, label in enumerate(labels) if i not in done]))
     return out
 
 

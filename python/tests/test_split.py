@@ -9,7 +9,7 @@ import multiprocessing
 import pandas as pd
 import pytest
 
-from innet import _native, sweep
+from innet import _native, reproduce, sweep
 
 # Quick forms of every SwitchV2P experiment that sweeps inside one run, shortened further so
 # that each part is a second or two: (experiment, overrides).
@@ -91,3 +91,17 @@ def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_pa
     assert row["cpu_s"] > 0 and row["tables"]["points"]
     df = pd.read_parquet(tmp_path / "split" / sweep.RESULTS_FILE)
     assert list(df["status"]) == ["ok"]
+
+
+def test_measured_part_costs_price_the_parts_they_name(tmp_path):
+    base = {"id": "f", "title": "t", "experiment": "gigaflow.tables", "cost_s": {"smoke": 1, "standard": 1, "full": 100}}
+    fig = reproduce._figure("p", {**base, "part_cost_s": {"full": {"OLS": 40, "PSC low": 12}}}, "w")
+    assert fig.part_cost_s == {"full": {"OLS": 40.0, "PSC low": 12.0}}
+    points = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC,OLS", "localities": "high,low"}, quick=True)
+    batch = sweep.Batch(points, tmp_path, cost_s=fig.cost_s["full"], part_cost_s=fig.part_cost_s["full"])
+    # A key's words all in the label: its measured seconds; no key: an equal share of cost_s.
+    costs = {t.label.split(": ")[1]: t.cost_s for _, _, ts in sweep.pending(batch) for t in ts}
+    assert costs == {"PSC high": 25.0, "PSC low": 12.0, "OLS high": 40.0, "OLS low": 40.0}
+    for bad in ({"fulll": {"OLS": 1}}, {"full": {"OLS": 0}}, {"full": {" ": 3}}, {"full": {}}, {"full": {"OLS": True}}):
+        with pytest.raises(reproduce.ManifestError, match=r"\(f\): part_cost_s"):
+            reproduce._figure("p", {**base, "part_cost_s": bad}, "w")
