@@ -95,7 +95,7 @@ class Figure:
     full_grid: dict[str, list[str]] = field(default_factory=dict)
     cost_s: dict[str, float] = field(default_factory=dict)
     # Measured seconds of one part of a split point, per tier: {words of a part's label: s}
-    # (sweep.part_cost); parts no key matches share cost_s equally.
+    # (sweep.part_costs); the parts no key matches share equally what they leave of cost_s.
     part_cost_s: dict[str, dict[str, float]] = field(default_factory=dict)
     x: str | None = None
     log_x: bool = False

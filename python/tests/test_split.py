@@ -99,9 +99,14 @@ def test_measured_part_costs_price_the_parts_they_name(tmp_path):
     assert fig.part_cost_s == {"full": {"OLS": 40.0, "PSC low": 12.0}}
     points = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC,OLS", "localities": "high,low"}, quick=True)
     batch = sweep.Batch(points, tmp_path, cost_s=fig.cost_s["full"], part_cost_s=fig.part_cost_s["full"])
-    # A key's words all in the label: its measured seconds; no key: an equal share of cost_s.
+    # A key's words all in the label: its measured seconds; the others share what is left of the
+    # point's cost_s (its total), or nothing when the named parts already take it all.
     costs = {t.label.split(": ")[1]: t.cost_s for _, _, ts in sweep.pending(batch) for t in ts}
-    assert costs == {"PSC high": 25.0, "PSC low": 12.0, "OLS high": 40.0, "OLS low": 40.0}
+    assert costs == {"PSC high": 8.0, "PSC low": 12.0, "OLS high": 40.0, "OLS low": 40.0}
+    batch.cost_s = 50
+    assert sweep.part_costs(batch, ["PSC high", "OLS low", "OTL low"]) == [5.0, 40.0, 5.0]
+    batch.cost_s = 30
+    assert sweep.part_costs(batch, ["PSC high", "OLS low", "OTL low"]) == [0.0, 40.0, 0.0]
     for bad in ({"fulll": {"OLS": 1}}, {"full": {"OLS": 0}}, {"full": {" ": 3}}, {"full": {}}, {"full": {"OLS": True}}):
         with pytest.raises(reproduce.ManifestError, match=r"\(f\): part_cost_s"):
             reproduce._figure("p", {**base, "part_cost_s": bad}, "w")
