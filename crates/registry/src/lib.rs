@@ -116,6 +116,30 @@ pub fn find(all: Vec<Box<dyn Experiment>>, name: &str) -> Result<Box<dyn Experim
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn exact_f64_gives_back_the_same_bits() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct S {
+            #[serde(with = "crate::exact_f64")]
+            x: f64,
+            #[serde(with = "crate::exact_f64::list")]
+            v: Vec<f64>,
+            #[serde(with = "crate::exact_f64::list")]
+            a: [f64; 2],
+        }
+        // 0.1 + 0.2 and 1/3 print as decimals that do not all read back to the same double
+        // through a float parser without round-trip mode; their bits do.
+        let s = S { x: 0.1 + 0.2, v: vec![1.0 / 3.0, f64::MIN_POSITIVE, -0.0], a: [2.0f64.sqrt(), 1e-310] };
+        let text = serde_json::to_string(&s).unwrap();
+        let back: S = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.x.to_bits(), s.x.to_bits());
+        assert_eq!(back.v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), s.v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_eq!(back.a.map(f64::to_bits), s.a.map(f64::to_bits));
+        let e = serde_json::from_str::<S>(r#"{"x": 0, "v": [], "a": [1]}"#).err().unwrap().to_string();
+        assert!(e.contains("1 floats"), "{e}");
+    }
+
     use super::*;
 
     const PARAMS: &[ParamSpec] = &[ParamSpec { name: "queries", default: "100", doc: "queries" }];
