@@ -4,10 +4,11 @@ task on one Dask cluster with a line per finished figure, record provenance with
 end with the scoreboard.
 
 Tasks: every point of an entry, and a point of an experiment that sweeps inside one run
-(SwitchV2P's schemes × cache sizes, gateways, pods) split into its independent runs, which are
-merged back into exactly the whole run's result (``sweep``). The expected wall clock is a list
-schedule of the tasks' costs (the manifest's measured ``cost_s`` per point, shared equally by a
-point's parts) in the order they are submitted, longest first."""
+(SwitchV2P's schemes × cache sizes, gateways, pods; Gigaflow's pipelines) split into its
+independent runs, which are merged back into the whole run's result (``sweep``). The expected
+wall clock is a list schedule of the tasks' costs (the manifest's measured ``cost_s`` per point;
+a part its measured ``part_cost_s``, else an equal share of what is left) in the order they are
+submitted, longest first."""
 
 from __future__ import annotations
 
