@@ -9,11 +9,11 @@ import multiprocessing
 import pandas as pd
 import pytest
 
-from innet import _native
-
-# Quick forms of every SwitchV2P experiment that sweeps inside one run, shortened further so
+from innet import _native, reproduce
 from innet.reproduce import sweep
-# that each part is a second or two: (experiment, overrides).
+
+# Quick forms of every experiment that sweeps inside one run, shortened further so that each
+# part is a second or two: (experiment, overrides).
 SWEEPS = [
     ("switchv2p.cachesize", {"trace": "hadoop", "duration_ms": "0.1", "stop_ms": "100.0", "schemes": "nocache,switchv2p,direct,gwcache",
                              "cache_fractions": "0.1,10", "ecmp": "correlated"}),
@@ -23,7 +23,15 @@ SWEEPS = [
     ("switchv2p.gateways", {"duration_ms": "0.1", "stop_ms": "100.0", "gateway_counts": "40,4", "schemes": "nocache,switchv2p"}),
     ("switchv2p.topology", {"duration_ms": "0.1", "stop_ms": "100.0", "pod_counts": "1,8", "schemes": "nocache,switchv2p"}),
     ("switchv2p.pod_bytes", {"duration_ms": "0.1", "stop_ms": "100.0", "schemes": "switchv2p,gwcache"}),
+    # Gigaflow's sweeps: a part is one (pipeline, locality) with every cache.
+    ("gigaflow.e2e", {"pipelines": "PSC,OFD", "localities": "high,low", "rules": "500", "flows": "1500"}),
+    ("gigaflow.tables", {"pipelines": "PSC,OLS", "localities": "high", "ks": "1,2,4", "rules": "500", "flows": "1500"}),
 ]
+
+
+def _steady(tables):
+    """The tables without the wall-clock columns (Gigaflow's clock_*: measured again in every run)."""
+    return [(name, {c: v for c, v in cols.items() if not c.startswith("clock_")}) for name, cols in tables]
 
 
 def _part_in_fresh_process(args):
@@ -43,7 +51,7 @@ def test_parts_run_apart_merge_into_the_whole_runs_bytes(name, overrides):
     merged_json, merged_tables = _native.merge_experiment_parts(name, overrides, True, parts)
     whole_json, whole_tables = _native.run_experiment(name, overrides, True, None)
     assert merged_json == whole_json
-    assert merged_tables == whole_tables
+    assert _steady(merged_tables) == _steady(whole_tables)
     # The parts are the runs the whole run makes, and a wrong or missing part is refused.
     assert json.loads(parts[0])["part"] == labels[0]
     with pytest.raises(_native.UserInputError, match="part results given"):
@@ -55,17 +63,22 @@ def test_parts_run_apart_merge_into_the_whole_runs_bytes(name, overrides):
 def test_experiments_that_do_not_sweep_run_whole():
     assert _native.experiment_parts("switchv2p.hits_by_layer", {}, True) is None
     assert _native.experiment_parts("basic.fattree", {}, True) is None
+    assert _native.experiment_parts("gigaflow.search", {}, True) is None
     with pytest.raises(_native.UserInputError, match="gateway_counts"):
         _native.experiment_parts("switchv2p.gateways", {"gateway_counts": "40,6"}, True)
 
 
 def _rows(out):
+    """The point rows but for their times (and the tables' wall-clock columns)."""
     drop = {"wall_s", "cpu_s", "finished_at"}
-    return {k: {c: v for c, v in r.items() if c not in drop} for k, r in sweep.load_points(out).items()}
+    rows = {k: {c: v for c, v in r.items() if c not in drop} for k, r in sweep.load_points(out).items()}
+    for r in rows.values():
+        r["tables"] = {t: [{c: v for c, v in row.items() if not c.startswith("clock_")} for row in rs] for t, rs in r["tables"].items()}
+    return rows
 
 
-def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_part(tmp_path):
-    name, overrides = SWEEPS[0]
+@pytest.mark.parametrize("name,overrides", [SWEEPS[0], SWEEPS[5]], ids=[SWEEPS[0][0], SWEEPS[5][0]])
+def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_part(tmp_path, name, overrides):
     points = sweep.expand(name, {}, fixed=overrides, quick=True)
     whole = sweep.run_sweep(points, tmp_path / "whole", workers=2, split=False)
     assert (whole.done, whole.failed) == (1, 0)
@@ -83,3 +96,22 @@ def test_a_split_point_on_dask_workers_is_the_whole_point_and_resumes_part_by_pa
     assert row["cpu_s"] > 0 and row["tables"]["points"]
     df = pd.read_parquet(tmp_path / "split" / sweep.RESULTS_FILE)
     assert list(df["status"]) == ["ok"]
+
+
+def test_measured_part_costs_price_the_parts_they_name(tmp_path):
+    base = {"id": "f", "title": "t", "experiment": "gigaflow.tables", "cost_s": {"smoke": 1, "standard": 1, "full": 100}}
+    fig = reproduce._figure("p", {**base, "part_cost_s": {"full": {"OLS": 40, "PSC low": 12}}}, "w")
+    assert fig.part_cost_s == {"full": {"OLS": 40.0, "PSC low": 12.0}}
+    points = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC,OLS", "localities": "high,low"}, quick=True)
+    batch = sweep.Batch(points, tmp_path, cost_s=fig.cost_s["full"], part_cost_s=fig.part_cost_s["full"])
+    # A key's words all in the label: its measured seconds; the others share what is left of the
+    # point's cost_s (its total), or nothing when the named parts already take it all.
+    costs = {t.label.split(": ")[1]: t.cost_s for _, _, ts in sweep.pending(batch) for t in ts}
+    assert costs == {"PSC high": 8.0, "PSC low": 12.0, "OLS high": 40.0, "OLS low": 40.0}
+    batch.cost_s = 50
+    assert sweep.part_costs(batch, ["PSC high", "OLS low", "OTL low"]) == [5.0, 40.0, 5.0]
+    batch.cost_s = 30
+    assert sweep.part_costs(batch, ["PSC high", "OLS low", "OTL low"]) == [0.0, 40.0, 0.0]
+    for bad in ({"fulll": {"OLS": 1}}, {"full": {"OLS": 0}}, {"full": {" ": 3}}, {"full": {}}, {"full": {"OLS": True}}):
+        with pytest.raises(reproduce.ManifestError, match=r"\(f\): part_cost_s"):
+            reproduce._figure("p", {**base, "part_cost_s": bad}, "w")

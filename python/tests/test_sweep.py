@@ -129,6 +129,40 @@ def test_the_plan_asks_a_running_scheduler_for_its_workers(innet_cmd, tmp_path):
     r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and f"--scheduler {address}" in r.stderr, (r.stdout, r.stderr)
 
+def test_reproduce_on_a_users_dask_cluster_gives_the_local_runs_results(innet_cmd, tmp_path):
+    """A user's own cluster: a `dask scheduler` and three `dask worker --nthreads 1` processes
+    started by hand, `innet reproduce --scheduler`: the split point's parts run on those workers
+    and the results are the local run's."""
+    from dask.distributed import Client
+
+    entry = "switchv2p/fig9"  # smoke tier: one point split into 4 parts (schemes x gateway counts)
+    scheduler, address = _scheduler(tmp_path)
+    workers = [_worker(address, f"w{i}") for i in range(3)]
+    try:
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(3, timeout=120)
+            client.get_task_stream()  # installs the scheduler's task-stream record from here on
+            r = innet_cmd("reproduce", entry, "--tier", "smoke", "--scheduler", address, "--out", str(tmp_path / "cluster"))
+            assert r.returncode == 0, r.stderr
+            assert f"on the Dask scheduler {address}'s 3 worker(s)" in r.stdout, r.stdout
+            ran = client.get_task_stream()
+    finally:
+        for w in workers:
+            _kill(w)
+        _kill(scheduler)
+    parts = [t for t in ran if "-part" in str(t["key"])]
+    assert len(parts) == 4 and len({t["worker"] for t in parts}) >= 2, ran
+    r = innet_cmd("reproduce", entry, "--tier", "smoke", "--workers", "2", "--out", str(tmp_path / "local"))
+    assert r.returncode == 0, r.stderr
+
+    def summaries(out):
+        rows = sweep.load_points(out / "smoke" / entry)
+        assert len(rows) == 1 and all(row["status"] == "ok" for row in rows.values())
+        return {k: {c: v for c, v in row.items() if c.startswith(("m.", "param."))} for k, row in rows.items()}
+
+    assert summaries(tmp_path / "cluster") == summaries(tmp_path / "local")
+
+
 def _chromium():
     for name in ("chromium", "chromium-browser"):
         if shutil.which(name):

@@ -29,11 +29,18 @@ pub struct Splitter {
     pub merge_parts: fn(&str, &Overrides, bool, &[String]) -> Option<Result<RunOutput, ExperimentError>>,
 }
 
-const SPLITTERS: &[Splitter] = &[Splitter {
-    parts: innet_switchv2p::experiments::parts,
-    run_part: innet_switchv2p::experiments::run_part,
-    merge_parts: innet_switchv2p::experiments::merge_parts,
-}];
+const SPLITTERS: &[Splitter] = &[
+    Splitter {
+        parts: innet_switchv2p::experiments::parts,
+        run_part: innet_switchv2p::experiments::run_part,
+        merge_parts: innet_switchv2p::experiments::merge_parts,
+    },
+    Splitter {
+        parts: innet_gigaflow::experiments::parts,
+        run_part: innet_gigaflow::experiments::run_part,
+        merge_parts: innet_gigaflow::experiments::merge_parts,
+    },
+];
 
 /// The splitter of `name` (None: it runs whole).
 pub fn splitter(name: &str, overrides: &Overrides, quick: bool) -> Option<(&'static Splitter, Result<Vec<String>, ExperimentError>)> {

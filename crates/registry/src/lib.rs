@@ -147,6 +147,30 @@ pub fn find(all: Vec<Box<dyn Experiment>>, name: &str) -> Result<Box<dyn Experim
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn exact_f64_gives_back_the_same_bits() {
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct S {
+            #[serde(with = "crate::exact_f64")]
+            x: f64,
+            #[serde(with = "crate::exact_f64::list")]
+            v: Vec<f64>,
+            #[serde(with = "crate::exact_f64::list")]
+            a: [f64; 2],
+        }
+        // 0.1 + 0.2 and 1/3 print as decimals that do not all read back to the same double
+        // through a float parser without round-trip mode; their bits do.
+        let s = S { x: 0.1 + 0.2, v: vec![1.0 / 3.0, f64::MIN_POSITIVE, -0.0], a: [2.0f64.sqrt(), 1e-310] };
+        let text = serde_json::to_string(&s).unwrap();
+        let back: S = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.x.to_bits(), s.x.to_bits());
+        assert_eq!(back.v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), s.v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_eq!(back.a.map(f64::to_bits), s.a.map(f64::to_bits));
+        let e = serde_json::from_str::<S>(r#"{"x": 0, "v": [], "a": [1]}"#).err().unwrap().to_string();
+        assert!(e.contains("1 floats"), "{e}");
+    }
+
     use super::*;
 
     const PARAMS: &[ParamSpec] = &[ParamSpec::new("queries", "100", "queries")];
@@ -183,5 +207,34 @@ mod tests {
         let all: Vec<Box<dyn Experiment>> = vec![Box::new(python_experiment())];
         let err = find(all, "x.unreal").err().unwrap().to_string();
         assert!(err.contains("'x.unreal'"), "{err}");
+    }
+}
+
+/// A float as its IEEE bits (`#[serde(with = "innet_registry::exact_f64")]`): JSON text read
+/// back gives the same number, not one a ULP away, so a sweep's runs can be simulated as separate
+/// tasks and merged into exactly the output of one process.
+pub mod exact_f64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(x.to_bits())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
+    }
+
+    /// The same for a list of floats (`#[serde(with = "innet_registry::exact_f64::list")]`; a
+    /// `Vec<f64>` or a `[f64; N]` field).
+    pub mod list {
+        use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer, T: AsRef<[f64]>>(x: &T, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(x.as_ref().iter().map(|v| v.to_bits()))
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>, T: TryFrom<Vec<f64>>>(d: D) -> Result<T, D::Error> {
+            let v: Vec<f64> = Vec::<u64>::deserialize(d)?.into_iter().map(f64::from_bits).collect();
+            let n = v.len();
+            T::try_from(v).map_err(|_| D::Error::custom(format!("{n} floats: not the length expected")))
+        }
     }
 }

@@ -155,7 +155,7 @@ pub struct SolveStats {
     pub solves: u64,
     pub optimal: u64,
     pub time_limited: u64,
-    #[serde(with = "crate::run::exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub wall_seconds: f64,
     pub largest_columns: u64,
 }

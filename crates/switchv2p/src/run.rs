@@ -203,17 +203,17 @@ pub struct SchemeResult {
     /// Per trace flow (rows grouped by flow id): FCT and first-packet latency, µs.
     pub flows: u64,
     pub completed_flows: u64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub fct_mean_us: f64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub fct_p99_us: f64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub fpl_mean_us: f64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub fpl_p99_us: f64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub avg_packet_latency_us: f64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub avg_packet_hops: f64,
     /// Per switch (switch index order): name, pod, role, layer, bytes and packets processed.
     pub switches: Vec<SwitchRecord>,
@@ -223,22 +223,10 @@ pub struct SchemeResult {
     pub cache_slots_per_switch: u32,
     pub caching_switches: u32,
     pub events: u64,
-    #[serde(with = "exact_f64")]
+    #[serde(with = "innet_registry::exact_f64")]
     pub simulated_us: f64,
     /// The Controller's solver statistics.
     pub solver: Option<SolveStats>,
-}
-
-/// A float as its IEEE bits: JSON text read back gives the same number, not one a ULP away.
-pub(crate) mod exact_f64 {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(x.to_bits())
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        u64::deserialize(d).map(f64::from_bits)
-    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

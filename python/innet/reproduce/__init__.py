@@ -38,7 +38,7 @@ DEFAULT_TIER = "standard"
 UNAVAILABLE_KINDS = ("hardware-only:", "no experiment yet:", "setup:", "summary:")
 _FIGURE_KEYS = {
     "id", "title", "kind", "section", "panels", "experiment", "unavailable", "docs", "fixed", "grid",
-    "quick_fixed", "quick_grid", "standard_fixed", "standard_grid", "full_fixed", "full_grid", "cost_s",
+    "quick_fixed", "quick_grid", "standard_fixed", "standard_grid", "full_fixed", "full_grid", "cost_s", "part_cost_s",
     "x", "log_x", "series", "plot", "paper", "resources", "results_of", "exclusive", "smoke",
     "standard_seeds", "seeds_note", "configs",
 }
@@ -94,6 +94,9 @@ class Figure:
     full_fixed: dict[str, str] = field(default_factory=dict)
     full_grid: dict[str, list[str]] = field(default_factory=dict)
     cost_s: dict[str, float] = field(default_factory=dict)
+    # Measured seconds of one part of a split point, per tier: {words of a part's label: s}
+    # (sweep.part_costs); the parts no key matches share equally what they leave of cost_s.
+    part_cost_s: dict[str, dict[str, float]] = field(default_factory=dict)
     x: str | None = None
     log_x: bool = False
     series: list[str] = field(default_factory=list)
@@ -192,6 +195,7 @@ def _figure(name: str, fig: dict[str, Any], where: str, ranges: dict[str, tuple[
     cost = {k: float(v) for k, v in fig.get("cost_s", {}).items()}
     if "experiment" in fig and "results_of" not in fig and set(cost) != set(TIERS):
         raise ManifestError(f"{where}: cost_s needs seconds per point for each tier {TIERS}, got {sorted(cost)}")
+    part_cost = _part_costs(fig.get("part_cost_s", {}), where)
     configs = [_strs(c) for c in fig.get("configs", [])]
     if configs and (len(configs) < 2 or any("name" not in c or len(c) < 2 for c in configs)
                     or len({c["name"] for c in configs}) != len(configs)):
@@ -210,11 +214,31 @@ def _figure(name: str, fig: dict[str, Any], where: str, ranges: dict[str, tuple[
         quick_fixed=_strs(fig.get("quick_fixed", {})), quick_grid=_grid(fig.get("quick_grid", {})),
         standard_fixed=_strs(fig.get("standard_fixed", {})), standard_grid=_grid(fig.get("standard_grid", {})),
         full_fixed=_strs(fig.get("full_fixed", {})), full_grid=_grid(fig.get("full_grid", {})),
-        cost_s=cost, x=fig.get("x"), log_x=bool(fig.get("log_x", False)), series=list(fig.get("series", [])),
+        cost_s=cost, part_cost_s=part_cost, x=fig.get("x"), log_x=bool(fig.get("log_x", False)), series=list(fig.get("series", [])),
         plot=dict(fig.get("plot", {})), paper_numbers=numbers, resources=dict(fig.get("resources", {})),
         results_of=fig.get("results_of"), exclusive=fig.get("exclusive"), smoke=bool(fig.get("smoke", True)),
         standard_seeds=seeds, seeds_note=str(fig.get("seeds_note", "")), configs=configs,
     )
+
+
+def _part_costs(spec: Any, where: str) -> dict[str, dict[str, float]]:
+    """``part_cost_s = { full = { "OLS" = 40, "PSC low" = 12 } }``: per tier, seconds of one part
+    by words of its label."""
+    def bad(what: str) -> ManifestError:
+        return ManifestError(f"{where}: part_cost_s {what}; expected {{ TIER = {{ \"words of a part's label\" = seconds }} }}, "
+                             f"TIER one of {TIERS}")
+
+    if not isinstance(spec, dict):
+        raise bad(f"is {type(spec).__name__}")
+    out = {}
+    for tier, costs in spec.items():
+        if tier not in TIERS or not isinstance(costs, dict) or not costs:
+            raise bad(f"has {tier!r} = {costs!r}")
+        for words, s in costs.items():
+            if not str(words).split() or isinstance(s, bool) or not isinstance(s, (int, float)) or s <= 0:
+                raise bad(f"{tier}.{words!r} = {s!r} (a positive number of seconds for non-empty words)")
+        out[tier] = {str(k): float(v) for k, v in costs.items()}
+    return out
 
 
 def load_papers() -> dict[str, Paper]:

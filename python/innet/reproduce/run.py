@@ -4,10 +4,11 @@ task on one Dask cluster with a line per finished figure, and record provenance 
 (the command then prints the scoreboard: innet.cli.reproduce).
 
 Tasks: every point of an entry, and a point of an experiment that sweeps inside one run
-(SwitchV2P's schemes × cache sizes, gateways, pods) split into its independent runs, which are
-merged back into exactly the whole run's result (``sweep``). The expected wall clock is a list
-schedule of the tasks' costs (the manifest's measured ``cost_s`` per point, shared equally by a
-point's parts) in the order they are submitted, longest first."""
+(SwitchV2P's schemes × cache sizes, gateways, pods; Gigaflow's pipelines) split into its
+independent runs, which are merged back into the whole run's result (``sweep``). The expected
+wall clock is a list schedule of the tasks' costs (the manifest's measured ``cost_s`` per point;
+a part its measured ``part_cost_s``, else an equal share of what is left) in the order they are
+submitted, longest first."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def plan(paper: str, tier: str, root: Path, seed: str | None = None, n_seeds: in
                 continue
             seeds = [seed] if seed is not None else fig.seeds(tier, fig.experiment in seeded, n_seeds)
             jobs.append((fig, sweep.Batch(reproduce.figure_points(fig, tier, seeds), fig.out_dir(root, tier), meta,
-                                          serial=fig.exclusive, cost_s=fig.cost_s.get(tier, 0.0), split=split)))
+                                          serial=fig.exclusive, cost_s=fig.cost_s.get(tier, 0.0), split=split,
+                                          part_cost_s=fig.part_cost_s.get(tier, {}))))
     return jobs, skipped
 
 

@@ -279,6 +279,8 @@ class Batch:
     cost_s: float = 0.0
     # Split each point into its parts (False: one task per point, as before issue 34).
     split: bool = True
+    # Measured seconds of one part, by words of its label (``part_costs``).
+    part_cost_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,6 +338,19 @@ def _split(batch: Batch, point: Point) -> list[str] | None:
     return labels if labels and len(labels) > 1 else None
 
 
+def part_costs(batch: Batch, labels: list[str]) -> list[float]:
+    """Expected seconds of each part of a point: for a part whose label holds all the words of a
+    ``part_cost_s`` key (the first such key), that measured cost (pipelines and sizes differ);
+    the other parts share equally what those leave of the point's ``cost_s`` (its total)."""
+    named: list[float | None] = []
+    for label in labels:
+        words = set(label.split())
+        named.append(next((s for key, s in batch.part_cost_s.items() if set(key.split()) <= words), None))
+    rest = [i for i, c in enumerate(named) if c is None]
+    share = max(batch.cost_s - sum(c for c in named if c is not None), 0.0) / max(len(rest), 1)
+    return [share if c is None else c for c in named]
+
+
 def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     """The batch's unfinished points, each with its part labels (None: it runs whole) and the
     tasks still to run for it (its finished parts left out; none: merge what is there)."""
@@ -349,8 +364,8 @@ def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
             out.append((p, None, [Task(batch, p, None, p.experiment, batch.cost_s)]))
             continue
         done = {i for i, r in load_parts(batch.out, p).items() if r.get("status") == "ok"}
-        per = batch.cost_s / len(labels)
-        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", per) for i, label in enumerate(labels) if i not in done]))
+        costs = part_costs(batch, labels)
+        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", costs[i]) for i, label in enumerate(labels) if i not in done]))
     return out
 
 

@@ -34,36 +34,78 @@ impl Experiment for Cpu {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: CpuParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC,OFD\""), ("gf_entries", "240"), ("repeats", "1")], quick, overrides)?;
-        if p.repeats == 0 {
-            return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
-        }
-        let pipes = split_list("pipelines", &p.pipelines)?;
-        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
-        let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, count_coverage: false, ..p.common.gf() });
-        let nic = p.common.nic();
+        let setup = setup(overrides, quick)?;
+        let rows = setup.measure(&setup.pipes, progress)?;
+        Ok(setup.output(rows))
+    }
+}
+
+/// A row of the `cpu` table: one replay of one pipeline.
+#[derive(Serialize, Deserialize)]
+pub(super) struct CpuRow {
+    pipeline: String,
+    repeat: u64,
+    misses: u64,
+    /// Traversal, partitioning and rule generation, µs per miss.
+    #[serde(with = "innet_registry::exact_f64::list")]
+    us: [f64; 3],
+}
+
+/// The experiment's parameters resolved: what [`Setup::measure`] replays.
+pub(super) struct Setup {
+    p: CpuParams,
+    pub(super) pipes: Vec<String>,
+    loc: Locality,
+    gf: CacheSpec,
+}
+
+pub(super) fn setup(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Setup, ExperimentError> {
+    let p: CpuParams = resolve_params(&Cpu.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC,OFD\""), ("gf_entries", "240"), ("repeats", "1")], quick, overrides)?;
+    if p.repeats == 0 {
+        return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
+    }
+    let pipes = split_list("pipelines", &p.pipelines)?;
+    let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+    let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, count_coverage: false, ..p.common.gf() });
+    Ok(Setup { p, pipes, loc, gf })
+}
+
+impl Setup {
+    /// The replays of `pipes` (every pipeline of the run, or one part's), every repeat over the
+    /// pipelines before the next.
+    pub(super) fn measure(&self, pipes: &[String], progress: Progress<'_>) -> Result<Vec<CpuRow>, ExperimentError> {
+        let nic = self.p.common.nic();
         let loaded: Vec<(Pipeline, Traffic)> = pipes
             .iter()
-            .map(|name| inputs(name, loc, &p.common).map(|(_, pl, t)| (pl, t)))
+            .map(|name| inputs(name, self.loc, &self.p.common).map(|(_, pl, t)| (pl, t)))
             .collect::<Result<_, _>>()
             .map_err(ExperimentError::Input)?;
-        // rows: (pipeline, repeat, misses, [traversal, partition, rulegen] µs per miss)
-        let mut rows: Vec<(String, u64, u64, [f64; 3])> = Vec::new();
-        let total = (p.repeats * pipes.len()) as f64;
-        for r in 0..p.repeats {
+        let mut rows = Vec::new();
+        let total = (self.p.repeats * pipes.len()) as f64;
+        for r in 0..self.p.repeats {
             for (name, (pl, traffic)) in pipes.iter().zip(&loaded) {
-                let res = run_cache(pl, traffic, &gf, nic).map_err(ExperimentError::Invariant)?;
-                rows.push((name.clone(), r as u64, res.misses, res.clock_us));
+                let res = run_cache(pl, traffic, &self.gf, nic).map_err(ExperimentError::Invariant)?;
+                rows.push(CpuRow { pipeline: name.clone(), repeat: r as u64, misses: res.misses, us: res.clock_us });
                 progress(rows.len() as f64 / total);
             }
         }
+        Ok(rows)
+    }
+
+    /// The whole run's order of `rows` measured in parts (pipeline by pipeline): repeat, pipeline.
+    pub(super) fn interleave(&self, rows: &mut [CpuRow]) {
+        rows.sort_by_key(|r| (r.repeat, self.pipes.iter().position(|y| *y == r.pipeline)));
+    }
+
+    pub(super) fn output(&self, rows: Vec<CpuRow>) -> RunOutput {
+        let p = &self.p;
         let mut tree = Map::new();
-        for name in &pipes {
-            let mine: Vec<&(String, u64, u64, [f64; 3])> = rows.iter().filter(|x| &x.0 == name).collect();
-            let part = |i: usize| median(mine.iter().map(|x| x.3[i]).collect());
+        for name in &self.pipes {
+            let mine: Vec<&CpuRow> = rows.iter().filter(|x| &x.pipeline == name).collect();
+            let part = |i: usize| median(mine.iter().map(|x| x.us[i]).collect());
             let (traversal, partition, rulegen) = (part(0), part(1), part(2));
             let v = json!({
-                "misses": mine[0].2,
+                "misses": mine.first().map_or(0, |x| x.misses),
                 "traversal_us_per_miss": r6(traversal),
                 "partition_us_per_miss": r6(partition),
                 "rulegen_us_per_miss": r6(rulegen),
@@ -74,19 +116,19 @@ impl Experiment for Cpu {
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.cpu"));
         p.common.describe(&mut summary);
-        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("locality".into(), json!(loc_name(self.loc)));
         summary.insert("gf".into(), json!(format!("{}x{}", p.gf_tables, p.gf_entries)));
         summary.insert("repeats".into(), json!(p.repeats));
         summary.insert("measured_on_this_machine".into(), json!(true));
         summary.insert("pipelines".into(), Value::Object(tree));
         let t = Table::new("cpu")
-            .with("pipeline", strs(&rows, |x| x.0.clone()))
-            .with("repeat", u64s(&rows, |x| x.1))
-            .with("misses", u64s(&rows, |x| x.2))
-            .with("traversal_us_per_miss", f64s(&rows, |x| r6(x.3[0])))
-            .with("partition_us_per_miss", f64s(&rows, |x| r6(x.3[1])))
-            .with("rulegen_us_per_miss", f64s(&rows, |x| r6(x.3[2])));
-        Ok(RunOutput { summary, tables: vec![t] })
+            .with("pipeline", strs(&rows, |x| x.pipeline.clone()))
+            .with("repeat", u64s(&rows, |x| x.repeat))
+            .with("misses", u64s(&rows, |x| x.misses))
+            .with("traversal_us_per_miss", f64s(&rows, |x| r6(x.us[0])))
+            .with("partition_us_per_miss", f64s(&rows, |x| r6(x.us[1])))
+            .with("rulegen_us_per_miss", f64s(&rows, |x| r6(x.us[2])));
+        RunOutput { summary, tables: vec![t] }
     }
 }
 

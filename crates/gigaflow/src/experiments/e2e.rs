@@ -37,17 +37,24 @@ impl Experiment for E2e {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
-        let p: E2eParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
-        let pipes = split_list("pipelines", &p.pipelines)?;
-        let locs = localities(&p.localities)?;
-        let scheme = Scheme::parse(&p.partitioning).map_err(bad("partitioning"))?;
-        let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
-        // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
-        let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
-        let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, ..p.common.gf() };
-        let schemes = [("mf".to_string(), CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf".to_string(), CacheSpec::Gigaflow(gf))];
-        let (tree, rows) = sweep(&pipes, &locs, &p.common, &schemes, progress)?;
+        grid(overrides, quick)?.run(progress)
+    }
+}
+
+/// The sweep: both caches on every (pipeline, locality).
+pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Grid, ExperimentError> {
+    // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
+    let p: E2eParams = resolve_params(&E2e.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
+    let pipes = split_list("pipelines", &p.pipelines)?;
+    let locs = localities(&p.localities)?;
+    let scheme = Scheme::parse(&p.partitioning).map_err(bad("partitioning"))?;
+    let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
+    // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
+    let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
+    let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, ..p.common.gf() };
+    let caches = vec![("mf".to_string(), CacheSpec::Megaflow { entries: p.mf_entries, eviction, max_masks: masks }), ("gf".to_string(), CacheSpec::Gigaflow(gf))];
+    let common = p.common.clone();
+    let output = move |rows: &[Row]| {
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.e2e"));
         p.common.describe(&mut summary);
@@ -55,12 +62,13 @@ impl Experiment for E2e {
         summary.insert("flows".into(), json!(p.common.flows));
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
         summary.insert("gf".into(), json!(format!("{}x{} ({})", p.gf_tables, p.gf_entries, scheme.name())));
-        summary.insert("pipelines".into(), Value::Object(tree));
-        if let Some(h) = headline(&rows, "high") {
+        summary.insert("pipelines".into(), Value::Object(results_tree(rows)));
+        if let Some(h) = headline(rows, "high") {
             summary.insert("high_locality".into(), h);
         }
-        Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
-    }
+        RunOutput { summary, tables: vec![points_table(rows)] }
+    };
+    Ok(Grid { pipes, locs, common, caches, output: Box::new(output) })
 }
 
 /// The paper's headline numbers (abstract, §6.2.1) over the pipelines run at `locality`: GF's

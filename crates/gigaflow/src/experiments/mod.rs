@@ -12,6 +12,9 @@ mod dynamic;
 mod search;
 mod threads;
 mod tuples;
+mod split;
+
+pub use split::{merge_parts, parts, run_part};
 
 pub use dynamic::{two_workloads, TwoWorkloads};
 
@@ -22,7 +25,7 @@ use crate::partition::Scheme;
 use innet_pipebench::{Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
 use innet_ofswitch::slowpath::{LookupWildcards, Pipeline};
 use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -33,8 +36,10 @@ pub enum CacheSpec {
     Gigaflow(GigaflowConfig),
 }
 
-/// What one (pipeline, locality, cache) run measured.
-#[derive(Clone, Debug, Default)]
+/// What one (pipeline, locality, cache) run measured. Serialisable without loss (floats as their
+/// bits), so a sweep's parts can run as separate tasks and merge into exactly one process's
+/// output ([`split`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunResult {
     /// Datapath passes: arrivals plus recirculations.
     pub packets: u64,
@@ -51,26 +56,36 @@ pub struct RunResult {
     pub entries: usize,
     pub capacity: usize,
     /// Table 2's Megaflow-equivalents (the artifact's estimate; a Megaflow's entries).
+    #[serde(with = "innet_registry::exact_f64")]
     pub rule_space: f64,
     /// Gigaflow entry chains a packet can complete (an exact count beside the estimate).
+    #[serde(with = "innet_registry::exact_f64")]
     pub rule_space_feasible: f64,
     /// Gigaflow entry chains linked by tags alone (an upper bound of `rule_space_feasible`).
+    #[serde(with = "innet_registry::exact_f64")]
     pub rule_space_tag_only: f64,
     /// Unique mappings Gigaflow's installs used (0 for Megaflow), and the estimate's sum over
     /// them before the floor at the upcalls, with mappings keyed by full wildcards (the
     /// artifact) and by field sets.
     pub unique_mappings: usize,
+    #[serde(with = "innet_registry::exact_f64")]
     pub mapping_sum: f64,
+    #[serde(with = "innet_registry::exact_f64")]
     pub mapping_sum_by_fields: f64,
+    #[serde(with = "innet_registry::exact_f64")]
     pub mean_latency_us: f64,
+    #[serde(with = "innet_registry::exact_f64")]
     pub slowpath_us_per_miss: f64,
     pub recycled: u64,
     pub rejected: u64,
     /// Upcalls per installed entry (Fig. 11; see `GigaflowStats::reoccurrence`): overall and per
     /// LTM table. A Megaflow is never produced twice (the packet would have hit it): 1, no tables.
+    #[serde(with = "innet_registry::exact_f64")]
     pub reoccurrence: f64,
+    #[serde(with = "innet_registry::exact_f64::list")]
     pub reoccurrence_per_table: Vec<f64>,
     /// Wall-clock slow-path split on this machine (µs per miss): traversal, partition, rulegen.
+    #[serde(with = "innet_registry::exact_f64::list")]
     pub clock_us: [f64; 3],
 }
 
@@ -236,7 +251,7 @@ fn bad(field: &str) -> impl Fn(String) -> ExperimentError + '_ {
 }
 
 /// Inputs shared by the experiments.
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 struct Common {
     rules: usize,
     flows: usize,
@@ -424,25 +439,72 @@ fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
     split_list("localities", list)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))
 }
 
-/// Runs every named cache on the traffic of every (pipeline, locality): the results by
-/// pipeline → locality → cache name, and one points-table row per run.
-fn sweep(pipes: &[String], locs: &[Locality], common: &Common, caches: &[(String, CacheSpec)], progress: Progress<'_>) -> Result<(Map<String, Value>, Vec<Row>), ExperimentError> {
-    let nic = common.nic();
-    let mut tree = Map::new();
-    let mut rows = Vec::new();
-    let total = (pipes.len() * locs.len() * caches.len()) as f64;
-    for name in pipes {
-        for &loc in locs {
-            let (_, pl, traffic) = inputs(name, loc, common).map_err(ExperimentError::Input)?;
-            for (cache, spec) in caches {
-                let r = run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?;
-                put(&mut tree, name, loc_name(loc), cache, result_json(&r));
-                rows.push(Row { pipeline: name.clone(), locality: loc_name(loc), scheme: cache.clone(), r });
-                progress(rows.len() as f64 / total);
+/// A sweep of named caches over (pipeline, locality): `gigaflow.e2e` and `gigaflow.tables`. Each
+/// (pipeline, locality) is a part: its inputs (ruleset, parsed pipeline, traffic) are made once
+/// and every cache replays them. `run` makes the parts one after another; `innet reproduce` runs
+/// each as a task of its own ([`split`]) and the merge gives the same output, byte for byte.
+struct Grid {
+    pipes: Vec<String>,
+    locs: Vec<Locality>,
+    common: Common,
+    caches: Vec<(String, CacheSpec)>,
+    /// The experiment's output from the rows of every run, in the parts' order.
+    output: Box<dyn Fn(&[Row]) -> RunOutput>,
+}
+
+impl Grid {
+    /// The (pipeline, locality) of each part, in order.
+    fn parts(&self) -> Vec<(&str, Locality)> {
+        self.pipes.iter().flat_map(|p| self.locs.iter().map(move |&l| (p.as_str(), l))).collect()
+    }
+
+    /// Every cache on the inputs of part `index`, in the caches' order.
+    fn run_part(&self, index: usize, progress: &mut dyn FnMut()) -> Result<Vec<RunResult>, ExperimentError> {
+        let (name, loc) = self.parts()[index];
+        let (_, pl, traffic) = inputs(name, loc, &self.common).map_err(ExperimentError::Input)?;
+        let nic = self.common.nic();
+        let mut out = Vec::with_capacity(self.caches.len());
+        for (_, spec) in &self.caches {
+            out.push(run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?);
+            progress();
+        }
+        Ok(out)
+    }
+
+    /// The output from every part's results, in order.
+    fn output(&self, results: Vec<Vec<RunResult>>) -> RunOutput {
+        let mut rows = Vec::new();
+        for ((name, loc), rs) in self.parts().into_iter().zip(results) {
+            for ((cache, _), r) in self.caches.iter().zip(rs) {
+                rows.push(Row { pipeline: name.to_string(), locality: loc_name(loc), scheme: cache.clone(), r });
             }
         }
+        (self.output)(&rows)
     }
-    Ok((tree, rows))
+
+    /// Every part in this process, one after another.
+    fn run(&self, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        let n = self.parts().len();
+        let total = (n * self.caches.len()) as f64;
+        let mut done = 0;
+        let mut results = Vec::with_capacity(n);
+        for i in 0..n {
+            results.push(self.run_part(i, &mut || {
+                done += 1;
+                progress(done as f64 / total);
+            })?);
+        }
+        Ok(self.output(results))
+    }
+}
+
+/// The results by pipeline → locality → cache name, from the rows.
+fn results_tree(rows: &[Row]) -> Map<String, Value> {
+    let mut tree = Map::new();
+    for r in rows {
+        put(&mut tree, &r.pipeline, r.locality, &r.scheme, result_json(&r.r));
+    }
+    tree
 }
 
 /// Every Gigaflow experiment, registered in one place.

@@ -27,21 +27,29 @@ impl Experiment for Tables {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: TablesParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")], quick, overrides)?;
-        let pipes = split_list("pipelines", &p.pipelines)?;
-        let locs = localities(&p.localities)?;
-        let ks = split_list("ks", &p.ks)?
-            .iter()
-            .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(bad("ks"))?;
-        let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, ..p.common.gf() }))).collect();
-        let (tree, rows) = sweep(&pipes, &locs, &p.common, &caches, progress)?;
+        grid(overrides, quick)?.run(progress)
+    }
+}
+
+/// The sweep: Gigaflow with every K on every (pipeline, locality).
+pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Grid, ExperimentError> {
+    let p: TablesParams = resolve_params(&Tables.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")], quick, overrides)?;
+    let pipes = split_list("pipelines", &p.pipelines)?;
+    let locs = localities(&p.localities)?;
+    let ks = split_list("ks", &p.ks)?
+        .iter()
+        .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad("ks"))?;
+    let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, ..p.common.gf() }))).collect();
+    let common = p.common.clone();
+    let output = move |rows: &[Row]| {
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.tables"));
         p.common.describe(&mut summary);
         summary.insert("entries_per_table".into(), json!(p.entries));
-        summary.insert("pipelines".into(), Value::Object(tree));
-        Ok(RunOutput { summary, tables: vec![points_table(&rows)] })
-    }
+        summary.insert("pipelines".into(), Value::Object(results_tree(rows)));
+        RunOutput { summary, tables: vec![points_table(rows)] }
+    };
+    Ok(Grid { pipes, locs, common, caches, output: Box::new(output) })
 }

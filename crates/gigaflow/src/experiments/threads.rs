@@ -65,9 +65,10 @@ fn replay(pipeline: &Pipeline, spec: &CacheSpec, nic: NicModel, misses: &[(u64, 
 }
 
 /// A row of the `threads` table: one replay.
-struct Replay {
+#[derive(Serialize, Deserialize)]
+pub(super) struct Replay {
     pipeline: String,
-    scheme: &'static str,
+    scheme: String,
     threads: usize,
     repeat: usize,
     misses: u64,
@@ -96,32 +97,55 @@ impl Experiment for Threads {
     }
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: ThreadsParams = resolve_params(
-            &self.info(),
-            &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("threads", "\"1,2\""), ("mf_entries", "960"), ("gf_entries", "240"), ("repeats", "1")],
-            quick,
-            overrides,
-        )?;
-        if p.repeats == 0 {
-            return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
-        }
-        let ns: Vec<usize> = split_list("threads", &p.threads)?
-            .iter()
-            .map(|s| s.parse::<usize>().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| ExperimentError::BadParam { field: "threads".into(), message: format!("'{s}' is not a thread count in 1..=64") }))
-            .collect::<Result<_, _>>()?;
-        let pipes = split_list("pipelines", &p.pipelines)?;
-        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
-        let nic = p.common.nic();
-        let specs: [(&'static str, CacheSpec); 2] = [
-            ("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }),
-            ("gf", CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() })),
-        ];
+        let setup = setup(overrides, quick)?;
+        let rows = setup.measure(&setup.pipes, progress)?;
+        Ok(setup.output(rows))
+    }
+}
+
+/// The experiment's parameters resolved: what [`Setup::measure`] replays.
+pub(super) struct Setup {
+    p: ThreadsParams,
+    ns: Vec<usize>,
+    pub(super) pipes: Vec<String>,
+    loc: Locality,
+    specs: [(&'static str, CacheSpec); 2],
+}
+
+pub(super) fn setup(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Setup, ExperimentError> {
+    let p: ThreadsParams = resolve_params(
+        &Threads.info(),
+        &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("threads", "\"1,2\""), ("mf_entries", "960"), ("gf_entries", "240"), ("repeats", "1")],
+        quick,
+        overrides,
+    )?;
+    if p.repeats == 0 {
+        return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
+    }
+    let ns: Vec<usize> = split_list("threads", &p.threads)?
+        .iter()
+        .map(|s| s.parse::<usize>().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| ExperimentError::BadParam { field: "threads".into(), message: format!("'{s}' is not a thread count in 1..=64") }))
+        .collect::<Result<_, _>>()?;
+    let pipes = split_list("pipelines", &p.pipelines)?;
+    let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+    let specs: [(&'static str, CacheSpec); 2] = [
+        ("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }),
+        ("gf", CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() })),
+    ];
+    Ok(Setup { p, ns, pipes, loc, specs })
+}
+
+impl Setup {
+    /// The replays of `pipes` (every pipeline of the run, or one part's), interleaved: every
+    /// repeat of every thread count over the pipelines and schemes before the next.
+    pub(super) fn measure(&self, pipes: &[String], progress: Progress<'_>) -> Result<Vec<Replay>, ExperimentError> {
+        let (p, nic) = (&self.p, self.p.common.nic());
         // The misses of every (pipeline, scheme), from one sequential run each.
         let mut loaded = Vec::new();
-        for name in &pipes {
-            let (_, pl, traffic) = inputs(name, loc, &p.common).map_err(ExperimentError::Input)?;
+        for name in pipes {
+            let (_, pl, traffic) = inputs(name, self.loc, &p.common).map_err(ExperimentError::Input)?;
             let mut misses = Vec::new();
-            for (scheme, spec) in &specs {
+            for (scheme, spec) in &self.specs {
                 let mut o = offload(&pl, spec, nic).map_err(ExperimentError::Invariant)?;
                 let mut m = Vec::new();
                 for (t, pkt) in traffic.iter() {
@@ -136,30 +160,43 @@ impl Experiment for Threads {
             loaded.push((name.clone(), pl, misses));
         }
         let mut rows: Vec<Replay> = Vec::new();
-        let total = (p.repeats * ns.len() * pipes.len() * specs.len()) as f64;
+        let total = (p.repeats * self.ns.len() * pipes.len() * self.specs.len()) as f64;
         for repeat in 0..p.repeats {
-            for &n in &ns {
+            for &n in &self.ns {
                 for (name, pl, misses) in &loaded {
                     for (scheme, spec, m) in misses {
                         let (wall_ns, per, cpu) = replay(pl, spec, nic, m, n).map_err(ExperimentError::Invariant)?;
                         if per.iter().sum::<u64>() != m.len() as u64 {
                             return Err(ExperimentError::Invariant(format!("{name} {scheme}: workers handled {} of {} misses", per.iter().sum::<u64>(), m.len())));
                         }
-                        rows.push(Replay { pipeline: name.clone(), scheme, threads: n, repeat, misses: m.len() as u64, max_worker_misses: per.iter().copied().max().unwrap_or(0), wall_ns, cpu_ns: cpu.iter().sum() });
+                        rows.push(Replay { pipeline: name.clone(), scheme: scheme.to_string(), threads: n, repeat, misses: m.len() as u64, max_worker_misses: per.iter().copied().max().unwrap_or(0), wall_ns, cpu_ns: cpu.iter().sum() });
                         progress(rows.len() as f64 / total);
                     }
                 }
             }
         }
+        Ok(rows)
+    }
+
+    /// The whole run's order of `rows` measured in parts (pipeline by pipeline): repeat, thread
+    /// count, pipeline, scheme.
+    pub(super) fn interleave(&self, rows: &mut [Replay]) {
+        let at = |v: &[String], x: &str| v.iter().position(|y| y == x);
+        rows.sort_by_key(|r| (r.repeat, self.ns.iter().position(|&n| n == r.threads), at(&self.pipes, &r.pipeline)));
+    }
+
+    pub(super) fn output(&self, rows: Vec<Replay>) -> RunOutput {
+        let (p, ns) = (&self.p, &self.ns);
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let mut tree = Map::new();
-        for (name, _, misses) in &loaded {
+        for name in &self.pipes {
             let mut per_scheme = Map::new();
-            for (scheme, _, m) in misses {
-                let mut by_n = Map::new();
+            for (scheme, _) in &self.specs {
                 let mine = |n: usize| rows.iter().filter(move |r| &r.pipeline == name && r.scheme == *scheme && r.threads == n);
+                let misses = mine(ns[0]).next().map_or(0, |r| r.misses);
+                let mut by_n = Map::new();
                 let base_wall = median(mine(ns[0]).map(|r| r.wall_ns as f64).collect());
-                for &n in &ns {
+                for &n in ns {
                     let wall = median(mine(n).map(|r| r.wall_ns as f64).collect());
                     let cpu = median(mine(n).map(|r| r.cpu_ns as f64).collect());
                     let max_worker = mine(n).next().map_or(0, |r| r.max_worker_misses);
@@ -167,22 +204,22 @@ impl Experiment for Threads {
                         n.to_string(),
                         json!({
                             "misses_per_core_max": max_worker,
-                            "misses_per_core_mean": r6(m.len() as f64 / n as f64),
-                            "throughput_misses_per_s": r6(m.len() as f64 / (wall / 1e9).max(1e-9)),
+                            "misses_per_core_mean": r6(misses as f64 / n as f64),
+                            "throughput_misses_per_s": r6(misses as f64 / (wall / 1e9).max(1e-9)),
                             "speedup": r6(base_wall / wall.max(1.0)),
                             "cpu_s": r6(cpu / 1e9),
-                            "cpu_us_per_miss": r6(cpu / 1e3 / m.len().max(1) as f64),
+                            "cpu_us_per_miss": r6(cpu / 1e3 / misses.max(1) as f64),
                         }),
                     );
                 }
-                per_scheme.insert(scheme.to_string(), json!({ "misses": m.len(), "threads": by_n }));
+                per_scheme.insert(scheme.to_string(), json!({ "misses": misses, "threads": by_n }));
             }
             tree.insert(name.clone(), Value::Object(per_scheme));
         }
         let mut summary = Map::new();
         summary.insert("experiment".into(), json!("gigaflow.threads"));
         p.common.describe(&mut summary);
-        summary.insert("locality".into(), json!(loc_name(loc)));
+        summary.insert("locality".into(), json!(loc_name(self.loc)));
         summary.insert("mf".into(), json!(format!("1x{}", p.mf_entries)));
         summary.insert("gf".into(), json!(format!("{}x{}", p.gf_tables, p.gf_entries)));
         summary.insert("repeats".into(), json!(p.repeats));
@@ -191,7 +228,7 @@ impl Experiment for Threads {
         summary.insert("pipelines".into(), Value::Object(tree));
         let t = Table::new("threads")
             .with("pipeline", strs(&rows, |x| x.pipeline.clone()))
-            .with("scheme", strs(&rows, |x| x.scheme.to_string()))
+            .with("scheme", strs(&rows, |x| x.scheme.clone()))
             .with("threads", u64s(&rows, |x| x.threads as u64))
             .with("repeat", u64s(&rows, |x| x.repeat as u64))
             .with("misses", u64s(&rows, |x| x.misses))
@@ -199,7 +236,7 @@ impl Experiment for Threads {
             .with("wall_s", f64s(&rows, |x| r6(x.wall_ns as f64 / 1e9)))
             .with("cpu_s", f64s(&rows, |x| r6(x.cpu_ns as f64 / 1e9)))
             .with("throughput_misses_per_s", f64s(&rows, |x| r6(x.misses as f64 / (x.wall_ns as f64 / 1e9).max(1e-9))));
-        Ok(RunOutput { summary, tables: vec![t] })
+        RunOutput { summary, tables: vec![t] }
     }
 }
 
