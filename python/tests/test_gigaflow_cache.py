@@ -4,7 +4,7 @@
 import json
 from pathlib import Path
 
-PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipelines"
+PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "ofswitch" / "pipelines"
 
 
 def test_listed(innet_cmd):

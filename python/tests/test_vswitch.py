@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "gigaflow" / "pipelines"
+PIPELINES = Path(__file__).resolve().parents[2] / "crates" / "ofswitch" / "pipelines"
 
 
 def test_trace_prints_tables_megaflow_and_actions(innet_cmd):

@@ -4,14 +4,13 @@
 //! The host is where traffic is born and ends: it creates packets for its flows, delivers
 //! arriving packets (the packet's end), and records per-flow first arrival and completion.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::flow::{FlowKind, FlowSpec};
 use crate::engine::Node;
 use crate::metrics::DropReason;
 use crate::network::{Network, NodeId, PortId};
+use crate::rng::FastMap;
 use crate::packet::{ecn, Ipv4, Packet, PacketId, TcpFlags, TcpHeader, L4, IP_PROTO_TCP, IP_PROTO_UDP, NO_FLOW};
 use crate::tcp::{TcpConfig, TcpEndpoint, TcpEvent, TcpSegment};
 
@@ -106,23 +105,6 @@ struct UdpSource {
     interval_ps: u64,
 }
 
-/// FNV-free fast hasher for connection keys (keys are already well-mixed by `mix64`).
-#[derive(Default)]
-struct KeyHasher(u64);
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = crate::rng::mix64(self.0 ^ b as u64);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = crate::rng::mix64(self.0 ^ x);
-    }
-}
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 #[inline]
 fn conn_key(local_ip: u32, remote_ip: u32, local_port: u16, remote_port: u16) -> (u64, u64) {

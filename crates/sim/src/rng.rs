@@ -29,3 +29,25 @@ pub fn mix64(mut x: u64) -> u64 {
 pub fn rng_for(seed: u64, name: &str) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(derive_seed(seed, name))
 }
+
+/// A fast hasher for integer keys (connection keys, address pairs): `mix64` of each word, where
+/// SipHash would cost as much as the work the map saves.
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = mix64(self.0 ^ b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = mix64(self.0 ^ x);
+    }
+}
+
+/// A `HashMap` with [`KeyHasher`].
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;

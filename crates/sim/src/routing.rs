@@ -125,32 +125,13 @@ pub struct Ns3FlowHash {
 
 thread_local! {
     /// (instance, outer source << 32 | outer destination) → hash of a tunnel packet.
-    static TUNNEL_PAIRS: std::cell::RefCell<HashMap<(u64, u64), u64, std::hash::BuildHasherDefault<PairHasher>>> = Default::default();
+    static TUNNEL_PAIRS: std::cell::RefCell<crate::rng::FastMap<(u64, u64), u64>> = Default::default();
 }
 
 impl Drop for Ns3FlowHash {
     /// Forget this instance's pairs (a worker process runs many simulations in turn).
     fn drop(&mut self) {
         let _ = TUNNEL_PAIRS.try_with(|m| m.borrow_mut().retain(|k, _| k.0 != self.id));
-    }
-}
-
-/// A multiplicative hasher for the cache's integer keys (SipHash would cost as much as the
-/// Murmur3 it saves).
-#[derive(Default)]
-struct PairHasher(u64);
-
-impl std::hash::Hasher for PairHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
