@@ -98,11 +98,7 @@ fn main() {
             } else {
                 "upcall"
             };
-            let (entries, recycled) = tables_of(&o.cache);
-            let masks: Vec<usize> = match &o.cache {
-                NicCache::Gigaflow(g) => g.tables.iter().map(|t| t.n_masks()).collect(),
-                NicCache::Megaflow(_) => Vec::new(),
-            };
+            let (entries, recycled, masks) = tables_of(&o.cache);
             let mut rec = json!({"i": i, "in_port": pkt.get(innet_ofswitch::fields::Field::InPort), "kind": kind, "entries": entries, "recycled": recycled, "masks": masks});
             if std::env::var_os("GVS_COMPARE_EXPLAIN").is_some() {
                 rec["explain"] = explain(&mut o.cache, &pl, pkt);
@@ -111,10 +107,10 @@ fn main() {
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let (entries, recycled) = tables_of(&o.cache);
+    let (entries, recycled, masks) = tables_of(&o.cache);
     let s = o.stats;
     let extra = match &o.cache {
-        NicCache::Gigaflow(g) => json!({"masks": g.tables.iter().map(|t| t.n_masks()).collect::<Vec<_>>(), "rejected_full": g.stats.rejected_full, "rejected_masks": g.stats.rejected_masks, "repairs": g.stats.repairs, "aligned": g.stats.aligned, "uncacheable": g.stats.uncacheable}),
+        NicCache::Gigaflow(g) => json!({"masks": masks, "rejected_full": g.stats.rejected_full, "rejected_masks": g.stats.rejected_masks, "repairs": g.stats.repairs, "aligned": g.stats.aligned, "uncacheable": g.stats.uncacheable}),
         NicCache::Megaflow(m) => json!({"rejected_full": m.stats.rejected_full, "rejected_masks": m.stats.rejected_masks}),
     };
     let clock = s.clock;
@@ -129,10 +125,10 @@ fn main() {
 }
 
 /// Entries and recycled installs per table (one table for the Megaflow cache).
-fn tables_of(c: &NicCache) -> (Vec<usize>, Vec<u64>) {
+fn tables_of(c: &NicCache) -> (Vec<usize>, Vec<u64>, Vec<usize>) {
     match c {
-        NicCache::Gigaflow(g) => (g.tables.iter().map(|t| t.len()).collect(), g.stats.table_recycled.clone()),
-        NicCache::Megaflow(m) => (vec![m.len()], vec![0]),
+        NicCache::Gigaflow(g) => (g.tables.iter().map(|t| t.len()).collect(), g.stats.table_recycled.clone(), g.tables.iter().map(|t| t.n_masks()).collect()),
+        NicCache::Megaflow(m) => (vec![m.len()], vec![0], Vec::new()),
     }
 }
 
