@@ -11,7 +11,10 @@
 //! register and its keys rewritten by the entry's own actions: `artifact_ltm=true` of e2e).
 //! Cache shape: `tables=K entries=N` (default 4 x 8000; e2e's `mf_entries`/`gf_entries` names are
 //! not used here), `max_masks=X` (0: none), `scheme=dp|dp-artifact`, `align=`, `repair=`,
-//! `host=`, `recycle_by_lookup=`, `artifact_drops=`, `clear_registers=`, `key_after_writes=` override the chosen CACHE's settings.
+//! `host=`, `recycle_by_lookup=`, `artifact_drops=`, `clear_registers=`, `key_after_writes=`,
+//! `fresh_lookup_wc=`, `masked_commit=`, `vlan_always_matched=` override the chosen CACHE's settings.
+//! Debugging: `GVS_COMPARE_EXPLAIN=1` adds each recorded packet's walk (entries with keys, masks
+//! and ops); `GVS_COMPARE_DUMP_AT=I` prints every LTM entry after packet I to stderr.
 use innet_gigaflow::experiments::{e2e_inputs, offload, CacheSpec};
 use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
@@ -44,7 +47,7 @@ fn main() {
             "--per-packet" => per_packet = num(it.next()),
             _ => {
                 let Some((k, v)) = a.split_once('=') else { die(format!("argument '{a}' is not k=v")) };
-                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers", "key_after_writes", "fresh_lookup_wc"].contains(&k) {
+                if ["tables", "entries", "max_masks", "scheme", "align", "repair", "host", "recycle_by_lookup", "artifact_drops", "clear_registers", "key_after_writes", "fresh_lookup_wc", "masked_commit", "vlan_always_matched"].contains(&k) {
                     own.insert(k.into(), v.into());
                 } else {
                     sets.insert(k.to_string(), v.to_string());
@@ -78,6 +81,8 @@ fn main() {
             match_metadata: !b("clear_registers", d_art),
             key_after_writes: b("key_after_writes", d_art),
             lookup_wildcards: if b("fresh_lookup_wc", d_art) { LookupWildcards::PerLookup } else { LookupWildcards::Traversal },
+            masked_commit: b("masked_commit", d_art),
+            vlan_always_matched: b("vlan_always_matched", d_art),
             ..GigaflowConfig::default()
         }),
         other => die(format!("cache '{other}': expected mf, gf or gvs")),
@@ -104,6 +109,17 @@ fn main() {
                 rec["explain"] = explain(&mut o.cache, &pl, pkt);
             }
             records.push(rec);
+            if std::env::var("GVS_COMPARE_DUMP_AT").ok().and_then(|v| v.parse::<usize>().ok()) == Some(i) {
+                if let NicCache::Gigaflow(g) = &o.cache {
+                    for (k, t) in g.tables.iter().enumerate() {
+                        for id in t.ids() {
+                            let (sl, m) = (t.get(id), t.mask_of(id));
+                            let f: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&x| m.0[x] != 0).map(|x| format!("{:?}={:x}/{:x}", innet_ofswitch::fields::Field::from_index(x), sl.key.0[x], m.0[x])).collect();
+                            eprintln!("ENTRY k={k} tag={} p={} {}", sl.tag, sl.priority, f.join(","));
+                        }
+                    }
+                }
+            }
         }
     }
     let wall = t0.elapsed().as_secs_f64();
@@ -147,8 +163,8 @@ fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_ofswitch::fields::Flow) 
             if let Some(id) = g.tables[k].lookup(tag, &flow, None) {
                 let mask = *g.tables[k].mask_of(id);
                 let slot = g.tables[k].get(id);
-                let fields: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}/{:x}", innet_ofswitch::fields::Field::from_index(f), mask.0[f])).collect();
-                steps.push(json!({"table": k, "tag": slot.tag, "priority": slot.priority, "next": slot.payload.next_tag, "mask": fields}));
+                let fields: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}={:x}/{:x} (packet {:x})", innet_ofswitch::fields::Field::from_index(f), slot.key.0[f], mask.0[f], flow.0[f])).collect();
+                steps.push(json!({"table": k, "tag": slot.tag, "priority": slot.priority, "next": slot.payload.next_tag, "mask": fields, "ops": format!("{:?}", slot.payload.ops)}));
                 innet_gigaflow::actions::apply_ops(&slot.payload.ops, &mut flow, &mut outs);
                 tag = slot.payload.next_tag;
                 if tag == innet_gigaflow::ltm::TAG_DONE {

@@ -66,6 +66,32 @@ pub fn window_ops(trace: &Trace, start: usize, end: usize) -> Vec<CachedOp> {
     ops
 }
 
+/// Header fields a datapath set action can write (OVS `commit_odp_actions`: the Ethernet, IPv4
+/// and transport-port key groups); registers and metadata never reach the datapath.
+const COMMITTED: [Field; 8] = [Field::DlSrc, Field::DlDst, Field::NwSrc, Field::NwDst, Field::NwTos, Field::NwTtl, Field::TpSrc, Field::TpDst];
+
+/// The ops the Gigaflow artifact composes for an entry (gvs mapper.c `compose_one_gigaflow`):
+/// one `commit_odp_actions` from `start` (the flow entering the entry's sub-traversal) to `end`
+/// (the flow leaving it) with the entry's `mask` as the wildcards, then `output` (the
+/// traversal's last output port, on its last entry). OVS's masked set action takes its mask
+/// from those wildcards (odp-util.c `commit`, `keycmp_mask`): a header field that differs
+/// between the two flows is written in the bits the entry matches and no others, a field that
+/// does not differ not at all. An OpenFlow 1.3 `set_field` un-wildcards only the traversal's
+/// wildcard, not the per-table ones the entry's mask is made of, so a rewrite of a field the
+/// sub-traversal read under a prefix keeps the packet's own low bits, and one of a field it did
+/// not read is lost ([`window_ops`] writes every written bit absolutely).
+pub fn artifact_commit_ops(start: &Flow, end: &Flow, mask: &Flow, output: Option<u32>) -> Vec<CachedOp> {
+    let mut ops = Vec::new();
+    for f in COMMITTED {
+        let (i, m) = (f.index(), mask.get(f));
+        if start.get(f) != end.get(f) && m != 0 {
+            ops.push(CachedOp::Set { field: i as u8, value: end.get(f) & m, mask: m });
+        }
+    }
+    ops.extend(output.map(|port| CachedOp::Output { port }));
+    ops
+}
+
 /// The ops of a whole traversal (a Megaflow's actions): from the packet to each output and to
 /// the final flow.
 pub fn traversal_ops(trace: &Trace) -> Vec<CachedOp> {

@@ -11,7 +11,7 @@
 //! (table 0, nothing pending) and zero registers/metadata, which entries match and set like
 //! headers (the NIC carries them as P4 metadata).
 
-use crate::actions::{apply_ops, window_ops, CachedOp};
+use crate::actions::{apply_ops, artifact_commit_ops, window_ops, CachedOp};
 use crate::mappings::UniqueMappings;
 use innet_ofswitch::fields::Flow;
 use crate::megaflow::{CacheStats, Revalidation};
@@ -31,6 +31,8 @@ pub const DEFAULT_LTM_ENTRIES: usize = 8_000;
 pub const DEFAULT_MAX_MASKS: usize = 64;
 /// Most LTM tables a lookup can walk.
 pub const MAX_LTM_TABLES: usize = 32;
+/// The VLAN TCI's VID and CFI bits.
+const VLAN_VID_CFI: u64 = 0x1fff;
 /// The tag of a finished traversal (the artifact's 255/254 pseudo tables).
 pub const TAG_DONE: u16 = u16::MAX;
 /// The tag a packet enters the NIC with.
@@ -92,13 +94,26 @@ pub struct GigaflowConfig {
     /// Which wildcards steer the slow path's lookups for this cache's upcalls: the traversal's
     /// (OVS) or a fresh one per table (the artifact: [`innet_ofswitch::LookupWildcards`]).
     pub lookup_wildcards: LookupWildcards,
+    /// When the Megaflow mask leaves the VLAN TCI out (always for an untagged packet: OVS drops
+    /// the mask of a header the packet lacks), every entry matches the VLAN VID and CFI, as gvs's
+    /// upcall sets on every per-table wildcard (dpif-netdev.c `handle_packet_upcall`: a datapath
+    /// key cannot wildcard the presence of a VLAN tag). Through the per-table mask limit it
+    /// changes which mappings are accepted. Off: an entry matches the VLAN TCI only where its
+    /// sub-traversal read it.
+    pub vlan_always_matched: bool,
+    /// An entry's rewrites as the artifact composes them ([`artifact_commit_ops`]): a header
+    /// field that differs between the flows entering and leaving the sub-traversal is written
+    /// only in the bits the entry matches, and a traversal's outputs become one output to its
+    /// last port on its last entry. Off: every written bit is set absolutely and every output
+    /// is emitted where the slow path emitted it ([`window_ops`]).
+    pub masked_commit: bool,
 }
 
 impl Default for GigaflowConfig {
     fn default() -> Self {
         // No mask limit by default: with ClassBench rules the artifact's 64 rejects most installs
         // of both caches (docs/gigaflow.md); set `max_masks: DEFAULT_MAX_MASKS` to restore it.
-        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false, lookup_wildcards: LookupWildcards::Traversal }
+        GigaflowConfig { tables: DEFAULT_LTM_TABLES, entries_per_table: DEFAULT_LTM_ENTRIES, max_masks: usize::MAX, scheme: Scheme::Disjoint, idle_timeout_ns: None, seed: 1, repair: true, align: true, count_coverage: true, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false, lookup_wildcards: LookupWildcards::Traversal, masked_commit: false, vlan_always_matched: false }
     }
 }
 
@@ -386,6 +401,9 @@ impl GigaflowCache {
     fn build(&mut self, trace: &Trace, seg: &Segment) -> Option<NewEntry> {
         let v = &trace.visits;
         let mut mask = sub_traversal_mask(&v[seg.start..=seg.end]);
+        if self.cfg.vlan_always_matched && trace.megaflow_mask.get(innet_ofswitch::fields::Field::VlanTci) == 0 {
+            mask.set(innet_ofswitch::fields::Field::VlanTci, VLAN_VID_CFI);
+        }
         if !self.cfg.match_metadata {
             mask.set(innet_ofswitch::fields::Field::Metadata, 0);
             for r in 0..16 {
@@ -416,7 +434,14 @@ impl GigaflowCache {
                 }
             }
         }
-        let entry = LtmEntry { ops: window_ops(trace, seg.start, seg.end), next_tag, refs: 1, start_flow: start.masked(&mask), start_depth: v[seg.start].depth, lookups };
+        let ops = if self.cfg.masked_commit {
+            let end = if seg.end + 1 < v.len() { &v[seg.end + 1].flow } else { &trace.final_flow };
+            let output = (seg.end + 1 == v.len()).then(|| trace.outputs.last().map(|o| o.port)).flatten();
+            artifact_commit_ops(&v[seg.start].flow, end, &mask, output)
+        } else {
+            window_ops(trace, seg.start, seg.end)
+        };
+        let entry = LtmEntry { ops, next_tag, refs: 1, start_flow: start.masked(&mask), start_depth: v[seg.start].depth, lookups };
         Some(NewEntry { table: seg.table, tag, mask, priority: seg.len() as u16, entry })
     }
 
@@ -685,6 +710,47 @@ mod tests {
             let mut c = GigaflowCache::new(cfg).unwrap();
             assert!(!run(&mut c, &p, &f));
             assert_eq!(run(&mut c, &p, &f), !after, "key_after_writes={after}");
+        }
+    }
+
+    #[test]
+    fn artifact_rewrites_only_the_matched_bits() {
+        // Table 0 reads nw_dst under /8 and rewrites it to 10.9.9.9; table 1 outputs 10.9.9.9.
+        // gvs's masked set action takes its mask from the entry's wildcards (/8), so the rewrite
+        // keeps the packet's low 24 bits and table 1's entry never matches: the flow is never a
+        // hit. Ours writes the whole address and hits from the second packet on.
+        let p = Pipeline::parse(
+            "table=0,priority=10,ip,nw_dst=10.0.0.0/8,actions=mod_nw_dst:10.9.9.9,goto_table:1\n\
+             table=1,priority=10,ip,nw_dst=10.9.9.9,actions=output:2\n\
+             table=1,priority=0,actions=output:3\n",
+        )
+        .unwrap();
+        for masked in [false, true] {
+            let cfg = GigaflowConfig { masked_commit: masked, repair: false, scheme: Scheme::OneToOne, tables: 2, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            let f = pkt(1, 0x0a01_0101, 80);
+            assert!(!run(&mut c, &p, &f));
+            assert_eq!(run(&mut c, &p, &f), !masked, "masked_commit={masked}");
+            assert_eq!(run(&mut c, &p, &pkt(1, 0x0a02_0202, 80)), !masked, "masked_commit={masked}: another address");
+        }
+    }
+
+    #[test]
+    fn artifact_entries_of_untagged_packets_match_the_vlan() {
+        // Nothing reads the VLAN: ours leaves it out of the entry, gvs matches an untagged
+        // packet's entries on VID and CFI, so a tagged packet of the same flow misses them.
+        let p = Pipeline::parse("table=0,priority=10,ip,nw_dst=10.0.0.1,actions=output:2\ntable=0,priority=0,actions=drop\n").unwrap();
+        let untagged = pkt(1, 0x0a00_0001, 80);
+        let mut tagged = untagged;
+        tagged.set(Field::VlanTci, 0x1000 | 7);
+        for vlan in [false, true] {
+            let cfg = GigaflowConfig { vlan_always_matched: vlan, tables: 1, ..GigaflowConfig::default() };
+            let mut c = GigaflowCache::new(cfg).unwrap();
+            assert!(!run(&mut c, &p, &untagged));
+            let id = c.tables[0].ids()[0];
+            assert_eq!(c.tables[0].mask_of(id).get(Field::VlanTci), if vlan { 0x1fff } else { 0 });
+            assert!(run(&mut c, &p, &untagged));
+            assert_eq!(run(&mut c, &p, &tagged), !vlan, "vlan_always_matched={vlan}");
         }
     }
 

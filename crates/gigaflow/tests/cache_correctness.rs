@@ -95,7 +95,7 @@ proptest! {
         let packets = stream(&p, 250, seed);
         let mut mf = MegaflowCache::new(entries * k, eviction(ev));
         let scheme = [Scheme::Disjoint, Scheme::Random, Scheme::OneToOne, Scheme::DisjointArtifact][scheme as usize];
-        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false,
+        let cfg = GigaflowConfig { tables: k, entries_per_table: entries, max_masks, scheme, idle_timeout_ns: idle.then_some(40_000), seed, repair: true, align: seed % 2 == 0, count_coverage: seed % 3 != 0, recycle_by_lookup: false, drops_complete: true, match_metadata: true, key_after_writes: false, masked_commit: false, vlan_always_matched: false,
             // Both ways of steering the slow path's lookups (OVS's, and gvs's fresh per-table wildcards).
             lookup_wildcards: if seed % 4 < 2 { LookupWildcards::Traversal } else { LookupWildcards::PerLookup } };
         let mut gf = GigaflowCache::new(cfg).unwrap();

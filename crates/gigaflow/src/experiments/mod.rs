@@ -304,7 +304,7 @@ impl Common {
     fn gf(&self) -> GigaflowConfig {
         let a = self.artifact_ltm;
         let lookup_wildcards = if a { LookupWildcards::PerLookup } else { LookupWildcards::Traversal };
-        GigaflowConfig { seed: self.seed, align: self.align, repair: !a, recycle_by_lookup: a, drops_complete: !a, match_metadata: !a, key_after_writes: a, lookup_wildcards, ..GigaflowConfig::default() }
+        GigaflowConfig { seed: self.seed, align: self.align, repair: !a, recycle_by_lookup: a, drops_complete: !a, match_metadata: !a, key_after_writes: a, masked_commit: a, vlan_always_matched: a, lookup_wildcards, ..GigaflowConfig::default() }
     }
 
     fn nic(&self) -> NicModel {
@@ -384,7 +384,7 @@ fn common_params() -> Vec<ParamSpec> {
         ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
         ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
         ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
-        ParamSpec { name: "artifact_ltm", default: "false", doc: "the LTM as the authors' gvs runs it (docs/results/artifacts.md): recycling by lookup (a new entry that an entry of its table, tag and priority matches is discarded), drop traversals never complete (their last entry sets no DROP tag), entries match no registers or metadata, entry keys hold the headers as their sub-traversal leaves them (commit_odp_actions rewrites the key), each vSwitch table looked up with a fresh wildcard (its prefix tries consulted again), no repair entries; with partitioning=dp-artifact align=false max_masks=64 host_entries=200000 it is the artifact's configuration" },
+        ParamSpec { name: "artifact_ltm", default: "false", doc: "the LTM as the authors' gvs runs it (docs/results/artifacts.md): recycling by lookup (a new entry that an entry of its table, tag and priority matches is discarded), drop traversals never complete (their last entry sets no DROP tag), entries match no registers or metadata, entry keys hold the headers as their sub-traversal leaves them (commit_odp_actions rewrites the key), a rewritten header written only in the bits the entry matches (a masked set action with the entry's wildcards), every entry matching the VLAN TCI when the traversal read no VLAN field, one output on the last entry, each vSwitch table looked up with a fresh wildcard (its prefix tries consulted again), no repair entries; with partitioning=dp-artifact align=false max_masks=64 host_entries=200000 it is the artifact's configuration" },
         ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
     ]
 }
