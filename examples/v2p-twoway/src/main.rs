@@ -53,7 +53,16 @@ fn cli(args: Vec<String>) -> Result<(), ExperimentError> {
                 }
             }
             let experiment = find(v2p_twoway::experiments(), name)?;
-            let output = experiment.run(&overrides, quick, &mut |_| {})?;
+            // Progress on stderr, in whole percent.
+            let mut shown = -1i32;
+            let output = experiment.run(&overrides, quick, &mut |f| {
+                let pct = (f * 100.0) as i32;
+                if pct != shown {
+                    shown = pct;
+                    eprint!("\r{name}: {pct:3}%");
+                }
+            })?;
+            eprintln!();
             let text = output.summary_json();
             print!("{text}");
             if let Some(dir) = out {

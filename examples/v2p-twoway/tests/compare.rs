@@ -75,8 +75,14 @@ fn the_two_way_cache_keeps_switchv2p_correct_across_a_migration() {
     assert_eq!(r.completed_flows, 64);
 }
 
+/// A cache for a protocol that keeps none.
+static NOCACHE_WITH_CACHE: CacheScheme = CacheScheme { name: "nocache_with_cache", protocol: Scheme::NoCache, cache: direct_mapped };
+
 #[test]
 fn the_experiment_names_its_scheme_and_rejects_bad_input() {
+    let e = run_scheme(&small_spec(), Scheme::Custom(&NOCACHE_WITH_CACHE), &mut |_| {}).err().expect("refused").to_string();
+    assert!(e.starts_with("scheme 'nocache_with_cache': its protocol nocache keeps no switch cache"), "{e}");
+
     let e = find(v2p_twoway::experiments(), "example.v2p_twoway").unwrap();
     let err = |sets: &[(&str, &str)]| e.run(&overrides(sets), true, &mut |_| {}).err().expect("an error").to_string();
     let msg = err(&[("schemes", "switchv2p,switchv2p_3way")]);
