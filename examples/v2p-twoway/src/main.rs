@@ -16,9 +16,10 @@ use innet_registry::{find, ExperimentError};
 fn main() -> ExitCode {
     match cli(std::env::args().skip(1).collect()) {
         Ok(()) => ExitCode::SUCCESS,
+        // As `innet`: bad input exits 2, a broken invariant 1.
         Err(e) => {
             eprintln!("v2p-twoway: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(if matches!(e, ExperimentError::Invariant(_)) { 1 } else { 2 })
         }
     }
 }
