@@ -35,6 +35,8 @@ OUTSIDE_PACKAGE = (
     "docs/", "python/tests/", "bench/", ".ci/", "README.md", "DESIGN.md", "LICENSE",
     "scripts/reproduce.sh", "scripts/check_summaries.py", "scripts/summary_hashes.json",
     "scripts/fuzz.sh", "scripts/test.sh", "fuzz/",
+    # The worked examples (docs/extending.md): crates nothing links (test_architecture checks).
+    "examples/",
 )
 # A crate's examples, integration tests and benches are their own programs: nothing of them is
 # linked into the library that `innet` runs, so changing them cannot change a result.

@@ -4,7 +4,8 @@
   depends only on wire / switch / sim / dataplane / workloads / registry — never on a sibling
   system or on `basic`; only the PyO3 crate sees every system. The real-packet runtime (`switch`)
   and the application switch reach neither the simulator nor the simulated switch, even
-  transitively (docs/architecture.md, "Crates").
+  transitively (docs/architecture.md, "Crates"). The worked examples (examples/*,
+  docs/extending.md) may build on one system; no crate links them.
 - Code in its layer (sources): the application protocols' byte formats (CQL, RESP, memcached)
   are `innet_wire` modules and the application switch defines none of their types; workload
   generators (Zipf key popularity, generated traces) live in `innet-workloads`, not in a system.
@@ -46,6 +47,10 @@ ALLOWED = {
     "innet-pipebench": LOWER_LAYERS | {"innet-ofswitch"},
     "innet-gigaflow": LOWER_LAYERS | {"innet-ofswitch", "innet-pipebench"},
 }
+# The worked examples of docs/extending.md (examples/*): a researcher's crate built on a system,
+# as any outside crate would be. Nothing links them.
+EXAMPLES = {"v2p-twoway": LOWER_LAYERS | {"innet-switchv2p"}}
+ALLOWED.update(EXAMPLES)
 # Crates that belong to one system: only it (and the PyO3 front) links them, so provenance may
 # count a change in them as that system's (provenance.SYSTEM_PARTS).
 PARTS = {"innet-ofswitch": "innet-gigaflow", "innet-pipebench": "innet-gigaflow"}
@@ -74,6 +79,9 @@ def test_crates_depend_only_on_lower_layers():
     assert not unlisted, f"crates without a layering rule here: {sorted(unlisted)}"
     bad = {c: sorted(d - ALLOWED[c]) for c, d in deps.items() if c in ALLOWED and d - ALLOWED[c]}
     assert not bad, f"dependencies outside the crate's layer (DESIGN.md §2): {bad}"
+    users = {c for c, d in deps.items() if d & set(EXAMPLES)}
+    assert not users, f"{sorted(users)} link an example crate"
+    assert all(provenance.is_presentation(f"examples/{e}/src/lib.rs") for e in EXAMPLES)
     assert {f"innet-{p}": f"innet-{s}" for p, s in provenance.SYSTEM_PARTS.items()} == PARTS
     for part, owner in PARTS.items():
         users = {c for c, d in deps.items() if part in d} - {"innet-py"}

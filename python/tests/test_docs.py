@@ -162,7 +162,7 @@ def test_other_pages_name_only_commands_that_exist():
 # --- every repository path the docs cite exists -------------------------------------------------
 
 # shared/ is the team's notes beside the repository, never in it: citing it is a dead reference.
-CITED = re.compile(r"(?<![\w/.~-])((?:crates|python|scripts|bench|docs|fuzz|shared)/[\w./*{},-]*)")
+CITED = re.compile(r"(?<![\w/.~-])((?:crates|examples|python|scripts|bench|docs|fuzz|shared)/[\w./*{},-]*)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -197,7 +197,7 @@ def _generated(path: str) -> bool:
 
 def cited_paths(markdown: str) -> list[tuple[int, str, bool]]:
     """(line, path, relative to the page?) for every repository path the page cites: a path
-    under crates/, python/, scripts/, bench/, docs/ or fuzz/ (in code or prose; a Rust item after
+    under crates/, examples/, python/, scripts/, bench/, docs/ or fuzz/ (in code or prose; a Rust item after
     `::` and trailing punctuation dropped), and every relative link target."""
     out = []
     for n, line in enumerate(markdown.splitlines(), 1):
@@ -238,3 +238,33 @@ def test_a_dead_reference_fails():
                     "docs/planted.md:2: docs/README.md",
                     "docs/planted.md:2: docs/results/engines.md",
                     "docs/planted.md:3: shared/reference/switchv2p-artifact.md"], dead
+
+
+# `file.rs::Item` or `file.rs::Type::method`: a Rust item a page points at in a file.
+ITEM = re.compile(r"(?<![\w/.~-])((?:crates|examples)/[\w./-]+\.rs)((?:::\w+)+)")
+DEFINES = r"\b(?:fn|struct|enum|trait|const|static|type|mod)\s+{}\b"
+
+
+def missing_items(markdown: str) -> list[str]:
+    """The `file.rs::Item(::item)` citations of a page whose file does not define every item
+    named (a function, type, trait, const, static or module of that name): a page that walks
+    through code by file and item (docs/extending.md) fails as soon as one is renamed."""
+    out = []
+    for n, line in enumerate(markdown.splitlines(), 1):
+        for m in ITEM.finditer(line):
+            path = REPO / m.group(1)
+            text = path.read_text() if path.is_file() else ""
+            out += [f"{n}: {m.group(0)}" for item in m.group(2).split("::")[1:] if not re.search(DEFINES.format(item), text)]
+    return out
+
+
+def test_every_item_the_docs_cite_is_defined_where_they_say():
+    pages = sorted([*(REPO / "docs").glob("*.md"), *(REPO / "docs" / "results").glob("*.md")])
+    missing = [f"{page.relative_to(REPO)}:{m}" for page in pages for m in missing_items(page.read_text())]
+    assert not missing, "docs name Rust items their files do not define:\n" + "\n".join(missing)
+    assert (REPO / "docs" / "extending.md").read_text().count(".rs::") >= 10, "the walkthrough cites its code by file and item"
+
+
+def test_a_renamed_item_fails():
+    text = "See `crates/switchv2p/src/cache.rs::MappingCache` and crates/switchv2p/src/cache.rs::DirectMapped::no_such_fn.\n"
+    assert missing_items(text) == ["1: crates/switchv2p/src/cache.rs::DirectMapped::no_such_fn"]

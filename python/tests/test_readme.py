@@ -31,7 +31,7 @@ def test_layout_names_every_crate_and_folder():
     layout = section("Layout")
     rows = set(re.findall(r"^\| `([^`]+)` \|", layout, re.M))
     crates = {f"crates/{p.name}" for p in (REPO / "crates").iterdir() if (p / "Cargo.toml").exists()}
-    folders = {"fuzz/", "scripts/", "bench/", "docs/", "python/innet", "python/tests"}
+    folders = {"fuzz/", "scripts/", "bench/", "docs/", "examples/", "python/innet", "python/tests"}
     missing = (crates | folders) - rows
     assert not missing, f"README's layout table lacks {sorted(missing)}"
     gone = {r for r in rows if not (REPO / r.rstrip("/")).exists()}

@@ -1,5 +1,7 @@
 //! The in-switch mapping caches.
 //!
+//! [`MappingCache`] is what the switch protocols ask of a cache; a scheme defined outside this
+//! crate brings its own ([`crate::scheme::CacheScheme`], docs/extending.md).
 //! [`DirectMapped`] is SwitchV2P's cache (and LocalLearning's and GwCache's): one slot per CRC-32
 //! index of the virtual IP, each slot a (VIP, PIP) pair plus an access bit. The paper: the bit
 //! turns on upon a hit and off when a lookup lands on the slot but misses. Operations follow the
@@ -69,21 +71,23 @@ impl DirectMapped {
     /// A cache of `capacity` slots (0 = no cache: every lookup misses, every insert is refused),
     /// indexed by CRC-32 salted with `salt` (0 for SwitchV2P's network-wide function).
     pub fn new(capacity: u32, salt: u32) -> Self {
+        DirectMapped::with_hash(capacity, HashUnit::new(HashAlgorithm::Crc32, salt))
+    }
+
+    /// The same cache indexed by another hash (a cache built of several direct-mapped parts
+    /// gives each its own function).
+    pub fn with_hash(capacity: u32, hash: HashUnit) -> Self {
         let store = if capacity as u64 > DENSE_LIMIT_SLOTS {
             Store::Sparse(SlotMap::default())
         } else {
             Store::Dense(vec![None; capacity as usize])
         };
-        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store, occupied: 0 }
+        DirectMapped { capacity, hash, store, occupied: 0 }
     }
 
     /// The same cache with the sparse layout whatever its size (for tests).
     pub fn new_sparse(capacity: u32, salt: u32) -> Self {
         DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store: Store::Sparse(SlotMap::default()), occupied: 0 }
-    }
-
-    pub fn capacity(&self) -> u32 {
-        self.capacity
     }
 
     /// Occupied slots.
@@ -141,9 +145,74 @@ impl DirectMapped {
         }
     }
 
-    /// Lookup: on a hit set the access bit and return the PIP; on a miss clear the slot's bit.
+    /// What `key`'s slot holds, as (key, val, bit), whatever key that is; None when it is
+    /// empty or the cache has no slots.
+    pub fn occupant(&self, key: u32) -> Option<(u32, u32, bool)> {
+        if self.capacity == 0 {
+            return None;
+        }
+        self.slot(self.index(key)).map(|s| (s.key, s.val, s.bit))
+    }
+
+    /// Every cached (key, val, bit), in slot order.
+    pub fn entries(&self) -> Vec<(u32, u32, bool)> {
+        let mut v: Vec<(u32, Slot)> = match &self.store {
+            Store::Dense(d) => d.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i as u32, s))).collect(),
+            Store::Sparse(m) => m.iter().map(|(&i, &s)| (i, s)).collect(),
+        };
+        v.sort_by_key(|(i, _)| *i);
+        v.into_iter().map(|(_, s)| (s.key, s.val, s.bit)).collect()
+    }
+
+}
+
+/// A switch's VIP → PIP cache as the switch protocols use it ([`crate::switch`]): SwitchV2P's
+/// [`DirectMapped`] cache, or a cache of a scheme defined elsewhere ([`crate::scheme::CacheScheme`]).
+///
+/// The protocols' admission rules speak of "the slot" a key goes to and its access bit; a cache
+/// with several places per key answers for the place an insertion of the key would take
+/// ([`MappingCache::slot_bit`]). A hit never returns a value put for another key.
+pub trait MappingCache {
+    /// Slots (0 = no cache: every lookup misses, every insert is refused).
+    fn capacity(&self) -> u32;
+    /// Lookup: on a hit set the access bit and return the PIP; on a miss clear the bit of the
+    /// slot(s) the lookup landed on.
+    fn get(&mut self, key: u32) -> Option<u32>;
+    /// The PIP cached for `key`, without touching any access bit.
+    fn find(&self, key: u32) -> Option<u32>;
+    /// The access bit of the slot an insertion of `key` would take: `key`'s own if cached, else
+    /// the one it would displace (false when that slot is empty).
+    fn slot_bit(&self, key: u32) -> bool;
+    /// Insert (key, val), bit cleared, displacing what [`MappingCache::slot_bit`] describes;
+    /// returns the other key it displaced. Refused (`Err`) only when the cache has no slots.
+    fn put(&mut self, key: u32, val: u32) -> Result<Evicted, ()>;
+    /// Insert only into an empty slot or over the same key (bit kept for the same key).
+    /// Returns whether the mapping is now cached.
+    fn put_if_free(&mut self, key: u32, val: u32) -> bool;
+    /// Remove `key` if it is cached (with any value).
+    fn remove(&mut self, key: u32) -> bool;
+    /// Remove `key` only if it maps to `val` (an invalidation of a known-stale entry).
+    fn remove_if(&mut self, key: u32, val: u32) -> bool {
+        if self.find(key) == Some(val) {
+            self.remove(key)
+        } else {
+            false
+        }
+    }
+    /// Output bits of the index hash(es): enough to address every slot.
+    fn index_bits(&self) -> u32;
+    /// The registers the cache takes, for the resource report, named `{prefix}_…`.
+    fn resource_entries(&self, prefix: &str) -> Vec<ResourceEntry>;
+}
+
+/// SwitchV2P's cache, as the paper and the artifact describe it (module doc).
+impl MappingCache for DirectMapped {
+    fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
     #[inline]
-    pub fn get(&mut self, key: u32) -> Option<u32> {
+    fn get(&mut self, key: u32) -> Option<u32> {
         if self.capacity == 0 {
             return None;
         }
@@ -165,26 +234,22 @@ impl DirectMapped {
         }
     }
 
-    /// The PIP cached for `key`, without touching the access bit.
-    pub fn find(&self, key: u32) -> Option<u32> {
+    fn find(&self, key: u32) -> Option<u32> {
         if self.capacity == 0 {
             return None;
         }
         self.slot(self.index(key)).filter(|s| s.key == key).map(|s| s.val)
     }
 
-    /// The access bit of `key`'s slot (whatever key it holds; false when empty).
-    pub fn slot_bit(&self, key: u32) -> bool {
+    fn slot_bit(&self, key: u32) -> bool {
         if self.capacity == 0 {
             return false;
         }
         self.slot(self.index(key)).is_some_and(|s| s.bit)
     }
 
-    /// Overwrite `key`'s slot with (key, val), bit cleared; returns the other key it displaced.
-    /// Refused (returns `Err`) only when the cache has no slots.
     #[inline]
-    pub fn put(&mut self, key: u32, val: u32) -> Result<Evicted, ()> {
+    fn put(&mut self, key: u32, val: u32) -> Result<Evicted, ()> {
         if self.capacity == 0 {
             return Err(());
         }
@@ -194,10 +259,8 @@ impl DirectMapped {
         Ok(old.filter(|s| s.key != key).map(|s| (s.key, s.val)))
     }
 
-    /// Insert only into an empty slot or over the same key (bit kept for the same key).
-    /// Returns whether the mapping is now cached.
     #[inline]
-    pub fn put_if_free(&mut self, key: u32, val: u32) -> bool {
+    fn put_if_free(&mut self, key: u32, val: u32) -> bool {
         if self.capacity == 0 {
             return false;
         }
@@ -217,8 +280,7 @@ impl DirectMapped {
         }
     }
 
-    /// Remove `key` if it is cached (with any value).
-    pub fn remove(&mut self, key: u32) -> bool {
+    fn remove(&mut self, key: u32) -> bool {
         if self.capacity == 0 {
             return false;
         }
@@ -231,32 +293,13 @@ impl DirectMapped {
         }
     }
 
-    /// Remove `key` only if it maps to `val` (an invalidation of a known-stale entry).
-    pub fn remove_if(&mut self, key: u32, val: u32) -> bool {
-        if self.find(key) == Some(val) {
-            self.remove(key)
-        } else {
-            false
-        }
-    }
-
-    /// Every cached (key, val, bit), in slot order.
-    pub fn entries(&self) -> Vec<(u32, u32, bool)> {
-        let mut v: Vec<(u32, Slot)> = match &self.store {
-            Store::Dense(d) => d.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i as u32, s))).collect(),
-            Store::Sparse(m) => m.iter().map(|(&i, &s)| (i, s)).collect(),
-        };
-        v.sort_by_key(|(i, _)| *i);
-        v.into_iter().map(|(_, s)| (s.key, s.val, s.bit)).collect()
-    }
-
     /// Declared registers for the resource report, laid out as the artifact's P4 prototype
     /// (`switchv2p_cache.p4`): `{prefix}_keys` holds each slot's VIP and access bit as one
     /// register pair (a Tofino pair has two equal halves, so the bit takes a 32-bit half), and
     /// `{prefix}_values` the PIP. Two arrays, two stateful ALUs.
-    pub fn resource_entries(&self, prefix: &str) -> [ResourceEntry; 2] {
+    fn resource_entries(&self, prefix: &str) -> Vec<ResourceEntry> {
         let slots = self.capacity as u64;
-        [
+        vec![
             ResourceEntry::new(&format!("{prefix}_keys"), ResourceKind::Register, slots, 0, 64),
             ResourceEntry::new(&format!("{prefix}_values"), ResourceKind::Register, slots, 0, 32),
         ]
@@ -264,7 +307,7 @@ impl DirectMapped {
 
     /// Output bits of the index hash: enough to address every slot (the P4's 13-bit CRC-32 for
     /// its 8,192 slots).
-    pub fn index_bits(&self) -> u32 {
+    fn index_bits(&self) -> u32 {
         bits_to_address(self.capacity as u64)
     }
 }

@@ -9,6 +9,10 @@
 //! | `switchv2p.pod_bytes` | Figs. 7–8 | bytes per pod and per switch, packet stretch |
 //! | `switchv2p.gateways` | Fig. 9 | schemes × gateway counts |
 //! | `switchv2p.topology` | Fig. 10 | schemes × pod counts at 128 servers |
+//!
+//! An experiment outside this crate (examples/v2p-twoway, docs/extending.md) starts from the same
+//! parameters and reports the same metrics: [`Params`], [`TRACE_PARAMS`], [`header`], [`metrics`]
+//! and [`points_table`] are public for it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -153,7 +157,7 @@ impl Params {
     }
 
     /// A run spec on `net` with this trace.
-    fn spec(&self, net: NetworkSpec) -> Result<RunSpec, ExperimentError> {
+    pub fn spec(&self, net: NetworkSpec) -> Result<RunSpec, ExperimentError> {
         self.check()?;
         let req = TraceRequest {
             name: self.trace.as_str(),
@@ -198,7 +202,8 @@ impl Params {
         Ok(s)
     }
 
-    fn net(&self) -> NetworkSpec {
+    /// The network the `topology` and `gateways_per_tor` parameters name.
+    pub fn net(&self) -> NetworkSpec {
         let mut n = NetworkSpec::by_name(&self.topology).unwrap_or_else(|_| NetworkSpec::ft8_10k());
         n.gateways_per_tor = self.gateways_per_tor;
         n
@@ -206,7 +211,7 @@ impl Params {
 }
 
 /// The trace, network and transport parameters every SwitchV2P experiment starts from.
-const TRACE_PARAMS: &[ParamSpec] = &[
+pub const TRACE_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("trace", "\"hadoop\"", "generated trace: hadoop or websearch (TCP), microbursts (request/response), microbursts_oneway or video (UDP)"),
     ParamSpec::new(
         "trace_file",
@@ -252,7 +257,7 @@ fn run_all(points: Vec<(Scheme, RunSpec)>, progress: Progress<'_>) -> Result<Vec
 }
 
 /// The per-scheme metrics every summary carries; improvements against `base` (NoCache).
-fn metrics(r: &SchemeResult, base: Option<&SchemeResult>) -> Map<String, Value> {
+pub fn metrics(r: &SchemeResult, base: Option<&SchemeResult>) -> Map<String, Value> {
     let mut m = Map::new();
     let imp = |b: f64, x: f64| if x > 0.0 && b > 0.0 { round6(b / x) } else { 0.0 };
     m.insert("hit_rate".into(), json!(round6(r.stats.hit_rate())));
@@ -296,7 +301,7 @@ fn metrics(r: &SchemeResult, base: Option<&SchemeResult>) -> Map<String, Value> 
 }
 
 /// A table with one row per point: `keys` (name, values) columns first, then the metrics.
-fn points_table(name: &str, keys: Vec<(&str, ColumnData)>, rows: &[Map<String, Value>]) -> Table {
+pub fn points_table(name: &str, keys: Vec<(&str, ColumnData)>, rows: &[Map<String, Value>]) -> Table {
     let mut t = Table::new(name);
     for (k, c) in keys {
         t = t.with(k, c);
@@ -313,7 +318,8 @@ fn points_table(name: &str, keys: Vec<(&str, ColumnData)>, rows: &[Map<String, V
     t
 }
 
-fn header(name: &str, p: &Params) -> Map<String, Value> {
+/// The summary's first keys: the experiment, its trace and seed.
+pub fn header(name: &str, p: &Params) -> Map<String, Value> {
     let mut s = Map::new();
     s.insert("experiment".into(), json!(name));
     s.insert("trace".into(), json!(if p.trace_file.is_empty() { p.trace.clone() } else { p.trace_file.clone() }));

@@ -1,7 +1,10 @@
 //! SwitchV2P (Zeno, Chen, Silberstein; SIGCOMM 2024): switches cache virtual-to-physical
 //! address mappings learned from traffic, so tenant packets skip the translation gateways.
 //!
-//! - [`cache`]: the direct-mapped cache with access bits (and Bluebird's LRU);
+//! - [`cache`]: what the protocols ask of a cache ([`cache::MappingCache`]), the direct-mapped
+//!   cache with access bits (and Bluebird's LRU);
+//! - [`scheme`]: the schemes, and [`scheme::CacheScheme`], a scheme defined outside this crate
+//!   (a built-in protocol over a cache of its own; docs/extending.md);
 //! - [`switch`]: the switch program for SwitchV2P and the LocalLearning / GwCache baselines;
 //! - [`bluebird`]: the Bluebird baseline (ToR route cache + switch-CPU slow path);
 //! - [`hosts`]: server vswitches (gateway / Direct / OnDemand, misdelivery) and gateways;

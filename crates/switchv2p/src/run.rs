@@ -272,7 +272,7 @@ impl SchemeResult {
 /// Cache slots per caching switch for a scheme: the total (fraction × address space) split
 /// equally over the switches that cache; at least one slot when the total is positive.
 pub fn cache_slots(scheme: Scheme, total_entries: f64, topo: &Topology, gateway_tors: usize) -> (u32, u32) {
-    let caching = match scheme {
+    let caching = match scheme.protocol() {
         Scheme::GwCache => gateway_tors as u32,
         Scheme::Bluebird => topo.tors.len() as u32,
         s if s.controller_interval_ps().is_some() => topo.switches.len() as u32,
@@ -343,8 +343,16 @@ fn roles(topo: &Topology, gateway_tors: &HashSet<u32>) -> Vec<V2pRole> {
 }
 
 
-/// Run `spec` under `scheme`.
+/// Run `spec` under `scheme` (a built-in scheme or a [`crate::scheme::CacheScheme`]).
 pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64)) -> Result<SchemeResult, ExperimentError> {
+    if let Scheme::Custom(c) = scheme {
+        if !c.protocol.uses_switch_cache() {
+            return Err(ExperimentError::Input(format!(
+                "scheme '{}': its protocol {} keeps no switch cache; expected locallearning, gwcache or a switchv2p protocol",
+                c.name, c.protocol
+            )));
+        }
+    }
     let ns = &spec.net;
     if ns.gateway_tors.is_empty() || ns.gateways_per_tor == 0 {
         return Err(ExperimentError::param("gateways", "at least one gateway is needed"));
@@ -468,11 +476,11 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
                 })
                 .clone(),
         };
-        let this_slots = match scheme {
+        let this_slots = match scheme.protocol() {
             Scheme::GwCache if role != V2pRole::GatewayTor => 0,
             _ => slots,
         };
-        match scheme {
+        match scheme.protocol() {
             Scheme::Bluebird if role.is_tor() => {
                 let prog = BluebirdTor::new(site.switch_index, slots as usize, facts.clone(), stats.clone(), host_ports);
                 let ctl = BluebirdControl::new(spec.bluebird.clone(), dir.clone(), stats.clone());

@@ -1,8 +1,12 @@
-//! The V2P translation schemes an experiment can select: SwitchV2P (and its ablations) and the
-//! paper's seven baselines.
+//! The V2P translation schemes an experiment can select: SwitchV2P (and its ablations), the
+//! paper's seven baselines, and schemes defined outside this crate ([`CacheScheme`]: one of the
+//! cache-based protocols with a cache of its own; docs/extending.md).
 
 use std::fmt;
 use innet_registry::{ExperimentError, ListItem};
+
+use crate::cache::{DirectMapped, MappingCache};
+use crate::switch::V2pRole;
 
 /// How virtual destinations get resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -29,6 +33,66 @@ pub enum Scheme {
     SwitchV2PNoInvalidation,
     /// SwitchV2P sending an invalidation packet for every tagged hit (no timestamp vector; Table 4, row 4).
     SwitchV2PNoTimestampVector,
+    /// A scheme defined outside this crate: a built-in protocol with its own cache. Not in
+    /// [`Scheme::ALL`], not parsed by name (its crate names it), and its results do not
+    /// serialise (the split sweeps run built-in schemes only).
+    #[serde(skip)]
+    Custom(&'static CacheScheme),
+}
+
+/// A scheme built from the switch protocol of a built-in scheme (`protocol`: LocalLearning,
+/// GwCache, SwitchV2P or one of its ablations) and a cache of its own on every caching switch
+/// (`cache`, called once per switch). Everything else (which switches cache, their slots, the
+/// hosts, the metrics) is the protocol's. Two schemes with the same name are the same scheme.
+///
+/// ```
+/// use innet_switchv2p::cache::{DirectMapped, MappingCache};
+/// use innet_switchv2p::scheme::{CacheScheme, CacheSite, Scheme};
+/// fn salted(site: &CacheSite) -> Box<dyn MappingCache> {
+///     Box::new(DirectMapped::new(site.slots, site.salt ^ 0x9e37))
+/// }
+/// static MINE: CacheScheme = CacheScheme { name: "switchv2p_salted", protocol: Scheme::SwitchV2P, cache: salted };
+/// let s = Scheme::Custom(&MINE);
+/// assert_eq!((s.name(), s.protocol(), s.is_switchv2p()), ("switchv2p_salted", Scheme::SwitchV2P, true));
+/// ```
+#[derive(Debug)]
+pub struct CacheScheme {
+    /// The scheme's name in summaries and tables: not a built-in scheme's.
+    pub name: &'static str,
+    pub protocol: Scheme,
+    pub cache: fn(&CacheSite) -> Box<dyn MappingCache>,
+}
+
+/// What a cache is built for: its switch's slots (the run's total cache split over the caching
+/// switches), the index-hash salt the protocol uses (0 on every switch for SwitchV2P, random per
+/// switch for LocalLearning and GwCache) and the switch's role.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSite {
+    pub slots: u32,
+    pub salt: u32,
+    pub role: V2pRole,
+}
+
+impl PartialEq for CacheScheme {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for CacheScheme {}
+impl std::hash::Hash for CacheScheme {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name.hash(h)
+    }
+}
+impl PartialOrd for CacheScheme {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for CacheScheme {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name.cmp(other.name)
+    }
 }
 
 impl Scheme {
@@ -59,6 +123,25 @@ impl Scheme {
             Scheme::SwitchV2P => "switchv2p",
             Scheme::SwitchV2PNoInvalidation => "switchv2p_noinval",
             Scheme::SwitchV2PNoTimestampVector => "switchv2p_nots",
+            Scheme::Custom(c) => c.name,
+        }
+    }
+
+    /// The built-in scheme whose switch protocol, hosts and cache placement this one follows:
+    /// itself, or a [`CacheScheme`]'s protocol.
+    pub fn protocol(self) -> Scheme {
+        match self {
+            Scheme::Custom(c) => c.protocol.protocol(),
+            s => s,
+        }
+    }
+
+    /// The cache of one caching switch: SwitchV2P's direct-mapped cache for the built-in
+    /// schemes, a [`CacheScheme`]'s own otherwise.
+    pub fn new_cache(self, site: &CacheSite) -> Box<dyn MappingCache> {
+        match self {
+            Scheme::Custom(c) => (c.cache)(site),
+            _ => Box::new(DirectMapped::new(site.slots, site.salt)),
         }
     }
 
@@ -72,10 +155,25 @@ impl Scheme {
     /// The schemes a parameter `name` lists: a comma list, or "all" (every scheme but the slow
     /// Controller ones); at least one.
     pub fn parse_list(name: &str, s: &str) -> Result<Vec<Scheme>, ExperimentError> {
+        Scheme::parse_list_with(name, s, &[])
+    }
+
+    /// [`Scheme::parse_list`] knowing `extra` schemes besides the built-in ones (a crate that
+    /// defines [`CacheScheme`]s lets its experiments name them; "all" includes them).
+    pub fn parse_list_with(name: &str, s: &str, extra: &[Scheme]) -> Result<Vec<Scheme>, ExperimentError> {
+        let known: Vec<Scheme> = Scheme::ALL.into_iter().chain(extra.iter().copied()).collect();
         if s.trim() == "all" {
-            return Ok(Scheme::ALL.into_iter().filter(|x| x.controller_interval_ps().is_none()).collect());
+            return Ok(known.into_iter().filter(|x| x.controller_interval_ps().is_none()).collect());
         }
-        let v: Vec<Scheme> = innet_registry::parse_list(name, s)?;
+        let names: Vec<String> = innet_registry::parse_list(name, s)?;
+        let choices = || known.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ");
+        let v = names
+            .iter()
+            .map(|n| {
+                let t = n.to_ascii_lowercase();
+                known.iter().copied().find(|x| x.name() == t).ok_or_else(|| ExperimentError::bad_param(name, n, format!("each item to be one of {}", choices())))
+            })
+            .collect::<Result<Vec<Scheme>, ExperimentError>>()?;
         if v.is_empty() {
             return Err(ExperimentError::bad_param(name, s, "at least one scheme, or all"));
         }
@@ -83,12 +181,12 @@ impl Scheme {
     }
 
     pub fn is_switchv2p(self) -> bool {
-        matches!(self, Scheme::SwitchV2P | Scheme::SwitchV2PNoInvalidation | Scheme::SwitchV2PNoTimestampVector)
+        matches!(self.protocol(), Scheme::SwitchV2P | Scheme::SwitchV2PNoInvalidation | Scheme::SwitchV2PNoTimestampVector)
     }
 
     /// The controller's solving interval, for the Controller schemes.
     pub fn controller_interval_ps(self) -> Option<u64> {
-        match self {
+        match self.protocol() {
             Scheme::Controller150 => Some(150_000_000),
             Scheme::Controller300 => Some(300_000_000),
             _ => None,
@@ -97,12 +195,12 @@ impl Scheme {
 
     /// Whether switches hold a direct-mapped mapping cache under this scheme.
     pub fn uses_switch_cache(self) -> bool {
-        self.is_switchv2p() || matches!(self, Scheme::LocalLearning | Scheme::GwCache)
+        self.is_switchv2p() || matches!(self.protocol(), Scheme::LocalLearning | Scheme::GwCache)
     }
 
     /// How hosts pick the outer destination.
     pub fn host_mode(self) -> HostMode {
-        match self {
+        match self.protocol() {
             Scheme::Direct => HostMode::Direct,
             Scheme::OnDemand => HostMode::OnDemand,
             _ => HostMode::Gateway,

@@ -34,8 +34,8 @@ use innet_sim::packet::{Encap, Ipv4, Packet, L4, IP_PROTO_UDP};
 use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
-use crate::cache::{bits_to_address, DirectMapped};
-use crate::scheme::Scheme;
+use crate::cache::{bits_to_address, MappingCache};
+use crate::scheme::{CacheSite, Scheme};
 use crate::stats::SharedStats;
 
 /// The in-band metadata area of a tenant packet's tunnel: Geneve options, or zero-byte tags.
@@ -105,6 +105,8 @@ pub struct FabricFacts {
 /// Switch settings that vary by scheme and experiment.
 #[derive(Debug, Clone)]
 pub struct V2pSwitchSettings {
+    /// The scheme: its protocol ([`Scheme::protocol`]) says what the program does, and the
+    /// scheme builds the cache ([`Scheme::new_cache`]).
     pub scheme: Scheme,
     pub role: V2pRole,
     pub switch_id: u32,
@@ -126,7 +128,7 @@ pub struct V2pSwitchSettings {
 
 pub struct V2pSwitch {
     pub cfg: V2pSwitchSettings,
-    pub cache: DirectMapped,
+    pub cache: Box<dyn MappingCache>,
     facts: Arc<FabricFacts>,
     stats: SharedStats,
     /// Local port → PIP of the server behind it (ToRs only).
@@ -140,9 +142,9 @@ pub struct V2pSwitch {
 
 impl V2pSwitch {
     pub fn new(cfg: V2pSwitchSettings, facts: Arc<FabricFacts>, stats: SharedStats, host_ports: Vec<Option<u32>>) -> Self {
-        let cache = DirectMapped::new(cfg.cache_slots, cfg.hash_salt);
-        let invalidations = cfg.scheme != Scheme::SwitchV2PNoInvalidation;
-        let timestamp_vector = cfg.scheme == Scheme::SwitchV2P;
+        let cache = cfg.scheme.new_cache(&CacheSite { slots: cfg.cache_slots, salt: cfg.hash_salt, role: cfg.role });
+        let invalidations = cfg.scheme.protocol() != Scheme::SwitchV2PNoInvalidation;
+        let timestamp_vector = cfg.scheme.protocol() == Scheme::SwitchV2P;
         V2pSwitch {
             ts_vector: vec![0; cfg.num_switches],
             cfg,
