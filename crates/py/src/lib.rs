@@ -381,6 +381,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
     m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;
-    m.add_function(wrap_pyfunction!(switch::appswitch_capture, m)?)?;
     Ok(())
 }

@@ -19,11 +19,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any, Callable
 
 
@@ -248,60 +245,3 @@ def turnaround(name: str, p: dict[str, Any], progress: Callable[[float], None]) 
                              ("hit", h if mode == "appswitch" else False), ("turnaround_us", x[3])):
                 rows[key].append(val)
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
-
-
-def throughput(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    """appswitch.throughput (Fig. 23): packets per second through the application switch program,
-    measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
-    through the program in memory on one core (`innet bench switch`, crates/switch/src/real/
-    bench.rs), no sockets. Four captures, written in Rust (crates/appswitch/src/bench_capture.rs
-    through `_native.appswitch_capture`; docs/appswitch.md "Throughput captures"): one client
-    connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or
-    Redis (GET), whose reads all miss (a new key each, more keys than the cache holds: request,
-    answer, client ACK) or all hit (one key, put in the cache by a write first: request and the
-    client's ACK of the switch's reply; the server sees and sends nothing for them). The
-    `forward` program on the CQL miss capture is the runtime's own ceiling."""
-    from innet import _native
-
-    exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
-    if exchanges < 1 or repeat < 1:
-        raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
-
-    case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
-    cases: dict[str, dict] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="innet-fig23-"))
-    try:
-        for n, case in enumerate(case_list):
-            proto, port, pcap = _native.appswitch_capture(case, exchanges)
-            path = tmp / f"{case}.pcap"
-            path.write_bytes(pcap)
-            rep = json.loads(_native.bench_switch(str(path), "appswitch", {"protocol": proto, "server_port": str(port)},
-                                                  repeat=repeat))
-            prog = {k: int(v) for k, v in rep["program_report"].items()}
-            cases[case] = {
-                "switch_pps": rep["frames_per_s"], "ns_per_frame": rep["ns_per_frame"],
-                "frames_in_capture": rep["frames_in_capture"], "repeat": rep["repeat"], "frames": rep["frames"],
-                "forwarded": rep["tx_frames"] - rep["generated"], "generated": rep["generated"],
-                "dropped": rep["dropped"], "malformed": rep["malformed"],
-                "requests": exchanges * repeat, "hits": prog["hits"], "misses": prog["misses"],
-                "protocol_errors": prog["protocol_errors"],
-            }
-            if case == "cql-miss":
-                fwd = json.loads(_native.bench_switch(str(path), "forward", {}, repeat=repeat))
-                cases["forward-on-cql-miss"] = {"switch_pps": fwd["frames_per_s"], "ns_per_frame": fwd["ns_per_frame"],
-                                                "frames": fwd["frames"]}
-            progress((n + 1) / len(case_list))
-    finally:
-        subprocess.run(["rm", "-rf", str(tmp)])
-    app = {k: v for k, v in cases.items() if not k.startswith("forward")}
-    summary = {
-        "experiment": "appswitch.throughput",
-        "params": p,
-        "switch_pps": min(v["switch_pps"] for v in app.values()),
-        "switch_pps_by_case": {k: v["switch_pps"] for k, v in cases.items()},
-        "target_pps": 2_000_000,
-        "cases": cases,
-    }
-    tables_out = {"cases": {"case": list(cases), **{f: [v.get(f) for v in cases.values()]
-                                                    for f in ("switch_pps", "ns_per_frame", "frames", "hits", "misses")}}}
-    return json.dumps(summary, indent=2) + "\n", tables_out
