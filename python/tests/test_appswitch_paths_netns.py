@@ -10,15 +10,14 @@ import struct
 
 import pytest
 
-from innet import ipv4
+from innet import _native
 from innet.appswitch.cluster import estimate
 from innet.appswitch.timeline import cql_header, parse_frame, place_marks, summarize
 
 
 def frame(sport: int, dport: int, payload: bytes) -> bytes:
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x18, 500, 0, 0)
-    ip = ipv4.header("10.77.0.1", "10.77.0.2", ipv4.TCP, len(tcp) + len(payload))
-    return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload + b"\0" * 6  # Ethernet padding
+    """A PSH|ACK segment built in Rust, then 6 bytes of Ethernet padding (not payload)."""
+    return _native.tcp_frame("10.77.0.1", "10.77.0.2", sport, dport, payload) + b"\0" * 6
 
 
 def cql(version: int, stream: int, opcode: int, body: bytes = b"x" * 20) -> bytes:

@@ -1,6 +1,7 @@
 //! `innet._native`: the Python front's door into the Rust simulator. Thin on purpose: it lists
 //! and runs experiments, converts results to Python objects, and maps errors to exceptions.
 
+mod frames;
 mod registry;
 mod resources;
 mod switch;
@@ -361,6 +362,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UserInputError", m.py().get_type::<UserInputError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
     pipebench::register(m)?;
+    frames::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_runner, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_params, m)?)?;
