@@ -36,6 +36,7 @@ def test_real_packet_experiment_parameters_are_checked_before_anything_starts(in
     assert "'queries'" in r.stderr and "integer" in r.stderr and "Traceback" not in r.stderr
     r = innet_cmd("run", "appswitch.cachesize", "--set", "sizes=4,lots")
     assert r.returncode == 2, r.stderr
-    assert "sizes" in r.stderr and "comma-separated list of numbers" in r.stderr
+    # The registry's rule and wording for a list item, as for every Rust experiment's list.
+    assert "parameter 'sizes': expected each item to be a whole number, got 'lots'" in r.stderr, r.stderr
     r = innet_cmd("run", "appswitch.skew", "--set", "zipf_s=1")
     assert r.returncode == 2 and "'zipf_s'" in r.stderr and "zipfs" in r.stderr, r.stderr

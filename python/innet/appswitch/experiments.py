@@ -37,31 +37,24 @@ def experiment_rig(name: str, prefix: str, **rig):
     return netns_rig(f"{prefix}{os.getpid() % 10000}", unavailable, **{"cassandra": True, **rig})
 
 
-def number_list(name: str, p: dict[str, Any], key: str, kind: Callable[[float], Any] = float) -> list:
-    """Parameter `key` of experiment `name`, a comma-separated list of numbers (each as `kind`);
-    anything else is a UserInputError naming the parameter (the registry resolves it as a string)."""
-    v = p[key]
-    try:
-        return [kind(float(x)) for x in str(v).split(",") if x.strip()]
-    except ValueError:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name}: parameter {key}={v!r}: expected a comma-separated list of numbers") from None
-
-
 def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
     (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
     = the switch's hits / reads issued."""
+    from innet import _native
+
     queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
     tables, kpt = int(p["tables"]), int(p["keys_per_table"])
+    # List parameters are parsed by the registry's rule (the one every Rust experiment's follows).
     if name == "appswitch.cachesize":
-        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in number_list(name, p, "sizes")]
+        points = [{"cache_entries": x, "zipf": float(p["zipf"]), "read_ratio": 1.0}
+                  for x in _native.parse_list("sizes", p["sizes"], whole=True)]
     elif name == "appswitch.skew":
-        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in number_list(name, p, "zipfs")]
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0}
+                  for z in _native.parse_list("zipfs", p["zipfs"])]
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
-                  for r in number_list(name, p, "read_ratios")]
+                  for r in _native.parse_list("read_ratios", p["read_ratios"])]
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
     results = []
