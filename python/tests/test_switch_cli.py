@@ -77,6 +77,19 @@ def test_frames_built_in_rust_match_a_known_ipv4_header():
         _native.geneve(7, b"\x01\x02", b"")
 
 
+def test_geneve_frames_built_in_rust_round_trip():
+    opts = _native.switchvm_options(None, stack=[3])
+    g = _native.geneve(7, opts, b"hello")
+    assert g[:8] == bytes([len(opts) // 4, 0, 0x65, 0x58, 0, 0, 7, 0])  # no OAM/critical, Ethernet, VNI 7
+    vni, o, inner = _native.parse_geneve(g)
+    assert (vni, o) == (7, opts) and inner[12:14] == b"\x08\x00" and inner.endswith(b"hello")
+    assert inner[14 + 9] == 17 and inner[14 + 12:14 + 20] == bytes([192, 168, 0, 1, 192, 168, 0, 2])
+    f = _native.geneve_frame("10.78.0.1", "10.78.0.2", 7, opts, b"hello")
+    assert f[14 + 20 + 2:14 + 20 + 4] == (6081).to_bytes(2, "big") and f[14 + 20 + 8:] == g
+    with pytest.raises(_native.UserInputError, match="geneve"):
+        _native.parse_geneve(b"\x3f" + bytes(7))  # 252 bytes of options announced, none there
+
+
 def _frame(i: int, reply: bool) -> bytes:
     """A UDP/IPv4 frame with correct checksums (client 10.0.0.1 <-> server 10.0.0.2)."""
     src, dst = ("10.0.0.2", "10.0.0.1") if reply else ("10.0.0.1", "10.0.0.2")
