@@ -27,7 +27,8 @@ const THROUGHPUT: Declaration = Declaration::new(
 )
 .quick(&[("exchanges", "1000"), ("repeat", "3")]);
 
-/// The rate the paper's design aims at (§5.8), reported beside the measured ones.
+/// The project's goal for one core, reported beside the measured rates (docs/results/appswitch.md,
+/// "Verdict on the 2M pps goal"; the paper's PC replayed ~180,000-190,000 packets/s, §5.8).
 const TARGET_PPS: u64 = 2_000_000;
 
 /// The case that is also replayed through `forward`, and the name of that row.
