@@ -38,6 +38,7 @@ def test_frames_are_parsed_to_their_cql_header_and_padding_is_not_payload():
     assert cql_header(seg["payload"], 5) == (0x05, 7, 0x0A)
     assert parse_frame(frame(40000, 80, q)) is None  # not CQL
     assert parse_frame(frame(40000, 9042, b"")) is None  # a bare ACK
+    assert parse_frame(frame(40000, 9042, q)[:14 + 20 + 10]) is None  # cut inside the TCP header
 
 
 def test_marks_follow_the_query_across_interfaces_and_a_hit_never_reaches_the_server():

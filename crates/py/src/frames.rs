@@ -6,11 +6,12 @@
 
 use std::net::Ipv4Addr;
 
-use innet_wire::ethernet::{EthernetRepr, ETHERTYPE_IPV4};
+use innet_wire::ethernet::{EthernetPacket, EthernetRepr, ETHERTYPE_IPV4};
 use innet_wire::frame::{EncapRepr, FrameRepr, L4Repr, TunnelRepr};
 use innet_wire::geneve::{iter_options, GeneveOption, GenevePacket, GeneveRepr, HEADER_LEN as GENEVE_HEADER_LEN, PROTOCOL_ETHERNET};
-use innet_wire::ipv4::Ipv4Repr;
+use innet_wire::ipv4::{Ipv4Packet, Ipv4Repr, PROTO_TCP};
 use innet_wire::phv::codec::TcpFrame;
+use innet_wire::tcp::TcpPacket;
 use innet_wire::udp::HEADER_LEN as UDP_HEADER_LEN;
 use pyo3::prelude::*;
 
@@ -114,6 +115,17 @@ pub fn parse_geneve(data: Vec<u8>) -> PyResult<(u32, Vec<u8>, Vec<u8>)> {
     Ok((g.vni(), options.to_vec(), g.payload().to_vec()))
 }
 
+/// (source port, destination port, sequence number, payload) of a captured Ethernet/IPv4/TCP
+/// frame; None for any other frame or one whose headers do not fit it. Checksums are not checked:
+/// a frame captured on its way out carries the partial checksum the NIC finishes.
+#[pyfunction]
+pub fn tcp_segment(frame: Vec<u8>) -> Option<(u16, u16, u32, Vec<u8>)> {
+    let eth = EthernetPacket::new_checked(&frame[..]).ok().filter(|e| e.ethertype() == ETHERTYPE_IPV4)?;
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok().filter(|ip| ip.protocol() == PROTO_TCP)?;
+    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+    Some((tcp.src_port(), tcp.dst_port(), tcp.seq(), tcp.payload().to_vec()))
+}
+
 /// A pcap file (nanosecond timestamps, Ethernet) of `frames`, one per millisecond.
 #[pyfunction]
 pub fn pcap_file(frames: Vec<Vec<u8>>) -> Vec<u8> {
@@ -127,6 +139,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(geneve, m)?)?;
     m.add_function(wrap_pyfunction!(geneve_frame, m)?)?;
     m.add_function(wrap_pyfunction!(parse_geneve, m)?)?;
+    m.add_function(wrap_pyfunction!(tcp_segment, m)?)?;
     m.add_function(wrap_pyfunction!(pcap_file, m)?)?;
     Ok(())
 }
