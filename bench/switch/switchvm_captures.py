@@ -1,28 +1,20 @@
 """Captures of SwitchVM tenant traffic for the replay benchmark:
 `python3 bench/switch/switchvm_captures.py OUT_DIR` writes in_packet.pcap (tenant 7 carrying the
 private counter's code), in_switch.pcap (tenant 8, its default in-switch DPF) and plain.pcap
-(Geneve without SwitchVM options), 1,000 frames each with 64-byte inner payloads; then
+(Geneve without SwitchVM options), 1,000 frames each with 64-byte inner payloads, built and
+written in Rust (`_native.geneve_frame`, `_native.pcap_file`); then
 `innet bench switch --pcap OUT_DIR/in_packet.pcap --program switchvm --set tenants=7,8
 --set default_dpf=counter --repeat 200`."""
-import struct
 import sys
 from pathlib import Path
 
 from innet import _native
-from innet.switchvm.frames import geneve, outer_frame
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 
 
 def frame(vni: int, options: bytes, payload: bytes) -> bytes:
-    return outer_frame("10.78.0.1", "10.78.0.2", geneve(vni, options, payload))
-
-
-def write(path: Path, frames: list[bytes]) -> None:
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
+    return _native.geneve_frame("10.78.0.1", "10.78.0.2", vni, options, payload)
 
 
 if __name__ == "__main__":
@@ -34,5 +26,5 @@ if __name__ == "__main__":
         "plain": (9, b""),
     }
     for name, (vni, opts) in cases.items():
-        write(out / f"{name}.pcap", [frame(vni, opts, b"x" * 64) for _ in range(1000)])
+        (out / f"{name}.pcap").write_bytes(_native.pcap_file([frame(vni, opts, b"x" * 64) for _ in range(1000)]))
         print(out / f"{name}.pcap")

@@ -10,15 +10,14 @@ import struct
 
 import pytest
 
-from innet import ipv4
+from innet import _native
 from innet.appswitch.cluster import estimate
 from innet.appswitch.timeline import cql_header, parse_frame, place_marks, summarize
 
 
 def frame(sport: int, dport: int, payload: bytes) -> bytes:
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x18, 500, 0, 0)
-    ip = ipv4.header("10.77.0.1", "10.77.0.2", ipv4.TCP, len(tcp) + len(payload))
-    return b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + tcp + payload + b"\0" * 6  # Ethernet padding
+    """A PSH|ACK segment built in Rust, then 6 bytes of Ethernet padding (not payload)."""
+    return _native.tcp_frame("10.77.0.1", "10.77.0.2", sport, dport, payload) + b"\0" * 6
 
 
 def cql(version: int, stream: int, opcode: int, body: bytes = b"x" * 20) -> bytes:
@@ -39,6 +38,7 @@ def test_frames_are_parsed_to_their_cql_header_and_padding_is_not_payload():
     assert cql_header(seg["payload"], 5) == (0x05, 7, 0x0A)
     assert parse_frame(frame(40000, 80, q)) is None  # not CQL
     assert parse_frame(frame(40000, 9042, b"")) is None  # a bare ACK
+    assert parse_frame(frame(40000, 9042, q)[:14 + 20 + 10]) is None  # cut inside the TCP header
 
 
 def test_marks_follow_the_query_across_interfaces_and_a_hit_never_reaches_the_server():

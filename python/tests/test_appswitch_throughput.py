@@ -2,7 +2,8 @@
 packets per second, every replayed frame was counted and accounted for by the switch (forwarded,
 or dropped because the switch answered it), and the hit captures (a live all-hits connection:
 the server sees nothing of the requests the switch answers) are answered by the switch while the
-miss captures all go to the server. No root or servers needed (in-memory replay)."""
+miss captures all go to the server. No root or servers needed (in-memory replay, in Rust:
+crates/appswitch/src/throughput.rs)."""
 
 import json
 

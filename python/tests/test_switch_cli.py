@@ -2,9 +2,10 @@
 exit 2, the program list, and the in-memory replay benchmark on a capture written here."""
 
 import json
-import struct
 
-from innet import ipv4
+import pytest
+
+from innet import _native
 
 
 def test_switch_list_names_forward(innet_cmd):
@@ -62,35 +63,43 @@ def test_appswitch_keeps_a_state_file_unless_told_off(tmp_path):
     assert bad.read_text() == "hello\n"
 
 
-def test_ipv4_header_and_checksum_match_a_known_header():
+def test_frames_built_in_rust_match_a_known_ipv4_header():
     # A header from the wild (Wikipedia's "IPv4 header checksum" example): checksum 0xB861.
     known = bytes.fromhex("45000073000040004011b861c0a80001c0a800c7")
-    assert ipv4.checksum(known[:10] + b"\0\0" + known[12:]) == 0xB861 and ipv4.checksum(known) == 0
-    assert ipv4.header("192.168.0.1", "192.168.0.199", ipv4.UDP, 0x73 - 20, ident=0) == known
-    assert ipv4.checksum(b"\x01") == ~0x0100 & 0xFFFF  # an odd length is padded with a zero byte
+    f = _native.udp_frame("192.168.0.1", "192.168.0.199", 40000, 11211, bytes(0x73 - 28), ident=0)
+    assert f[14:34] == known and len(f) == 14 + 0x73
+    assert f[34:38] == bytes.fromhex("9c402bcb") and f[38:40] == bytes.fromhex("005f")  # ports, UDP length
+    bad = _native.ipv4_frame("192.168.0.1", "192.168.0.199", 17, bytes(0x73 - 20), ident=0)
+    assert bad[14:34] == known and bad[34:] == bytes(0x73 - 20)  # the payload as given: no UDP header
+    with pytest.raises(_native.UserInputError, match="src address '10.0.0': expected a dotted quad"):
+        _native.udp_frame("10.0.0", "10.0.0.2", 1, 2, b"")
+    with pytest.raises(_native.UserInputError, match="Geneve options: expected a multiple of 4 bytes"):
+        _native.geneve(7, b"\x01\x02", b"")
+
+
+def test_geneve_frames_built_in_rust_round_trip():
+    opts = _native.switchvm_options(None, stack=[3])
+    g = _native.geneve(7, opts, b"hello")
+    assert g[:8] == bytes([len(opts) // 4, 0, 0x65, 0x58, 0, 0, 7, 0])  # no OAM/critical, Ethernet, VNI 7
+    vni, o, inner = _native.parse_geneve(g)
+    assert (vni, o) == (7, opts) and inner[12:14] == b"\x08\x00" and inner.endswith(b"hello")
+    assert inner[14 + 9] == 17 and inner[14 + 12:14 + 20] == bytes([192, 168, 0, 1, 192, 168, 0, 2])
+    f = _native.geneve_frame("10.78.0.1", "10.78.0.2", 7, opts, b"hello")
+    assert f[14 + 20 + 2:14 + 20 + 4] == (6081).to_bytes(2, "big") and f[14 + 20 + 8:] == g
+    with pytest.raises(_native.UserInputError, match="geneve"):
+        _native.parse_geneve(b"\x3f" + bytes(7))  # 252 bytes of options announced, none there
 
 
 def _frame(i: int, reply: bool) -> bytes:
     """A UDP/IPv4 frame with correct checksums (client 10.0.0.1 <-> server 10.0.0.2)."""
-    src, dst = (b"\x0a\x00\x00\x02", b"\x0a\x00\x00\x01") if reply else (b"\x0a\x00\x00\x01", b"\x0a\x00\x00\x02")
-    payload = b"key:%06d" % i
-    udp_len = 8 + len(payload)
-    ip = ipv4.header(src, dst, ipv4.UDP, udp_len, ident=i)
-    udp = bytearray(struct.pack("!HHHH", 40000, 11211, udp_len, 0) + payload)
-    c = ipv4.checksum(ipv4.pseudo_header(src, dst, ipv4.UDP, udp_len) + bytes(udp)) or 0xFFFF
-    udp[6:8] = struct.pack("!H", c)
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + bytes(udp)
+    src, dst = ("10.0.0.2", "10.0.0.1") if reply else ("10.0.0.1", "10.0.0.2")
+    return _native.udp_frame(src, dst, 40000, 11211, b"key:%06d" % i, ident=i)
 
 
 def test_bench_switch_replays_a_capture(innet_cmd, tmp_path):
     pcap = tmp_path / "cap.pcap"
-    with open(pcap, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
-        for i in range(200):
-            fr = _frame(i, reply=i % 2 == 1)
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)) + fr)
-        arp = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + bytes(28)
-        f.write(struct.pack("<IIII", 0, 999, len(arp), len(arp)) + arp)
+    arp = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + bytes(28)
+    pcap.write_bytes(_native.pcap_file([_frame(i, reply=i % 2 == 1) for i in range(200)] + [arp]))
     r = innet_cmd("bench", "switch", "--pcap", str(pcap), "--program", "forward", "--repeat", "3", "--json")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)

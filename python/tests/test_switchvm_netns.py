@@ -1,7 +1,8 @@
 """SwitchVM on real interfaces: `innet switch run --program switchvm` between a client and a
 server namespace (python/innet/netns.py). Tenants send Geneve (UDP 6081) datagrams whose VNI is
-the tenant and whose SwitchVM options carry the private counter's invocation and stack; the
-server reads back what the switch pushed. Needs root; without it the test FAILS saying so.
+the tenant and whose SwitchVM options carry the private counter's invocation and stack (the
+frames built and parsed in Rust: `_native.geneve`, `_native.parse_geneve`); the server reads back
+what the switch pushed. Needs root; without it the test FAILS saying so.
 
 Checks: in-packet code and the tenant's default (in-switch) DPF both run on real frames; two
 tenants using the same virtual address count separately (isolation); an unauthorized tenant's
@@ -21,7 +22,6 @@ import pytest
 
 from innet import _native
 from netns_rig import topology_up
-from innet.switchvm.frames import geneve, parse_geneve
 
 COUNTER = (Path(__file__).resolve().parents[2] / "crates/switchvm/dpfs/counter.dpf").read_text()
 
@@ -60,10 +60,10 @@ def test_switchvm_runs_tenants_dpfs_on_real_frames_and_keeps_them_apart(topo, tm
     in_packet = _native.switchvm_options(COUNTER, stack=[3])        # code travels in the packet
     by_default = _native.switchvm_options(None, stack=[3])          # no code, no init_pc: tenant default
     frames = []
-    frames += [geneve(7, in_packet, b"t7-%02d" % i) for i in range(20)]
-    frames += [geneve(8, by_default, b"t8-%02d" % i) for i in range(10)]
-    frames += [geneve(9, in_packet, b"t9-%02d" % i) for i in range(5)]   # not authorized
-    frames += [geneve(9, b"", b"plain-%d" % i) for i in range(3)]         # no SwitchVM options: not invoked
+    frames += [_native.geneve(7, in_packet, b"t7-%02d" % i) for i in range(20)]
+    frames += [_native.geneve(8, by_default, b"t8-%02d" % i) for i in range(10)]
+    frames += [_native.geneve(9, in_packet, b"t9-%02d" % i) for i in range(5)]   # not authorized
+    frames += [_native.geneve(9, b"", b"plain-%d" % i) for i in range(3)]         # no SwitchVM options: not invoked
 
     rx = topo.popen(topo.server, ["python3", "-c", RECEIVER, topo.server_ip, "3"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -73,13 +73,14 @@ def test_switchvm_runs_tenants_dpfs_on_real_frames_and_keeps_them_apart(topo, tm
     out, err = rx.communicate(timeout=30)
     got = [bytes.fromhex(line) for line in out.split()]
 
+    sent_inner = {_native.parse_geneve(f)[2] for f in frames}
     by_tenant: dict[int, list[tuple[bytes, list[int]]]] = {}
     for d in got:
-        vni, opts, inner = parse_geneve(d)
+        vni, opts, inner = _native.parse_geneve(d)
         stack = _native.switchvm_stack(opts) if opts else None
         by_tenant.setdefault(vni, []).append((inner, stack))
         # The inner frame is carried untouched.
-        assert any(inner == f[8 + (f[0] & 0x3F) * 4:] for f in frames), inner
+        assert inner in sent_inner, inner
 
     t7 = [s for _, s in by_tenant.get(7, [])]
     t8 = [s for _, s in by_tenant.get(8, [])]
@@ -92,7 +93,7 @@ def test_switchvm_runs_tenants_dpfs_on_real_frames_and_keeps_them_apart(topo, tm
     # options are not invocations and pass untouched.
     assert len(t9) == 3 and all(s is None for _, s in t9), t9
     # The in-packet code still rides in tenant 7's packets (no DROP_CODE in the counter).
-    assert all(len(parse_geneve(d)[1]) > 200 for d in got if parse_geneve(d)[0] == 7 and parse_geneve(d)[1])
+    assert all(len(_native.parse_geneve(d)[1]) > 200 for d in got if _native.parse_geneve(d)[0] == 7 and _native.parse_geneve(d)[1])
 
     code, log = topo.stop_switch(signal.SIGTERM)
     assert code == 0, log

@@ -19,7 +19,6 @@
 //!     (GET key:7, client ACK of the switch's reply).
 
 use innet_wire::phv::codec::TcpFrame;
-use innet_wire::pcap::PcapWriter;
 use innet_wire::tcp::{flags, TcpOption};
 use innet_wire::Ipv4Addr;
 
@@ -170,12 +169,7 @@ pub fn capture(case: Case, exchanges: u32) -> Capture {
 
 /// The capture as pcap bytes (one frame per millisecond).
 pub fn pcap_bytes(cap: &Capture) -> Vec<u8> {
-    let mut w = PcapWriter::new(Vec::new(), 65535).expect("writing to a Vec cannot fail");
-    for (i, f) in cap.frames.iter().enumerate() {
-        w.write(i as u64 * 1_000_000, f, f.len() as u32)
-            .expect("writing to a Vec cannot fail");
-    }
-    w.into_inner()
+    innet_wire::pcap::file_bytes(cap.frames.iter().map(Vec::as_slice), 1_000_000)
 }
 
 fn cql_capture(hit: bool, exchanges: u32) -> Capture {

@@ -1,8 +1,9 @@
 //! The application switch's experiments: the paper's figures on real packets (a real Cassandra,
-//! network namespaces, `innet switch run`) and the pcap-replay throughput. They are declared here
-//! like every other experiment; their runs orchestrate processes, so each names the Python
-//! function that runs it (`innet.appswitch.<module>:<function>`, called with the experiment's
-//! name and the parameters the registry resolved). This list is the only one of them.
+//! network namespaces, `innet switch run`) and the in-memory replay throughput (Fig. 23,
+//! [`crate::throughput`], run here). The real-packet ones are declared here like every other
+//! experiment; their runs orchestrate processes, so each names the Python function that runs it
+//! (`innet.appswitch.<module>:<function>`, called with the experiment's name and the parameters
+//! the registry resolved). This list is the only one of them.
 
 use innet_registry::{Declaration, Experiment, ParamSpec, PythonExperiment};
 
@@ -64,16 +65,6 @@ const EXPERIMENTS: &[(Declaration, &str)] = &[
         )
         .quick(&[("read_ratios", "\"1.0,0.5,0.0\""), ("queries", "400"), ("tables", "8"), ("keys_per_table", "64")]),
         "innet.appswitch.experiments:sweep",
-    ),
-    (
-        Declaration::new(
-            "appswitch.throughput",
-            "Fig. 23: packets per second through the application switch program from a pcap replay \
-             (in memory, one core), CQL and Redis, all-hit and all-miss captures",
-            &[&[ParamSpec::new("exchanges", "10000", "request/answer/ACK exchanges per capture"), ParamSpec::new("repeat", "20", "replays of each capture")]],
-        )
-        .quick(&[("exchanges", "1000"), ("repeat", "3")]),
-        "innet.appswitch.experiments:throughput",
     ),
     (
         Declaration::new(
@@ -145,7 +136,8 @@ const EXPERIMENTS: &[(Declaration, &str)] = &[
 
 /// Every experiment of the application switch.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    EXPERIMENTS.iter().map(|&(declaration, module)| Box::new(PythonExperiment { declaration, module }) as Box<dyn Experiment>).collect()
+    let real = EXPERIMENTS.iter().map(|&(declaration, module)| Box::new(PythonExperiment { declaration, module }) as Box<dyn Experiment>);
+    real.chain([Box::new(crate::throughput::Throughput) as Box<dyn Experiment>]).collect()
 }
 
 #[cfg(test)]
@@ -160,7 +152,10 @@ mod tests {
     fn every_default_and_quick_value_resolves_and_names_a_declared_parameter() {
         for e in experiments() {
             let info = e.info();
-            let Runner::Python { module, quick } = e.runner() else { panic!("{} should run in Python", info.name) };
+            let Runner::Python { module, quick } = e.runner() else {
+                assert_eq!(info.name, "appswitch.throughput", "only the in-memory replay runs in Rust");
+                continue;
+            };
             let (m, f) = module.split_once(':').expect("module:function");
             assert!(m.starts_with("innet.appswitch.") && !f.is_empty(), "{}: runner {module}", info.name);
             for (k, _) in quick {

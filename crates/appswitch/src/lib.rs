@@ -13,6 +13,7 @@ pub mod fixed_fields;
 pub mod migration;
 pub mod program;
 pub mod state;
+pub mod throughput;
 
 pub use experiments::experiments;
 pub use program::{AppSwitch, Config, Counters, Protocol};

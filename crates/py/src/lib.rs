@@ -1,6 +1,7 @@
 //! `innet._native`: the Python front's door into the Rust simulator. Thin on purpose: it lists
 //! and runs experiments, converts results to Python objects, and maps errors to exceptions.
 
+mod frames;
 mod registry;
 mod resources;
 mod switch;
@@ -91,6 +92,20 @@ fn resolve_params(name: &str, overrides: BTreeMap<String, String>, quick: bool) 
         }
     }
     Ok(serde_json::Value::Object(out).to_string())
+}
+
+/// The items of `text`, the comma list a Python-run experiment's parameter `name` resolved to,
+/// parsed by the registry's rule (`innet_registry::parse_list`, the one a Rust experiment's
+/// `List` follows): trimmed, empty ones skipped, each a number (a whole number with `whole`);
+/// a bad item is a UserInputError naming the parameter.
+#[pyfunction]
+#[pyo3(signature = (name, text, whole = false))]
+fn parse_list<'py>(py: Python<'py>, name: &str, text: &str, whole: bool) -> PyResult<Bound<'py, PyAny>> {
+    Ok(if whole {
+        innet_registry::parse_list::<u64>(name, text).map_err(to_py_err)?.into_pyobject(py)?.into_any()
+    } else {
+        innet_registry::parse_list::<f64>(name, text).map_err(to_py_err)?.into_pyobject(py)?.into_any()
+    })
 }
 
 fn column_to_py<'py>(py: Python<'py>, c: &ColumnData) -> PyResult<Bound<'py, PyAny>> {
@@ -361,9 +376,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UserInputError", m.py().get_type::<UserInputError>())?;
     m.add("InvariantError", m.py().get_type::<InvariantError>())?;
     pipebench::register(m)?;
+    frames::register(m)?;
     m.add_function(wrap_pyfunction!(list_experiments, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_runner, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_params, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_list, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_parts, m)?)?;
     m.add_function(wrap_pyfunction!(run_experiment_part, m)?)?;
@@ -381,6 +398,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(switch::switch_programs, m)?)?;
     m.add_function(wrap_pyfunction!(switch::switch_run, m)?)?;
     m.add_function(wrap_pyfunction!(switch::bench_switch, m)?)?;
-    m.add_function(wrap_pyfunction!(switch::appswitch_capture, m)?)?;
     Ok(())
 }

@@ -120,20 +120,3 @@ pub fn bench_switch(
     j["pcap"] = serde_json::Value::String(pcap.to_string());
     Ok(j.to_string())
 }
-
-/// The throughput benchmark's capture `case` (cql-hit, cql-miss, redis-hit, redis-miss) with
-/// `exchanges` reads: (protocol, server port, pcap bytes), written by
-/// `innet_appswitch::bench_capture` (docs/appswitch.md, "Throughput captures"), so Python packs
-/// no frame of it.
-#[pyfunction]
-pub fn appswitch_capture(case: &str, exchanges: u32) -> PyResult<(&'static str, u16, Vec<u8>)> {
-    use innet_appswitch::bench_capture::{capture, pcap_bytes, Case};
-    let c = Case::ALL.into_iter().find(|c| c.name() == case).ok_or_else(|| {
-        let names: Vec<&str> = Case::ALL.iter().map(|c| c.name()).collect();
-        UserInputError::new_err(format!("no capture '{case}'; known: {}", names.join(", ")))
-    })?;
-    if exchanges == 0 {
-        return Err(UserInputError::new_err("a capture needs at least one exchange"));
-    }
-    Ok((c.protocol(), c.server_port(), pcap_bytes(&capture(c, exchanges))))
-}

@@ -52,6 +52,16 @@ impl<W: Write> PcapWriter<W> {
     }
 }
 
+/// A whole capture file of `frames` in memory, one frame every `gap_ns` from time 0, nothing cut
+/// (snap length 65535): the captures tests and benchmarks write.
+pub fn file_bytes<'a>(frames: impl IntoIterator<Item = &'a [u8]>, gap_ns: u64) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), 65535).expect("writing to a Vec cannot fail");
+    for (i, f) in frames.into_iter().enumerate() {
+        w.write(i as u64 * gap_ns, f, f.len() as u32).expect("writing to a Vec cannot fail");
+    }
+    w.into_inner()
+}
+
 /// One record of a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PcapRecord {
@@ -141,5 +151,12 @@ mod tests {
         assert_eq!(recs[1].data.len(), 8);
         assert_eq!(recs[1].orig_len, 1500);
         assert!(parse(&bytes[..30]).is_err());
+    }
+
+    #[test]
+    fn file_bytes_reads_back_every_frame_at_its_time() {
+        let frames = [vec![1u8; 70_000], vec![2, 3]];
+        let (_, recs) = parse(&file_bytes(frames.iter().map(Vec::as_slice), 1_000)).unwrap();
+        assert_eq!(recs.iter().map(|r| (r.time_ns, r.data.len(), r.orig_len)).collect::<Vec<_>>(), [(0, 65535, 70_000), (1_000, 2, 2)]);
     }
 }

@@ -19,11 +19,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any, Callable
 
 
@@ -40,31 +37,24 @@ def experiment_rig(name: str, prefix: str, **rig):
     return netns_rig(f"{prefix}{os.getpid() % 10000}", unavailable, **{"cassandra": True, **rig})
 
 
-def number_list(name: str, p: dict[str, Any], key: str, kind: Callable[[float], Any] = float) -> list:
-    """Parameter `key` of experiment `name`, a comma-separated list of numbers (each as `kind`);
-    anything else is a UserInputError naming the parameter (the registry resolves it as a string)."""
-    v = p[key]
-    try:
-        return [kind(float(x)) for x in str(v).split(",") if x.strip()]
-    except ValueError:
-        from innet import _native
-
-        raise _native.UserInputError(f"{name}: parameter {key}={v!r}: expected a comma-separated list of numbers") from None
-
-
 def sweep(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
     """Figs. 15, 16, 18: one Cassandra, the §5.1 data loaded once, then per point a "normal" pass
     (the `forward` program) and a pass through `appswitch` with a cold cache. Hit ratio per point
     = the switch's hits / reads issued."""
+    from innet import _native
+
     queries, protocol, seed = int(p["queries"]), int(p["protocol"]), int(p["seed"])
     tables, kpt = int(p["tables"]), int(p["keys_per_table"])
+    # List parameters are parsed by the registry's rule (the one every Rust experiment's follows).
     if name == "appswitch.cachesize":
-        points = [{"cache_entries": int(x), "zipf": float(p["zipf"]), "read_ratio": 1.0} for x in number_list(name, p, "sizes")]
+        points = [{"cache_entries": x, "zipf": float(p["zipf"]), "read_ratio": 1.0}
+                  for x in _native.parse_list("sizes", p["sizes"], whole=True)]
     elif name == "appswitch.skew":
-        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0} for z in number_list(name, p, "zipfs")]
+        points = [{"cache_entries": int(p["cache_entries"]), "zipf": z, "read_ratio": 1.0}
+                  for z in _native.parse_list("zipfs", p["zipfs"])]
     else:
         points = [{"cache_entries": int(p["cache_entries"]), "zipf": float(p["zipf"]), "read_ratio": r}
-                  for r in number_list(name, p, "read_ratios")]
+                  for r in _native.parse_list("read_ratios", p["read_ratios"])]
     rows: dict[str, list] = {"point": [], "mode": [], "cache_entries": [], "zipf": [], "read_ratio": [],
                              "ops": [], "reads": [], "hits": [], "mean_us": [], "median_us": []}
     results = []
@@ -248,60 +238,3 @@ def turnaround(name: str, p: dict[str, Any], progress: Callable[[float], None]) 
                              ("hit", h if mode == "appswitch" else False), ("turnaround_us", x[3])):
                 rows[key].append(val)
     return json.dumps(summary, indent=2) + "\n", {"samples": rows}
-
-
-def throughput(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    """appswitch.throughput (Fig. 23): packets per second through the application switch program,
-    measured as the paper did (§5.8, "inputting packets from a dump file"): a capture replayed
-    through the program in memory on one core (`innet bench switch`, crates/switch/src/real/
-    bench.rs), no sockets. Four captures, written in Rust (crates/appswitch/src/bench_capture.rs
-    through `_native.appswitch_capture`; docs/appswitch.md "Throughput captures"): one client
-    connection as the switch's ports see it live, CQL v4 (PREPARE, then EXECUTE by int key) or
-    Redis (GET), whose reads all miss (a new key each, more keys than the cache holds: request,
-    answer, client ACK) or all hit (one key, put in the cache by a write first: request and the
-    client's ACK of the switch's reply; the server sees and sends nothing for them). The
-    `forward` program on the CQL miss capture is the runtime's own ceiling."""
-    from innet import _native
-
-    exchanges, repeat = int(p["exchanges"]), int(p["repeat"])
-    if exchanges < 1 or repeat < 1:
-        raise _native.UserInputError("appswitch.throughput: exchanges and repeat must be >= 1")
-
-    case_list = ["cql-hit", "cql-miss", "redis-hit", "redis-miss"]
-    cases: dict[str, dict] = {}
-    tmp = Path(tempfile.mkdtemp(prefix="innet-fig23-"))
-    try:
-        for n, case in enumerate(case_list):
-            proto, port, pcap = _native.appswitch_capture(case, exchanges)
-            path = tmp / f"{case}.pcap"
-            path.write_bytes(pcap)
-            rep = json.loads(_native.bench_switch(str(path), "appswitch", {"protocol": proto, "server_port": str(port)},
-                                                  repeat=repeat))
-            prog = {k: int(v) for k, v in rep["program_report"].items()}
-            cases[case] = {
-                "switch_pps": rep["frames_per_s"], "ns_per_frame": rep["ns_per_frame"],
-                "frames_in_capture": rep["frames_in_capture"], "repeat": rep["repeat"], "frames": rep["frames"],
-                "forwarded": rep["tx_frames"] - rep["generated"], "generated": rep["generated"],
-                "dropped": rep["dropped"], "malformed": rep["malformed"],
-                "requests": exchanges * repeat, "hits": prog["hits"], "misses": prog["misses"],
-                "protocol_errors": prog["protocol_errors"],
-            }
-            if case == "cql-miss":
-                fwd = json.loads(_native.bench_switch(str(path), "forward", {}, repeat=repeat))
-                cases["forward-on-cql-miss"] = {"switch_pps": fwd["frames_per_s"], "ns_per_frame": fwd["ns_per_frame"],
-                                                "frames": fwd["frames"]}
-            progress((n + 1) / len(case_list))
-    finally:
-        subprocess.run(["rm", "-rf", str(tmp)])
-    app = {k: v for k, v in cases.items() if not k.startswith("forward")}
-    summary = {
-        "experiment": "appswitch.throughput",
-        "params": p,
-        "switch_pps": min(v["switch_pps"] for v in app.values()),
-        "switch_pps_by_case": {k: v["switch_pps"] for k, v in cases.items()},
-        "target_pps": 2_000_000,
-        "cases": cases,
-    }
-    tables_out = {"cases": {"case": list(cases), **{f: [v.get(f) for v in cases.values()]
-                                                    for f in ("switch_pps", "ns_per_frame", "frames", "hits", "misses")}}}
-    return json.dumps(summary, indent=2) + "\n", tables_out

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.appswitch.experiments import experiment_rig, lru_hits, number_list
+from innet.appswitch.experiments import experiment_rig, lru_hits
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -127,9 +127,9 @@ def connections_pass(t, workdir: Path, tag: str, nclients: int, conns: int, quer
 
 
 def connections(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> tuple[str, dict]:
-    conns_list, clients_list = number_list(name, p, "conns", int), number_list(name, p, "clients", int)
     from innet import _native
 
+    conns_list, clients_list = _native.parse_list("conns", p["conns"], whole=True), _native.parse_list("clients", p["clients"], whole=True)
     for c in clients_list:
         if c not in (1, 2):
             raise _native.UserInputError(f"appswitch.connections: clients={c}: expected 1 or 2 (client namespaces)")
@@ -219,7 +219,7 @@ def lexical(name: str, p: dict[str, Any], progress: Callable[[float], None]) -> 
     from innet.appswitch.workload import lexical_layout
     from innet.stats import median_ci
 
-    key_lens, rounds = number_list(name, p, "key_lens", int), int(p["rounds"])
+    key_lens, rounds = _native.parse_list("key_lens", p["key_lens"], whole=True), int(p["rounds"])
     queries, cache, zipf = int(p["queries"]), int(p["cache_entries"]), float(p["zipf"])
     tables, kpt, protocol, seed = int(p["tables"]), int(p["keys_per_table"]), int(p["protocol"]), int(p["seed"])
     for n in key_lens:

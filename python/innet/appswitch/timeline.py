@@ -59,23 +59,13 @@ HIT_MARKS = [("A", "c0", "query", True), ("B", "p0", "query", False), ("C", "p0"
 
 def parse_frame(frame: bytes) -> dict | None:
     """A TCP/IPv4 segment to or from the CQL port with a payload: its ports, sequence number and
-    payload; None for anything else."""
-    if len(frame) < 14 + 20 + 20 or frame[12:14] != b"\x08\x00":
+    payload (the headers read in Rust, `_native.tcp_segment`); None for anything else."""
+    from innet import _native
+
+    seg = _native.tcp_segment(frame)
+    if seg is None or CQL_PORT not in seg[:2] or not seg[3]:
         return None
-    ip = frame[14:]
-    ihl = (ip[0] & 0x0F) * 4
-    if ip[0] >> 4 != 4 or ip[9] != 6 or len(ip) < ihl + 20:
-        return None
-    total = struct.unpack("!H", ip[2:4])[0]
-    tcp = ip[ihl:total]
-    if len(tcp) < 20:
-        return None
-    sport, dport, seq = struct.unpack("!HHI", tcp[:8])
-    if CQL_PORT not in (sport, dport):
-        return None
-    payload = tcp[(tcp[12] >> 4) * 4:]
-    if not payload:
-        return None
+    sport, dport, seq, payload = seg
     return {"sport": sport, "dport": dport, "seq": seq, "payload": payload}
 
 
