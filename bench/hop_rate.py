@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Packet-hops per second per core of the heavy SwitchV2P runs beside the k=8 UDP benchmark.
+
+    python3 bench/hop_rate.py --bin DIR [--entry fig5a,fig5c,fig6] [--repeat 6] [--set K=V ...]
+                              [--udp-bin DIR] [--json]
+
+DIR holds `v2p_bench` and `bench_sim` (`cargo build --release -p innet-switchv2p --example
+v2p_bench` and `-p innet-basic --example bench_sim`; `--udp-bin` takes the UDP benchmark from
+another build). For each entry it runs, as whole processes and interleaved U E U E ..., the k=8
+UDP benchmark (`bench_sim bench/flows/ft8_udp.htsim 8 udp`, docs/results/engine.md) and one
+part of the entry at a reduced size (ENTRIES below: the full tier's parameters with a shorter
+trace), so load that comes and goes hits both alike. The rate is packet-hops (switch hops of
+every delivered packet, the engine's `hops_sum`) per CPU second of the event loop (this
+thread's user + system time, so another process's turns on the core do not count), and the
+ratio entry / UDP is taken pair by pair. Printed: median and 95 % interval (order statistics;
+min..max under 6 runs) of each rate, of the ratio, and of the entry's whole-process rate
+(hops per CPU second of the process: trace, build and loop); for the Controller, its rounds'
+and the solver's wall seconds, apart. The load average before and after is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+from innet.stats import median_ci  # noqa: E402
+
+# The full tier's parameters (python/innet/papers/switchv2p.toml: `fixed` + `full_fixed`, the
+# judged `artifact` config) with one scheme at one cache size and a shorter trace, so one part
+# takes 10-60 s here. Keep in step with the manifest.
+ARTIFACT = ["ecmp=artifact", "hystart=ns3"]
+ENTRIES = {
+    "fig5a": ("switchv2p.cachesize", ["trace=hadoop", "duration_ms=5.0", "schemes=switchv2p", "cache_fractions=0.5", *ARTIFACT],
+              "switchv2p cache_fraction=0.5"),
+    "fig5c": ("switchv2p.cachesize", ["trace=websearch", "duration_ms=5.0", "schemes=controller150", "cache_fractions=0.5", *ARTIFACT],
+              "controller150 cache_fraction=0.5"),
+    "fig5c-switchv2p": ("switchv2p.cachesize", ["trace=websearch", "duration_ms=5.0", "schemes=switchv2p", "cache_fractions=0.5", *ARTIFACT],
+                        "switchv2p cache_fraction=0.5"),
+    "fig6": ("switchv2p.alibaba", ["duration_ms=1.0", "schemes=switchv2p", "cache_fractions=0.5", *ARTIFACT],
+             "switchv2p cache_fraction=0.5"),
+}
+
+
+def run_json(cmd: list[str]) -> dict:
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def fmt(ci: tuple[float, float, float], scale: float = 1.0, digits: int = 2) -> str:
+    m, lo, hi = (x / scale for x in ci)
+    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True, help="directory with v2p_bench and bench_sim")
+    ap.add_argument("--udp-bin", help="directory with the bench_sim to compare with (default: --bin)")
+    ap.add_argument("--entry", default="fig5a,fig5c,fig6")
+    ap.add_argument("--repeat", type=int, default=6)
+    ap.add_argument("--set", action="append", default=[], metavar="K=V", help="extra parameter for every entry")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    names = [e for e in a.entry.split(",") if e]
+    for e in names:
+        if e not in ENTRIES:
+            sys.exit(f"--entry: expected some of {', '.join(ENTRIES)}, got '{e}'")
+    v2p = str(Path(a.bin) / "v2p_bench")
+    udp = [str(Path(a.udp_bin or a.bin) / "bench_sim"), "bench/flows/ft8_udp.htsim", "8", "udp"]
+    load_before = os.getloadavg()
+    report = {"load_before": load_before, "entries": {}}
+    for e in names:
+        exp, params, part = ENTRIES[e]
+        cmd = [v2p, exp, "--part", part, *params, *a.set]
+        rows = []
+        for i in range(a.repeat):
+            u = run_json(udp)
+            r = run_json(cmd)
+            u_rate = u["packet_hops"] / u["loop_cpu_s"]
+            r_rate = r["packet_hops"] / r["loop_cpu_s"]
+            rows.append({"udp": u, "entry": r, "udp_rate": u_rate, "entry_rate": r_rate, "ratio": r_rate / u_rate,
+                         "entry_process_rate": r["packet_hops"] / r["process_cpu_s"]})
+            print(f"{e} run {i + 1}: UDP {u_rate / 1e6:.2f} M/s  entry {r_rate / 1e6:.2f} M/s  ratio {r_rate / u_rate:.3f}"
+                  f"  (entry loop {r['loop_cpu_s']:.1f} s CPU, {r['loop_s']:.1f} s wall; load {os.getloadavg()[0]:.1f})",
+                  file=sys.stderr)
+        col = lambda k: [x[k] for x in rows]  # noqa: E731
+        last = rows[-1]["entry"]
+        summary = {
+            "command": " ".join(cmd),
+            "part": last["part"],
+            "events": last["events"],
+            "packet_hops": last["packet_hops"],
+            "udp_rate": median_ci(col("udp_rate")),
+            "entry_rate": median_ci(col("entry_rate")),
+            "ratio": median_ci(col("ratio")),
+            "entry_process_rate": median_ci(col("entry_process_rate")),
+            "entry_loop_cpu_s": median_ci([x["entry"]["loop_cpu_s"] for x in rows]),
+            "entry_process_cpu_s": median_ci([x["entry"]["process_cpu_s"] for x in rows]),
+            "controller_s": median_ci([x["entry"]["controller_s"] for x in rows]),
+            "solver_s": median_ci([x["entry"]["solver_s"] for x in rows]),
+            "runs": rows,
+        }
+        report["entries"][e] = summary
+    report["load_after"] = os.getloadavg()
+    if a.json:
+        print(json.dumps(report))
+        return
+    print(f"load average before {load_before[0]:.2f}, after {report['load_after'][0]:.2f}; "
+          f"{a.repeat} interleaved pairs each; median [95 % interval]")
+    print("| entry | packet-hops | UDP k=8 (M hops/CPU-s) | entry loop (M hops/CPU-s) | ratio | entry whole process (M hops/CPU-s) | Controller rounds / solver (s) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for e, s in report["entries"].items():
+        ctl = f"{fmt(s['controller_s'])} / {fmt(s['solver_s'])}" if s["controller_s"][0] > 0 else "-"
+        print(f"| {e} | {s['packet_hops']:,} | {fmt(s['udp_rate'], 1e6)} | {fmt(s['entry_rate'], 1e6)} | "
+              f"{fmt(s['ratio'], 1, 3)} | {fmt(s['entry_process_rate'], 1e6)} | {ctl} |")
+
+
+if __name__ == "__main__":
+    main()
