@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Packet-hops per second per core of the heavy SwitchV2P runs beside the k=8 UDP benchmark.
 
-    python3 bench/hop_rate.py --bin DIR [--entry fig5a,fig5c,fig6] [--repeat 6] [--set K=V ...]
-                              [--udp-bin DIR] [--json]
+    python3 bench/hop_rate.py --bin DIR [--bin DIR2 ...] [--entry fig5a,fig5c,fig6] [--repeat 6]
+                              [--set K=V ...] [--json]
 
 DIR holds `v2p_bench` and `bench_sim` (`cargo build --release -p innet-switchv2p --example
-v2p_bench` and `-p innet-basic --example bench_sim`; `--udp-bin` takes the UDP benchmark from
-another build). For each entry it runs, as whole processes and interleaved U E U E ..., the k=8
-UDP benchmark (`bench_sim bench/flows/ft8_udp.htsim 8 udp`, docs/results/engine.md) and one
+v2p_bench` and `-p innet-basic --example bench_sim`, copied out of target/ so a later build does
+not replace them). With several `--bin`, each is a variant (e.g. before and after a change) and
+every repeat runs all of them in turn. For each entry and variant it runs, as whole processes
+and interleaved U E U E ..., that build's k=8 UDP benchmark (`bench_sim bench/flows/ft8_udp.htsim 8 udp`, docs/results/engine.md) and one
 part of the entry at a reduced size (ENTRIES below: the full tier's parameters with a shorter
 trace), so load that comes and goes hits both alike. The rate is packet-hops (switch hops of
 every delivered packet, the engine's `hops_sum`) per CPU second of the event loop (this
@@ -59,10 +60,41 @@ def fmt(ci: tuple[float, float, float], scale: float = 1.0, digits: int = 2) -> 
     return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def measure(bin_dir: str, entry: str, extra: list[str]) -> dict:
+    """One pair: the build's UDP benchmark, then its run of `entry`."""
+    exp, params, part = ENTRIES[entry]
+    u = run_json([str(Path(bin_dir) / "bench_sim"), "bench/flows/ft8_udp.htsim", "8", "udp"])
+    r = run_json([str(Path(bin_dir) / "v2p_bench"), exp, "--part", part, *params, *extra])
+    u_rate = u["packet_hops"] / u["loop_cpu_s"]
+    r_rate = r["packet_hops"] / r["loop_cpu_s"]
+    return {"udp": u, "entry": r, "udp_rate": u_rate, "entry_rate": r_rate, "ratio": r_rate / u_rate,
+            "entry_process_rate": r["packet_hops"] / r["process_cpu_s"]}
+
+
+def summarise(rows: list[dict], command: str) -> dict:
+    col = lambda k: [x[k] for x in rows]  # noqa: E731
+    ent = lambda k: [x["entry"][k] for x in rows]  # noqa: E731
+    last = rows[-1]["entry"]
+    return {
+        "command": command,
+        "part": last["part"],
+        "events": last["events"],
+        "packet_hops": last["packet_hops"],
+        "udp_rate": median_ci(col("udp_rate")),
+        "entry_rate": median_ci(col("entry_rate")),
+        "ratio": median_ci(col("ratio")),
+        "entry_process_rate": median_ci(col("entry_process_rate")),
+        "entry_loop_cpu_s": median_ci(ent("loop_cpu_s")),
+        "entry_process_cpu_s": median_ci(ent("process_cpu_s")),
+        "controller_s": median_ci(ent("controller_s")),
+        "solver_s": median_ci(ent("solver_s")),
+        "runs": rows,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", required=True, help="directory with v2p_bench and bench_sim")
-    ap.add_argument("--udp-bin", help="directory with the bench_sim to compare with (default: --bin)")
+    ap.add_argument("--bin", action="append", required=True, help="directory with v2p_bench and bench_sim (repeatable)")
     ap.add_argument("--entry", default="fig5a,fig5c,fig6")
     ap.add_argument("--repeat", type=int, default=6)
     ap.add_argument("--set", action="append", default=[], metavar="K=V", help="extra parameter for every entry")
@@ -72,54 +104,43 @@ def main() -> None:
     for e in names:
         if e not in ENTRIES:
             sys.exit(f"--entry: expected some of {', '.join(ENTRIES)}, got '{e}'")
-    v2p = str(Path(a.bin) / "v2p_bench")
-    udp = [str(Path(a.udp_bin or a.bin) / "bench_sim"), "bench/flows/ft8_udp.htsim", "8", "udp"]
+    for b in a.bin:
+        for tool in ("v2p_bench", "bench_sim"):
+            if not (Path(b) / tool).is_file():
+                sys.exit(f"--bin {b}: no {tool} there")
     load_before = os.getloadavg()
-    report = {"load_before": load_before, "entries": {}}
+    report = {"load_before": load_before, "variants": a.bin, "entries": {}}
     for e in names:
-        exp, params, part = ENTRIES[e]
-        cmd = [v2p, exp, "--part", part, *params, *a.set]
-        rows = []
+        rows: dict[str, list[dict]] = {b: [] for b in a.bin}
         for i in range(a.repeat):
-            u = run_json(udp)
-            r = run_json(cmd)
-            u_rate = u["packet_hops"] / u["loop_cpu_s"]
-            r_rate = r["packet_hops"] / r["loop_cpu_s"]
-            rows.append({"udp": u, "entry": r, "udp_rate": u_rate, "entry_rate": r_rate, "ratio": r_rate / u_rate,
-                         "entry_process_rate": r["packet_hops"] / r["process_cpu_s"]})
-            print(f"{e} run {i + 1}: UDP {u_rate / 1e6:.2f} M/s  entry {r_rate / 1e6:.2f} M/s  ratio {r_rate / u_rate:.3f}"
-                  f"  (entry loop {r['loop_cpu_s']:.1f} s CPU, {r['loop_s']:.1f} s wall; load {os.getloadavg()[0]:.1f})",
-                  file=sys.stderr)
-        col = lambda k: [x[k] for x in rows]  # noqa: E731
-        last = rows[-1]["entry"]
-        summary = {
-            "command": " ".join(cmd),
-            "part": last["part"],
-            "events": last["events"],
-            "packet_hops": last["packet_hops"],
-            "udp_rate": median_ci(col("udp_rate")),
-            "entry_rate": median_ci(col("entry_rate")),
-            "ratio": median_ci(col("ratio")),
-            "entry_process_rate": median_ci(col("entry_process_rate")),
-            "entry_loop_cpu_s": median_ci([x["entry"]["loop_cpu_s"] for x in rows]),
-            "entry_process_cpu_s": median_ci([x["entry"]["process_cpu_s"] for x in rows]),
-            "controller_s": median_ci([x["entry"]["controller_s"] for x in rows]),
-            "solver_s": median_ci([x["entry"]["solver_s"] for x in rows]),
-            "runs": rows,
-        }
-        report["entries"][e] = summary
+            for b in a.bin:
+                x = measure(b, e, a.set)
+                rows[b].append(x)
+                print(f"{e} run {i + 1} {b}: UDP {x['udp_rate'] / 1e6:.2f} M/s  entry {x['entry_rate'] / 1e6:.2f} M/s"
+                      f"  ratio {x['ratio']:.3f}  (entry loop {x['entry']['loop_cpu_s']:.1f} s CPU,"
+                      f" {x['entry']['loop_s']:.1f} s wall; load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+        exp, params, part = ENTRIES[e]
+        command = " ".join(["v2p_bench", exp, "--part", repr(part), *params, *a.set])
+        report["entries"][e] = {b: summarise(rows[b], command) for b in a.bin}
+        if len(a.bin) == 2:
+            base, new = (rows[b] for b in a.bin)
+            report["entries"][e]["speedup"] = median_ci([n["entry_rate"] / o["entry_rate"] for o, n in zip(base, new)])
     report["load_after"] = os.getloadavg()
     if a.json:
         print(json.dumps(report))
         return
     print(f"load average before {load_before[0]:.2f}, after {report['load_after'][0]:.2f}; "
           f"{a.repeat} interleaved pairs each; median [95 % interval]")
-    print("| entry | packet-hops | UDP k=8 (M hops/CPU-s) | entry loop (M hops/CPU-s) | ratio | entry whole process (M hops/CPU-s) | Controller rounds / solver (s) |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for e, s in report["entries"].items():
-        ctl = f"{fmt(s['controller_s'])} / {fmt(s['solver_s'])}" if s["controller_s"][0] > 0 else "-"
-        print(f"| {e} | {s['packet_hops']:,} | {fmt(s['udp_rate'], 1e6)} | {fmt(s['entry_rate'], 1e6)} | "
-              f"{fmt(s['ratio'], 1, 3)} | {fmt(s['entry_process_rate'], 1e6)} | {ctl} |")
+    print("| entry | build | packet-hops | UDP k=8 (M hops/CPU-s) | entry loop (M hops/CPU-s) | ratio | entry whole process (M hops/CPU-s) | Controller rounds / solver (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
+    for e, per in report["entries"].items():
+        for b in a.bin:
+            s = per[b]
+            ctl = f"{fmt(s['controller_s'])} / {fmt(s['solver_s'])}" if s["controller_s"][0] > 0 else "-"
+            print(f"| {e} | {b} | {s['packet_hops']:,} | {fmt(s['udp_rate'], 1e6)} | {fmt(s['entry_rate'], 1e6)} | "
+                  f"{fmt(s['ratio'], 1, 3)} | {fmt(s['entry_process_rate'], 1e6)} | {ctl} |")
+        if "speedup" in per:
+            print(f"| {e} | speed-up (second / first build, pair by pair) | | | {fmt(per['speedup'], 1, 3)} | | | |")
 
 
 if __name__ == "__main__":

@@ -5,13 +5,13 @@
 //! Both are [`Vswitch`]es on ordinary simulator hosts. Packets a vswitch delays are held in a
 //! [`Holder`] and re-sent from a vswitch timer, so conservation covers them.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use innet_sim::host::{HostAddr, Vswitch, VswitchVerdict};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::Network;
 use innet_sim::packet::{ecn, PacketId};
+use innet_sim::rng::FastSet;
 use innet_sim::vswitch::{TunnelKind, TunnelVswitch};
 use innet_wire::switchv2p::V2pOptions;
 
@@ -100,7 +100,7 @@ pub struct V2pHostVswitch {
     /// OnDemand: VIPs this host may send to directly. A miss goes through a gateway (the
     /// "first lookup in the gateway", whose 40 µs is the miss penalty); the host learns a VIP
     /// from the packets it receives, so the reply to a miss teaches it (the artifact).
-    learned: HashSet<u32>,
+    learned: FastSet<u32>,
 }
 
 impl V2pHostVswitch {

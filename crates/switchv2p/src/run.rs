@@ -446,7 +446,7 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
     let roles = roles(&topo, &gateway_tor_set);
     let mut facts = FabricFacts {
         gateways: gateways.iter().copied().collect(),
-        tor_ip_of_server: HashMap::new(),
+        tor_ip_of_server: Default::default(),
         flow_start_ps: rows.iter().map(|r| first_start[&r.flow_id]).collect(),
         flow_src_vip: rows.iter().map(|r| Directory::vip(r.src_vm)).collect(),
     };

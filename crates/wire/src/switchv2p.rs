@@ -64,6 +64,9 @@ impl V2pOptions {
     /// Errors on a malformed TLV, a SwitchV2P option of the wrong length or an unknown type,
     /// and on a repeated type.
     pub fn parse(options: &[u8]) -> Result<Self> {
+        if let Some(out) = Self::parse_own(options) {
+            return Ok(out);
+        }
         let mut out = V2pOptions::default();
         for opt in iter_options(options) {
             let (class, kind, data) = opt?;
@@ -94,9 +97,44 @@ impl V2pOptions {
         Ok(out)
     }
 
+    /// The common case, checked and parsed in one pass: nothing but well-formed SwitchV2P
+    /// options of known types, each at most once (what the switches write). None for anything
+    /// else, which [`V2pOptions::parse`]'s general loop then reads (and reports).
+    #[inline]
+    fn parse_own(options: &[u8]) -> Option<Self> {
+        let mut out = V2pOptions::default();
+        if options.len() % OPTION_LEN != 0 {
+            return None;
+        }
+        for o in options.chunks_exact(OPTION_LEN) {
+            if u16::from_be_bytes([o[0], o[1]]) != OPTION_CLASS || o[3] & 0x1F != 2 {
+                return None;
+            }
+            let slot = match o[2] & 0x7F {
+                TYPE_SPILL => &mut out.spill,
+                TYPE_HIT => &mut out.hit,
+                TYPE_MISDELIVERY => &mut out.misdelivery,
+                _ => return None,
+            };
+            if slot.is_some() {
+                return None;
+            }
+            *slot = Some((be32(o, 4), be32(o, 8)));
+        }
+        Some(out)
+    }
+
     /// Replace SwitchV2P's options in a Geneve options area by `self`, keeping foreign options
     /// (in their order, first). Fails only if `options` is malformed.
     pub fn rewrite(&self, options: &mut Vec<u8>) -> Result<()> {
+        // Nothing but our own options (what the switches write): rebuild without a parse.
+        if options.len() % OPTION_LEN == 0
+            && options.chunks_exact(OPTION_LEN).all(|o| u16::from_be_bytes([o[0], o[1]]) == OPTION_CLASS && o[3] & 0x1F == 2)
+        {
+            options.clear();
+            self.emit_into(options);
+            return Ok(());
+        }
         // Fast path: nothing foreign (the common case) — rebuild from scratch.
         let mut foreign_len = 0usize;
         let mut has_ours = false;
