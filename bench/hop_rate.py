@@ -16,7 +16,10 @@ thread's user + system time, so another process's turns on the core do not count
 ratio entry / UDP is taken pair by pair. Printed: median and 95 % interval (order statistics;
 min..max under 6 runs) of each rate, of the ratio, and of the entry's whole-process rate
 (hops per CPU second of the process: trace, build and loop); for the Controller, its rounds'
-and the solver's wall seconds, apart. The load average before and after is printed too.
+and the solver's wall seconds, apart (the solver is a child process: neither is in the loop's
+CPU time). With two builds, the second's speed-up over the first, pair by pair. The load
+average before and after is printed too. `--entry ft8-tcp` is plain TCP on the same FT8-10K
+fabric (no SwitchV2P), to tell the fabric's size and TCP apart from the SwitchV2P program.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ ENTRIES = {
                         "switchv2p cache_fraction=0.5"),
     "fig6": ("switchv2p.alibaba", ["duration_ms=1.0", "schemes=switchv2p", "cache_fractions=0.5", *ARTIFACT],
              "switchv2p cache_fraction=0.5"),
+    # Not an entry: plain TCP on the same FT8-10K fabric (`basic.fattree`'s scenario, 20,000 of
+    # its Hadoop flows, L3 switches, no tunnels), to tell the fabric's size and TCP from SwitchV2P.
+    "ft8-tcp": (None, ["--scenario", "ft8-tcp-hadoop", "20000"], None),
 }
 
 
@@ -62,13 +68,23 @@ def fmt(ci: tuple[float, float, float], scale: float = 1.0, digits: int = 2) -> 
 
 def measure(bin_dir: str, entry: str, extra: list[str]) -> dict:
     """One pair: the build's UDP benchmark, then its run of `entry`."""
-    exp, params, part = ENTRIES[entry]
     u = run_json([str(Path(bin_dir) / "bench_sim"), "bench/flows/ft8_udp.htsim", "8", "udp"])
-    r = run_json([str(Path(bin_dir) / "v2p_bench"), exp, "--part", part, *params, *extra])
+    r = run_json(entry_command(bin_dir, entry, extra))
+    r.setdefault("process_cpu_s", r["loop_cpu_s"])  # bench_sim: the loop only
+    for k in ("controller_s", "solver_s"):
+        r.setdefault(k, 0.0)
+    r.setdefault("loop_s", r.get("wall_s", 0.0))
     u_rate = u["packet_hops"] / u["loop_cpu_s"]
     r_rate = r["packet_hops"] / r["loop_cpu_s"]
     return {"udp": u, "entry": r, "udp_rate": u_rate, "entry_rate": r_rate, "ratio": r_rate / u_rate,
             "entry_process_rate": r["packet_hops"] / r["process_cpu_s"]}
+
+
+def entry_command(bin_dir: str, entry: str, extra: list[str]) -> list[str]:
+    exp, params, part = ENTRIES[entry]
+    if exp is None:
+        return [str(Path(bin_dir) / "bench_sim"), *params]
+    return [str(Path(bin_dir) / "v2p_bench"), exp, "--part", part, *params, *extra]
 
 
 def summarise(rows: list[dict], command: str) -> dict:
@@ -77,7 +93,7 @@ def summarise(rows: list[dict], command: str) -> dict:
     last = rows[-1]["entry"]
     return {
         "command": command,
-        "part": last["part"],
+        "part": last.get("part", ""),
         "events": last["events"],
         "packet_hops": last["packet_hops"],
         "udp_rate": median_ci(col("udp_rate")),
@@ -119,8 +135,8 @@ def main() -> None:
                 print(f"{e} run {i + 1} {b}: UDP {x['udp_rate'] / 1e6:.2f} M/s  entry {x['entry_rate'] / 1e6:.2f} M/s"
                       f"  ratio {x['ratio']:.3f}  (entry loop {x['entry']['loop_cpu_s']:.1f} s CPU,"
                       f" {x['entry']['loop_s']:.1f} s wall; load {os.getloadavg()[0]:.1f})", file=sys.stderr)
-        exp, params, part = ENTRIES[e]
-        command = " ".join(["v2p_bench", exp, "--part", repr(part), *params, *a.set])
+        command = " ".join(Path(x).name if i == 0 else repr(x) if " " in x else x
+                           for i, x in enumerate(entry_command(".", e, a.set)))
         report["entries"][e] = {b: summarise(rows[b], command) for b in a.bin}
         if len(a.bin) == 2:
             base, new = (rows[b] for b in a.bin)
