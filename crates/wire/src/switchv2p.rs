@@ -64,9 +64,14 @@ impl V2pOptions {
     /// Errors on a malformed TLV, a SwitchV2P option of the wrong length or an unknown type,
     /// and on a repeated type.
     pub fn parse(options: &[u8]) -> Result<Self> {
-        if let Some(out) = Self::parse_own(options) {
-            return Ok(out);
+        match Self::parse_own(options) {
+            Some(out) => Ok(out),
+            None => Self::parse_tlvs(options),
         }
+    }
+
+    /// [`V2pOptions::parse`] option by option, whatever the area holds.
+    fn parse_tlvs(options: &[u8]) -> Result<Self> {
         let mut out = V2pOptions::default();
         for opt in iter_options(options) {
             let (class, kind, data) = opt?;
@@ -135,6 +140,11 @@ impl V2pOptions {
             self.emit_into(options);
             return Ok(());
         }
+        self.rewrite_tlvs(options)
+    }
+
+    /// [`V2pOptions::rewrite`] option by option, whatever the area holds.
+    fn rewrite_tlvs(&self, options: &mut Vec<u8>) -> Result<()> {
         // Fast path: nothing foreign (the common case) — rebuild from scratch.
         let mut foreign_len = 0usize;
         let mut has_ours = false;
@@ -255,6 +265,32 @@ mod tests {
             // Rewriting again with nothing leaves exactly the foreign option.
             V2pOptions::default().rewrite(&mut area).unwrap();
             prop_assert_eq!(area, foreign_area);
+        }
+
+        /// The one-pass paths for areas of our own options answer as the TLV loops do, on areas
+        /// of ours, foreign, malformed and repeated options in any order, errors included.
+        #[test]
+        fn fast_paths_match_the_tlv_loops(
+            parts in proptest::collection::vec((0u8..6, any::<u8>(), any::<u32>(), any::<u32>()), 0..5),
+            o in (opt_pair(), opt_pair(), opt_pair()),
+        ) {
+            let mut area = Vec::new();
+            for (what, kind, a, b) in parts {
+                match what {
+                    0 | 1 | 2 => push_tlv(&mut area, [TYPE_SPILL, TYPE_HIT, TYPE_MISDELIVERY][what as usize], a, b),
+                    3 => push_tlv(&mut area, kind, a, b), // our class, any type
+                    4 => area.extend_from_slice(&[0x01, 0x02, kind, 1, 1, 2, 3, 4]), // foreign, one word
+                    _ => area.extend_from_slice(&[0xFF, 0x56, kind, kind & 0x1F]), // ours, any length (maybe cut)
+                }
+            }
+            let tlv = V2pOptions::parse_tlvs(&area).map_err(|e| e.to_string());
+            prop_assert_eq!(V2pOptions::parse(&area).map_err(|e| e.to_string()), tlv);
+            let new = V2pOptions { spill: o.0, hit: o.1, misdelivery: o.2 };
+            let (mut fast, mut slow) = (area.clone(), area.clone());
+            let r_fast = new.rewrite(&mut fast).map_err(|e| e.to_string());
+            let r_slow = new.rewrite_tlvs(&mut slow).map_err(|e| e.to_string());
+            prop_assert_eq!(r_fast, r_slow);
+            prop_assert_eq!(fast, slow);
         }
 
         #[test]
