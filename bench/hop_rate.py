@@ -19,7 +19,7 @@ min..max under 6 runs) of each rate, of the ratio, and of the entry's whole-proc
 and the solver's wall seconds, apart (the solver is a child process: neither is in the loop's
 CPU time). With two builds, the second's speed-up over the first, pair by pair. The load
 average before and after is printed too. `--entry ft8-tcp` is plain TCP on the same FT8-10K
-fabric (no SwitchV2P), to tell the fabric's size and TCP apart from the SwitchV2P program.
+fabric (no SwitchV2P), to tell TCP and the traffic apart from the SwitchV2P program.
 """
 
 from __future__ import annotations
