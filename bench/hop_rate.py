@@ -49,7 +49,7 @@ ENTRIES = {
     "fig6": ("switchv2p.alibaba", ["duration_ms=1.0", "schemes=switchv2p", "cache_fractions=0.5", *ARTIFACT],
              "switchv2p cache_fraction=0.5"),
     # Not an entry: plain TCP on the same FT8-10K fabric (`basic.fattree`'s scenario, 20,000 of
-    # its Hadoop flows, L3 switches, no tunnels), to tell the fabric's size and TCP from SwitchV2P.
+    # its Hadoop flows, L3 switches, no tunnels), to tell TCP and the traffic from SwitchV2P.
     "ft8-tcp": (None, ["--scenario", "ft8-tcp-hadoop", "20000"], None),
 }
 
