@@ -10,6 +10,7 @@ use innet_dataplane::fabric::{build_fabric, l3_switch, Fabric};
 use innet_sim::apps::FlowKind;
 use innet_registry::ExperimentError;
 use innet_sim::host::HostConfig;
+use innet_sim::report::thread_cpu_s;
 use innet_sim::topology::{Topology, TopologySpec};
 use serde_json::{json, Map, Value};
 
@@ -107,11 +108,12 @@ fn bench_fattree(name: &str, overrides: &BTreeMap<String, String>) -> Result<Ben
     let crate::fattree::Built { mut fabric, .. } = crate::fattree::build(&p)?;
     let t_build = t0.elapsed().as_secs_f64();
     let n_flows = fabric.sim.net.metrics.flows.len();
-    let t1 = Instant::now();
+    let (t1, cpu0) = (Instant::now(), thread_cpu_s());
     fabric.sim.run_until(p.stop_ps(), &mut |_| {});
     let wall = t1.elapsed().as_secs_f64();
+    let cpu = thread_cpu_s().zip(cpu0).map(|(b, a)| b - a);
     let topology = if p.pods == 50 { "ft16-400k" } else { "ft8-10k" };
-    Ok(report(&mut fabric, Timing { topology, k: p.pods, transport: &p.transport, n_flows, t_build, wall, rss_before }, name))
+    Ok(report(&mut fabric, Timing { topology, k: p.pods, transport: &p.transport, n_flows, t_build, wall, cpu, rss_before }, name))
 }
 
 /// What a scenario was and how long it took.
@@ -122,6 +124,8 @@ struct Timing<'a> {
     n_flows: usize,
     t_build: f64,
     wall: f64,
+    /// CPU seconds of the loop (this thread's), if known.
+    cpu: Option<f64>,
     rss_before: Option<f64>,
 }
 
@@ -145,6 +149,7 @@ fn report(fabric: &mut Fabric, t: Timing<'_>, scenario: &str) -> BenchReport {
     f.insert("events".into(), json!(events));
     f.insert("build_s".into(), json!(t.t_build));
     f.insert("wall_s".into(), json!(t.wall));
+    f.insert("loop_cpu_s".into(), json!(t.cpu));
     f.insert("events_per_s".into(), json!(events as f64 / t.wall));
     f.insert("packet_hops_per_s".into(), json!(m.hops_sum as f64 / t.wall));
     f.insert("delivered_packets_per_s".into(), json!(m.delivered_packets as f64 / t.wall));
@@ -228,9 +233,10 @@ pub fn bench_sim(opts: &BenchOptions) -> Result<BenchReport, ExperimentError> {
     let t0 = Instant::now();
     let mut fabric = build_fabric(topo, o.seed, host_cfg, flows, l3_switch);
     let t_build = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
+    let (t1, cpu0) = (Instant::now(), thread_cpu_s());
     fabric.sim.run_until(u64::MAX, &mut |_| {});
     let wall = t1.elapsed().as_secs_f64();
-    let timing = Timing { topology: &o.topology, k: o.k, transport: &o.transport, n_flows, t_build, wall, rss_before };
+    let cpu = thread_cpu_s().zip(cpu0).map(|(b, a)| b - a);
+    let timing = Timing { topology: &o.topology, k: o.k, transport: &o.transport, n_flows, t_build, wall, cpu, rss_before };
     Ok(report(&mut fabric, timing, ""))
 }

@@ -112,3 +112,17 @@ pub fn ports_table(sim: &Simulator) -> Table {
         .with("ecn_marks", ColumnData::U64(pc.iter().map(|c| c.ecn_marks).collect()))
         .with("max_queue_bytes", ColumnData::U64(pc.iter().map(|c| c.max_queue_bytes).collect()))
 }
+
+/// CPU seconds (user + system) the calling thread has used so far (Linux: `/proc/thread-self/stat`,
+/// in clock ticks of 1/100 s), or None where that file is missing. A single-threaded run's loop
+/// time per core: its wall time on a machine it shares counts other processes' turns too.
+pub fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields after the command name (which may hold spaces, so split after its closing paren):
+    // state is the 3rd field, utime the 14th and stime the 15th.
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: f64 = f.next()?.parse().ok()?;
+    let stime: f64 = f.next()?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}

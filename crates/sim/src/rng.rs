@@ -47,7 +47,13 @@ impl std::hash::Hasher for KeyHasher {
     fn write_u64(&mut self, x: u64) {
         self.0 = mix64(self.0 ^ x);
     }
+    /// One `mix64` for a 32-bit key (addresses), not one per byte.
+    fn write_u32(&mut self, x: u32) {
+        self.0 = mix64(self.0 ^ x as u64);
+    }
 }
 
 /// A `HashMap` with [`KeyHasher`].
 pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
+/// A `HashSet` with [`KeyHasher`].
+pub type FastSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<KeyHasher>>;

@@ -115,7 +115,7 @@ pub enum EcmpHash {
 pub struct Ns3FlowHash {
     /// The dotted address ns-3 gives the node holding each of our addresses; an address not in
     /// the map is written as itself.
-    names: HashMap<u32, Box<str>>,
+    names: crate::rng::FastMap<u32, Box<str>>,
     /// Protocol and ports an encapsulated packet's outer header shows in the ns-3 program (the
     /// artifact's UDP tunnel: 17, 667 → 667), whatever innet's own tunnel carries.
     tunnel: (u8, u16, u16),

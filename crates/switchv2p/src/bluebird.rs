@@ -4,13 +4,13 @@
 //! itself 8.5 µs after the transfer, resolved from the full mapping table, and installs the
 //! mapping in the data-plane cache 2 ms later. Gateways are never used.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
 use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
 use innet_dataplane::{ControlPlane, CpuPort, L3Forward};
 use innet_sim::packet::Packet;
+use innet_sim::rng::FastSet;
 use innet_sim::time::{PS_PER_MS, PS_PER_NS};
 
 use crate::cache::Lru;
@@ -110,12 +110,12 @@ pub struct BluebirdControl {
     settings: BluebirdSettings,
     dir: Arc<Directory>,
     stats: SharedStats,
-    pending: HashSet<u32>,
+    pending: FastSet<u32>,
 }
 
 impl BluebirdControl {
     pub fn new(settings: BluebirdSettings, dir: Arc<Directory>, stats: SharedStats) -> Self {
-        BluebirdControl { settings, dir, stats, pending: HashSet::new() }
+        BluebirdControl { settings, dir, stats, pending: FastSet::default() }
     }
 }
 

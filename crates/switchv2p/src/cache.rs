@@ -15,6 +15,7 @@
 //!
 //! [`Lru`] is Bluebird's ToR route cache: a true LRU of fixed capacity.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use innet_dataplane::state::{HashAlgorithm, HashUnit, ResourceEntry, ResourceKind};
@@ -62,6 +63,10 @@ pub struct DirectMapped {
     hash: HashUnit,
     store: Store,
     occupied: u32,
+    /// The last key indexed and its slot. A packet's visit asks for the same key several
+    /// times (SwitchV2P's `find`, `slot_bit`, `get`, `put` of the destination), and each
+    /// index is a CRC-32; the slot of a key never changes.
+    last: Cell<(u32, u32)>,
 }
 
 /// What `put` displaced.
@@ -82,12 +87,17 @@ impl DirectMapped {
         } else {
             Store::Dense(vec![None; capacity as usize])
         };
-        DirectMapped { capacity, hash, store, occupied: 0 }
+        Self::with_store(capacity, hash, store)
+    }
+
+    fn with_store(capacity: u32, hash: HashUnit, store: Store) -> Self {
+        let last = Cell::new((0, crc_index(&hash, capacity, 0)));
+        DirectMapped { capacity, hash, store, occupied: 0, last }
     }
 
     /// The same cache with the sparse layout whatever its size (for tests).
     pub fn new_sparse(capacity: u32, salt: u32) -> Self {
-        DirectMapped { capacity, hash: HashUnit::new(HashAlgorithm::Crc32, salt), store: Store::Sparse(SlotMap::default()), occupied: 0 }
+        Self::with_store(capacity, HashUnit::new(HashAlgorithm::Crc32, salt), Store::Sparse(SlotMap::default()))
     }
 
     /// Occupied slots.
@@ -102,7 +112,13 @@ impl DirectMapped {
     /// The slot of `key`.
     #[inline]
     pub fn index(&self, key: u32) -> u32 {
-        self.hash.hash(&key.to_be_bytes()) % self.capacity.max(1)
+        let (k, i) = self.last.get();
+        if k == key {
+            return i;
+        }
+        let i = crc_index(&self.hash, self.capacity, key);
+        self.last.set((key, i));
+        i
     }
 
     #[inline]
@@ -312,6 +328,11 @@ impl MappingCache for DirectMapped {
     }
 }
 
+/// The slot of `key` in a cache of `capacity` slots: CRC-32 of its big-endian bytes, modulo.
+fn crc_index(hash: &HashUnit, capacity: u32, key: u32) -> u32 {
+    hash.hash(&key.to_be_bytes()) % capacity.max(1)
+}
+
 /// Bits needed to address `n` distinct items (at least 1).
 pub fn bits_to_address(n: u64) -> u32 {
     (64 - n.saturating_sub(1).leading_zeros()).max(1)
@@ -321,7 +342,7 @@ pub fn bits_to_address(n: u64) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Lru {
     capacity: usize,
-    map: HashMap<u32, (u32, u64)>,
+    map: innet_sim::rng::FastMap<u32, (u32, u64)>,
     /// Recency order: stamp → key (stamps only grow).
     order: std::collections::BTreeMap<u64, u32>,
     clock: u64,
@@ -329,7 +350,7 @@ pub struct Lru {
 
 impl Lru {
     pub fn new(capacity: usize) -> Self {
-        Lru { capacity, map: HashMap::new(), order: Default::default(), clock: 0 }
+        Lru { capacity, map: Default::default(), order: Default::default(), clock: 0 }
     }
 
     pub fn capacity(&self) -> usize {

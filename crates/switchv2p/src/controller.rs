@@ -13,7 +13,7 @@
 //! by scripts/setup.sh), run as a subprocess on a CPLEX-LP file — or, where the problem is tiny,
 //! checked against exhaustive search in the tests.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
@@ -34,7 +34,7 @@ pub struct ControllerSwitch {
     pub switch_id: u32,
     pub cache: Lru,
     /// (outer source PIP, gateway PIP, destination VIP) → packets from local servers this interval.
-    pub traffic: HashMap<(u32, u32, u32), u64>,
+    pub traffic: innet_sim::rng::FastMap<(u32, u32, u32), u64>,
     facts: Arc<FabricFacts>,
     stats: SharedStats,
     host_ports: Vec<Option<u32>>,
@@ -43,7 +43,7 @@ pub struct ControllerSwitch {
 
 impl ControllerSwitch {
     pub fn new(switch_id: u32, capacity: usize, facts: Arc<FabricFacts>, stats: SharedStats, host_ports: Vec<Option<u32>>) -> Self {
-        ControllerSwitch { switch_id, cache: Lru::new(capacity), traffic: HashMap::new(), facts, stats, host_ports, l3: L3Forward::default() }
+        ControllerSwitch { switch_id, cache: Lru::new(capacity), traffic: Default::default(), facts, stats, host_ports, l3: L3Forward::default() }
     }
 }
 
@@ -271,6 +271,7 @@ impl Drop for HighsCli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
     use proptest::prelude::*;
 
     /// Exhaustive optimum for tiny problems.

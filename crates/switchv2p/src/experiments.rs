@@ -27,7 +27,7 @@ use innet_sim::vswitch::TunnelKind;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::run::{run_scheme, Ecmp, NetworkSpec, RunSpec, SchemeResult, Transport};
+use crate::run::{run_scheme, run_scheme_costed, Ecmp, RunCost, NetworkSpec, RunSpec, SchemeResult, Transport};
 use crate::scheme::Scheme;
 use crate::traces::{self, TraceRequest};
 use innet_workloads::trace::TraceRow;
@@ -811,18 +811,30 @@ pub fn parts(name: &str, overrides: &BTreeMap<String, String>, quick: bool) -> O
     }))
 }
 
-/// Simulate part `index` alone; its result as JSON text (floats kept exactly) for [`merge_parts`].
-pub fn run_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize, progress: Progress<'_>) -> Option<Result<String, ExperimentError>> {
+/// Simulate part `index` alone: its label, its result and what it cost.
+fn simulate_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize, progress: Progress<'_>) -> Option<Result<(String, SchemeResult, RunCost), ExperimentError>> {
     Some(SplitExperiment::resolve(name, overrides, quick)?.and_then(|(sweep, p)| {
         let runs = sweep.runs(&p)?;
         let &(scheme, setting) = runs
             .get(index)
             .ok_or_else(|| ExperimentError::Input(format!("{name}: part {index} does not exist (these parameters make {} parts)", runs.len())))?;
-        let r = run_scheme(&sweep.spec(&p, setting)?, scheme, progress)?;
+        let (r, cost) = run_scheme_costed(&sweep.spec(&p, setting)?, scheme, progress)?;
         progress(1.0);
-        let part = json!({"part": part_label(scheme, setting), "result": r});
-        Ok(serde_json::to_string(&part).expect("a run's result is plain data"))
+        Ok((part_label(scheme, setting), r, cost))
     }))
+}
+
+/// Simulate part `index` alone; its result as JSON text (floats kept exactly) for [`merge_parts`].
+pub fn run_part(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize, progress: Progress<'_>) -> Option<Result<String, ExperimentError>> {
+    Some(simulate_part(name, overrides, quick, index, progress)?.map(|(label, r, _)| {
+        let part = json!({"part": label, "result": r});
+        serde_json::to_string(&part).expect("a run's result is plain data")
+    }))
+}
+
+/// Simulate part `index` alone for its cost (`examples/v2p_bench.rs`): its label and [`RunCost`].
+pub fn part_cost(name: &str, overrides: &BTreeMap<String, String>, quick: bool, index: usize) -> Option<Result<(String, RunCost), ExperimentError>> {
+    Some(simulate_part(name, overrides, quick, index, &mut |_| {})?.map(|(label, _, cost)| (label, cost)))
 }
 
 /// The output `run` gives, from every part's [`run_part`] text in order.

@@ -5,13 +5,13 @@
 //! Both are [`Vswitch`]es on ordinary simulator hosts. Packets a vswitch delays are held in a
 //! [`Holder`] and re-sent from a vswitch timer, so conservation covers them.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use innet_sim::host::{HostAddr, Vswitch, VswitchVerdict};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::Network;
 use innet_sim::packet::{ecn, PacketId};
+use innet_sim::rng::FastSet;
 use innet_sim::vswitch::{TunnelKind, TunnelVswitch};
 use innet_wire::switchv2p::V2pOptions;
 
@@ -70,6 +70,20 @@ pub fn gateway_for(gateways: &[u32], flow_id: u64) -> u32 {
     gateways[(h % gateways.len() as u32) as usize]
 }
 
+/// [`gateway_for`] with the last flow's answer kept: a host sends a flow's packets in runs (a
+/// TCP window), and the CRC was a tenth of the vswitch's time.
+#[inline]
+fn cached_gateway(last: &mut Option<(u64, u32)>, gateways: &[u32], flow_id: u64) -> u32 {
+    match *last {
+        Some((f, g)) if f == flow_id => g,
+        _ => {
+            let g = gateway_for(gateways, flow_id);
+            *last = Some((flow_id, g));
+            g
+        }
+    }
+}
+
 /// Settings of the server vswitches.
 #[derive(Debug, Clone)]
 pub struct HostSettings {
@@ -100,13 +114,15 @@ pub struct V2pHostVswitch {
     /// OnDemand: VIPs this host may send to directly. A miss goes through a gateway (the
     /// "first lookup in the gateway", whose 40 µs is the miss penalty); the host learns a VIP
     /// from the packets it receives, so the reply to a miss teaches it (the artifact).
-    learned: HashSet<u32>,
+    learned: FastSet<u32>,
+    /// The last (flow, gateway) [`gateway_for`] gave.
+    last_gateway: Option<(u64, u32)>,
 }
 
 impl V2pHostVswitch {
     pub fn new(cfg: HostSettings, dir: Arc<Directory>, gateways: Arc<Vec<u32>>, stats: SharedStats) -> Self {
         let learned = cfg.ondemand_preinstalled.iter().map(|&vm| Directory::vip(vm)).collect();
-        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned }
+        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned, last_gateway: None }
     }
 
     fn encapsulate(&self, net: &mut Network, host: &HostAddr, pkt: PacketId, pip: u32) {
@@ -128,7 +144,7 @@ impl Vswitch for V2pHostVswitch {
                 // The host's copy of the directory lags behind migrations by the update delay.
                 self.dir.pip_at(vip, now.saturating_sub(self.cfg.ondemand_update_delay_ps))
             }
-            HostMode::OnDemand | HostMode::Gateway => Some(gateway_for(&self.gateways, flow)),
+            HostMode::OnDemand | HostMode::Gateway => Some(cached_gateway(&mut self.last_gateway, &self.gateways, flow)),
         };
         match pip {
             Some(pip) => {
@@ -179,7 +195,7 @@ impl Vswitch for V2pHostVswitch {
                 let t = p.tunnel.as_mut().expect("checked above");
                 let via_gateway = self.cfg.bounce_hits_via_gateway
                     && tunnel_tags(&t.encap).is_some_and(|o| V2pOptions::parse(o).is_ok_and(|o| o.hit.is_some()));
-                t.outer.dst = if via_gateway { gateway_for(&self.gateways, flow) } else { new_pip };
+                t.outer.dst = if via_gateway { cached_gateway(&mut self.last_gateway, &self.gateways, flow) } else { new_pip };
                 drop(stats);
                 self.held.hold(net, host, pkt, now + self.cfg.misdelivery_delay_ps);
                 VswitchVerdict::Taken

@@ -12,6 +12,7 @@ use innet_sim::engine::Node;
 use innet_registry::ExperimentError;
 use innet_sim::host::{Host, HostConfig};
 use innet_sim::metrics::{Conservation, DropReason};
+use innet_sim::report::thread_cpu_s;
 use innet_sim::routing::{EcmpHash, Ns3FlowHash, Routing};
 use innet_sim::tcp::TcpConfig;
 use innet_sim::time::{ps_to_us, PS_PER_MS, PS_PER_US};
@@ -342,9 +343,35 @@ fn roles(topo: &Topology, gateway_tors: &HashSet<u32>) -> Vec<V2pRole> {
         .collect()
 }
 
+/// What one run cost the process: where its time went and how much simulation it did
+/// (`v2p_bench` reports it; the summary stays as it is). Nothing in it changes an answer.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunCost {
+    /// Wall seconds from the start of [`run_scheme`] to the start of the event loop: topology,
+    /// routing, trace rows to flows, switches and hosts.
+    pub build_s: f64,
+    /// Wall seconds in the event loop (`run_until`), the Controller's rounds excluded.
+    pub loop_s: f64,
+    /// CPU seconds of this thread in the event loop (the loop's time per core).
+    pub loop_cpu_s: f64,
+    /// Wall seconds in the Controller's rounds (reading the switches, the solver, installing).
+    pub controller_s: f64,
+    /// Of `controller_s`, the solver's own wall time (HiGHS, a child process).
+    pub solver_s: f64,
+    pub events: u64,
+    /// Switch hops of every delivered packet, summed (the engine's `Metrics::hops_sum`: the
+    /// packet-hops of `innet bench sim`).
+    pub packet_hops: u64,
+    pub delivered_packets: u64,
+}
 
 /// Run `spec` under `scheme` (a built-in scheme or a [`crate::scheme::CacheScheme`]).
 pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64)) -> Result<SchemeResult, ExperimentError> {
+    run_scheme_costed(spec, scheme, progress).map(|(r, _)| r)
+}
+
+/// [`run_scheme`], and what the run cost.
+pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64)) -> Result<(SchemeResult, RunCost), ExperimentError> {
     if let Scheme::Custom(c) = scheme {
         if !c.protocol.uses_switch_cache() {
             return Err(ExperimentError::Input(format!(
@@ -353,6 +380,8 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
             )));
         }
     }
+    let t_start = std::time::Instant::now();
+    let mut cost = RunCost::default();
     let ns = &spec.net;
     if ns.gateway_tors.is_empty() || ns.gateways_per_tor == 0 {
         return Err(ExperimentError::param("gateways", "at least one gateway is needed"));
@@ -425,7 +454,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     let roles = roles(&topo, &gateway_tor_set);
     let mut facts = FabricFacts {
         gateways: gateways.iter().copied().collect(),
-        tor_ip_of_server: HashMap::new(),
+        tor_ip_of_server: Default::default(),
         flow_start_ps: rows.iter().map(|r| first_start[&r.flow_id]).collect(),
         flow_src_vip: rows.iter().map(|r| Directory::vip(r.src_vm)).collect(),
     };
@@ -542,19 +571,32 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
     }
     let horizon = last_start_ps.max(1) as f64 * 1.3;
     let mut solver_stats = None;
+    cost.build_s = t_start.elapsed().as_secs_f64();
     if let Some(interval_ps) = scheme.controller_interval_ps() {
         let mut highs = HighsCli::locate(spec.controller_time_limit_s).map_err(ExperimentError::Input)?;
         let mut paths: HashMap<(u32, u32), Vec<u32>> = HashMap::new();
         let mut t = 0u64;
         while t < spec.stop_ps && fabric.sim.net.pending_events() > 0 {
             t = (t + interval_ps).min(spec.stop_ps);
+            let (t_loop, cpu) = (std::time::Instant::now(), thread_cpu_s());
             fabric.sim.run_until(t, &mut |now| progress((now as f64 / horizon).min(0.99)));
+            let t_ctl = std::time::Instant::now();
+            cost.loop_s += (t_ctl - t_loop).as_secs_f64();
+            cost.loop_cpu_s += thread_cpu_s().zip(cpu).map_or(0.0, |(b, a)| b - a);
             controller_step(&mut fabric, &mut highs, &mut paths, slots, &dir).map_err(ExperimentError::Input)?;
+            cost.controller_s += t_ctl.elapsed().as_secs_f64();
         }
+        cost.solver_s = highs.stats.wall_seconds;
         solver_stats = Some(highs.stats.clone());
     } else {
+        let (t_loop, cpu) = (std::time::Instant::now(), thread_cpu_s());
         fabric.sim.run_until(spec.stop_ps, &mut |now| progress((now as f64 / horizon).min(0.99)));
+        cost.loop_s = t_loop.elapsed().as_secs_f64();
+        cost.loop_cpu_s = thread_cpu_s().zip(cpu).map_or(0.0, |(b, a)| b - a);
     }
+    cost.events = fabric.sim.net.events_processed();
+    cost.packet_hops = fabric.sim.net.metrics.hops_sum;
+    cost.delivered_packets = fabric.sim.net.metrics.delivered_packets;
     let cons = fabric.sim.finish();
     if !cons.ok() {
         return Err(ExperimentError::Invariant(format!("packet conservation failed under {scheme}: {cons:?}")));
@@ -635,7 +677,7 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
         .collect();
     let delivered = st.tenant_packets_delivered.max(1) as f64;
     progress(1.0);
-    Ok(SchemeResult {
+    let result = SchemeResult {
         scheme,
         flows: per_flow.len() as u64,
         completed_flows: fct.len() as u64,
@@ -654,7 +696,8 @@ pub fn run_scheme(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMut(f64))
         events: fabric.sim.net.events_processed(),
         simulated_us: ps_to_us(fabric.sim.net.now_ps()),
         solver: solver_stats,
-    })
+    };
+    Ok((result, cost))
 }
 
 /// One controller round: read and reset every ToR's traffic matrix, solve the placement for the

@@ -24,13 +24,13 @@
 //! invalidation removes the stale entry at every switch it crosses, a learning message is
 //! inserted at its destination only.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use innet_dataplane::program::{Ctx, Metadata, Program, Verdict};
 use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
 use innet_dataplane::L3Forward;
 use innet_sim::packet::{Encap, Ipv4, Packet, L4, IP_PROTO_UDP};
+use innet_sim::rng::{FastMap, FastSet};
 use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
@@ -93,10 +93,11 @@ impl V2pRole {
 /// Facts every switch shares.
 #[derive(Debug, Default)]
 pub struct FabricFacts {
-    /// Physical addresses of the gateways.
-    pub gateways: std::collections::HashSet<u32>,
+    /// Physical addresses of the gateways (asked for every tenant packet at every switch: a
+    /// fast integer hash, not SipHash).
+    pub gateways: FastSet<u32>,
     /// Server PIP → the IP of its ToR (where learning packets for its sender go).
-    pub tor_ip_of_server: HashMap<u32, u32>,
+    pub tor_ip_of_server: FastMap<u32, u32>,
     /// Per flow id: start time and the sender's VIP (to recognise a flow's first packet).
     pub flow_start_ps: Vec<u64>,
     pub flow_src_vip: Vec<u32>,

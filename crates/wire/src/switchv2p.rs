@@ -64,6 +64,14 @@ impl V2pOptions {
     /// Errors on a malformed TLV, a SwitchV2P option of the wrong length or an unknown type,
     /// and on a repeated type.
     pub fn parse(options: &[u8]) -> Result<Self> {
+        match Self::parse_own(options) {
+            Some(out) => Ok(out),
+            None => Self::parse_tlvs(options),
+        }
+    }
+
+    /// [`V2pOptions::parse`] option by option, whatever the area holds.
+    fn parse_tlvs(options: &[u8]) -> Result<Self> {
         let mut out = V2pOptions::default();
         for opt in iter_options(options) {
             let (class, kind, data) = opt?;
@@ -94,9 +102,49 @@ impl V2pOptions {
         Ok(out)
     }
 
+    /// The common case, checked and parsed in one pass: nothing but well-formed SwitchV2P
+    /// options of known types, each at most once (what the switches write). None for anything
+    /// else, which [`V2pOptions::parse`]'s general loop then reads (and reports).
+    #[inline]
+    fn parse_own(options: &[u8]) -> Option<Self> {
+        let mut out = V2pOptions::default();
+        if options.len() % OPTION_LEN != 0 {
+            return None;
+        }
+        for o in options.chunks_exact(OPTION_LEN) {
+            if u16::from_be_bytes([o[0], o[1]]) != OPTION_CLASS || o[3] & 0x1F != 2 {
+                return None;
+            }
+            let slot = match o[2] & 0x7F {
+                TYPE_SPILL => &mut out.spill,
+                TYPE_HIT => &mut out.hit,
+                TYPE_MISDELIVERY => &mut out.misdelivery,
+                _ => return None,
+            };
+            if slot.is_some() {
+                return None;
+            }
+            *slot = Some((be32(o, 4), be32(o, 8)));
+        }
+        Some(out)
+    }
+
     /// Replace SwitchV2P's options in a Geneve options area by `self`, keeping foreign options
     /// (in their order, first). Fails only if `options` is malformed.
     pub fn rewrite(&self, options: &mut Vec<u8>) -> Result<()> {
+        // Nothing but our own options (what the switches write): rebuild without a parse.
+        if options.len() % OPTION_LEN == 0
+            && options.chunks_exact(OPTION_LEN).all(|o| u16::from_be_bytes([o[0], o[1]]) == OPTION_CLASS && o[3] & 0x1F == 2)
+        {
+            options.clear();
+            self.emit_into(options);
+            return Ok(());
+        }
+        self.rewrite_tlvs(options)
+    }
+
+    /// [`V2pOptions::rewrite`] option by option, whatever the area holds.
+    fn rewrite_tlvs(&self, options: &mut Vec<u8>) -> Result<()> {
         // Fast path: nothing foreign (the common case) — rebuild from scratch.
         let mut foreign_len = 0usize;
         let mut has_ours = false;
@@ -217,6 +265,32 @@ mod tests {
             // Rewriting again with nothing leaves exactly the foreign option.
             V2pOptions::default().rewrite(&mut area).unwrap();
             prop_assert_eq!(area, foreign_area);
+        }
+
+        /// The one-pass paths for areas of our own options answer as the TLV loops do, on areas
+        /// of ours, foreign, malformed and repeated options in any order, errors included.
+        #[test]
+        fn fast_paths_match_the_tlv_loops(
+            parts in proptest::collection::vec((0u8..6, any::<u8>(), any::<u32>(), any::<u32>()), 0..5),
+            o in (opt_pair(), opt_pair(), opt_pair()),
+        ) {
+            let mut area = Vec::new();
+            for (what, kind, a, b) in parts {
+                match what {
+                    0 | 1 | 2 => push_tlv(&mut area, [TYPE_SPILL, TYPE_HIT, TYPE_MISDELIVERY][what as usize], a, b),
+                    3 => push_tlv(&mut area, kind, a, b), // our class, any type
+                    4 => area.extend_from_slice(&[0x01, 0x02, kind, 1, 1, 2, 3, 4]), // foreign, one word
+                    _ => area.extend_from_slice(&[0xFF, 0x56, kind, kind & 0x1F]), // ours, any length (maybe cut)
+                }
+            }
+            let tlv = V2pOptions::parse_tlvs(&area).map_err(|e| e.to_string());
+            prop_assert_eq!(V2pOptions::parse(&area).map_err(|e| e.to_string()), tlv);
+            let new = V2pOptions { spill: o.0, hit: o.1, misdelivery: o.2 };
+            let (mut fast, mut slow) = (area.clone(), area.clone());
+            let r_fast = new.rewrite(&mut fast).map_err(|e| e.to_string());
+            let r_slow = new.rewrite_tlvs(&mut slow).map_err(|e| e.to_string());
+            prop_assert_eq!(r_fast, r_slow);
+            prop_assert_eq!(fast, slow);
         }
 
         #[test]
