@@ -155,13 +155,10 @@ fn node_ids(topo: &Topology, names: &[String]) -> Result<Vec<u32>, ExperimentErr
 
 /// Trace-driven flows between servers of `topo` per the parameters.
 pub fn generate_flows(p: &Params, num_servers: u32) -> Result<Vec<FlowSpec>, ExperimentError> {
-    let cdf = innet_workloads::cdf_by_name(&p.trace).map_err(|message| ExperimentError::BadParam {
-        field: "trace".into(),
-        message,
-    })?;
+    let cdf = innet_workloads::cdf_by_name(&p.trace).map_err(|m| ExperimentError::param("trace", m))?;
     let host_bps = (p.host_link_gbps * 1e9) as u64;
     let flows = innet_workloads::poisson_flows(&cdf, num_servers, host_bps, p.load, p.flows as usize, p.seed)
-        .map_err(|message| ExperimentError::BadParam { field: "load".into(), message })?;
+        .map_err(|m| ExperimentError::param("load", m))?;
     let kind = if p.transport == "udp" {
         FlowKind::Udp { payload_bytes: p.udp_payload_bytes, interval_ps: 0 }
     } else {
@@ -182,7 +179,7 @@ impl Experiment for BasicFattree {
         if capture {
             let nodes = node_ids(&fabric.topo, &p.pcap_nodes)?;
             let tap = PcapTap::create(&fabric.sim.net, &nodes, &p.pcap_file, p.pcap_snaplen.max(64))
-                .map_err(|message| ExperimentError::BadParam { field: "pcap_file".into(), message })?;
+                .map_err(|m| ExperimentError::param("pcap_file", m))?;
             fabric.sim.net.tap = Some(Box::new(tap));
         }
         let stop_ps = p.stop_ps();

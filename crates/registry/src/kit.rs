@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::Deref;
+use std::ops::{Deref, RangeInclusive};
 
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use serde::Deserialize;
@@ -15,7 +15,8 @@ use crate::{resolve_params, ExperimentError, ExperimentInfo, ParamSpec, Progress
 
 /// What `innet list` shows of an experiment and how its parameters resolve, as one value:
 /// `const`/`static` tables of [`ParamSpec`]s (shared ones and the experiment's own),
-/// concatenated in order, minus `omit`, with `defaults` changed, and the `--quick` values.
+/// concatenated in order, minus `omit`, with `defaults` changed and `redefine`d parameters
+/// replaced in place, and the `--quick` values.
 #[derive(Debug, Clone, Copy)]
 pub struct Declaration {
     pub name: &'static str,
@@ -26,6 +27,9 @@ pub struct Declaration {
     pub omit: &'static [&'static str],
     /// Defaults this experiment changes (name, TOML literal); the name must be a parameter.
     pub defaults: &'static [(&'static str, &'static str)],
+    /// Shared parameters that mean something else here: each replaces the parameter of its name
+    /// where it stands (its default and doc), so the listing keeps the tables' order.
+    pub redefine: &'static [ParamSpec],
     /// The `--quick` values (name, TOML literal).
     pub quick: &'static [(&'static str, &'static str)],
 }
@@ -33,7 +37,7 @@ pub struct Declaration {
 impl Declaration {
     /// An experiment taking `params` as they are, with no quick form.
     pub const fn new(name: &'static str, description: &'static str, params: &'static [&'static [ParamSpec]]) -> Declaration {
-        Declaration { name, description, params, omit: &[], defaults: &[], quick: &[] }
+        Declaration { name, description, params, omit: &[], defaults: &[], redefine: &[], quick: &[] }
     }
 
     pub const fn quick(self, quick: &'static [(&'static str, &'static str)]) -> Declaration {
@@ -48,9 +52,20 @@ impl Declaration {
         Declaration { omit, ..self }
     }
 
-    /// The parameters in order, with this experiment's defaults.
+    pub const fn redefine(self, redefine: &'static [ParamSpec]) -> Declaration {
+        Declaration { redefine, ..self }
+    }
+
+    /// The parameters in order, with this experiment's redefinitions and defaults.
     pub fn params(&self) -> Vec<ParamSpec> {
         let mut v: Vec<ParamSpec> = self.params.iter().flat_map(|t| t.iter()).filter(|p| !self.omit.contains(&p.name)).cloned().collect();
+        for r in self.redefine {
+            let p = v.iter_mut().find(|p| p.name == r.name);
+            debug_assert!(p.is_some(), "{}: redefines '{}', which is not a parameter", self.name, r.name);
+            if let Some(p) = p {
+                *p = r.clone();
+            }
+        }
         for &(name, default) in self.defaults {
             let p = v.iter_mut().find(|p| p.name == name);
             debug_assert!(p.is_some(), "{}: default for '{name}', which is not a parameter", self.name);
@@ -124,6 +139,19 @@ impl<T: Clone> List<T> {
         }
         Ok(self.0.clone())
     }
+
+    /// The items, or an error naming `name` when there are none or one is outside `range`
+    /// (`expected` is what an item should be: `"a thread count in 1..=64"`).
+    pub fn within(&self, name: &str, range: RangeInclusive<T>, expected: &str) -> Result<Vec<T>, ExperimentError>
+    where
+        T: PartialOrd + fmt::Display,
+    {
+        let v = self.non_empty(name)?;
+        match v.iter().find(|x| !range.contains(x)) {
+            Some(x) => Err(ExperimentError::bad_param(name, x, expected)),
+            None => Ok(v),
+        }
+    }
 }
 
 /// The items of `text`, a comma list, each an `item`; Err(what was expected, the item).
@@ -192,13 +220,18 @@ impl<P> Sweep<P> {
     }
 
     /// `run` at every point in order, each given progress within its share; the results in order.
+    /// The end of every point is reported too, so a point that reports nothing itself still
+    /// moves the progress on.
     pub fn run<R>(&self, progress: Progress<'_>, mut run: impl FnMut(&P, Progress<'_>) -> Result<R, ExperimentError>) -> Result<Vec<R>, ExperimentError> {
         let n = self.points.len().max(1) as f64;
         let mut out = Vec::with_capacity(self.points.len());
         for (i, p) in self.points.iter().enumerate() {
             out.push(run(p, &mut |f| progress((i as f64 + f) / n))?);
+            progress((i + 1) as f64 / n);
         }
-        progress(1.0);
+        if self.points.is_empty() {
+            progress(1.0);
+        }
         Ok(out)
     }
 }
@@ -231,6 +264,18 @@ mod tests {
     }
 
     #[test]
+    fn a_redefined_parameter_keeps_its_place_with_its_own_default_and_doc() {
+        const OTHER: Declaration = Declaration::new("t.y", "test", &[SHARED, OWN]).redefine(&[ParamSpec::new("load", "0.9", "load per workload")]);
+        let p = OTHER.params();
+        let names: Vec<&str> = p.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["load", "seed", "sizes", "modes"]);
+        assert_eq!((p[0].default, p[0].doc), ("0.9", "load per workload"));
+        assert_eq!(SHARED[0].doc, "load", "the shared table is not changed");
+        let c: Cfg = OTHER.omit(&["seed"]).resolve(&BTreeMap::new(), false).unwrap();
+        assert_eq!(c.load, 0.9);
+    }
+
+    #[test]
     fn list_items_are_trimmed_and_a_bad_one_names_the_parameter() {
         let set = |v: &str| BTreeMap::from([("sizes".to_string(), v.to_string())]);
         let c: Cfg = DECL.resolve(&set(" 1, 2 ,,3"), false).unwrap();
@@ -239,6 +284,10 @@ mod tests {
         assert_eq!(e, "parameter 'sizes': expected each item to be a whole number, got 'big'");
         let c: Cfg = DECL.resolve(&set(""), false).unwrap();
         assert!(c.sizes.non_empty("sizes").unwrap_err().to_string().contains("'sizes': expected at least one value"));
+        let c: Cfg = DECL.resolve(&set("64,0,1500"), false).unwrap();
+        let e = c.sizes.within("sizes", 1..=9000, "a frame size in 1..=9000").unwrap_err().to_string();
+        assert_eq!(e, "parameter 'sizes': expected a frame size in 1..=9000, got '0'");
+        assert_eq!(DECL.resolve::<Cfg>(&set("64,9000"), false).unwrap().sizes.within("sizes", 1..=9000, "").unwrap(), [64, 9000]);
         let e = parse_list::<f64>("cache_fractions", "0.1,x").unwrap_err().to_string();
         assert!(e.starts_with("parameter 'cache_fractions'") && e.contains("got 'x'"), "{e}");
     }
@@ -254,7 +303,13 @@ mod tests {
             Ok(format!("{x}{n}"))
         });
         assert_eq!(out.unwrap(), ["a1", "a2", "b1", "b2"]);
-        assert_eq!(seen, [0.125, 0.375, 0.625, 0.875, 1.0]);
+        assert_eq!(seen, [0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0]);
+        // A point that reports nothing still moves the progress on; an empty sweep ends at 1.
+        for (points, want) in [(vec![1, 2], vec![0.5, 1.0]), (vec![], vec![1.0])] {
+            let mut seen = Vec::new();
+            Sweep::over(points).run(&mut |f| seen.push(f), |_, _| Ok(())).unwrap();
+            assert_eq!(seen, want);
+        }
         let err = s.run(&mut |_| {}, |_, _| Err::<(), _>(ExperimentError::Input("x".into())));
         assert!(err.is_err());
     }

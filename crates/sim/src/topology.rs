@@ -275,16 +275,10 @@ impl Topology {
         let num_tors = spec.num_tors();
         for &(tor, count) in extra_hosts {
             if tor >= num_tors {
-                return Err(ExperimentError::BadParam {
-                    field: "extra_hosts".into(),
-                    message: format!("ToR {tor} does not exist (there are {num_tors})"),
-                });
+                return Err(ExperimentError::param("extra_hosts", format!("ToR {tor} does not exist (there are {num_tors})")));
             }
             if spec.servers_per_tor + count > 250 {
-                return Err(ExperimentError::BadParam {
-                    field: "extra_hosts".into(),
-                    message: format!("ToR {tor} would have more than 250 hosts"),
-                });
+                return Err(ExperimentError::param("extra_hosts", format!("ToR {tor} would have more than 250 hosts")));
             }
         }
         let mut t = Topology {

@@ -116,15 +116,6 @@ fn non_negative(name: &str, list: &List<f64>) -> Result<Vec<f64>, ExperimentErro
     }
 }
 
-/// A list of positive whole numbers, not empty.
-fn positive(name: &str, list: &List<u32>) -> Result<Vec<u32>, ExperimentError> {
-    let v = list.non_empty(name)?;
-    match v.contains(&0) {
-        true => Err(ExperimentError::bad_param(name, 0, "a positive whole number")),
-        false => Ok(v),
-    }
-}
-
 impl Params {
     fn check(&self) -> Result<(), ExperimentError> {
         if !(self.load > 0.0 && self.load <= 1.0) {
@@ -614,7 +605,7 @@ pub const GATEWAYS: SplitExperiment = SplitExperiment {
 
 /// Every scheme at every gateway count (the counts outside).
 fn gateways_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
-    let counts = positive("gateway_counts", &p.gateway_counts)?;
+    let counts = p.gateway_counts.within("gateway_counts", 1..=u32::MAX, "a positive whole number")?;
     if let Some(c) = counts.iter().find(|&&c| c % 4 != 0) {
         return Err(ExperimentError::bad_param("gateway_counts", c, "multiples of 4 (gateways spread evenly over the 4 gateway ToRs)"));
     }
@@ -648,7 +639,7 @@ pub const TOPOLOGY: SplitExperiment = SplitExperiment {
 
 /// Every scheme at every pod count (the counts outside).
 fn topology_runs(p: &Params) -> Result<Vec<(Scheme, Setting)>, ExperimentError> {
-    let pods = positive("pod_counts", &p.pod_counts)?;
+    let pods = p.pod_counts.within("pod_counts", 1..=u32::MAX, "a positive whole number")?;
     if let Some(k) = pods.iter().find(|&&k| 128 % (4 * k) != 0) {
         return Err(ExperimentError::bad_param("pod_counts", k, "1, 2, 4, 8, 16 or 32 pods (4 ToRs per pod dividing 128 servers)"));
     }

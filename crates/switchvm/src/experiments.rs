@@ -401,8 +401,11 @@ impl Experiment for ResourcesExperiment {
 
     fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
         let p: ResourceParams = RESOURCES.resolve(overrides, quick)?;
-        if !(1..=16).contains(&p.eus) || !(1..=8).contains(&p.lanes) {
-            return Err(ExperimentError::BadParam { field: "eus/lanes".into(), message: format!("expected 1..=16 EUs and 1..=8 lanes, got {} and {}", p.eus, p.lanes) });
+        if !(1..=16).contains(&p.eus) {
+            return Err(ExperimentError::bad_param("eus", p.eus, "1..=16 EUs"));
+        }
+        if !(1..=8).contains(&p.lanes) {
+            return Err(ExperimentError::bad_param("lanes", p.lanes, "1..=8 lanes"));
         }
         let cfg = VmConfig {
             eus: p.eus,

@@ -7,37 +7,38 @@
 
 use super::*;
 
-pub(super) struct Cpu;
+pub(super) const CPU: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.cpu",
+        "Slow-path time per miss split into pipeline traversal, sub-traversal partitioning and LTM rule generation, per pipeline, measured on this machine (Fig. 13)",
+        &[
+            COMMON,
+            &[
+                pipelines("Pipebench pipelines (Fig. 13)"),
+                ParamSpec::new("locality", "\"high\"", "traffic locality: high or low"),
+                GF_TABLES,
+                GF_ENTRIES,
+                ParamSpec::new("repeats", "3", "runs per pipeline, interleaved across pipelines (medians reported)"),
+            ],
+        ],
+    )
+    .quick(&[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC,OFD\""), ("gf_entries", "240"), ("repeats", "1")]),
+    run: |overrides, quick, progress| {
+        let setup = setup(overrides, quick)?;
+        let rows = setup.measure(&setup.pipes, progress)?;
+        Ok(setup.output(rows))
+    },
+};
 
 #[derive(Deserialize)]
 struct CpuParams {
     #[serde(flatten)]
     common: Common,
-    pipelines: String,
+    pipelines: List<String>,
     locality: String,
     gf_tables: usize,
     gf_entries: usize,
     repeats: usize,
-}
-
-impl Experiment for Cpu {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines (Fig. 13)" },
-            ParamSpec { name: "locality", default: "\"high\"", doc: "traffic locality: high or low" },
-            ParamSpec { name: "gf_tables", default: "4", doc: "Gigaflow LTM tables (K)" },
-            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
-            ParamSpec { name: "repeats", default: "3", doc: "runs per pipeline, interleaved across pipelines (medians reported)" },
-        ]);
-        ExperimentInfo { name: "gigaflow.cpu", description: "Slow-path time per miss split into pipeline traversal, sub-traversal partitioning and LTM rule generation, per pipeline, measured on this machine (Fig. 13)", params }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let setup = setup(overrides, quick)?;
-        let rows = setup.measure(&setup.pipes, progress)?;
-        Ok(setup.output(rows))
-    }
 }
 
 /// A row of the `cpu` table: one replay of one pipeline.
@@ -60,12 +61,12 @@ pub(super) struct Setup {
 }
 
 pub(super) fn setup(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Setup, ExperimentError> {
-    let p: CpuParams = resolve_params(&Cpu.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC,OFD\""), ("gf_entries", "240"), ("repeats", "1")], quick, overrides)?;
+    let p: CpuParams = CPU.declaration.resolve(overrides, quick)?;
     if p.repeats == 0 {
-        return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
+        return Err(ExperimentError::bad_param("repeats", 0, "at least 1"));
     }
-    let pipes = split_list("pipelines", &p.pipelines)?;
-    let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+    let pipes = p.pipelines.non_empty("pipelines")?;
+    let loc = locality("locality", &p.locality)?;
     let gf = CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, count_coverage: false, ..p.common.gf() });
     Ok(Setup { p, pipes, loc, gf })
 }
@@ -80,16 +81,13 @@ impl Setup {
             .map(|name| inputs(name, self.loc, &self.p.common).map(|(_, pl, t)| (pl, t)))
             .collect::<Result<_, _>>()
             .map_err(ExperimentError::Input)?;
-        let mut rows = Vec::new();
-        let total = (self.p.repeats * pipes.len()) as f64;
-        for r in 0..self.p.repeats {
-            for (name, (pl, traffic)) in pipes.iter().zip(&loaded) {
-                let res = run_cache(pl, traffic, &self.gf, nic).map_err(ExperimentError::Invariant)?;
-                rows.push(CpuRow { pipeline: name.clone(), repeat: r as u64, misses: res.misses, us: res.clock_us });
-                progress(rows.len() as f64 / total);
-            }
-        }
-        Ok(rows)
+        // Every repeat over the pipelines (by index) before the next.
+        let ids: Vec<usize> = (0..pipes.len()).collect();
+        Sweep::over(0..self.p.repeats).by(&ids).run(progress, |&(r, i), _| {
+            let (pl, traffic) = &loaded[i];
+            let res = run_cache(pl, traffic, &self.gf, nic).map_err(ExperimentError::Invariant)?;
+            Ok(CpuRow { pipeline: pipes[i].clone(), repeat: r as u64, misses: res.misses, us: res.clock_us })
+        })
     }
 
     /// The whole run's order of `rows` measured in parts (pipeline by pipeline): repeat, pipeline.
@@ -139,7 +137,7 @@ mod tests {
 
     #[test]
     fn cpu_quick_splits_every_miss_into_three_measured_parts() {
-        let out = run(&Cpu, &[("repeats", "2")]);
+        let out = run(&CPU, &[("repeats", "2")]);
         for name in ["PSC", "OFD"] {
             let x = &out.summary["pipelines"][name];
             assert!(x["misses"].as_u64().unwrap() > 0, "{x}");
@@ -156,6 +154,6 @@ mod tests {
         let ColumnData::U64(m) = &out.tables[0].columns[2].1 else { panic!() };
         assert_eq!((m[0], m[1]), (m[2], m[3]));
         let o: BTreeMap<String, String> = [("repeats".to_string(), "0".to_string())].into();
-        assert!(Cpu.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("repeats"));
+        assert!(CPU.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("repeats"));
     }
 }

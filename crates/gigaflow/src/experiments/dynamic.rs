@@ -2,7 +2,22 @@
 
 use super::*;
 
-pub(super) struct Dynamic;
+pub(super) const DYNAMIC: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.dynamic",
+        "Dynamically arriving workloads (Fig. 18): a second workload of 50K new flows arrives once the first has arrived; hit rate and misses over time, MF 32K vs GF 4x8K",
+        &[
+            COMMON,
+            &[ParamSpec::new("pipeline", "\"PSC\"", "Pipebench pipeline (paper: PSC)"), ParamSpec::new("locality", "\"high\"", "high or low (paper: high)")],
+            CACHES,
+            &[ParamSpec::new("bins", "36", "bins (equal packet counts) of the hit-rate series")],
+        ],
+    )
+    // `flows` is per workload here: the paper's 100K unique flows are two workloads of 50K.
+    .redefine(&[ParamSpec::new("flows", "50000", "unique flows of EACH workload (paper: 2 x 50K)")])
+    .quick(&[("rules", "1000"), ("flows", "1500"), ("mf_entries", "960"), ("gf_entries", "240"), ("bins", "12")]),
+    run,
+};
 
 #[derive(Deserialize)]
 struct DynamicParams {
@@ -93,205 +108,103 @@ pub struct TwoWorkloads {
     pub second_seen_before: usize,
 }
 
-impl Experiment for Dynamic {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec {
-                name: "pipeline",
-                default: "\"PSC\"",
-                doc: "Pipebench pipeline (paper: PSC)",
-            },
-            ParamSpec {
-                name: "locality",
-                default: "\"high\"",
-                doc: "high or low (paper: high)",
-            },
-            ParamSpec {
-                name: "mf_entries",
-                default: "32000",
-                doc: "Megaflow cache entries (MF 32K)",
-            },
-            ParamSpec {
-                name: "gf_tables",
-                default: "4",
-                doc: "Gigaflow LTM tables (K)",
-            },
-            ParamSpec {
-                name: "gf_entries",
-                default: "8000",
-                doc: "entries per LTM table",
-            },
-            ParamSpec {
-                name: "bins",
-                default: "36",
-                doc: "bins (equal packet counts) of the hit-rate series",
-            },
-        ]);
-        // `flows` is per workload here: the paper's 100K unique flows are two workloads of 50K.
-        for p in params.iter_mut() {
-            if p.name == "flows" {
-                p.default = "50000";
-                p.doc = "unique flows of EACH workload (paper: 2 x 50K)";
-            }
-        }
-        ExperimentInfo { name: "gigaflow.dynamic", description: "Dynamically arriving workloads (Fig. 18): a second workload of 50K new flows arrives once the first has arrived; hit rate and misses over time, MF 32K vs GF 4x8K", params }
+fn run(overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+    let p: DynamicParams = DYNAMIC.declaration.resolve(overrides, quick)?;
+    if p.bins < 2 || p.bins > 10_000 {
+        return Err(ExperimentError::bad_param("bins", p.bins, "2..=10000"));
     }
-
-    fn run(
-        &self,
-        overrides: &BTreeMap<String, String>,
-        quick: bool,
-        progress: Progress<'_>,
-    ) -> Result<RunOutput, ExperimentError> {
-        let p: DynamicParams = resolve_params(
-            &self.info(),
-            &[
-                ("rules", "1000"),
-                ("flows", "1500"),
-                ("mf_entries", "960"),
-                ("gf_entries", "240"),
-                ("bins", "12"),
-            ],
-            quick,
-            overrides,
-        )?;
-        if p.bins < 2 || p.bins > 10_000 {
-            return Err(ExperimentError::BadParam {
-                field: "bins".into(),
-                message: format!("expected 2..=10000, got {}", p.bins),
-            });
-        }
-        let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
-        let rs = p.common.ruleset(&p.pipeline).map_err(ExperimentError::Input)?;
-        let pl = Pipeline::parse(&rs.text).map_err(|e| {
-            ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline))
-        })?;
-        let cfg = p.common.traffic(loc, p.common.seed).map_err(bad("timing"))?;
-        let TwoWorkloads { traffic, second_at_ns: switch_ns, first_flows, second_seen_before: shared } =
-            two_workloads(&rs, &cfg).map_err(ExperimentError::Input)?;
-        let end_ns = traffic.packets.last().map(|x| x.time_ns).unwrap_or(0);
-        // Bins of equal packet counts: the paper replays its trace at a constant packet rate
-        // (tgen, ~10 kpps), so its time axis is a packet axis; a bin's trace time is reported too.
-        let n = traffic.packets.len();
-        let switch_pkt = traffic.packets.partition_point(|x| x.time_ns < switch_ns);
-        let per_bin = n.div_ceil(p.bins).max(1);
-        let gf = GigaflowConfig {
-            tables: p.gf_tables,
-            entries_per_table: p.gf_entries,
-            ..p.common.gf()
-        };
-        let runs = [
-            (
-                "mf",
-                CacheSpec::Megaflow {
-                    entries: p.mf_entries,
-                    eviction: Eviction::None,
-                    max_masks: usize::MAX,
-                },
-            ),
-            ("gf", CacheSpec::Gigaflow(gf)),
-        ];
-        let nic = p.common.nic();
-        let mut schemes = Map::new();
-        let (
-            mut i_col,
-            mut t_col,
-            mut s_col,
-            mut pk_col,
-            mut hit_col,
-            mut miss_col,
-            mut hr_col,
-            mut ent_col,
-        ) = (
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-        );
-        for (ri, (name, spec)) in runs.iter().enumerate() {
-            let mut o = offload(&pl, spec, nic).map_err(ExperimentError::Input)?;
-            // (packets, hits, entries at the end, trace time of the first packet)
-            let mut bins = vec![(0u64, 0u64, 0usize, 0u64); n.div_ceil(per_bin)];
-            // Before: the second half of the first workload's packets; after: every later packet.
-            let (mut before, mut after, mut second) = ((0u64, 0u64), (0u64, 0u64), (0u64, 0u64));
-            for (i, (t, pkt)) in traffic.iter().enumerate() {
-                let hit = o.process(pkt, t);
-                if traffic.packets[i].flow as usize >= first_flows {
-                    second.0 += 1;
-                    second.1 += hit as u64;
-                }
-                let b = &mut bins[i / per_bin];
-                if b.0 == 0 {
-                    b.3 = t;
-                }
-                b.0 += 1;
-                b.1 += hit as u64;
-                b.2 = o.entries();
-                if i >= switch_pkt {
-                    after.0 += 1;
-                    after.1 += hit as u64;
-                } else if i >= switch_pkt / 2 {
-                    before.0 += 1;
-                    before.1 += hit as u64;
-                }
+    let loc = locality("locality", &p.locality)?;
+    let rs = p.common.ruleset(&p.pipeline).map_err(ExperimentError::Input)?;
+    let pl = Pipeline::parse(&rs.text).map_err(|e| ExperimentError::Input(format!("{}: generated flow file: {e}", p.pipeline)))?;
+    let cfg = p.common.traffic(loc, p.common.seed).map_err(|m| ExperimentError::param("timing", m))?;
+    let TwoWorkloads { traffic, second_at_ns: switch_ns, first_flows, second_seen_before: shared } =
+        two_workloads(&rs, &cfg).map_err(ExperimentError::Input)?;
+    let end_ns = traffic.packets.last().map(|x| x.time_ns).unwrap_or(0);
+    // Bins of equal packet counts: the paper replays its trace at a constant packet rate
+    // (tgen, ~10 kpps), so its time axis is a packet axis; a bin's trace time is reported too.
+    let n = traffic.packets.len();
+    let switch_pkt = traffic.packets.partition_point(|x| x.time_ns < switch_ns);
+    let per_bin = n.div_ceil(p.bins).max(1);
+    let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() };
+    let runs = Sweep::over([("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }), ("gf", CacheSpec::Gigaflow(gf))]);
+    let nic = p.common.nic();
+    // Each cache's bins of the series and its summary.
+    let results = runs.run(progress, |(_, spec), _| {
+        let mut o = offload(&pl, spec, nic).map_err(ExperimentError::Input)?;
+        // (packets, hits, entries at the end, trace time of the first packet)
+        let mut bins = vec![(0u64, 0u64, 0usize, 0u64); n.div_ceil(per_bin)];
+        // Before: the second half of the first workload's packets; after: every later packet.
+        let (mut before, mut after, mut second) = ((0u64, 0u64), (0u64, 0u64), (0u64, 0u64));
+        for (i, (t, pkt)) in traffic.iter().enumerate() {
+            let hit = o.process(pkt, t);
+            if traffic.packets[i].flow as usize >= first_flows {
+                second.0 += 1;
+                second.1 += hit as u64;
             }
-            let r = result_of(&o).map_err(ExperimentError::Invariant)?;
-            for (k, b) in bins.iter().enumerate() {
-                i_col.push((k * per_bin) as u64);
-                t_col.push(r6(b.3 as f64 / 1e9));
-                s_col.push(name.to_string());
-                pk_col.push(b.0);
-                hit_col.push(b.1);
-                miss_col.push(b.0 - b.1);
-                hr_col.push(r6(b.1 as f64 / b.0.max(1) as f64));
-                ent_col.push(b.2 as u64);
+            let b = &mut bins[i / per_bin];
+            if b.0 == 0 {
+                b.3 = t;
             }
-            let frac = |x: (u64, u64)| r6(x.1 as f64 / x.0.max(1) as f64);
-            let mut v = result_json(&r);
-            let o2 = v.as_object_mut().unwrap();
-            o2.insert("hit_rate_before".into(), json!(frac(before)));
-            o2.insert("hit_rate_after".into(), json!(frac(after)));
-            o2.insert("misses_after".into(), json!(after.0 - after.1));
-            o2.insert("second_workload_hit_rate".into(), json!(frac(second)));
-            schemes.insert(name.to_string(), v);
-            progress((ri + 1) as f64 / runs.len() as f64);
+            b.0 += 1;
+            b.1 += hit as u64;
+            b.2 = o.entries();
+            if i >= switch_pkt {
+                after.0 += 1;
+                after.1 += hit as u64;
+            } else if i >= switch_pkt / 2 {
+                before.0 += 1;
+                before.1 += hit as u64;
+            }
         }
-        let mut summary = Map::new();
-        summary.insert("experiment".into(), json!("gigaflow.dynamic"));
-        p.common.describe(&mut summary);
-        summary.insert("pipeline".into(), json!(p.pipeline));
-        summary.insert("locality".into(), json!(loc_name(loc)));
-        summary.insert("flows_per_workload".into(), json!(p.common.flows));
-        summary.insert(
-            "second_workload_at_s".into(),
-            json!(r6(switch_ns as f64 / 1e9)),
-        );
-        summary.insert("second_workload_at_packet".into(), json!(switch_pkt));
-        summary.insert("packets".into(), json!(n));
-        summary.insert("end_s".into(), json!(r6(end_ns as f64 / 1e9)));
-        summary.insert("second_workload_flows_seen_before".into(), json!(shared));
-        summary.insert("second_workload_flows_in_run".into(), json!(traffic.flows.len() - first_flows));
-        summary.insert("second_workload_packets".into(), json!(traffic.packets.iter().filter(|x| x.flow as usize >= first_flows).count()));
-        summary.insert("schemes".into(), Value::Object(schemes));
-        let t = Table::new("series")
-            .with("packet", ColumnData::U64(i_col))
-            .with("time_s", ColumnData::F64(t_col))
-            .with("scheme", ColumnData::Str(s_col))
-            .with("packets", ColumnData::U64(pk_col))
-            .with("hits", ColumnData::U64(hit_col))
-            .with("misses", ColumnData::U64(miss_col))
-            .with("hit_rate", ColumnData::F64(hr_col))
-            .with("entries", ColumnData::U64(ent_col));
-        Ok(RunOutput {
-            summary,
-            tables: vec![t],
-        })
+        let r = result_of(&o).map_err(ExperimentError::Invariant)?;
+        let frac = |x: (u64, u64)| r6(x.1 as f64 / x.0.max(1) as f64);
+        let mut v = result_json(&r);
+        let o2 = v.as_object_mut().unwrap();
+        o2.insert("hit_rate_before".into(), json!(frac(before)));
+        o2.insert("hit_rate_after".into(), json!(frac(after)));
+        o2.insert("misses_after".into(), json!(after.0 - after.1));
+        o2.insert("second_workload_hit_rate".into(), json!(frac(second)));
+        Ok((bins, v))
+    })?;
+    let mut schemes = Map::new();
+    let (mut i_col, mut t_col, mut s_col, mut pk_col, mut hit_col, mut miss_col, mut hr_col, mut ent_col) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for ((name, _), (bins, v)) in runs.points.iter().zip(results) {
+        for (k, b) in bins.iter().enumerate() {
+            i_col.push((k * per_bin) as u64);
+            t_col.push(r6(b.3 as f64 / 1e9));
+            s_col.push(name.to_string());
+            pk_col.push(b.0);
+            hit_col.push(b.1);
+            miss_col.push(b.0 - b.1);
+            hr_col.push(r6(b.1 as f64 / b.0.max(1) as f64));
+            ent_col.push(b.2 as u64);
+        }
+        schemes.insert(name.to_string(), v);
     }
+    let mut summary = Map::new();
+    summary.insert("experiment".into(), json!("gigaflow.dynamic"));
+    p.common.describe(&mut summary);
+    summary.insert("pipeline".into(), json!(p.pipeline));
+    summary.insert("locality".into(), json!(loc_name(loc)));
+    summary.insert("flows_per_workload".into(), json!(p.common.flows));
+    summary.insert("second_workload_at_s".into(), json!(r6(switch_ns as f64 / 1e9)));
+    summary.insert("second_workload_at_packet".into(), json!(switch_pkt));
+    summary.insert("packets".into(), json!(n));
+    summary.insert("end_s".into(), json!(r6(end_ns as f64 / 1e9)));
+    summary.insert("second_workload_flows_seen_before".into(), json!(shared));
+    summary.insert("second_workload_flows_in_run".into(), json!(traffic.flows.len() - first_flows));
+    summary.insert("second_workload_packets".into(), json!(traffic.packets.iter().filter(|x| x.flow as usize >= first_flows).count()));
+    summary.insert("schemes".into(), Value::Object(schemes));
+    let t = Table::new("series")
+        .with("packet", ColumnData::U64(i_col))
+        .with("time_s", ColumnData::F64(t_col))
+        .with("scheme", ColumnData::Str(s_col))
+        .with("packets", ColumnData::U64(pk_col))
+        .with("hits", ColumnData::U64(hit_col))
+        .with("misses", ColumnData::U64(miss_col))
+        .with("hit_rate", ColumnData::F64(hr_col))
+        .with("entries", ColumnData::U64(ent_col));
+    Ok(RunOutput { summary, tables: vec![t] })
 }
 
 #[cfg(test)]
@@ -342,7 +255,7 @@ mod tests {
 
     #[test]
     fn dynamic_quick_series_conserves_packets_and_shows_the_second_workload() {
-        let out = run(&Dynamic, &[]);
+        let out = run(&DYNAMIC, &[]);
         let t = &out.tables[0];
         assert_eq!(t.rows(), 24);
         assert!(out.summary["second_workload_at_packet"].as_u64().unwrap() > 0);

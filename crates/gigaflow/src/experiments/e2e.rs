@@ -4,14 +4,32 @@
 
 use super::*;
 
-pub(super) struct E2e;
+pub(super) const E2E: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.e2e",
+        "Gigaflow 4x8K vs Megaflow 32K: hit rate, misses, entries, sub-traversal reoccurrence, rule-space coverage and latency on the Pipebench pipelines at high/low locality (Figs. 8-12, Table 2)",
+        &[
+            COMMON,
+            &[pipelines("Pipebench pipelines (Table 1)"), ParamSpec::new("localities", "\"high,low\"", "traffic locality: high, low")],
+            CACHES,
+            &[
+                ParamSpec::new("max_masks", "0", "distinct-mask limit per table for both caches (artifact: 64); 0 = none"),
+                ParamSpec::new("partitioning", "\"dp\"", "dp, rnd or 1-1"),
+                ParamSpec::new("eviction", "\"none\"", "Megaflow eviction: none, lru or idle:<ms>"),
+            ],
+        ],
+    )
+    // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
+    .quick(&[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")]),
+    run: |overrides, quick, progress| grid(overrides, quick)?.run(progress),
+};
 
 #[derive(Deserialize)]
 struct E2eParams {
     #[serde(flatten)]
     common: Common,
-    pipelines: String,
-    localities: String,
+    pipelines: List<String>,
+    localities: List<String>,
     mf_entries: usize,
     gf_tables: usize,
     gf_entries: usize,
@@ -20,35 +38,12 @@ struct E2eParams {
     eviction: String,
 }
 
-impl Experiment for E2e {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines (Table 1)" },
-            ParamSpec { name: "localities", default: "\"high,low\"", doc: "traffic locality: high, low" },
-            ParamSpec { name: "mf_entries", default: "32000", doc: "Megaflow cache entries (MF 32K)" },
-            ParamSpec { name: "gf_tables", default: "4", doc: "Gigaflow LTM tables (K)" },
-            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
-            ParamSpec { name: "max_masks", default: "0", doc: "distinct-mask limit per table for both caches (artifact: 64); 0 = none" },
-            ParamSpec { name: "partitioning", default: "\"dp\"", doc: "dp, rnd or 1-1" },
-            ParamSpec { name: "eviction", default: "\"none\"", doc: "Megaflow eviction: none, lru or idle:<ms>" },
-        ]);
-        ExperimentInfo { name: "gigaflow.e2e", description: "Gigaflow 4x8K vs Megaflow 32K: hit rate, misses, entries, sub-traversal reoccurrence, rule-space coverage and latency on the Pipebench pipelines at high/low locality (Figs. 8-12, Table 2)", params }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        grid(overrides, quick)?.run(progress)
-    }
-}
-
 /// The sweep: both caches on every (pipeline, locality).
 pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Grid, ExperimentError> {
-    // --quick keeps the paper's pressure (100K flows on 32K entries) at 3K flows: 960 / 4x240.
-    let p: E2eParams = resolve_params(&E2e.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"OFD,PSC\""), ("mf_entries", "960"), ("gf_entries", "240")], quick, overrides)?;
-    let pipes = split_list("pipelines", &p.pipelines)?;
-    let locs = localities(&p.localities)?;
-    let scheme = Scheme::parse(&p.partitioning).map_err(bad("partitioning"))?;
-    let eviction = Eviction::parse(&p.eviction).map_err(bad("eviction"))?;
+    let p: E2eParams = E2E.declaration.resolve(overrides, quick)?;
+    let parts = Sweep::over(p.pipelines.non_empty("pipelines")?).by(&localities(&p.localities)?);
+    let scheme = Scheme::parse(&p.partitioning).map_err(|m| ExperimentError::param("partitioning", m))?;
+    let eviction = Eviction::parse(&p.eviction).map_err(|m| ExperimentError::param("eviction", m))?;
     // 0: no mask limit. The artifact's limit bounds both caches (its MF is a 1-table Gigaflow).
     let masks = if p.max_masks == 0 { usize::MAX } else { p.max_masks };
     let gf = GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, max_masks: masks, scheme, ..p.common.gf() };
@@ -68,7 +63,7 @@ pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<
         }
         RunOutput { summary, tables: vec![points_table(rows)] }
     };
-    Ok(Grid { pipes, locs, common, caches, output: Box::new(output) })
+    Ok(Grid { parts, common, caches, output: Box::new(output) })
 }
 
 /// The paper's headline numbers (abstract, §6.2.1) over the pipelines run at `locality`: GF's
@@ -106,7 +101,7 @@ mod tests {
 
     #[test]
     fn e2e_quick_runs_both_caches_on_pipebench() {
-        let out = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
+        let out = run(&E2E, &[("localities", "high,low"), ("pipelines", "PSC")]);
         for loc in ["high", "low"] {
             let s = &out.summary["pipelines"]["PSC"][loc];
             let (mf, gf) = (&s["mf"], &s["gf"]);
@@ -141,7 +136,7 @@ mod tests {
         let set = &out.summary["settings"];
         assert_eq!((set["timing"].as_str(), set["align"].as_bool(), set["host_entries"].as_u64()), (Some("window"), Some(true), Some(0)), "{set}");
         // Deterministic: same seed, same summary.
-        let again = run(&E2e, &[("localities", "high,low"), ("pipelines", "PSC")]);
+        let again = run(&E2E, &[("localities", "high,low"), ("pipelines", "PSC")]);
         assert_eq!(out.summary_json(), again.summary_json());
     }
 }

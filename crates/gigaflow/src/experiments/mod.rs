@@ -24,7 +24,7 @@ use crate::nic::{NicModel, Offload};
 use crate::partition::Scheme;
 use innet_pipebench::{Locality, Profile, Ruleset, Timing, Traffic, TrafficConfig};
 use innet_ofswitch::slowpath::{LookupWildcards, Pipeline};
-use innet_registry::{resolve_params, ColumnData, Experiment, ExperimentError, ExperimentInfo, ParamSpec, Progress, RunOutput, Table};
+use innet_registry::{ColumnData, Declaration, Experiment, ExperimentError, ExperimentInfo, List, ParamSpec, Progress, RunOutput, Sweep, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -238,18 +238,6 @@ fn result_json_passes(r: &RunResult) -> Value {
     })
 }
 
-fn split_list(field: &str, s: &str) -> Result<Vec<String>, ExperimentError> {
-    let v: Vec<String> = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
-    if v.is_empty() {
-        return Err(ExperimentError::BadParam { field: field.into(), message: "expected a comma-separated, non-empty list".into() });
-    }
-    Ok(v)
-}
-
-fn bad(field: &str) -> impl Fn(String) -> ExperimentError + '_ {
-    move |m| ExperimentError::BadParam { field: field.into(), message: m }
-}
-
 /// Inputs shared by the experiments.
 #[derive(Deserialize, Clone)]
 struct Common {
@@ -291,7 +279,7 @@ impl Common {
             }),
         );
         // The pipeline and L2 variants (issue 22) are named only when they differ from their
-        // defaults (common_params), so default runs' summaries stay as they were.
+        // defaults (COMMON), so default runs' summaries stay as they were.
         let settings = summary.get_mut("settings").and_then(Value::as_object_mut).expect("just inserted");
         for (name, value, default) in [("recombine_l2", self.recombine_l2, true), ("single_in_port", self.single_in_port, false), ("low_anchors", self.low_anchors, true), ("conntrack", self.conntrack, false), ("ip_port_security", self.ip_port_security, true), ("artifact_ltm", self.artifact_ltm, false)] {
             if value != default {
@@ -354,8 +342,8 @@ pub fn e2e_inputs(pipeline: &str, locality: &str, overrides: &BTreeMap<String, S
         #[serde(flatten)]
         common: Common,
     }
-    let p: P = resolve_params(&e2e::E2e.info(), &[], false, overrides)?;
-    let loc = Locality::parse(locality).map_err(bad("locality"))?;
+    let p: P = e2e::E2E.declaration.resolve(overrides, false)?;
+    let loc = self::locality("locality", locality)?;
     let (rs, _, t) = inputs(pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
     Ok((rs, t))
 }
@@ -367,26 +355,52 @@ fn loc_name(l: Locality) -> &'static str {
     }
 }
 
-fn common_params() -> Vec<ParamSpec> {
-    vec![
-        ParamSpec { name: "rules", default: "10000", doc: "ClassBench rules mapped into each pipeline (paper: 10K)" },
-        ParamSpec { name: "flows", default: "100000", doc: "unique flows of the traffic (paper: 100K)" },
-        ParamSpec { name: "profile", default: "\"acl\"", doc: "ClassBench profile: acl, fw or ipc" },
-        ParamSpec { name: "seed", default: "1", doc: "seed of rules and traffic" },
-        ParamSpec { name: "flow_sizes", default: "\"mean:30\"", doc: "packets per flow: mean:M, a capped power law (P(size >= k) = k^-a, at most 10,000) with mean M (30: the artifact's replay volume, 3M packets for 100K flows); pareto:S, the shape given (pareto:1.2, ~5 packets per flow, was the default until 26 Nov)" },
-        ParamSpec { name: "trace_flows_per_line", default: "1", doc: "trace flows replayed onto each unique flow (header line), as tgen maps trace flow i to line i % lines; flow_sizes is per trace flow" },
-        ParamSpec { name: "host_entries", default: "0", doc: "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled" },
-        ParamSpec { name: "fresh_source_ports", default: "false", doc: "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port" },
-        ParamSpec { name: "sampled_headers", default: "false", doc: "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets" },
-        ParamSpec { name: "low_anchors", default: "true", doc: "low locality: every flow copies its chains' anchor packets, as high locality does, so the localities differ only in how chains are drawn (uniformly vs by recurrence), the one difference the paper names; false: every flow samples fresh headers inside its rules (the default until 27 Nov)" },
-        ParamSpec { name: "recombine_l2", default: "true", doc: "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)" },
-        ParamSpec { name: "single_in_port", default: "false", doc: "true: every packet enters on port 1, as the artifact's tgen sends all traffic over one link (its header lines have no in_port; the form to compare GF - MF on PSC, OFD and OTL with the paper); false (default): a flow's in_port is its L2 part's port (1-4), so OLS's port security, ANT's Classifier and OTL's trunk ports see every port (with one port our OLS and ANT bindings drop 23-56 % of flows at table 0)" },
-        ParamSpec { name: "conntrack", default: "false", doc: "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)" },
-        ParamSpec { name: "ip_port_security", default: "true", doc: "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)" },
-        ParamSpec { name: "align", default: "true", doc: "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)" },
-        ParamSpec { name: "artifact_ltm", default: "false", doc: "the LTM as the authors' gvs runs it (docs/results/artifacts.md): recycling by lookup (a new entry that an entry of its table, tag and priority matches is discarded), drop traversals never complete (their last entry sets no DROP tag), entries match no registers or metadata, entry keys hold the headers as their sub-traversal leaves them (commit_odp_actions rewrites the key), a rewritten header written only in the bits the entry matches (a masked set action with the entry's wildcards), every entry matching the VLAN TCI when the traversal read no VLAN field, one output on the last entry, each vSwitch table looked up with a fresh wildcard (its prefix tries consulted again), no repair entries; with partitioning=dp-artifact align=false max_masks=64 host_entries=200000 it is the artifact's configuration" },
-        ParamSpec { name: "timing", default: "\"window\"", doc: "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps" },
-    ]
+/// The inputs every experiment takes ([`Common`]): ruleset, traffic and the caches' behaviour.
+const COMMON: &[ParamSpec] = &[
+    ParamSpec::new("rules", "10000", "ClassBench rules mapped into each pipeline (paper: 10K)"),
+    ParamSpec::new("flows", "100000", "unique flows of the traffic (paper: 100K)"),
+    ParamSpec::new("profile", "\"acl\"", "ClassBench profile: acl, fw or ipc"),
+    ParamSpec::new("seed", "1", "seed of rules and traffic"),
+    ParamSpec::new("flow_sizes", "\"mean:30\"", "packets per flow: mean:M, a capped power law (P(size >= k) = k^-a, at most 10,000) with mean M (30: the artifact's replay volume, 3M packets for 100K flows); pareto:S, the shape given (pareto:1.2, ~5 packets per flow, was the default until 26 Nov)"),
+    ParamSpec::new("trace_flows_per_line", "1", "trace flows replayed onto each unique flow (header line), as tgen maps trace flow i to line i % lines; flow_sizes is per trace flow"),
+    ParamSpec::new("host_entries", "0", "entries of a host datapath Megaflow cache behind the NIC (no eviction; the artifact's OVS has one of 200000): a NIC miss it hits is no upcall; 0 (the paper's design): every NIC miss is upcalled"),
+    ParamSpec::new("fresh_source_ports", "false", "high locality: every flow takes a fresh ephemeral source port (many connections per host pair and service) instead of its chain's anchor port"),
+    ParamSpec::new("sampled_headers", "false", "high locality: every flow samples its headers inside its rules (only the rule choice is local) instead of copying its chains' anchor packets"),
+    ParamSpec::new("low_anchors", "true", "low locality: every flow copies its chains' anchor packets, as high locality does, so the localities differ only in how chains are drawn (uniformly vs by recurrence), the one difference the paper names; false: every flow samples fresh headers inside its rules (the default until 27 Nov)"),
+    ParamSpec::new("recombine_l2", "true", "a flow's L2 part (in_port, MACs) comes from a second, independently drawn chain; false: from its own L3 chain (MACs stay with their addresses; combine with fresh_source_ports for flow variety)"),
+    ParamSpec::new("single_in_port", "false", "true: every packet enters on port 1, as the artifact's tgen sends all traffic over one link (its header lines have no in_port; the form to compare GF - MF on PSC, OFD and OTL with the paper); false (default): a flow's in_port is its L2 part's port (1-4), so OLS's port security, ANT's Classifier and OTL's trunk ports see every port (with one port our OLS and ANT bindings drop 23-56 % of flows at table 0)"),
+    ParamSpec::new("conntrack", "false", "true: OLS and ANT keep OVN's and Antrea's conntrack stages (ct(table=N) recirculation, ANT's dec_ttl); false (default; the paper's pipelines did not recirculate, docs/gigaflow.md): the stateful stages continue as plain goto_table (pipelines::without_conntrack)"),
+    ParamSpec::new("ip_port_security", "true", "OLS's IPv4 port security and ANT's SpoofGuard bind an end's MAC to its address; false: MAC-only port security (those tables only continue)"),
+    ParamSpec::new("align", "true", "Gigaflow installs continue from the LTM entries already capturing the packet (false: partition the whole traversal, as the artifact)"),
+    ParamSpec::new("artifact_ltm", "false", "the LTM as the authors' gvs runs it (docs/results/artifacts.md): recycling by lookup (a new entry that an entry of its table, tag and priority matches is discarded), drop traversals never complete (their last entry sets no DROP tag), entries match no registers or metadata, entry keys hold the headers as their sub-traversal leaves them (commit_odp_actions rewrites the key), a rewritten header written only in the bits the entry matches (a masked set action with the entry's wildcards), every entry matching the VLAN TCI when the traversal read no VLAN field, one output on the last entry, each vSwitch table looked up with a fresh wildcard (its prefix tries consulted again), no repair entries; with partitioning=dp-artifact align=false max_masks=64 host_entries=200000 it is the artifact's configuration"),
+    ParamSpec::new("timing", "\"window\"", "window: a replayed trace slice (every flow spread over the run, flows numbered by first packet, as the artifact's tgen); arrivals: Poisson flow starts, log-normal gaps"),
+];
+
+const MF_ENTRIES: ParamSpec = ParamSpec::new("mf_entries", "32000", "Megaflow cache entries (MF 32K)");
+const GF_TABLES: ParamSpec = ParamSpec::new("gf_tables", "4", "Gigaflow LTM tables (K)");
+const GF_ENTRIES: ParamSpec = ParamSpec::new("gf_entries", "8000", "entries per LTM table");
+/// The caches most experiments compare: MF 32K and GF 4x8K.
+const CACHES: &[ParamSpec] = &[MF_ENTRIES, GF_TABLES, GF_ENTRIES];
+
+/// The Pipebench pipelines a sweep runs (all five of Table 1 by default).
+const fn pipelines(doc: &'static str) -> ParamSpec {
+    ParamSpec::new("pipelines", "\"OFD,PSC,OLS,ANT,OTL\"", doc)
+}
+
+/// A Gigaflow experiment: its declaration and its run, which resolves the parameters through
+/// the declaration. [`experiments`] is the table of them.
+pub(super) struct GfExperiment {
+    pub(super) declaration: Declaration,
+    run: fn(&BTreeMap<String, String>, bool, Progress<'_>) -> Result<RunOutput, ExperimentError>,
+}
+
+impl Experiment for GfExperiment {
+    fn info(&self) -> ExperimentInfo {
+        self.declaration.info()
+    }
+    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+        (self.run)(overrides, quick, progress)
+    }
 }
 
 /// A row of the points table.
@@ -434,9 +448,14 @@ fn put(tree: &mut Map<String, Value>, pipeline: &str, locality: &str, scheme: &s
     l.as_object_mut().unwrap().insert(scheme.to_string(), value);
 }
 
+/// A locality parameter's value (`high` or `low`), the error naming parameter `name`.
+fn locality(name: &str, text: &str) -> Result<Locality, ExperimentError> {
+    Locality::parse(text).map_err(|m| ExperimentError::param(name, m))
+}
+
 /// The `localities` parameter: a list of `high` and `low`.
-fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
-    split_list("localities", list)?.iter().map(|l| Locality::parse(l)).collect::<Result<Vec<_>, _>>().map_err(bad("localities"))
+fn localities(list: &List<String>) -> Result<Vec<Locality>, ExperimentError> {
+    list.non_empty("localities")?.iter().map(|l| locality("localities", l)).collect()
 }
 
 /// A sweep of named caches over (pipeline, locality): `gigaflow.e2e` and `gigaflow.tables`. Each
@@ -444,8 +463,8 @@ fn localities(list: &str) -> Result<Vec<Locality>, ExperimentError> {
 /// and every cache replays them. `run` makes the parts one after another; `innet reproduce` runs
 /// each as a task of its own ([`split`]) and the merge gives the same output, byte for byte.
 struct Grid {
-    pipes: Vec<String>,
-    locs: Vec<Locality>,
+    /// The (pipeline, locality) of each part: the pipelines by the localities.
+    parts: Sweep<(String, Locality)>,
     common: Common,
     caches: Vec<(String, CacheSpec)>,
     /// The experiment's output from the rows of every run, in the parts' order.
@@ -453,30 +472,19 @@ struct Grid {
 }
 
 impl Grid {
-    /// The (pipeline, locality) of each part, in order.
-    fn parts(&self) -> Vec<(&str, Locality)> {
-        self.pipes.iter().flat_map(|p| self.locs.iter().map(move |&l| (p.as_str(), l))).collect()
-    }
-
-    /// Every cache on the inputs of part `index`, in the caches' order.
-    fn run_part(&self, index: usize, progress: &mut dyn FnMut()) -> Result<Vec<RunResult>, ExperimentError> {
-        let (name, loc) = self.parts()[index];
-        let (_, pl, traffic) = inputs(name, loc, &self.common).map_err(ExperimentError::Input)?;
+    /// Every cache on the inputs of one part, in the caches' order.
+    fn run_part(&self, (name, loc): &(String, Locality), progress: Progress<'_>) -> Result<Vec<RunResult>, ExperimentError> {
+        let (_, pl, traffic) = inputs(name, *loc, &self.common).map_err(ExperimentError::Input)?;
         let nic = self.common.nic();
-        let mut out = Vec::with_capacity(self.caches.len());
-        for (_, spec) in &self.caches {
-            out.push(run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant)?);
-            progress();
-        }
-        Ok(out)
+        Sweep::over(&self.caches).run(progress, |(_, spec), _| run_cache(&pl, &traffic, spec, nic).map_err(ExperimentError::Invariant))
     }
 
     /// The output from every part's results, in order.
     fn output(&self, results: Vec<Vec<RunResult>>) -> RunOutput {
         let mut rows = Vec::new();
-        for ((name, loc), rs) in self.parts().into_iter().zip(results) {
+        for ((name, loc), rs) in self.parts.points.iter().zip(results) {
             for ((cache, _), r) in self.caches.iter().zip(rs) {
-                rows.push(Row { pipeline: name.to_string(), locality: loc_name(loc), scheme: cache.clone(), r });
+                rows.push(Row { pipeline: name.clone(), locality: loc_name(*loc), scheme: cache.clone(), r });
             }
         }
         (self.output)(&rows)
@@ -484,16 +492,7 @@ impl Grid {
 
     /// Every part in this process, one after another.
     fn run(&self, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let n = self.parts().len();
-        let total = (n * self.caches.len()) as f64;
-        let mut done = 0;
-        let mut results = Vec::with_capacity(n);
-        for i in 0..n {
-            results.push(self.run_part(i, &mut || {
-                done += 1;
-                progress(done as f64 / total);
-            })?);
-        }
+        let results = self.parts.run(progress, |part, prog| self.run_part(part, prog))?;
         Ok(self.output(results))
     }
 }
@@ -509,7 +508,10 @@ fn results_tree(rows: &[Row]) -> Map<String, Value> {
 
 /// Every Gigaflow experiment, registered in one place.
 pub fn experiments() -> Vec<Box<dyn Experiment>> {
-    vec![Box::new(e2e::E2e), Box::new(partitioning::Partitioning), Box::new(tables::Tables), Box::new(revalidation::Revalidation), Box::new(coverage::CoverageExp), Box::new(dynamic::Dynamic), Box::new(search::Search), Box::new(cpu::Cpu), Box::new(threads::Threads), Box::new(tuples::Tuples)]
+    [e2e::E2E, partitioning::PARTITIONING, tables::TABLES, revalidation::REVALIDATION, coverage::COVERAGE, dynamic::DYNAMIC, search::SEARCH, cpu::CPU, threads::THREADS, tuples::TUPLES]
+        .into_iter()
+        .map(|e| Box::new(e) as Box<dyn Experiment>)
+        .collect()
 }
 
 #[cfg(test)]
@@ -525,7 +527,7 @@ pub(crate) mod tests {
     fn e2e_inputs_are_what_e2e_replays() {
         let o: BTreeMap<String, String> = [("rules", "200"), ("flows", "300"), ("mf_entries", "96")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let (rs, t) = e2e_inputs("PSC", "high", &o).unwrap();
-        let c: Common = resolve_params(&e2e::E2e.info(), &[], false, &o).unwrap();
+        let c: Common = e2e::E2E.declaration.resolve(&o, false).unwrap();
         let (rs2, _, t2) = inputs("PSC", Locality::High, &c).unwrap();
         assert_eq!(rs.text, rs2.text);
         assert!(t.iter().eq(t2.iter()), "the same packets in the same order");
@@ -541,9 +543,9 @@ pub(crate) mod tests {
     #[test]
     fn bad_parameters_name_the_field() {
         let o: BTreeMap<String, String> = [("partitioning".to_string(), "zigzag".to_string())].into();
-        let e = e2e::E2e.run(&o, true, &mut |_| {}).unwrap_err().to_string();
+        let e = e2e::E2E.run(&o, true, &mut |_| {}).unwrap_err().to_string();
         assert!(e.contains("partitioning"), "{e}");
         let o: BTreeMap<String, String> = [("ks".to_string(), "0".to_string())].into();
-        assert!(tables::Tables.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("ks"));
+        assert!(tables::TABLES.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("ks"));
     }
 }

@@ -33,14 +33,10 @@ trait Parts {
 
 impl Parts for Grid {
     fn labels(&self) -> Vec<String> {
-        self.parts().into_iter().map(|(p, l)| format!("{p} {}", loc_name(l))).collect()
+        self.parts.points.iter().map(|(p, l)| format!("{p} {}", loc_name(*l))).collect()
     }
     fn run(&self, index: usize, progress: Progress<'_>) -> Result<Value, ExperimentError> {
-        let (n, mut done) = (self.caches.len() as f64, 0);
-        let results = self.run_part(index, &mut || {
-            done += 1;
-            progress(done as f64 / n);
-        })?;
+        let results = self.run_part(&self.parts.points[index], progress)?;
         Ok(serde_json::to_value(results).expect("a run's result is plain data"))
     }
     fn merge(&self, results: Vec<Value>) -> Result<RunOutput, serde_json::Error> {

@@ -2,45 +2,39 @@
 
 use super::*;
 
-pub(super) struct Tables;
+pub(super) const TABLES: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.tables",
+        "Misses and entries as the number of LTM tables grows, K=1..5 at 100K entries per table (Figs. 14-15)",
+        &[
+            COMMON,
+            &[
+                pipelines("Pipebench pipelines"),
+                ParamSpec::new("localities", "\"high,low\"", "high, low"),
+                ParamSpec::new("ks", "\"1,2,3,4,5\"", "numbers of LTM tables (K=1 is Megaflow-like)"),
+                ParamSpec::new("entries", "100000", "entries per LTM table (paper: 100K)"),
+            ],
+        ],
+    )
+    .quick(&[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")]),
+    run: |overrides, quick, progress| grid(overrides, quick)?.run(progress),
+};
 
 #[derive(Deserialize)]
 struct TablesParams {
     #[serde(flatten)]
     common: Common,
-    pipelines: String,
-    localities: String,
-    ks: String,
+    pipelines: List<String>,
+    localities: List<String>,
+    ks: List<usize>,
     entries: usize,
-}
-
-impl Experiment for Tables {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines" },
-            ParamSpec { name: "localities", default: "\"high,low\"", doc: "high, low" },
-            ParamSpec { name: "ks", default: "\"1,2,3,4,5\"", doc: "numbers of LTM tables (K=1 is Megaflow-like)" },
-            ParamSpec { name: "entries", default: "100000", doc: "entries per LTM table (paper: 100K)" },
-        ]);
-        ExperimentInfo { name: "gigaflow.tables", description: "Misses and entries as the number of LTM tables grows, K=1..5 at 100K entries per table (Figs. 14-15)", params }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        grid(overrides, quick)?.run(progress)
-    }
 }
 
 /// The sweep: Gigaflow with every K on every (pipeline, locality).
 pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Grid, ExperimentError> {
-    let p: TablesParams = resolve_params(&Tables.info(), &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("ks", "\"1,2,4\""), ("entries", "3000")], quick, overrides)?;
-    let pipes = split_list("pipelines", &p.pipelines)?;
-    let locs = localities(&p.localities)?;
-    let ks = split_list("ks", &p.ks)?
-        .iter()
-        .map(|k| k.parse::<usize>().ok().filter(|&k| (1..=crate::ltm::MAX_LTM_TABLES).contains(&k)).ok_or_else(|| format!("'{k}' is not a table count in 1..=32")))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(bad("ks"))?;
+    let p: TablesParams = TABLES.declaration.resolve(overrides, quick)?;
+    let parts = Sweep::over(p.pipelines.non_empty("pipelines")?).by(&localities(&p.localities)?);
+    let ks = p.ks.within("ks", 1..=crate::ltm::MAX_LTM_TABLES, "a table count in 1..=32")?;
     let caches: Vec<(String, CacheSpec)> = ks.iter().map(|&k| (format!("k{k}"), CacheSpec::Gigaflow(GigaflowConfig { tables: k, entries_per_table: p.entries, ..p.common.gf() }))).collect();
     let common = p.common.clone();
     let output = move |rows: &[Row]| {
@@ -51,5 +45,5 @@ pub(super) fn grid(overrides: &BTreeMap<String, String>, quick: bool) -> Result<
         summary.insert("pipelines".into(), Value::Object(results_tree(rows)));
         RunOutput { summary, tables: vec![points_table(rows)] }
     };
-    Ok(Grid { pipes, locs, common, caches, output: Box::new(output) })
+    Ok(Grid { parts, common, caches, output: Box::new(output) })
 }

@@ -10,15 +10,36 @@ use super::*;
 use innet_ofswitch::fields::{Field, Flow};
 use std::time::Instant;
 
-pub(super) struct Threads;
+pub(super) const THREADS: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.threads",
+        "Cache misses spread over N slow-path worker threads by flow hash (RSS): throughput and misses per core vs N for Megaflow and Gigaflow, measured with real threads (Fig. 19)",
+        &[
+            COMMON,
+            &[
+                pipelines("Pipebench pipelines"),
+                ParamSpec::new("locality", "\"high\"", "traffic locality: high or low"),
+                ParamSpec::new("threads", "\"1,2,4\"", "slow-path worker threads (vSwitch cores) to measure; beyond this machine's cores they time-share"),
+            ],
+            CACHES,
+            &[ParamSpec::new("repeats", "3", "replays per (pipeline, scheme, threads), interleaved (medians reported)")],
+        ],
+    )
+    .quick(&[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("threads", "\"1,2\""), ("mf_entries", "960"), ("gf_entries", "240"), ("repeats", "1")]),
+    run: |overrides, quick, progress| {
+        let setup = setup(overrides, quick)?;
+        let rows = setup.measure(&setup.pipes, progress)?;
+        Ok(setup.output(rows))
+    },
+};
 
 #[derive(Deserialize)]
 struct ThreadsParams {
     #[serde(flatten)]
     common: Common,
-    pipelines: String,
+    pipelines: List<String>,
     locality: String,
-    threads: String,
+    threads: List<usize>,
     mf_entries: usize,
     gf_tables: usize,
     gf_entries: usize,
@@ -77,32 +98,6 @@ pub(super) struct Replay {
     cpu_ns: u64,
 }
 
-impl Experiment for Threads {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec { name: "pipelines", default: "\"OFD,PSC,OLS,ANT,OTL\"", doc: "Pipebench pipelines" },
-            ParamSpec { name: "locality", default: "\"high\"", doc: "traffic locality: high or low" },
-            ParamSpec { name: "threads", default: "\"1,2,4\"", doc: "slow-path worker threads (vSwitch cores) to measure; beyond this machine's cores they time-share" },
-            ParamSpec { name: "mf_entries", default: "32000", doc: "Megaflow cache entries (MF 32K)" },
-            ParamSpec { name: "gf_tables", default: "4", doc: "Gigaflow LTM tables (K)" },
-            ParamSpec { name: "gf_entries", default: "8000", doc: "entries per LTM table" },
-            ParamSpec { name: "repeats", default: "3", doc: "replays per (pipeline, scheme, threads), interleaved (medians reported)" },
-        ]);
-        ExperimentInfo {
-            name: "gigaflow.threads",
-            description: "Cache misses spread over N slow-path worker threads by flow hash (RSS): throughput and misses per core vs N for Megaflow and Gigaflow, measured with real threads (Fig. 19)",
-            params,
-        }
-    }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let setup = setup(overrides, quick)?;
-        let rows = setup.measure(&setup.pipes, progress)?;
-        Ok(setup.output(rows))
-    }
-}
-
 /// The experiment's parameters resolved: what [`Setup::measure`] replays.
 pub(super) struct Setup {
     p: ThreadsParams,
@@ -113,21 +108,13 @@ pub(super) struct Setup {
 }
 
 pub(super) fn setup(overrides: &BTreeMap<String, String>, quick: bool) -> Result<Setup, ExperimentError> {
-    let p: ThreadsParams = resolve_params(
-        &Threads.info(),
-        &[("rules", "1000"), ("flows", "3000"), ("pipelines", "\"PSC\""), ("threads", "\"1,2\""), ("mf_entries", "960"), ("gf_entries", "240"), ("repeats", "1")],
-        quick,
-        overrides,
-    )?;
+    let p: ThreadsParams = THREADS.declaration.resolve(overrides, quick)?;
     if p.repeats == 0 {
-        return Err(ExperimentError::BadParam { field: "repeats".into(), message: "expected at least 1".into() });
+        return Err(ExperimentError::bad_param("repeats", 0, "at least 1"));
     }
-    let ns: Vec<usize> = split_list("threads", &p.threads)?
-        .iter()
-        .map(|s| s.parse::<usize>().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| ExperimentError::BadParam { field: "threads".into(), message: format!("'{s}' is not a thread count in 1..=64") }))
-        .collect::<Result<_, _>>()?;
-    let pipes = split_list("pipelines", &p.pipelines)?;
-    let loc = Locality::parse(&p.locality).map_err(bad("locality"))?;
+    let ns = p.threads.within("threads", 1..=64, "a thread count in 1..=64")?;
+    let pipes = p.pipelines.non_empty("pipelines")?;
+    let loc = locality("locality", &p.locality)?;
     let specs: [(&'static str, CacheSpec); 2] = [
         ("mf", CacheSpec::Megaflow { entries: p.mf_entries, eviction: Eviction::None, max_masks: usize::MAX }),
         ("gf", CacheSpec::Gigaflow(GigaflowConfig { tables: p.gf_tables, entries_per_table: p.gf_entries, ..p.common.gf() })),
@@ -159,23 +146,18 @@ impl Setup {
             }
             loaded.push((name.clone(), pl, misses));
         }
-        let mut rows: Vec<Replay> = Vec::new();
-        let total = (p.repeats * self.ns.len() * pipes.len() * self.specs.len()) as f64;
-        for repeat in 0..p.repeats {
-            for &n in &self.ns {
-                for (name, pl, misses) in &loaded {
-                    for (scheme, spec, m) in misses {
-                        let (wall_ns, per, cpu) = replay(pl, spec, nic, m, n).map_err(ExperimentError::Invariant)?;
-                        if per.iter().sum::<u64>() != m.len() as u64 {
-                            return Err(ExperimentError::Invariant(format!("{name} {scheme}: workers handled {} of {} misses", per.iter().sum::<u64>(), m.len())));
-                        }
-                        rows.push(Replay { pipeline: name.clone(), scheme: scheme.to_string(), threads: n, repeat, misses: m.len() as u64, max_worker_misses: per.iter().copied().max().unwrap_or(0), wall_ns, cpu_ns: cpu.iter().sum() });
-                        progress(rows.len() as f64 / total);
-                    }
-                }
+        // Every repeat of every thread count over the pipelines and schemes (by index) before the next.
+        let (pipe_ids, scheme_ids): (Vec<usize>, Vec<usize>) = ((0..loaded.len()).collect(), (0..self.specs.len()).collect());
+        let sweep = Sweep::over(0..p.repeats).by(&self.ns).by(&pipe_ids).by(&scheme_ids);
+        sweep.run(progress, |&(((repeat, n), i), s), _| {
+            let (name, pl, misses) = &loaded[i];
+            let (scheme, spec, m) = &misses[s];
+            let (wall_ns, per, cpu) = replay(pl, spec, nic, m, n).map_err(ExperimentError::Invariant)?;
+            if per.iter().sum::<u64>() != m.len() as u64 {
+                return Err(ExperimentError::Invariant(format!("{name} {scheme}: workers handled {} of {} misses", per.iter().sum::<u64>(), m.len())));
             }
-        }
-        Ok(rows)
+            Ok(Replay { pipeline: name.clone(), scheme: scheme.to_string(), threads: n, repeat, misses: m.len() as u64, max_worker_misses: per.iter().copied().max().unwrap_or(0), wall_ns, cpu_ns: cpu.iter().sum() })
+        })
     }
 
     /// The whole run's order of `rows` measured in parts (pipeline by pipeline): repeat, thread
@@ -247,7 +229,7 @@ mod tests {
 
     #[test]
     fn threads_quick_spreads_every_miss_over_the_workers_by_flow() {
-        let out = run(&Threads, &[("repeats", "2")]);
+        let out = run(&THREADS, &[("repeats", "2")]);
         let psc = &out.summary["pipelines"]["PSC"];
         let (mf, gf) = (&psc["mf"], &psc["gf"]);
         assert!(gf["misses"].as_u64().unwrap() > 0 && mf["misses"].as_u64().unwrap() > 0, "{psc}");
@@ -264,7 +246,7 @@ mod tests {
         let ColumnData::U64(r) = &out.tables[0].columns[3].1 else { panic!() };
         assert_eq!(r, &[0, 0, 0, 0, 1, 1, 1, 1]);
         let o: BTreeMap<String, String> = [("threads".to_string(), "0".to_string())].into();
-        assert!(Threads.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("threads"));
+        assert!(THREADS.run(&o, true, &mut |_| {}).unwrap_err().to_string().contains("threads"));
     }
 
     #[test]

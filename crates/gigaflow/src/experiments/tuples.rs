@@ -11,7 +11,21 @@ use innet_pipebench::classbench::RuleGen;
 use rand::SeedableRng;
 use std::collections::HashSet;
 
-pub(super) struct Tuples;
+pub(super) const TUPLES: GfExperiment = GfExperiment {
+    declaration: Declaration::new(
+        "gigaflow.tuples",
+        "Reoccurrence of header-field tuples by tuple width (5 to 1) in the ClassBench-style ruleset and in Pipebench traffic (Fig. 4)",
+        &[
+            COMMON,
+            &[
+                ParamSpec::new("ruleset_rules", "200000", "ClassBench-style rules counted (the paper's Fig. 4 ruleset has 200,000)"),
+                ParamSpec::new("pipeline", "\"PSC\"", "Pipebench pipeline whose traffic (high and low locality, `rules` and `flows`) is counted"),
+            ],
+        ],
+    )
+    .quick(&[("rules", "1000"), ("flows", "3000"), ("ruleset_rules", "20000")]),
+    run,
+};
 
 #[derive(Deserialize)]
 struct TuplesParams {
@@ -47,61 +61,50 @@ fn by_width(rows: &[(u8, usize, f64)]) -> [f64; 5] {
     })
 }
 
-impl Experiment for Tuples {
-    fn info(&self) -> ExperimentInfo {
-        let mut params = common_params();
-        params.extend([
-            ParamSpec { name: "ruleset_rules", default: "200000", doc: "ClassBench-style rules counted (the paper's Fig. 4 ruleset has 200,000)" },
-            ParamSpec { name: "pipeline", default: "\"PSC\"", doc: "Pipebench pipeline whose traffic (high and low locality, `rules` and `flows`) is counted" },
-        ]);
-        ExperimentInfo { name: "gigaflow.tuples", description: "Reoccurrence of header-field tuples by tuple width (5 to 1) in the ClassBench-style ruleset and in Pipebench traffic (Fig. 4)", params }
+fn run(overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
+    let p: TuplesParams = TUPLES.declaration.resolve(overrides, quick)?;
+    if p.ruleset_rules == 0 {
+        return Err(ExperimentError::bad_param("ruleset_rules", 0, "at least 1"));
     }
-
-    fn run(&self, overrides: &BTreeMap<String, String>, quick: bool, progress: Progress<'_>) -> Result<RunOutput, ExperimentError> {
-        let p: TuplesParams = resolve_params(&self.info(), &[("rules", "1000"), ("flows", "3000"), ("ruleset_rules", "20000")], quick, overrides)?;
-        if p.ruleset_rules == 0 {
-            return Err(ExperimentError::BadParam { field: "ruleset_rules".into(), message: "expected at least 1".into() });
-        }
-        let profile = Profile::parse(&p.common.profile).map_err(bad("profile"))?;
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(p.common.seed);
-        let gen = RuleGen::new(profile, &mut rng);
-        let rules: Vec<[u64; 5]> = (0..p.ruleset_rules)
-            .map(|_| {
-                let r = gen.rule(&mut rng);
-                let prefix = |x: innet_pipebench::classbench::Prefix| (x.addr as u64) << 8 | x.len as u64;
-                [prefix(r.src), prefix(r.dst), r.proto.map_or(256, |x| x as u64), (r.sport.lo as u64) << 16 | r.sport.hi as u64, (r.dport.lo as u64) << 16 | r.dport.hi as u64]
-            })
-            .collect();
-        let mut sources = vec![("ruleset".to_string(), per_subset(&rules))];
-        progress(0.3);
-        for (i, loc) in [Locality::High, Locality::Low].into_iter().enumerate() {
-            let (_, _, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
-            let flows: Vec<[u64; 5]> = traffic.flows.iter().map(|f| [Field::NwSrc, Field::NwDst, Field::NwProto, Field::TpSrc, Field::TpDst].map(|k| f.headers.get(k))).collect();
-            sources.push((format!("traffic_{}", loc_name(loc)), per_subset(&flows)));
-            progress(0.3 + 0.35 * (i + 1) as f64);
-        }
-        let mut summary = Map::new();
-        summary.insert("experiment".into(), json!("gigaflow.tuples"));
-        p.common.describe(&mut summary);
-        summary.insert("ruleset_rules".into(), json!(p.ruleset_rules));
-        summary.insert("pipeline".into(), json!(p.pipeline));
-        for (name, rows) in &sources {
-            let w = by_width(rows);
-            let mut v: Map<String, Value> = (1..=5).map(|k| (format!("k{k}"), json!(r6(w[k - 1])))).collect();
-            // The paper's "a sub-traversal matching between 1 and 4 headers can be shared by about
-            // 856 flows (on average)": the mean over the widths 1-4.
-            v.insert("mean_k1_to_k4".into(), json!(r6(w[..4].iter().sum::<f64>() / 4.0)));
-            summary.insert(name.clone(), Value::Object(v));
-        }
-        let all: Vec<(&str, u8, usize, f64)> = sources.iter().flat_map(|(n, rows)| rows.iter().map(move |r| (n.as_str(), r.0, r.1, r.2))).collect();
-        let t = Table::new("tuples")
-            .with("source", strs(&all, |x| x.0.to_string()))
-            .with("fields", strs(&all, |x| subset_name(x.1)))
-            .with("k", u64s(&all, |x| x.1.count_ones() as u64))
-            .with("distinct_tuples", u64s(&all, |x| x.2 as u64))
-            .with("items_per_tuple", f64s(&all, |x| r6(x.3)));
-        Ok(RunOutput { summary, tables: vec![t] })
+    let profile = Profile::parse(&p.common.profile).map_err(|m| ExperimentError::param("profile", m))?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(p.common.seed);
+    let gen = RuleGen::new(profile, &mut rng);
+    let rules: Vec<[u64; 5]> = (0..p.ruleset_rules)
+        .map(|_| {
+            let r = gen.rule(&mut rng);
+            let prefix = |x: innet_pipebench::classbench::Prefix| (x.addr as u64) << 8 | x.len as u64;
+            [prefix(r.src), prefix(r.dst), r.proto.map_or(256, |x| x as u64), (r.sport.lo as u64) << 16 | r.sport.hi as u64, (r.dport.lo as u64) << 16 | r.dport.hi as u64]
+        })
+        .collect();
+    let mut sources = vec![("ruleset".to_string(), per_subset(&rules))];
+    progress(0.3);
+    let traffic = Sweep::over([Locality::High, Locality::Low]).run(&mut |f| progress(0.3 + 0.7 * f), |&loc, _| {
+        let (_, _, traffic) = inputs(&p.pipeline, loc, &p.common).map_err(ExperimentError::Input)?;
+        let flows: Vec<[u64; 5]> = traffic.flows.iter().map(|f| [Field::NwSrc, Field::NwDst, Field::NwProto, Field::TpSrc, Field::TpDst].map(|k| f.headers.get(k))).collect();
+        Ok((format!("traffic_{}", loc_name(loc)), per_subset(&flows)))
+    })?;
+    sources.extend(traffic);
+    let mut summary = Map::new();
+    summary.insert("experiment".into(), json!("gigaflow.tuples"));
+    p.common.describe(&mut summary);
+    summary.insert("ruleset_rules".into(), json!(p.ruleset_rules));
+    summary.insert("pipeline".into(), json!(p.pipeline));
+    for (name, rows) in &sources {
+        let w = by_width(rows);
+        let mut v: Map<String, Value> = (1..=5).map(|k| (format!("k{k}"), json!(r6(w[k - 1])))).collect();
+        // The paper's "a sub-traversal matching between 1 and 4 headers can be shared by about
+        // 856 flows (on average)": the mean over the widths 1-4.
+        v.insert("mean_k1_to_k4".into(), json!(r6(w[..4].iter().sum::<f64>() / 4.0)));
+        summary.insert(name.clone(), Value::Object(v));
     }
+    let all: Vec<(&str, u8, usize, f64)> = sources.iter().flat_map(|(n, rows)| rows.iter().map(move |r| (n.as_str(), r.0, r.1, r.2))).collect();
+    let t = Table::new("tuples")
+        .with("source", strs(&all, |x| x.0.to_string()))
+        .with("fields", strs(&all, |x| subset_name(x.1)))
+        .with("k", u64s(&all, |x| x.1.count_ones() as u64))
+        .with("distinct_tuples", u64s(&all, |x| x.2 as u64))
+        .with("items_per_tuple", f64s(&all, |x| r6(x.3)));
+    Ok(RunOutput { summary, tables: vec![t] })
 }
 
 #[cfg(test)]
@@ -111,7 +114,7 @@ mod tests {
 
     #[test]
     fn fewer_fields_recur_more_and_high_locality_recurs_more_than_low() {
-        let out = run(&Tuples, &[]);
+        let out = run(&TUPLES, &[]);
         let s = &out.summary;
         let k = |src: &str, k: usize| s[src][format!("k{k}")].as_f64().unwrap();
         for src in ["ruleset", "traffic_high", "traffic_low"] {

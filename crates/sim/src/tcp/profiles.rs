@@ -44,19 +44,11 @@ pub fn tcp_config(profile: &str, congestion_control: &str, hystart: &str) -> Res
             cfg.delayed_ack_count = 2;
             Hystart::Rfc9406
         }
-        other => {
-            return Err(ExperimentError::BadParam {
-                field: "tcp_profile".into(),
-                message: format!("expected switchv2p, datacenter or ns3, got '{other}'"),
-            })
-        }
+        other => return Err(ExperimentError::bad_param("tcp_profile", other, "switchv2p, datacenter or ns3")),
     };
     let hystart_rule = match hystart {
         "profile" => profile_hystart,
-        name => Hystart::by_name(name).ok_or_else(|| ExperimentError::BadParam {
-            field: "hystart".into(),
-            message: format!("expected profile, off, rfc9406 or ns3, got '{name}'"),
-        })?,
+        name => Hystart::by_name(name).ok_or_else(|| ExperimentError::bad_param("hystart", name, "profile, off, rfc9406 or ns3"))?,
     };
     cfg.congestion_control = match congestion_control {
         "cubic" => CongestionControl::cubic().with_hystart(hystart_rule),
@@ -65,18 +57,10 @@ pub fn tcp_config(profile: &str, congestion_control: &str, hystart: &str) -> Res
             CongestionControl::dctcp()
         }
         "newreno" => CongestionControl::NewReno,
-        other => {
-            return Err(ExperimentError::BadParam {
-                field: "congestion_control".into(),
-                message: format!("expected cubic, dctcp or newreno, got '{other}'"),
-            })
-        }
+        other => return Err(ExperimentError::bad_param("congestion_control", other, "cubic, dctcp or newreno")),
     };
     if congestion_control != "cubic" && hystart != "profile" {
-        return Err(ExperimentError::BadParam {
-            field: "hystart".into(),
-            message: format!("only CUBIC has a HyStart rule; leave it at profile with {congestion_control}, got '{hystart}'"),
-        });
+        return Err(ExperimentError::param("hystart", format!("only CUBIC has a HyStart rule; leave it at profile with {congestion_control}, got '{hystart}'")));
     }
     Ok(cfg)
 }
