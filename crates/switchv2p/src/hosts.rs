@@ -63,23 +63,42 @@ fn split_token(token: u64) -> (u64, u64) {
     (token >> TOKEN_KIND_SHIFT, token & ((1 << TOKEN_KIND_SHIFT) - 1))
 }
 
-/// The gateway serving a flow: CRC-32 of the flow id over the gateways (per-flow balancing).
+/// The gateway serving a flow (per-flow balancing): CRC-32 of `key` over the gateways. innet
+/// hashes its flow index as 8 little-endian bytes; the artifact hashes the trace's flow id as
+/// 4 (`SocketHelper::GetGatewayIdx`: `CRC32Calculate(&flowId, sizeof(uint32_t))`).
 #[inline]
-pub fn gateway_for(gateways: &[u32], flow_id: u64) -> u32 {
-    let h = innet_dataplane::state::HashUnit::new(innet_dataplane::state::HashAlgorithm::Crc32, 0).hash(&flow_id.to_le_bytes());
+pub fn gateway_for(gateways: &[u32], key: &[u8]) -> u32 {
+    let h = innet_dataplane::state::HashUnit::new(innet_dataplane::state::HashAlgorithm::Crc32, 0).hash(key);
     gateways[(h % gateways.len() as u32) as usize]
 }
 
-/// [`gateway_for`] with the last flow's answer kept: a host sends a flow's packets in runs (a
-/// TCP window), and the CRC was a tenth of the vswitch's time.
-#[inline]
-fn cached_gateway(last: &mut Option<(u64, u32)>, gateways: &[u32], flow_id: u64) -> u32 {
-    match *last {
-        Some((f, g)) if f == flow_id => g,
-        _ => {
-            let g = gateway_for(gateways, flow_id);
-            *last = Some((flow_id, g));
-            g
+/// The gateway of every flow, by flow index, computed once per run.
+#[derive(Debug, Clone)]
+pub struct FlowGateways {
+    /// Per flow index (the driver's numbering: trace rows by start time).
+    by_flow: Vec<u32>,
+    /// Every gateway, for a packet outside the trace's flows.
+    gateways: Arc<Vec<u32>>,
+}
+
+impl FlowGateways {
+    /// innet's per-flow balancing: the flow index hashed ([`gateway_for`]).
+    pub fn by_index(gateways: Arc<Vec<u32>>, flows: usize) -> Self {
+        let by_flow = (0..flows as u64).map(|i| gateway_for(&gateways, &i.to_le_bytes())).collect();
+        FlowGateways { by_flow, gateways }
+    }
+
+    /// The artifact's: each flow's id in the trace (its fourth column), as a 32-bit word.
+    pub fn by_trace_id(gateways: Arc<Vec<u32>>, trace_ids: impl Iterator<Item = u64>) -> Self {
+        let by_flow = trace_ids.map(|id| gateway_for(&gateways, &(id as u32).to_le_bytes())).collect();
+        FlowGateways { by_flow, gateways }
+    }
+
+    #[inline]
+    pub fn of(&self, flow: u64) -> u32 {
+        match self.by_flow.get(flow as usize) {
+            Some(&g) => g,
+            None => gateway_for(&self.gateways, &flow.to_le_bytes()),
         }
     }
 }
@@ -108,21 +127,20 @@ pub struct HostSettings {
 pub struct V2pHostVswitch {
     pub cfg: HostSettings,
     dir: Arc<Directory>,
-    gateways: Arc<Vec<u32>>,
+    /// The gateway of each flow.
+    gateways: Arc<FlowGateways>,
     stats: SharedStats,
     held: Holder,
     /// OnDemand: VIPs this host may send to directly. A miss goes through a gateway (the
     /// "first lookup in the gateway", whose 40 µs is the miss penalty); the host learns a VIP
     /// from the packets it receives, so the reply to a miss teaches it (the artifact).
     learned: FastSet<u32>,
-    /// The last (flow, gateway) [`gateway_for`] gave.
-    last_gateway: Option<(u64, u32)>,
 }
 
 impl V2pHostVswitch {
-    pub fn new(cfg: HostSettings, dir: Arc<Directory>, gateways: Arc<Vec<u32>>, stats: SharedStats) -> Self {
+    pub fn new(cfg: HostSettings, dir: Arc<Directory>, gateways: Arc<FlowGateways>, stats: SharedStats) -> Self {
         let learned = cfg.ondemand_preinstalled.iter().map(|&vm| Directory::vip(vm)).collect();
-        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned, last_gateway: None }
+        V2pHostVswitch { cfg, dir, gateways, stats, held: Holder::default(), learned }
     }
 
     fn encapsulate(&self, net: &mut Network, host: &HostAddr, pkt: PacketId, pip: u32) {
@@ -144,7 +162,7 @@ impl Vswitch for V2pHostVswitch {
                 // The host's copy of the directory lags behind migrations by the update delay.
                 self.dir.pip_at(vip, now.saturating_sub(self.cfg.ondemand_update_delay_ps))
             }
-            HostMode::OnDemand | HostMode::Gateway => Some(cached_gateway(&mut self.last_gateway, &self.gateways, flow)),
+            HostMode::OnDemand | HostMode::Gateway => Some(self.gateways.of(flow)),
         };
         match pip {
             Some(pip) => {
@@ -195,7 +213,7 @@ impl Vswitch for V2pHostVswitch {
                 let t = p.tunnel.as_mut().expect("checked above");
                 let via_gateway = self.cfg.bounce_hits_via_gateway
                     && tunnel_tags(&t.encap).is_some_and(|o| V2pOptions::parse(o).is_ok_and(|o| o.hit.is_some()));
-                t.outer.dst = if via_gateway { cached_gateway(&mut self.last_gateway, &self.gateways, flow) } else { new_pip };
+                t.outer.dst = if via_gateway { self.gateways.of(flow) } else { new_pip };
                 drop(stats);
                 self.held.hold(net, host, pkt, now + self.cfg.misdelivery_delay_ps);
                 VswitchVerdict::Taken
@@ -286,5 +304,26 @@ impl Vswitch for GatewayVswitch {
 
     fn finish(&mut self, net: &mut Network) {
         self.held.drain(net);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_artifact_hashes_its_trace_flow_id_as_one_32_bit_word() {
+        // Known answers: zlib's CRC-32 (= ns-3's CRC32Calculate) of the id as 4 little-endian
+        // bytes, modulo the gateways: 1 → 0x99f8b879, 81 → 0x52f5b7db, 161 → 0xd493a17c.
+        let gws = Arc::new(vec![10, 11, 12, 13]);
+        let artifact = FlowGateways::by_trace_id(gws.clone(), [1u64, 81, 161].into_iter());
+        assert_eq!([artifact.of(0), artifact.of(1), artifact.of(2)], [11, 13, 10]);
+        // innet's own balancing hashes the flow index as 8 bytes: another function (the 8-byte
+        // CRC of 1 is 3 mod 4, the 4-byte one 1).
+        let own = FlowGateways::by_index(gws, 3);
+        assert_eq!(own.of(1), 13);
+        assert_eq!(gateway_for(&[10, 11, 12, 13], &1u32.to_le_bytes()), 11);
+        // A flow outside the trace still gets a gateway.
+        assert!([10, 11, 12, 13].contains(&artifact.of(99)));
     }
 }

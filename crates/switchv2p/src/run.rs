@@ -24,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use crate::bluebird::{BluebirdControl, BluebirdSettings, BluebirdTor};
 use crate::controller::{ControllerSwitch, HighsCli, PlacementProblem, SolveStats};
 use crate::directory::{Directory, Migration};
-use crate::hosts::{GatewayVswitch, HostSettings, V2pHostVswitch};
+use crate::hosts::{FlowGateways, GatewayVswitch, HostSettings, V2pHostVswitch};
 use crate::scheme::Scheme;
 use crate::stats::V2pStats;
 use crate::switch::{FabricFacts, V2pRole, V2pSwitch, V2pSwitchSettings};
@@ -539,6 +539,12 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
             _ => Box::new(SimSwitch::new(L3Forward::default(), site.switch_index, routing, site.net, site.node)),
         }
     };
+    // Per-flow gateway balancing: the artifact's hash of its trace flow ids with its paths
+    // (`ecmp=artifact`), else innet's of the flow index.
+    let flow_gateways = Arc::new(match spec.ecmp {
+        Ecmp::Artifact => FlowGateways::by_trace_id(gateways.clone(), rows.iter().map(|r| r.flow_id)),
+        _ => FlowGateways::by_index(gateways.clone(), rows.len()),
+    });
     let host_cfg = HostConfig { tcp: spec.tcp.clone(), listen_all: true };
     let mut fabric = build_fabric(topo, spec.seed, host_cfg, flows, make_switch);
 
@@ -553,7 +559,7 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
     for (i, &h) in fabric.topo.hosts.clone().iter().enumerate() {
         let host = fabric.sim.node_mut::<Host>(h).expect("hosts are Host nodes");
         if (i as u32) < servers {
-            host.vswitch = Some(Box::new(V2pHostVswitch::new(host_settings.clone(), dir.clone(), gateways.clone(), stats.clone())));
+            host.vswitch = Some(Box::new(V2pHostVswitch::new(host_settings.clone(), dir.clone(), flow_gateways.clone(), stats.clone())));
         } else {
             host.vswitch = Some(Box::new(GatewayVswitch::new(dir.clone(), stats.clone(), spec.gateway_processing_ps)));
         }

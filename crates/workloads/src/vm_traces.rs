@@ -217,7 +217,8 @@ pub fn destination_reuse(rows: &[TraceRow]) -> (usize, usize, usize) {
 }
 
 /// The migration test's incast: `senders` VMs (the first VM of each of as many servers) each
-/// send `packets` UDP packets `gap_ns` apart to `dst_vm`, one flow per sender.
+/// send `packets` UDP packets `gap_ns` apart to `dst_vm`, one flow per sender, numbered as the
+/// artifact's `datasets/incast.csv` numbers them (the sender's VM + 1).
 pub fn incast(senders: u32, vms_per_server: u32, dst_vm: u32, packets: u32, gap_ns: u64) -> Vec<TraceRow> {
     let mut rows = Vec::with_capacity((senders * packets) as usize);
     for s in 0..senders {
@@ -226,7 +227,7 @@ pub fn incast(senders: u32, vms_per_server: u32, dst_vm: u32, packets: u32, gap_
                 src_vm: s * vms_per_server,
                 dst_vm,
                 ts_ns: k as u64 * gap_ns,
-                flow_id: s as u64 + 1,
+                flow_id: (s * vms_per_server) as u64 + 1,
                 size_bytes: UDP_PAYLOAD_BYTES as u64,
             });
         }
