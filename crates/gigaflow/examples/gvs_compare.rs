@@ -20,6 +20,7 @@ use innet_gigaflow::ltm::GigaflowConfig;
 use innet_gigaflow::megaflow::Eviction;
 use innet_gigaflow::nic::{NicCache, NicModel};
 use innet_gigaflow::partition::Scheme;
+use innet_ofswitch::fields::Flow;
 use innet_ofswitch::slowpath::{LookupWildcards, Pipeline};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -114,7 +115,7 @@ fn main() {
                     for (k, t) in g.tables.iter().enumerate() {
                         for id in t.ids() {
                             let (sl, m) = (t.get(id), t.mask_of(id));
-                            let f: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&x| m.0[x] != 0).map(|x| format!("{:?}={:x}/{:x}", innet_ofswitch::fields::Field::from_index(x), sl.key.0[x], m.0[x])).collect();
+                            let f = matched_fields(&sl.key, m, None);
                             eprintln!("ENTRY k={k} tag={} p={} {}", sl.tag, sl.priority, f.join(","));
                         }
                     }
@@ -148,6 +149,20 @@ fn tables_of(c: &NicCache) -> (Vec<usize>, Vec<u64>, Vec<usize>) {
     }
 }
 
+/// An entry's matched fields as `Field=key/mask`, with the packet's value when given.
+fn matched_fields(key: &Flow, mask: &Flow, packet: Option<&Flow>) -> Vec<String> {
+    (0..innet_ofswitch::fields::N_FIELDS)
+        .filter(|&f| mask.0[f] != 0)
+        .map(|f| {
+            let field = innet_ofswitch::fields::Field::from_index(f);
+            match packet {
+                Some(p) => format!("{field:?}={:x}/{:x} (packet {:x})", key.0[f], mask.0[f], p.0[f]),
+                None => format!("{field:?}={:x}/{:x}", key.0[f], mask.0[f]),
+            }
+        })
+        .collect()
+}
+
 /// For a debugging session (GVS_COMPARE_EXPLAIN=1): the packet's traversal (vSwitch tables,
 /// output actions) and the LTM entries its lookup takes (table, tag, priority, next tag, mask
 /// fields).
@@ -163,7 +178,7 @@ fn explain(c: &mut NicCache, pl: &Pipeline, pkt: &innet_ofswitch::fields::Flow) 
             if let Some(id) = g.tables[k].lookup(tag, &flow, None) {
                 let mask = *g.tables[k].mask_of(id);
                 let slot = g.tables[k].get(id);
-                let fields: Vec<String> = (0..innet_ofswitch::fields::N_FIELDS).filter(|&f| mask.0[f] != 0).map(|f| format!("{:?}={:x}/{:x} (packet {:x})", innet_ofswitch::fields::Field::from_index(f), slot.key.0[f], mask.0[f], flow.0[f])).collect();
+                let fields = matched_fields(&slot.key, &mask, Some(&flow));
                 steps.push(json!({"table": k, "tag": slot.tag, "priority": slot.priority, "next": slot.payload.next_tag, "mask": fields, "ops": format!("{:?}", slot.payload.ops)}));
                 innet_gigaflow::actions::apply_ops(&slot.payload.ops, &mut flow, &mut outs);
                 tag = slot.payload.next_tag;
