@@ -3,7 +3,12 @@
 //! [`MappingCache`] is what the switch protocols ask of a cache; a scheme defined outside this
 //! crate brings its own ([`crate::scheme::CacheScheme`], docs/extending.md).
 //! [`DirectMapped`] is SwitchV2P's cache (and LocalLearning's and GwCache's): one slot per CRC-32
-//! index of the virtual IP, each slot a (VIP, PIP) pair plus an access bit. The paper: the bit
+//! index of the virtual IP, each slot a (VIP, PIP) pair plus an access bit. The index hashes the
+//! VIP (innet's, as a P4 hash unit would), or, with `cache_index=artifact`, what the ns-3
+//! artifact's `P4Cache::GetIndex` hashes: the VM's number in the artifact's own numbering and the
+//! salt as two little-endian words ([`ArtifactIds`]). The function is the same on every switch
+//! (SwitchV2P), so two VMs that collide collide everywhere: which VMs those are decides where
+//! hot mappings can live, and so moves hit rates at small caches (docs/switchv2p.md). The paper: the bit
 //! turns on upon a hit and off when a lookup lands on the slot but misses. Operations follow the
 //! authors' artifact (docs/switchv2p.md): `get` sets/clears the bit, `put` overwrites and clears
 //! the bit, `put_if_free` inserts only into an empty slot or over the same key.
@@ -17,6 +22,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use innet_dataplane::state::{HashAlgorithm, HashUnit, ResourceEntry, ResourceKind};
 
@@ -56,11 +62,58 @@ enum Store {
     Sparse(SlotMap),
 }
 
+/// The ns-3 artifact's number of each VM (`SimulationBase::AssignIds`): leaf by leaf, the VMs of
+/// the leaf's servers in order, then the leaf's gateways, which take numbers too. The artifact's
+/// VIP *is* this number, and its caches hash it.
+#[derive(Debug, Clone)]
+pub struct ArtifactIds {
+    vip_base: u32,
+    ids: Arc<[u32]>,
+}
+
+impl ArtifactIds {
+    /// `ids[vm]` is VM `vm`'s number; VM `vm`'s VIP is `vip_base + vm`.
+    pub fn new(vip_base: u32, ids: Vec<u32>) -> Self {
+        ArtifactIds { vip_base, ids: ids.into() }
+    }
+
+    /// The artifact's number of the VM behind `vip` (a key that is no VM's hashes as itself).
+    #[inline]
+    pub fn id(&self, vip: u32) -> u32 {
+        self.ids.get(vip.wrapping_sub(self.vip_base) as usize).copied().unwrap_or(vip)
+    }
+}
+
+/// What a direct-mapped cache's index hashes.
+#[derive(Debug, Clone)]
+enum Index {
+    /// The VIP's four bytes, big-endian, after the hash unit's salt (the P4 hash unit's input).
+    Vip(HashUnit),
+    /// The artifact's `P4Cache::GetIndex`: CRC-32 of {VM number, salt}, two little-endian words.
+    Artifact { salt: u32, ids: ArtifactIds },
+}
+
+impl Index {
+    #[inline]
+    fn slot(&self, capacity: u32, key: u32) -> u32 {
+        let h = match self {
+            Index::Vip(hash) => hash.hash(&key.to_be_bytes()),
+            Index::Artifact { salt, ids } => {
+                let mut words = [0u8; 8];
+                words[..4].copy_from_slice(&ids.id(key).to_le_bytes());
+                words[4..].copy_from_slice(&salt.to_le_bytes());
+                HashUnit::new(HashAlgorithm::Crc32, 0).hash(&words)
+            }
+        };
+        h % capacity.max(1)
+    }
+}
+
 /// A direct-mapped (VIP → PIP, access bit) cache.
 #[derive(Debug, Clone)]
 pub struct DirectMapped {
     capacity: u32,
-    hash: HashUnit,
+    index: Index,
     store: Store,
     occupied: u32,
     /// The last key indexed and its slot. A packet's visit asks for the same key several
@@ -82,22 +135,32 @@ impl DirectMapped {
     /// The same cache indexed by another hash (a cache built of several direct-mapped parts
     /// gives each its own function).
     pub fn with_hash(capacity: u32, hash: HashUnit) -> Self {
+        Self::with_index(capacity, Index::Vip(hash))
+    }
+
+    /// The same cache indexed as the ns-3 artifact's (`cache_index=artifact`): CRC-32 of the
+    /// VM's number in `ids` and `salt`.
+    pub fn artifact(capacity: u32, salt: u32, ids: ArtifactIds) -> Self {
+        Self::with_index(capacity, Index::Artifact { salt, ids })
+    }
+
+    fn with_index(capacity: u32, index: Index) -> Self {
         let store = if capacity as u64 > DENSE_LIMIT_SLOTS {
             Store::Sparse(SlotMap::default())
         } else {
             Store::Dense(vec![None; capacity as usize])
         };
-        Self::with_store(capacity, hash, store)
+        Self::with_store(capacity, index, store)
     }
 
-    fn with_store(capacity: u32, hash: HashUnit, store: Store) -> Self {
-        let last = Cell::new((0, crc_index(&hash, capacity, 0)));
-        DirectMapped { capacity, hash, store, occupied: 0, last }
+    fn with_store(capacity: u32, index: Index, store: Store) -> Self {
+        let last = Cell::new((0, index.slot(capacity, 0)));
+        DirectMapped { capacity, index, store, occupied: 0, last }
     }
 
     /// The same cache with the sparse layout whatever its size (for tests).
     pub fn new_sparse(capacity: u32, salt: u32) -> Self {
-        Self::with_store(capacity, HashUnit::new(HashAlgorithm::Crc32, salt), Store::Sparse(SlotMap::default()))
+        Self::with_store(capacity, Index::Vip(HashUnit::new(HashAlgorithm::Crc32, salt)), Store::Sparse(SlotMap::default()))
     }
 
     /// Occupied slots.
@@ -116,7 +179,7 @@ impl DirectMapped {
         if k == key {
             return i;
         }
-        let i = crc_index(&self.hash, self.capacity, key);
+        let i = self.index.slot(self.capacity, key);
         self.last.set((key, i));
         i
     }
@@ -326,11 +389,6 @@ impl MappingCache for DirectMapped {
     fn index_bits(&self) -> u32 {
         bits_to_address(self.capacity as u64)
     }
-}
-
-/// The slot of `key` in a cache of `capacity` slots: CRC-32 of its big-endian bytes, modulo.
-fn crc_index(hash: &HashUnit, capacity: u32, key: u32) -> u32 {
-    hash.hash(&key.to_be_bytes()) % capacity.max(1)
 }
 
 /// Bits needed to address `n` distinct items (at least 1).

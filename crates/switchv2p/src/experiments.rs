@@ -27,7 +27,7 @@ use innet_sim::vswitch::TunnelKind;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::run::{run_scheme, run_scheme_costed, Ecmp, RunCost, NetworkSpec, RunSpec, SchemeResult, Transport};
+use crate::run::{run_scheme, run_scheme_costed, CacheIndex, Ecmp, RunCost, NetworkSpec, RunSpec, SchemeResult, Transport};
 use crate::scheme::Scheme;
 use crate::traces::{self, TraceRequest};
 use innet_workloads::trace::TraceRow;
@@ -67,6 +67,7 @@ pub struct Params {
     pub tunnel: String,
     pub topology: String,
     pub ecmp: String,
+    pub cache_index: String,
 }
 
 impl Default for Params {
@@ -102,6 +103,7 @@ impl Default for Params {
             tunnel: "ipip_tags".into(),
             topology: "ft8_10k".into(),
             ecmp: "independent".into(),
+            cache_index: "vip".into(),
         }
     }
 }
@@ -185,6 +187,11 @@ impl Params {
         if s.ecmp == Ecmp::Artifact && s.net.topo.kind != "fattree" {
             return Err(ExperimentError::param("ecmp", format!("artifact needs a fat tree (the artifact's addressing plan), not topology kind '{}'", s.net.topo.kind)));
         }
+        s.cache_index = match self.cache_index.as_str() {
+            "vip" => CacheIndex::Vip,
+            "artifact" => CacheIndex::Artifact,
+            other => return Err(ExperimentError::bad_param("cache_index", other, "vip or artifact")),
+        };
         s.tunnel = match self.tunnel.as_str() {
             "ipip_tags" => TunnelKind::IpInIpTagged,
             "geneve" => TunnelKind::Geneve { vni: 1 },
@@ -231,6 +238,11 @@ pub const TRACE_PARAMS: &[ParamSpec] = &[
         "ecmp",
         "\"independent\"",
         "independent: each switch hashes flows with its own seed; correlated: one seed for all, so a ToR's spine and the spine's core choice coincide (the artifact's ns-3 ECMP: on FT8-10K only cores 0, 5, 10, 15 carry inter-pod traffic); artifact: the artifact's own hash of its own addresses (ns-3's Murmur3 flow hash, fat trees), so every flow takes the artifact's path",
+    ),
+    ParamSpec::new(
+        "cache_index",
+        "\"vip\"",
+        "what the direct-mapped caches hash to find a slot: vip (CRC-32 of the VIP) or artifact (the ns-3 artifact's P4Cache::GetIndex: CRC-32 of the VM's number in the artifact's numbering, gateways counted, and the salt; GwCache unsalted as there)",
     ),
     ParamSpec::new(
         "tunnel",

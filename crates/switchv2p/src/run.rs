@@ -22,6 +22,7 @@ use innet_workloads::trace::TraceRow;
 use rand::{Rng, SeedableRng};
 
 use crate::bluebird::{BluebirdControl, BluebirdSettings, BluebirdTor};
+use crate::cache::ArtifactIds;
 use crate::controller::{ControllerSwitch, HighsCli, PlacementProblem, SolveStats};
 use crate::directory::{Directory, Migration};
 use crate::hosts::{FlowGateways, GatewayVswitch, HostSettings, V2pHostVswitch};
@@ -114,8 +115,46 @@ pub struct RunSpec {
     /// How switches hash flows onto equal-cost paths ([`Ecmp`]). The ILP controller's path walk
     /// does not see this.
     pub ecmp: Ecmp,
+    /// What the direct-mapped caches' index hashes ([`CacheIndex`]).
+    pub cache_index: CacheIndex,
     pub stop_ps: u64,
     pub seed: u64,
+}
+
+/// What the direct-mapped caches (SwitchV2P's, LocalLearning's, GwCache's) hash to find a slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheIndex {
+    /// The VIP (innet's default): CRC-32 of its four bytes, after the switch's salt if it has one.
+    Vip,
+    /// The ns-3 artifact's `P4Cache::GetIndex`: CRC-32 of the VM's number in the artifact's own
+    /// numbering ([`artifact_vm_ids`]) and the salt, two little-endian words; GwCache's salt is
+    /// then 0 on every gateway ToR, as the artifact's (`RandomHashFunction=false`).
+    Artifact,
+}
+
+/// The ns-3 artifact's number of every VM (`SimulationBase::AssignIds`, which its VIPs are):
+/// ToR by ToR, the VMs of the ToR's servers in server order, then one number for each gateway on
+/// that ToR. `server_tor[s]` is server `s`'s ToR; VM `v` lives on server `v / vms_per_server`.
+pub fn artifact_vm_ids(server_tor: &[u32], vms_per_server: u32, gateways_on_tor: impl Fn(u32) -> u32) -> Vec<u32> {
+    let mut servers: Vec<u32> = (0..server_tor.len() as u32).collect();
+    servers.sort_by_key(|&s| (server_tor[s as usize], s));
+    let mut ids = vec![0u32; server_tor.len() * vms_per_server as usize];
+    let mut next = 0u32;
+    let mut tors = servers.iter().map(|&s| server_tor[s as usize]).collect::<Vec<_>>();
+    tors.dedup();
+    let mut at = 0usize;
+    for tor in tors {
+        while at < servers.len() && server_tor[servers[at] as usize] == tor {
+            let s = servers[at];
+            for v in s * vms_per_server..(s + 1) * vms_per_server {
+                ids[v as usize] = next;
+                next += 1;
+            }
+            at += 1;
+        }
+        next += gateways_on_tor(tor);
+    }
+    ids
 }
 
 /// How switches hash flows onto equal-cost paths.
@@ -188,6 +227,7 @@ impl RunSpec {
             preload: Vec::new(),
             tunnel: TunnelKind::IpInIpTagged,
             ecmp: Ecmp::Independent,
+            cache_index: CacheIndex::Vip,
             stop_ps: 2_000 * PS_PER_MS,
             seed: 1,
         }
@@ -314,6 +354,7 @@ pub fn resource_model(ns: &NetworkSpec, cache_fraction: f64, slots_override: Opt
         switch_ip: 0,
         cache_slots: slots,
         hash_salt: 0,
+        artifact_ids: None,
         p_learn: 0.005,
         promote_requires_access_bit: false,
         invalidation_spacing_ps: base_rtt_ps(&ns.topo),
@@ -471,6 +512,18 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
     let server_ips: HashSet<u32> = (0..servers).map(server_ip).collect();
     let mut salt_rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5a17);
     let salts: Vec<u32> = (0..topo.switches.len()).map(|_| salt_rng.gen()).collect();
+    let artifact_ids = (spec.cache_index == CacheIndex::Artifact).then(|| {
+        let server_tor: Vec<u32> = (0..servers).map(|s| topo.nodes[topo.hosts[s as usize] as usize].tor.expect("hosts hang off a ToR")).collect();
+        let on_tor = |t: u32| if gateway_tor_set.contains(&t) { ns.gateways_per_tor } else { 0 };
+        ArtifactIds::new(crate::directory::VIP_BASE, artifact_vm_ids(&server_tor, ns.vms_per_server, on_tor))
+    });
+    // The artifact's LocalLearning salts every switch (`RandomHashFunction=true`); its SwitchV2P
+    // and GwCache do not.
+    let salted = match scheme.protocol() {
+        Scheme::LocalLearning => true,
+        Scheme::GwCache => artifact_ids.is_none(),
+        _ => !scheme.is_switchv2p(),
+    };
     let topo_nodes = topo.nodes.clone();
     let num_switches = topo.switches.len();
 
@@ -528,7 +581,8 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
                     switch_id: site.switch_index,
                     switch_ip: site.topo_node.ip,
                     cache_slots: this_slots,
-                    hash_salt: if scheme.is_switchv2p() { 0 } else { salts[idx] },
+                    hash_salt: if salted { salts[idx] } else { 0 },
+                    artifact_ids: artifact_ids.clone(),
                     p_learn: spec.p_learn,
                     promote_requires_access_bit: spec.promote_requires_access_bit,
                     invalidation_spacing_ps,

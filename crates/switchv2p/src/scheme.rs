@@ -5,7 +5,7 @@
 use std::fmt;
 use innet_registry::{ExperimentError, ListItem};
 
-use crate::cache::{DirectMapped, MappingCache};
+use crate::cache::{ArtifactIds, DirectMapped, MappingCache};
 use crate::switch::V2pRole;
 
 /// How virtual destinations get resolved.
@@ -65,12 +65,24 @@ pub struct CacheScheme {
 
 /// What a cache is built for: its switch's slots (the run's total cache split over the caching
 /// switches), the index-hash salt the protocol uses (0 on every switch for SwitchV2P, random per
-/// switch for LocalLearning and GwCache) and the switch's role.
-#[derive(Debug, Clone, Copy)]
+/// switch for LocalLearning and GwCache), the switch's role, and, with `cache_index=artifact`,
+/// the artifact's VM numbers the built-in caches hash instead of the VIP.
+#[derive(Debug, Clone)]
 pub struct CacheSite {
     pub slots: u32,
     pub salt: u32,
     pub role: V2pRole,
+    pub artifact_ids: Option<ArtifactIds>,
+}
+
+impl CacheSite {
+    /// The built-in schemes' cache for this site: direct-mapped, indexed as the run asks.
+    pub fn direct_mapped(&self) -> DirectMapped {
+        match &self.artifact_ids {
+            Some(ids) => DirectMapped::artifact(self.slots, self.salt, ids.clone()),
+            None => DirectMapped::new(self.slots, self.salt),
+        }
+    }
 }
 
 impl PartialEq for CacheScheme {
@@ -141,7 +153,7 @@ impl Scheme {
     pub fn new_cache(self, site: &CacheSite) -> Box<dyn MappingCache> {
         match self {
             Scheme::Custom(c) => (c.cache)(site),
-            _ => Box::new(DirectMapped::new(site.slots, site.salt)),
+            _ => Box::new(site.direct_mapped()),
         }
     }
 

@@ -34,7 +34,7 @@ use innet_sim::rng::{FastMap, FastSet};
 use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
-use crate::cache::{bits_to_address, MappingCache};
+use crate::cache::{bits_to_address, ArtifactIds, MappingCache};
 use crate::scheme::{CacheSite, Scheme};
 use crate::stats::SharedStats;
 
@@ -116,6 +116,8 @@ pub struct V2pSwitchSettings {
     pub cache_slots: u32,
     /// Salt of the index hash: 0 everywhere for SwitchV2P, random per switch for LocalLearning.
     pub hash_salt: u32,
+    /// `cache_index=artifact`: the artifact's VM numbers, which the cache hashes instead of VIPs.
+    pub artifact_ids: Option<ArtifactIds>,
     /// Probability that a gateway ToR sends a learning packet for a mapping it learns.
     pub p_learn: f64,
     /// Spines promote only entries whose access bit was already set (the paper's wording)
@@ -143,7 +145,8 @@ pub struct V2pSwitch {
 
 impl V2pSwitch {
     pub fn new(cfg: V2pSwitchSettings, facts: Arc<FabricFacts>, stats: SharedStats, host_ports: Vec<Option<u32>>) -> Self {
-        let cache = cfg.scheme.new_cache(&CacheSite { slots: cfg.cache_slots, salt: cfg.hash_salt, role: cfg.role });
+        let site = CacheSite { slots: cfg.cache_slots, salt: cfg.hash_salt, role: cfg.role, artifact_ids: cfg.artifact_ids.clone() };
+        let cache = cfg.scheme.new_cache(&site);
         let invalidations = cfg.scheme.protocol() != Scheme::SwitchV2PNoInvalidation;
         let timestamp_vector = cfg.scheme.protocol() == Scheme::SwitchV2P;
         V2pSwitch {
@@ -370,9 +373,9 @@ impl V2pSwitch {
                             }
                         }
                         V2pRole::GatewayTor => {
-                            if !had_tag && k == vdst {
-                                self.maybe_learning_packet(outer_src, k, v, ctx);
-                            }
+                            // Whatever it learns, its own mapping or a spilled one (the
+                            // artifact's `learn` is the spill option's entry when there is one).
+                            self.maybe_learning_packet(outer_src, k, v, ctx);
                             changed |= self.overwrite_and_spill(k, v, had_tag, &mut opts);
                         }
                         V2pRole::Tor => unreachable!("handled above"),
