@@ -322,3 +322,29 @@ fn deferred_tx_done_changes_nothing() {
     assert_eq!(deferred.2, eager.2);
     assert_eq!(deferred.3, eager.3);
 }
+
+/// A bulk sender writes its bytes and closes (ns-3's BulkSend, the SwitchV2P artifact's
+/// TcpClientApp): the FIN follows the last data segment and the receiver acknowledges it at
+/// once, so an odd last segment is not left waiting for a delayed ACK. With a delayed-ACK
+/// timeout (200 ms) longer than the minimum RTO (10 ms: the artifact's settings), waiting for
+/// the data's ACK before closing made every single-segment flow retransmit after 10 ms.
+#[test]
+fn a_bulk_senders_fin_follows_its_data_so_an_odd_last_segment_is_not_retransmitted() {
+    let mut host_cfg = cfg(CongestionControl::cubic(), false);
+    host_cfg.tcp.min_rto_ps = 10 * PS_PER_MS;
+    host_cfg.tcp.delayed_ack_count = 2;
+    host_cfg.tcp.delayed_ack_timeout_ps = 200 * PS_PER_MS;
+    for size in [300u64, 2_500] {
+        let f = run(TopologySpec::rack(2), vec![tcp_flow(0, 1, 0, size)], host_cfg.clone(), 1, |_| {});
+        let rec = f.sim.net.metrics.flows[0];
+        assert!(rec.complete_ps.is_some_and(|t| t < PS_PER_MS), "{size} B: not delivered within 1 ms");
+        for h in [0, 1] {
+            let host = f.sim.node::<Host>(f.topo.hosts[h]).unwrap();
+            assert_eq!(host.stats.retransmits, 0, "{size} B: host {h} retransmitted");
+        }
+        // SYN, SYN-ACK, the data segments (the last carrying the FIN), their ACKs, the
+        // receiver's FIN and its ACK: nothing sent twice.
+        let segments = size.div_ceil(1000);
+        assert!(f.sim.net.metrics.delivered_packets <= 4 + 2 * segments, "{size} B: {} packets", f.sim.net.metrics.delivered_packets);
+    }
+}

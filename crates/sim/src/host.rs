@@ -182,6 +182,12 @@ impl Host {
                 let isn = crate::rng::mix64(net.seed ^ flow as u64) as u32;
                 let mut ep = TcpEndpoint::connect(self.cfg.tcp.clone(), isn, net.now_ps());
                 ep.send(spec.size_bytes);
+                if spec.kind == FlowKind::Tcp {
+                    // A bulk sender writes its bytes and closes: the FIN follows the last data
+                    // segment (ns-3's BulkSend, the SwitchV2P artifact's TcpClientApp, a program's
+                    // write-then-close), and the receiver acknowledges it at once.
+                    ep.close();
+                }
                 let role = if matches!(spec.kind, FlowKind::Rpc { .. }) { ConnRole::RpcClient } else { ConnRole::FlowSender };
                 let expected = match spec.kind {
                     FlowKind::Rpc { response_bytes } => response_bytes,
@@ -319,11 +325,7 @@ impl Host {
                         ConnRole::FlowSender => {}
                     }
                 }
-                TcpEvent::AllAcked => {
-                    if conn.role == ConnRole::FlowSender {
-                        conn.ep.close();
-                    }
-                }
+                TcpEvent::AllAcked => {}
                 TcpEvent::PeerClosed => {
                     conn.ep.close();
                 }

@@ -481,6 +481,31 @@ impl Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `cache_index=artifact` is the artifact's `P4Cache::GetIndex`: CRC-32 of {VM number, salt}
+    /// as two little-endian words, modulo the slots. Expected slots from ns-3.36.1's own
+    /// `CRC32Calculate` (a 10-line program linked to the artifact's libns3.36.1-network).
+    #[test]
+    fn artifact_index_is_the_artifacts_p4cache_index() {
+        let base = crate::directory::VIP_BASE;
+        // VMs 0, 319, 4409, 10239 of FT8-10K are the artifact's numbers 0, 319, 4429, 10269
+        // (the 10 gateways of each gateway ToR before them take numbers too).
+        let mut ids = vec![0u32; 10_240];
+        for (vm, id) in [(0, 0), (319, 319), (320, 330), (4409, 4429), (10_239, 10_269)] {
+            ids[vm] = id;
+        }
+        let ids = ArtifactIds::new(base, ids);
+        let cache = DirectMapped::artifact(64, 0, ids.clone());
+        for (vm, crc) in [(0u32, 1_696_784_233u32), (319, 2_679_674_124), (320, 2_064_124_664), (4409, 370_384_687), (10_239, 2_127_465_576)] {
+            assert_eq!(cache.index(base + vm), crc % 64, "VM {vm}");
+        }
+        let salted = DirectMapped::artifact(6, 0xdead_beef, ids.clone());
+        assert_eq!(salted.index(base + 4409), 755_834_924 % 6);
+        assert_eq!(salted.index(base + 319), 2_762_353_167 % 6);
+        // A key that is no VM's hashes as itself; the VIP index is another function.
+        assert_eq!(DirectMapped::artifact(64, 0, ids).index(123_456), 333_216_031 % 64);
+        assert_ne!(DirectMapped::new(64, 0).index(base + 4409), 370_384_687 % 64);
+    }
     use proptest::prelude::*;
     use std::collections::VecDeque;
 

@@ -851,4 +851,27 @@ mod tests {
         assert_eq!(cache_slots(Scheme::SwitchV2P, 0.5 * 10_240.0, &topo, 4), (64, 80));
         assert_eq!(cache_slots(Scheme::SwitchV2P, 0.01 * 10_240.0, &topo, 4), (1, 80));
     }
+
+    /// The artifact numbers VMs leaf by leaf, each leaf's gateways after its servers
+    /// (`TraceSimulation::ParsePlacement` appends them, `SimulationBase::AssignIds` counts them),
+    /// on FT8-10K's placement (`placement_n128_v80.json`: server s holds VMs 80s..80s+79) with
+    /// `--gwLeaves` 0, 10, 20, 31 ten times each.
+    #[test]
+    fn artifact_vm_ids_count_the_gateways_before_each_leaf() {
+        let server_tor: Vec<u32> = (0..128).map(|s| s / 4).collect();
+        let on_tor = |t: u32| if [0, 10, 20, 31].contains(&t) { 10 } else { 0 };
+        let ids = artifact_vm_ids(&server_tor, 80, on_tor);
+        assert_eq!(ids.len(), 10_240);
+        for (vm, id) in [(0, 0), (319, 319), (320, 330), (3199, 3209), (3200, 3210), (4409, 4429), (6400, 6420), (6720, 6750), (10_239, 10_269)] {
+            assert_eq!(ids[vm], id, "VM {vm}");
+        }
+        // One number per VM and gateway, none skipped but the gateways'.
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 10_240);
+        // Servers listed out of ToR order are numbered by ToR all the same.
+        let shuffled: Vec<u32> = vec![1, 0, 1, 0];
+        assert_eq!(artifact_vm_ids(&shuffled, 2, |t| if t == 0 { 3 } else { 0 }), vec![7, 8, 0, 1, 9, 10, 2, 3]);
+    }
 }

@@ -21,6 +21,8 @@ pub struct V2pStats {
     pub first_hits: Vec<u64>,
     /// Generated learning packets (gateway ToRs) and invalidation packets (ToRs).
     pub learning_packets: u64,
+    /// Of the learning packets, those carrying a spilled entry rather than the packet's own.
+    pub learning_packets_spilled: u64,
     pub invalidation_packets: u64,
     /// Invalidations a timestamp vector suppressed.
     pub invalidations_suppressed: u64,

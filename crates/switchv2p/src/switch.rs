@@ -375,7 +375,9 @@ impl V2pSwitch {
                         V2pRole::GatewayTor => {
                             // Whatever it learns, its own mapping or a spilled one (the
                             // artifact's `learn` is the spill option's entry when there is one).
-                            self.maybe_learning_packet(outer_src, k, v, ctx);
+                            if self.maybe_learning_packet(outer_src, k, v, ctx) && had_tag {
+                                self.stats.borrow_mut().learning_packets_spilled += 1;
+                            }
                             changed |= self.overwrite_and_spill(k, v, had_tag, &mut opts);
                         }
                         V2pRole::Tor => unreachable!("handled above"),
@@ -424,17 +426,19 @@ impl V2pSwitch {
         false
     }
 
-    fn maybe_learning_packet(&mut self, sender_pip: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) {
+    /// With probability P_learn, send (vip, pip) to the sender's ToR; whether one was sent.
+    fn maybe_learning_packet(&mut self, sender_pip: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) -> bool {
         if self.cfg.p_learn <= 0.0 || !(ctx.rng.gen::<f64>() < self.cfg.p_learn) {
-            return;
+            return false;
         }
-        let Some(&tor_ip) = self.facts.tor_ip_of_server.get(&sender_pip) else { return };
+        let Some(&tor_ip) = self.facts.tor_ip_of_server.get(&sender_pip) else { return false };
         if tor_ip == self.cfg.switch_ip {
-            return;
+            return false;
         }
         let p = self.control_packet(tor_ip, ControlMessage::Learn { vip, pip });
         self.stats.borrow_mut().learning_packets += 1;
         ctx.generate(p, Verdict::Route);
+        true
     }
 }
 
