@@ -5,7 +5,7 @@
     switchv2p_compare.py fig5   --ns3 NS3_HOME --out DIR [--trace-ms 1.0] [--sizes 0.01,0.5,1500]
                                 [--schemes nocache,locallearning,gwcache,switchv2p] [--jobs 2]
     switchv2p_compare.py report --out DIR          # the markdown tables of what DIR holds
-    switchv2p_compare.py hystart --out DIR [--rules ns3,rfc9406] [--seeds 1,2,3] [--ecmp artifact]
+    switchv2p_compare.py hystart --out DIR [--rules ns3,rfc9406] [--seeds 1,2,3] [--ecmp artifact] [--cache-index artifact]
                                 # innet only, per CUBIC HyStart rule and seed, on fig5's trace,
                                 # medians beside the artifact's fig5 points already in DIR
     switchv2p_compare.py table4-ecmp --ns3 NS3_HOME --out DIR [--vary ecmp|rng] [--variants 24] [--payload 92]
@@ -47,7 +47,7 @@ LAYERS = {"core": range(0, 16), "spine": range(16, 48), "tor": range(48, 80)}
 # its addresses: the same paths), its never-cleared invalidation bit array, and its gateways:
 # `--gwLeaves=0,10,20,31` is one gateway on each of the four gateway ToRs (the main runs list each
 # ToR ten times).
-TABLE4_ARTIFACT_SETS = {"ecmp": "artifact", "invalidation_spacing": "never", "gateways_per_tor": "1"}
+TABLE4_ARTIFACT_SETS = {"ecmp": "artifact", "cache_index": "artifact", "invalidation_spacing": "never", "gateways_per_tor": "1"}
 
 
 def per_switch_memory(scheme: str, p: float) -> int:
@@ -399,9 +399,9 @@ def cmd_hystart(a) -> None:
     runs = {}
     for seed in seeds:
         for rule in rules:
-            sets = {"trace_file": str(trace), "trace_transport": "tcp", "ecmp": a.ecmp,
+            sets = {"trace_file": str(trace), "trace_transport": "tcp", "ecmp": a.ecmp, "cache_index": a.cache_index,
                     "schemes": a.schemes, "cache_fractions": a.sizes, "hystart": rule, "seed": seed}
-            tag = "" if a.ecmp == "correlated" else f"_{a.ecmp}"
+            tag = ("" if a.ecmp == "correlated" else f"_{a.ecmp}") + ("" if a.cache_index == "vip" else f"_idx{a.cache_index}")
             r = run_innet("switchv2p.cachesize", sets, d / "innet_hystart" / f"{rule}{tag}_s{seed}")
             print(f"innet hystart={rule} seed={seed}: {r['wall_s']} s wall, {r['cpu_s']} s CPU", file=sys.stderr)
             runs[(rule, seed)] = r
@@ -523,6 +523,8 @@ def main() -> None:
     hs.add_argument("--seeds", default="1,2,3")
     hs.add_argument("--ecmp", default="correlated", choices=("correlated", "artifact", "independent"),
                     help="innet's ecmp: correlated (the artifact's correlation on innet's hash) or artifact (its own hash)")
+    hs.add_argument("--cache-index", default="vip", choices=("vip", "artifact"),
+                    help="innet's cache_index: vip (innet's) or artifact (the artifact's P4Cache index of its VM numbers)")
     a = ap.parse_args()
     if a.cmd in ("table4", "fig5", "table4-ecmp") and not (Path(a.ns3) / "ns3").exists():
         sys.exit(f"switchv2p_compare: {a.ns3} is not an ns-3 tree (no ns3 script); run bench/artifacts/switchv2p.sh first")
