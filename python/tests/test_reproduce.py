@@ -740,7 +740,7 @@ def test_a_difference_between_two_schemes_is_judged_as_a_difference():
 
 def test_table4_is_judged_in_the_artifacts_settings_with_the_default_beside_it(tmp_path):
     fig = next(f for f in reproduce.load_papers()["switchv2p"].figures if f.id == "table4")
-    assert fig.judged_where == {"ecmp": "artifact", "invalidation_spacing": "never", "gateways_per_tor": "1"}
+    assert fig.judged_where == {"ecmp": "artifact", "cache_index": "artifact", "invalidation_spacing": "never", "gateways_per_tor": "1"}
     points = reproduce.figure_points(fig, "standard", ["1", "2"])
     assert sorted((dict(p.params)["ecmp"], dict(p.params)["invalidation_spacing"]) for p in points) == [
         ("artifact", "never"), ("artifact", "never"), ("independent", "base_rtt"), ("independent", "base_rtt")]
@@ -752,7 +752,7 @@ def test_table4_is_judged_in_the_artifacts_settings_with_the_default_beside_it(t
     inv = next(c for c in entry.compared if c.number["label"] == "SwitchV2P: invalidation packets")
     assert inv.ours == 24 and inv.verdict == verdict.MATCH  # the default's 107 is drawn, not judged
     page, md = report.build(tmp_path, "standard")
-    assert "judged artifact: --set ecmp=artifact --set invalidation_spacing=never --set gateways_per_tor=1" in md
+    assert "judged artifact: --set ecmp=artifact --set cache_index=artifact --set invalidation_spacing=never --set gateways_per_tor=1" in md
 
 
 def _drawn(fig: reproduce.Figure, rows: list[dict]):
@@ -809,6 +809,7 @@ def test_switchv2p_runs_the_artifacts_ecmp_and_draws_the_default_beside_it():
     figs = {f.id: f for f in reproduce.load_papers()["switchv2p"].figures}
     for fid in ("fig5a", "fig5b", "fig6", "fig7", "fig8", "fig9", "fig10", "table5"):
         assert figs[fid].judged_where.get("ecmp") == "artifact", fid  # fig8 as its source fig7 ran
+        assert figs[fid].judged_where.get("cache_index") == "artifact", fid  # the artifact's P4Cache index
     # The artifact's TCP (ns-3's CUBIC HyStart) where the traffic is TCP; UDP traces need none.
     for fid in ("fig5a", "fig5c", "fig6", "fig7", "fig9", "fig10", "table5", "table5-alibaba"):
         assert figs[fid].judged_where.get("hystart") == "ns3", fid
@@ -816,7 +817,7 @@ def test_switchv2p_runs_the_artifacts_ecmp_and_draws_the_default_beside_it():
     n = next(x for x in figs["fig5a"].paper_numbers if x["label"] == "SwitchV2P / GwCache FCT improvement at 50 % cache")
 
     def row(ecmp, ratio):
-        hystart = {"param.hystart": "ns3"} if ecmp == "artifact" else {}
+        hystart = {"param.hystart": "ns3", "param.cache_index": "artifact"} if ecmp == "artifact" else {}
         return {"param.seed": "1", "param.ecmp": ecmp, **hystart, "tables": {"points": [
             {"scheme": "switchv2p", "cache_fraction": 0.5, "fct_improvement": 2.0 * ratio, "hit_rate": 0.5},
             {"scheme": "gwcache", "cache_fraction": 0.5, "fct_improvement": 2.0, "hit_rate": 0.4}]}}
