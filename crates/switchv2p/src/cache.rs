@@ -8,10 +8,11 @@
 //! artifact's `P4Cache::GetIndex` hashes: the VM's number in the artifact's own numbering and the
 //! salt as two little-endian words ([`ArtifactIds`]). The function is the same on every switch
 //! (SwitchV2P), so two VMs that collide collide everywhere: which VMs those are decides where
-//! hot mappings can live, and so moves hit rates at small caches (docs/switchv2p.md). The paper: the bit
-//! turns on upon a hit and off when a lookup lands on the slot but misses. Operations follow the
-//! authors' artifact (docs/switchv2p.md): `get` sets/clears the bit, `put` overwrites and clears
-//! the bit, `put_if_free` inserts only into an empty slot or over the same key.
+//! hot mappings can live, and so moves hit rates at small caches (docs/switchv2p.md).
+//! The paper: the bit turns on upon a hit and off when a lookup lands on the slot but misses.
+//! Operations follow the authors' artifact (docs/switchv2p.md): `get` sets/clears the bit, `put`
+//! overwrites and clears the bit, `put_if_free` inserts only into an empty slot or over the same
+//! key.
 //!
 //! Large caches (the paper sweeps up to 1,500× the address space) would need gigabytes as dense
 //! arrays on FT16-400K, so above [`DENSE_LIMIT_SLOTS`] slots the same direct-mapped semantics are
@@ -481,6 +482,8 @@ impl Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
 
     /// `cache_index=artifact` is the artifact's `P4Cache::GetIndex`: CRC-32 of {VM number, salt}
     /// as two little-endian words, modulo the slots. Expected slots from ns-3.36.1's own
@@ -506,8 +509,6 @@ mod tests {
         assert_eq!(DirectMapped::artifact(64, 0, ids).index(123_456), 333_216_031 % 64);
         assert_ne!(DirectMapped::new(64, 0).index(base + 4409), 370_384_687 % 64);
     }
-    use proptest::prelude::*;
-    use std::collections::VecDeque;
 
     #[derive(Debug, Clone)]
     enum Op {

@@ -140,19 +140,12 @@ pub fn artifact_vm_ids(server_tor: &[u32], vms_per_server: u32, gateways_on_tor:
     servers.sort_by_key(|&s| (server_tor[s as usize], s));
     let mut ids = vec![0u32; server_tor.len() * vms_per_server as usize];
     let mut next = 0u32;
-    let mut tors = servers.iter().map(|&s| server_tor[s as usize]).collect::<Vec<_>>();
-    tors.dedup();
-    let mut at = 0usize;
-    for tor in tors {
-        while at < servers.len() && server_tor[servers[at] as usize] == tor {
-            let s = servers[at];
-            for v in s * vms_per_server..(s + 1) * vms_per_server {
-                ids[v as usize] = next;
-                next += 1;
-            }
-            at += 1;
+    for rack in servers.chunk_by(|&a, &b| server_tor[a as usize] == server_tor[b as usize]) {
+        for v in rack.iter().flat_map(|&s| s * vms_per_server..(s + 1) * vms_per_server) {
+            ids[v as usize] = next;
+            next += 1;
         }
-        next += gateways_on_tor(tor);
+        next += gateways_on_tor(server_tor[rack[0] as usize]);
     }
     ids
 }
