@@ -10,7 +10,7 @@ use std::sync::Arc;
 use innet_sim::host::{HostAddr, Vswitch, VswitchVerdict};
 use innet_sim::metrics::DropReason;
 use innet_sim::network::Network;
-use innet_sim::packet::{ecn, PacketId};
+use innet_sim::packet::{ecn, Ipv4, PacketId};
 use innet_sim::rng::FastSet;
 use innet_sim::vswitch::{TunnelKind, TunnelVswitch};
 use innet_wire::switchv2p::V2pOptions;
@@ -18,7 +18,7 @@ use innet_wire::switchv2p::V2pOptions;
 use crate::directory::Directory;
 use crate::scheme::HostMode;
 use crate::stats::SharedStats;
-use crate::switch::{tunnel_tags, tunnel_tags_mut};
+use crate::switch::tunnel_tags_mut;
 
 const TOKEN_KIND_SHIFT: u32 = 48;
 const TOKEN_RESEND: u64 = 1;
@@ -112,9 +112,10 @@ pub struct HostSettings {
     pub tunnel: TunnelKind,
     /// Extra processing of a misdelivered packet at the old server before it is re-sent.
     pub misdelivery_delay_ps: u64,
-    /// SwitchV2P: a misdelivered packet that a switch resolved (it carries a hit tag) goes back
-    /// through the gateway so switches on the way can invalidate; otherwise, and under every
-    /// other scheme, the old server forwards it to the new one (a follow-me rule).
+    /// SwitchV2P: the old server tags a misdelivered packet (misdelivery option), and one that a
+    /// switch resolved (it carries a hit option) goes back through the gateway so switches on
+    /// the way can invalidate; otherwise, and under every other scheme, the old server forwards
+    /// it to the new one (a follow-me rule).
     pub bounce_hits_via_gateway: bool,
     /// OnDemand: VMs whose mappings every host holds from the start (the migration study
     /// measures the cost of updating a mapping hosts already use, as the artifact does).
@@ -211,8 +212,27 @@ impl Vswitch for V2pHostVswitch {
                 stats.last_misdelivered_ps = stats.last_misdelivered_ps.max(now);
                 let flow = p.flow_id;
                 let t = p.tunnel.as_mut().expect("checked above");
-                let via_gateway = self.cfg.bounce_hits_via_gateway
-                    && tunnel_tags(&t.encap).is_some_and(|o| V2pOptions::parse(o).is_ok_and(|o| o.hit.is_some()));
+                // The hypervisor forwards what it cannot deliver under a new outer header of its
+                // own, as the artifact's `SocketHelper` sends it from its socket: the outer
+                // source is this server (which sets the packet's ECMP path) and the TTL is fresh.
+                t.outer.src = host.ip;
+                t.outer.ttl = Ipv4::new(0, 0, 0).ttl;
+                let mut via_gateway = false;
+                if self.cfg.bounce_hits_via_gateway {
+                    if let Some(tags) = tunnel_tags_mut(&mut t.encap) {
+                        // SwitchV2P: tag it (VIP, this server's stale PIP) so switches on the way
+                        // invalidate or re-resolve; one that a switch resolved (hit option) goes
+                        // back through its gateway.
+                        let mut o = V2pOptions::parse(tags).unwrap_or_default();
+                        via_gateway = o.hit.is_some();
+                        o.misdelivery = Some((vip, host.ip));
+                        stats.misdelivery_tags += 1;
+                        if o.rewrite(tags).is_err() {
+                            tags.clear();
+                            o.emit_into(tags);
+                        }
+                    }
+                }
                 t.outer.dst = if via_gateway { self.gateways.of(flow) } else { new_pip };
                 drop(stats);
                 self.held.hold(net, host, pkt, now + self.cfg.misdelivery_delay_ps);
@@ -310,6 +330,73 @@ impl Vswitch for GatewayVswitch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::directory::Migration;
+    use crate::stats::V2pStats;
+    use crate::switch::tunnel_tags;
+    use innet_sim::packet::{Encap, Packet, Tunnel, IP_PROTO_UDP, L4};
+
+    const SENDER: u32 = 0x0A00_0001;
+    const OLD: u32 = 0x0A00_0002;
+    const NEW: u32 = 0x0A00_0003;
+    const GATEWAY: u32 = 0x0A00_0009;
+
+    /// A server that no longer hosts VM 0 receives a packet for it from SENDER; the packet as
+    /// the old server's vswitch sends it on.
+    fn misdelivered(bounce_hits_via_gateway: bool, hit: Option<(u32, u32)>) -> Packet {
+        let dir = Arc::new(Directory::new(vec![OLD], vec![Migration { vm: 0, at_ps: 0, to_pip: NEW }]).unwrap());
+        let gateways = Arc::new(FlowGateways::by_index(Arc::new(vec![GATEWAY]), 1));
+        let cfg = HostSettings {
+            mode: HostMode::Gateway,
+            tunnel: TunnelKind::Geneve { vni: 1 },
+            misdelivery_delay_ps: 10,
+            bounce_hits_via_gateway,
+            ondemand_preinstalled: Vec::new(),
+            ondemand_update_delay_ps: 0,
+        };
+        let mut vswitch = V2pHostVswitch::new(cfg, dir, gateways, V2pStats::shared(4));
+        let mut net = Network::new(1);
+        let vip = Directory::vip(0);
+        let mut pkt = Packet::new(Ipv4::new(Directory::vip(1), vip, IP_PROTO_UDP), L4::Udp { src_port: 1, dst_port: 2 }, 64);
+        pkt.flow_id = 0;
+        let mut options = Vec::new();
+        V2pOptions { hit, ..Default::default() }.emit_into(&mut options);
+        let mut outer = Ipv4::new(SENDER, OLD, IP_PROTO_UDP);
+        outer.ttl = 60;
+        pkt.tunnel = Some(Tunnel { outer, encap: Encap::Geneve { src_port: 0xC000, vni: 1, options } });
+        let id = net.packets.insert(pkt);
+        let host = HostAddr { node: 0, host_index: 0, ip: OLD, nic: 0 };
+        assert!(matches!(vswitch.ingress(&mut net, &host, id), VswitchVerdict::Taken));
+        net.packets.remove(id)
+    }
+
+    fn options(p: &Packet) -> V2pOptions {
+        V2pOptions::parse(tunnel_tags(&p.tunnel.as_ref().unwrap().encap).unwrap()).unwrap()
+    }
+
+    /// The hypervisor forwards a packet it cannot deliver under its own outer header (the
+    /// artifact sends it from the old server's socket): the outer source, and so the packet's
+    /// ECMP path, is the old server's. Under SwitchV2P it tags the packet (VIP, stale PIP), and
+    /// one a switch resolved goes to the gateway, keeping the hit for the ToR to act on.
+    #[test]
+    fn a_misdelivered_packet_leaves_the_old_server_from_that_server() {
+        let hit = Some((7, 0x0B00_0007));
+        let p = misdelivered(true, hit);
+        let t = p.tunnel.as_ref().unwrap();
+        assert_eq!((t.outer.src, t.outer.dst, t.outer.ttl), (OLD, GATEWAY, 64));
+        let o = options(&p);
+        assert_eq!((o.misdelivery, o.hit), (Some((Directory::vip(0), OLD)), hit));
+
+        let p = misdelivered(true, None);
+        let t = p.tunnel.as_ref().unwrap();
+        assert_eq!((t.outer.src, t.outer.dst), (OLD, NEW), "no hit: the follow-me rule");
+        assert_eq!(options(&p).misdelivery, Some((Directory::vip(0), OLD)));
+
+        // Other schemes: the follow-me rule, from the old server, untagged.
+        let p = misdelivered(false, None);
+        let t = p.tunnel.as_ref().unwrap();
+        assert_eq!((t.outer.src, t.outer.dst), (OLD, NEW));
+        assert_eq!(options(&p), V2pOptions::default());
+    }
 
     #[test]
     fn the_artifact_hashes_its_trace_flow_id_as_one_32_bit_word() {

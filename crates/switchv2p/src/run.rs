@@ -491,6 +491,7 @@ pub fn run_scheme_costed(spec: &RunSpec, scheme: Scheme, progress: &mut dyn FnMu
         tor_ip_of_server: Default::default(),
         flow_start_ps: rows.iter().map(|r| first_start[&r.flow_id]).collect(),
         flow_src_vip: rows.iter().map(|r| Directory::vip(r.src_vm)).collect(),
+        directory: Some(dir.clone()),
     };
     for s in 0..servers {
         let h = &topo.nodes[topo.hosts[s as usize] as usize];

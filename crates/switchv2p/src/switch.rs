@@ -4,8 +4,8 @@
 //!
 //! Per tenant packet (Geneve-tunnelled; "to-GW" = the outer destination is a gateway), in order,
 //! as in the authors' artifact (docs/switchv2p.md explains each choice):
-//! 0. ToRs tag packets a local server sent back because it could not deliver them
-//!    (misdelivery tag), drop their hit tag, and send an invalidation packet to the switch
+//! 0. A packet a local server sent back because it could not deliver it carries the server's
+//!    misdelivery tag: its ToR drops its hit tag and sends an invalidation packet to the switch
 //!    that served the stale hit, unless the timestamp vector says one went out within a base RTT.
 //! 1. A misdelivery-tagged packet invalidates a cached stale entry or is re-resolved by a
 //!    switch that already holds the new one; nothing else happens to it.
@@ -16,7 +16,8 @@
 //! 4. Gateway ToRs, spines, gateway spines and cores learn from resolved packets or from a
 //!    spill option, each with its admission policy; the victim of an insertion rides on in the
 //!    packet (spillover). Gateway ToRs send a learning packet to the sender's ToR with
-//!    probability P_learn.
+//!    probability P_learn (the sender: the server of the inner source VM, which a packet a
+//!    server sent back keeps, as the artifact's `SourceTag`).
 //! 5. A still-unresolved packet that hits is resolved: the outer destination is rewritten and
 //!    a hit option names this switch.
 //!
@@ -35,6 +36,7 @@ use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
 use crate::cache::{bits_to_address, ArtifactIds, MappingCache};
+use crate::directory::Directory;
 use crate::scheme::{CacheSite, Scheme};
 use crate::stats::SharedStats;
 
@@ -101,6 +103,8 @@ pub struct FabricFacts {
     /// Per flow id: start time and the sender's VIP (to recognise a flow's first packet).
     pub flow_start_ps: Vec<u64>,
     pub flow_src_vip: Vec<u32>,
+    /// Where each VM lives (a learning packet goes to the ToR of its packet's sender VM).
+    pub directory: Option<Arc<Directory>>,
 }
 
 /// Switch settings that vary by scheme and experiment.
@@ -280,19 +284,12 @@ impl V2pSwitch {
         let from_server = self.host_ports.get(meta.ingress_port as usize).copied().flatten();
         let mut changed = false;
 
-        // 0. A server sent back a packet it could not deliver.
-        if role.is_tor() {
-            if let Some(server_pip) = from_server {
-                if outer_src != server_pip {
-                    if opts.misdelivery.is_none() {
-                        opts.misdelivery = Some((vdst, server_pip));
-                        self.stats.borrow_mut().misdelivery_tags += 1;
-                        changed = true;
-                    }
-                    if let Some((hit_switch, hit_ip)) = opts.hit.take() {
-                        changed = true;
-                        self.maybe_invalidate(hit_switch, hit_ip, vdst, server_pip, ctx);
-                    }
+        // 0. A server sent back a packet it could not deliver (its vswitch tagged it).
+        if role.is_tor() && from_server.is_some() {
+            if let Some((_, stale)) = opts.misdelivery {
+                if let Some((hit_switch, hit_ip)) = opts.hit.take() {
+                    changed = true;
+                    self.maybe_invalidate(hit_switch, hit_ip, vdst, stale, ctx);
                 }
             }
         }
@@ -375,7 +372,7 @@ impl V2pSwitch {
                         V2pRole::GatewayTor => {
                             // Whatever it learns, its own mapping or a spilled one (the
                             // artifact's `learn` is the spill option's entry when there is one).
-                            if self.maybe_learning_packet(outer_src, k, v, ctx) && had_tag {
+                            if self.maybe_learning_packet(vsrc, outer_src, k, v, ctx) && had_tag {
                                 self.stats.borrow_mut().learning_packets_spilled += 1;
                             }
                             changed |= self.overwrite_and_spill(k, v, had_tag, &mut opts);
@@ -426,11 +423,15 @@ impl V2pSwitch {
         false
     }
 
-    /// With probability P_learn, send (vip, pip) to the sender's ToR; whether one was sent.
-    fn maybe_learning_packet(&mut self, sender_pip: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) -> bool {
+    /// With probability P_learn, send (vip, pip) to the sender's ToR; whether one was sent. The
+    /// sender is the server the inner source VM `vsrc` lives on: the outer source, except for a
+    /// packet a server sent back, whose outer source is that server (the artifact's client tags
+    /// every packet with its server's address, `SourceTag`, and the learning packet goes there).
+    fn maybe_learning_packet(&mut self, vsrc: u32, outer_src: u32, vip: u32, pip: u32, ctx: &mut Ctx<'_>) -> bool {
         if self.cfg.p_learn <= 0.0 || !(ctx.rng.gen::<f64>() < self.cfg.p_learn) {
             return false;
         }
+        let sender_pip = self.facts.directory.as_ref().and_then(|d| d.pip_at(vsrc, ctx.now_ps)).unwrap_or(outer_src);
         let Some(&tor_ip) = self.facts.tor_ip_of_server.get(&sender_pip) else { return false };
         if tor_ip == self.cfg.switch_ip {
             return false;
