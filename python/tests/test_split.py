@@ -115,3 +115,31 @@ def test_measured_part_costs_price_the_parts_they_name(tmp_path):
     for bad in ({"fulll": {"OLS": 1}}, {"full": {"OLS": 0}}, {"full": {" ": 3}}, {"full": {}}, {"full": {"OLS": True}}):
         with pytest.raises(reproduce.ManifestError, match=r"\(f\): part_cost_s"):
             reproduce._figure("p", {**base, "part_cost_s": bad}, "w")
+
+
+def test_finished_tasks_rescale_the_estimates_of_the_rest(tmp_path):
+    """A resumed run's plan learns from what its out directory already holds: once three of a
+    batch's tasks have finished, the others' estimates are scaled by measured / estimated."""
+    points = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC,OLS", "localities": "high,low"}, quick=True)
+    batch = sweep.Batch(points, tmp_path, cost_s=100.0)
+    labels = sweep.point_parts(points[0])
+    assert len(labels) == 4
+
+    def estimates():
+        return [t.cost_s for _, _, ts in sweep.pending(batch) for t in ts]
+
+    assert estimates() == [25.0] * 4
+    # Two finished parts that took half their estimate: too few to judge by.
+    for i in (0, 1):
+        sweep._write_part(tmp_path, points[0], i, {"status": "ok", "cpu_s": 12.5, "wall_s": 30.0, "part": labels[i]})
+    assert estimates() == [25.0, 25.0]
+    # A third, at twice its estimate: (12.5 + 12.5 + 50) / 75 = 1.
+    sweep._write_part(tmp_path, points[0], 2, {"status": "ok", "cpu_s": 50.0, "wall_s": 60.0, "part": labels[2]})
+    assert estimates() == [25.0]
+    sweep._write_part(tmp_path, points[0], 2, {"status": "ok", "cpu_s": 12.5, "wall_s": 60.0, "part": labels[2]})
+    assert estimates() == [12.5]
+    # A part without a CPU time (an older row) says nothing; a serial batch is judged on wall time.
+    sweep._write_part(tmp_path, points[0], 2, {"status": "ok", "wall_s": 60.0, "part": labels[2]})
+    assert estimates() == [25.0]
+    batch.serial = "real"
+    assert estimates() == [25.0 * (30.0 + 30.0 + 60.0) / 75.0]

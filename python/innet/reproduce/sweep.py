@@ -351,21 +351,51 @@ def part_costs(batch: Batch, labels: list[str]) -> list[float]:
     return [share if c is None else c for c in named]
 
 
+# Finished tasks of a batch needed before their measured cost rescales the estimates of the rest.
+CALIBRATE_AFTER = 3
+
+
+def _measured_s(batch: Batch, row: Mapping[str, Any]) -> float | None:
+    """What a finished task cost, in the unit of the estimates: CPU seconds, or wall seconds for
+    a serial batch (real-packet runs, whose work is in other processes)."""
+    v = row.get("wall_s" if batch.serial else "cpu_s")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
 def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     """The batch's unfinished points, each with its part labels (None: it runs whole) and the
-    tasks still to run for it (its finished parts left out; none: merge what is there)."""
-    finished = {k for k, r in load_points(batch.out).items() if r.get("status") == "ok"}
+    tasks still to run for it (its finished parts left out; none: merge what is there).
+
+    Once ``CALIBRATE_AFTER`` of the batch's tasks (points or parts) have finished under its
+    ``out``, the estimates of the rest are scaled by what those cost against their estimates (a
+    resumed run's plan and progress then tell the time the machine actually takes)."""
+    points = load_points(batch.out)
+    finished = {k for k, r in points.items() if r.get("status") == "ok"}
     out = []
+    estimated = measured = 0.0
+    n_measured = 0
     for p in dict.fromkeys(batch.points):
         if p.key in finished:
+            m = _measured_s(batch, points[p.key])
+            if m is not None and batch.cost_s > 0:
+                estimated, measured, n_measured = estimated + batch.cost_s, measured + m, n_measured + 1
             continue
         labels = _split(batch, p)
         if labels is None:
             out.append((p, None, [Task(batch, p, None, p.experiment, batch.cost_s)]))
             continue
-        done = {i for i, r in load_parts(batch.out, p).items() if r.get("status") == "ok"}
+        parts = {i: r for i, r in load_parts(batch.out, p).items() if r.get("status") == "ok"}
         costs = part_costs(batch, labels)
-        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", costs[i]) for i, label in enumerate(labels) if i not in done]))
+        for i, r in parts.items():
+            m = _measured_s(batch, r)
+            if m is not None and i < len(costs) and costs[i] > 0:
+                estimated, measured, n_measured = estimated + costs[i], measured + m, n_measured + 1
+        out.append((p, labels, [Task(batch, p, i, f"{p.experiment}: {label}", costs[i]) for i, label in enumerate(labels) if i not in parts]))
+    if n_measured >= CALIBRATE_AFTER and estimated > 0:
+        scale = measured / estimated
+        for _, _, tasks in out:
+            for t in tasks:
+                t.cost_s *= scale
     return out
 
 
