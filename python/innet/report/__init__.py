@@ -53,6 +53,12 @@ _CLASS = {verdict.MATCH: "match", verdict.DIRECTION: "direction", verdict.CONFIG
 _SELECT = re.compile(r"^(?P<table>[A-Za-z_][\w]*)\[(?P<where>[^\]]*)\]\.(?P<col>.+)$")
 
 
+def _seed_order(seed: str) -> tuple[int, int, str]:
+    """Seeds in numeric order (1, 2, 10), named ones (``default``) after: a page rendered twice from
+    the same points lists them the same way, whatever order the points finished in."""
+    return (0, int(seed), "") if seed.isdigit() else (1, 0, seed)
+
+
 @dataclass
 class Compared:
     number: dict[str, Any]
@@ -525,9 +531,9 @@ def build(root: str | Path, tier: str = reproduce.DEFAULT_TIER, figures_dir: str
                     paper_v = _paper_value(n)
                     link_h = f" {_docs_link(paper, fig, n, False)}" if c.verdict == verdict.MISMATCH else ""
                     link_m = f" {_docs_link(paper, fig, n, True)}" if c.verdict == verdict.MISMATCH else ""
-                    per = " / ".join(_fmt(v) for _, v in sorted(c.values.items()))
+                    per = " / ".join(_fmt(v) for _, v in sorted(c.values.items(), key=lambda kv: _seed_order(kv[0])))
                     agree = "" if c.seeds_agree is None else (f"agree ({per})" if c.seeds_agree else "DIFFER: " + ", ".join(
-                        f"{s}: {v} ({_fmt(c.values.get(s))})" for s, v in c.by_seed.items()))
+                        f"{s}: {v} ({_fmt(c.values.get(s))})" for s, v in sorted(c.by_seed.items(), key=lambda kv: _seed_order(kv[0]))))
                     art_td = f"<td>{html.escape(n.get('artifact', ''))}</td>" if art else ""
                     art_cell = f" {n.get('artifact', '')} |" if art else ""
                     h.append(f"<tr><td>{html.escape(n['label'])}</td><td>{paper_v}</td>{art_td}<td>{_fmt(c.ours)}</td><td>{_tolerance(n)}</td>"
