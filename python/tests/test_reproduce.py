@@ -464,6 +464,11 @@ def test_a_planted_plan_gives_its_critical_path_and_wall_clock():
     real = tasks + [("r1", 2.0, "netns"), ("r2", 2.5, "netns"), ("s1", 1.0, "other")]
     assert repro_run.schedule(real, 30).wall_s == 10 + 4.5
     assert repro_run.schedule(real, 1).wall_s == 35 + 5.5
+    # On a user's cluster they run on the client's machine, one after another, beside the
+    # workers' simulations: the longer of the two sets the wall clock.
+    assert repro_run.schedule(real, 30, beside=True).wall_s == 10
+    assert repro_run.schedule(real, 1, beside=True).wall_s == 35
+    assert repro_run.schedule(tasks + [("r", 40.0, "netns"), ("s", 3.0, "other")], 2, beside=True).wall_s == 43
     # A big task split in two halves the critical path on enough workers.
     split = [("a.1", 5.0, None), ("a.2", 5.0, None)] + tasks[1:]
     assert repro_run.schedule(split, 30).wall_s == 7 and repro_run.schedule(split, 30).longest == "b"

@@ -65,9 +65,10 @@ def _scheduler(tmp_path):
     scheduler = _dask("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
                       "--no-dashboard", "--scheduler-file", str(sched_file))
     for _ in range(150):
-        if sched_file.exists():
-            break
-        time.sleep(0.2)
+        try:  # the scheduler writes the file in more than one step: read it once it parses
+            return scheduler, json.loads(sched_file.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            time.sleep(0.2)
     return scheduler, json.loads(sched_file.read_text())["address"]
 
 
@@ -128,6 +129,37 @@ def test_the_plan_asks_a_running_scheduler_for_its_workers(innet_cmd, tmp_path):
         _kill(scheduler)
     r = innet_cmd("reproduce", "switchv2p/fig9", "--tier", "full", "--dry-run", "--scheduler", address, "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and f"--scheduler {address}" in r.stderr, (r.stdout, r.stderr)
+
+def test_on_a_users_cluster_the_real_packet_entries_run_on_the_clients_machine(tmp_path):
+    """With a user's scheduler, a serial batch (a real-packet entry: root, namespaces, real
+    servers) runs on the client's machine beside the cluster's simulations; the simulated batch
+    runs on the cluster's workers."""
+    from dask.distributed import Client
+
+    from innet.reproduce import run as repro_run
+
+    sim = sweep.Batch(sweep.expand("switchvm.latency", {}, quick=True), tmp_path / "sim", split=False)
+    real = sweep.Batch(sweep.expand("switchvm.overhead", {}, quick=True), tmp_path / "real", serial="netns", split=False)
+    scheduler, address = _scheduler(tmp_path)
+    workers = [_worker(address, "w0")]
+    done = []
+    try:
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(1, timeout=120)
+            client.get_task_stream()  # installs the scheduler's task-stream record from here on
+            repro_run.run_jobs([sim, real], address, None, done.append)
+            ran = {str(t["key"]) for t in client.get_task_stream()}
+    finally:
+        for w in workers:
+            _kill(w)
+        _kill(scheduler)
+    assert sorted(id(b) for b in done) == sorted([id(sim), id(real)])
+    for b in (sim, real):
+        rows = sweep.load_points(b.out)
+        assert len(rows) == 1 and all(r["status"] == "ok" for r in rows.values()), rows
+    assert f"innet-{sim.points[0].key}" in ran, ran
+    assert f"innet-{real.points[0].key}" not in ran, ran
+
 
 def test_reproduce_on_a_users_dask_cluster_gives_the_local_runs_results(innet_cmd, tmp_path):
     """A user's own cluster: a `dask scheduler` and three `dask worker --nthreads 1` processes

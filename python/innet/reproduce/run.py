@@ -8,12 +8,19 @@ Tasks: every point of an entry, and a point of an experiment that sweeps inside 
 independent runs, which are merged back into the whole run's result (``sweep``). The expected
 wall clock is a list schedule of the tasks' costs (the manifest's measured ``cost_s`` per point;
 a part its measured ``part_cost_s``, else an equal share of what is left) in the order they are
-submitted, longest first."""
+submitted, longest first.
+
+The real-packet entries (``exclusive``: real servers in network namespaces, timed in wall-clock)
+need root and the servers scripts/setup.sh installs, and the machine to themselves. On the local
+cluster they run after the simulations; with a user's ``--scheduler`` they run here, on the
+client's machine, one at a time beside the cluster's simulations (a SLURM job or a Kubernetes pod
+can neither make namespaces nor start Cassandra as root)."""
 
 from __future__ import annotations
 
 import heapq
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,11 +99,13 @@ class Schedule:
     tasks: int
 
 
-def schedule(tasks: list[tuple[str, float, str | None]], workers: int) -> Schedule:
+def schedule(tasks: list[tuple[str, float, str | None]], workers: int, beside: bool = False) -> Schedule:
     """List scheduling of ``(name, seconds, serial group)`` tasks, as ``run`` submits them: the
     simulated tasks longest first, each to the worker that frees first; then the serial groups
     (the real-packet entries, started after the simulations, one task at a time per group), each
-    group a chain given to the worker that frees first."""
+    group a chain given to the worker that frees first. ``beside``: the serial tasks run on the
+    client's machine instead, one after another from the start, beside the workers' simulations
+    (a user's cluster, ``--scheduler``)."""
     workers = max(1, workers)
     free = [0.0] * workers
 
@@ -112,16 +121,51 @@ def schedule(tasks: list[tuple[str, float, str | None]], workers: int) -> Schedu
     for _, c, g in tasks:
         if g:
             chains[g] = chains.get(g, 0.0) + c
-    wall = place(list(chains.values()), spread) if chains else spread
+    if beside:
+        wall = max(spread, sum(chains.values()))
+    else:
+        wall = place(list(chains.values()), spread) if chains else spread
     name, longest = max(((n, c) for n, c, _ in tasks), key=lambda x: x[1], default=("", 0.0))
     return Schedule(sum(c for _, c, _ in tasks), longest, name, wall, workers, len(tasks))
 
 
-def plan_schedule(jobs: list[tuple[reproduce.Figure, sweep.Batch]], workers: int) -> Schedule:
+def plan_schedule(jobs: list[tuple[reproduce.Figure, sweep.Batch]], workers: int, beside: bool = False) -> Schedule:
     """The schedule of the tasks still to run (finished points and parts left out)."""
     names = {id(b): f"{f.paper}/{f.id}" for f, b in jobs}
     tasks = sweep.pending_tasks([b for _, b in jobs])
-    return schedule([(f"{names[id(t.batch)]} ({t.label})", t.cost_s, t.batch.serial) for t in tasks], workers)
+    return schedule([(f"{names[id(t.batch)]} ({t.label})", t.cost_s, t.batch.serial) for t in tasks], workers, beside)
+
+
+def run_jobs(batches: list[sweep.Batch], scheduler: str | None, workers: int | None,
+             on_batch_done: Callable[[sweep.Batch], None]) -> None:
+    """Run the batches: the simulated ones spread over the cluster's workers; the real-packet
+    ones (``serial``) after them on the local cluster, or, with a user's ``scheduler``, here on a
+    local one-worker cluster of their own, beside the scheduler's simulations. ``on_batch_done``
+    may then be called from two threads."""
+    sims = [b for b in batches if not b.serial]
+    reals = [b for b in batches if b.serial]
+    if not (scheduler and reals):
+        # The local cluster: the real-packet entries after the simulations, with the machine to
+        # themselves (a simulation on the other core would be in their measurements).
+        sweep.run_batches(sims, scheduler=scheduler, workers=workers, on_batch_done=on_batch_done)
+        sweep.run_batches(reals, scheduler=scheduler, workers=workers, on_batch_done=on_batch_done)
+        return
+    failure: list[BaseException] = []
+
+    def here() -> None:
+        try:
+            sweep.run_batches(reals, scheduler=None, workers=1, on_batch_done=on_batch_done)
+        except BaseException as e:  # noqa: BLE001 - raised again in the calling thread
+            failure.append(e)
+
+    local = threading.Thread(target=here, name="innet-real-packet-entries")
+    local.start()
+    try:
+        sweep.run_batches(sims, scheduler=scheduler, workers=workers, on_batch_done=on_batch_done)
+    finally:
+        local.join()
+    if failure:
+        raise failure[0]
 
 
 def scheduler_workers(address: str) -> int:
@@ -143,12 +187,13 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
         echo(f"  not run: {line}")
     n_workers = workers or (scheduler_workers(scheduler) if scheduler else os.cpu_count() or 1)
     where = f"the Dask scheduler {scheduler}'s {n_workers}" if scheduler and not workers else str(n_workers)
-    sched = plan_schedule(jobs, n_workers)
+    beside = bool(scheduler) and any(b.serial for _, b in jobs)
+    sched = plan_schedule(jobs, n_workers, beside)
     total = sched.core_s
     n_points = sum(len(b.points) for _, b in jobs)
     head = (f"estimated {total / 3600:.1f} core-hours" if tier == "full" else f"{total / 60:.0f} core-minutes not yet done")
     echo(f"{tier} tier: {len(jobs)} entries, {n_points} points, {sched.tasks} tasks to run ({head}); expected about "
-         f"{_hms(sched.wall_s)} on {where} worker(s)")
+         f"{_hms(sched.wall_s)} on {where} worker(s)" + (" (the real-packet entries on this machine, beside them)" if beside else ""))
     if sched.tasks:
         echo(f"  longest task (no worker count makes the run shorter): {sched.longest}, {sched.longest_s / 60:.1f} core-min; "
              f"in all {total / 60:.0f} core-min, {total / 60 / max(1, sched.tasks):.1f} per task "
@@ -172,18 +217,17 @@ def run(paper: str, tier: str, root: Path, seed: str | None = None, scheduler: s
     by_batch = {id(b): (f, costs[id(b)]) for f, b in jobs}
     left = [total]
 
-    def figure_done(b: sweep.Batch) -> None:
-        done_figs[0] += 1
-        (f, c), r = by_batch[id(b)], b.report
-        assert r is not None
-        left[0] -= c
-        echo(f"[{done_figs[0]}/{len(jobs)}] {f.paper}/{f.id}: {r.done} run, {r.skipped} already done, {r.failed} failed "
-             f"({_hms(time.perf_counter() - t0)} elapsed, about {_hms(left[0] / n_workers)} of work left by the estimates)")
+    lock = threading.Lock()  # run_jobs may call it from two threads
 
-    # Simulated points first, spread over the workers; then the real-packet entries (real servers
-    # in namespaces, timed in wall-clock) one at a time with the machine to themselves: a
-    # simulation on the other core would be in their measurements.
-    sweep.run_batches([b for _, b in jobs if not b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
-    sweep.run_batches([b for _, b in jobs if b.serial], scheduler=scheduler, workers=workers, on_batch_done=figure_done)
+    def figure_done(b: sweep.Batch) -> None:
+        with lock:
+            done_figs[0] += 1
+            (f, c), r = by_batch[id(b)], b.report
+            assert r is not None
+            left[0] -= c
+            echo(f"[{done_figs[0]}/{len(jobs)}] {f.paper}/{f.id}: {r.done} run, {r.skipped} already done, {r.failed} failed "
+                 f"({_hms(time.perf_counter() - t0)} elapsed, about {_hms(left[0] / n_workers)} of work left by the estimates)")
+
+    run_jobs([b for _, b in jobs], scheduler, workers, figure_done)
     echo(f"results under {root / tier} in {_hms(time.perf_counter() - t0)}; `innet report {root} --tier {tier}` makes the page")
     return True
