@@ -12,8 +12,10 @@
 #    also writes docs/figures/reproduced/*.png and fails if an entry lacks its row or image;
 # 4. a headless-Chromium screenshot of the page (OUT/report.png, up to 60,000 px tall) to look at;
 # 5. prints the git command that commits the page, naming the commit it was made from.
-# INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts; its Markdown page goes to
-# OUT/REPRODUCED.md, never over docs/REPRODUCED.md); INNET_PAPERS=switchvm
+# INNET_TIER=full runs the papers at their own size (hours; `--dry-run` tells how many) and writes
+# docs/REPRODUCED-full.md with its figures in docs/figures/reproduced-full/, beside the standard
+# tier's page. INNET_TIER=smoke runs the same steps on the smoke tier (minutes; no verdicts; its
+# Markdown page goes to OUT/REPRODUCED.md, never into docs/); INNET_PAPERS=switchvm
 # (a paper or PAPER/ENTRY) runs only that part (the page still lists every entry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,9 +45,13 @@ commit=$(git rev-parse --short=12 HEAD)
 echo "== innet reproduce $papers --tier $tier --out $out   (commit $commit, $(uptime | sed 's/.*load/load/'))"
 innet reproduce "$papers" --tier "$tier" --out "$out"
 echo "== innet report"
-# docs/REPRODUCED.md is the standard tier's page; another tier's goes beside its results.
-md=docs/REPRODUCED.md
-[ "$tier" = standard ] || md="$out/REPRODUCED.md"
+# docs/REPRODUCED.md is the standard tier's page, docs/REPRODUCED-full.md the full tier's; the smoke
+# tier's (no verdicts) goes beside its results.
+case "$tier" in
+    standard) md=docs/REPRODUCED.md; figs=docs/figures/reproduced ;;
+    full) md=docs/REPRODUCED-full.md; figs=docs/figures/reproduced-full ;;
+    *) md="$out/REPRODUCED.md"; figs= ;;
+esac
 innet report "$out" --tier "$tier" -o "$out/report.html" --markdown "$md"
 if command -v chromium >/dev/null; then
     abs=$(realpath -m "$out")
@@ -58,9 +64,9 @@ if command -v chromium >/dev/null; then
         echo "reproduce.sh: chromium made no screenshot of $out/report.html" >&2
     fi
 fi
-if [ "$tier" = standard ]; then
-    echo "== done: docs/REPRODUCED.md is the $tier tier of $commit. Commit it with:"
-    echo "   git add docs/REPRODUCED.md docs/figures/reproduced && git commit -m 'docs/REPRODUCED.md from the $tier tier of $commit'"
+if [ -n "$figs" ]; then
+    echo "== done: $md is the $tier tier of $commit. Commit it with:"
+    echo "   git add $md $figs && git commit -m '$md from the $tier tier of $commit'"
 else
-    echo "== done: $md is the $tier tier of $commit (docs/REPRODUCED.md, the standard tier's page, is left as it is)"
+    echo "== done: $md is the $tier tier of $commit (docs/, the other tiers' pages, is left as it is)"
 fi

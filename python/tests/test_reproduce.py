@@ -4,6 +4,7 @@ comparable and a smoke run has no verdicts; tiers keep separate results and each
 result from another commit is marked stale; multi-scheme summaries print a row per scheme."""
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -540,6 +541,37 @@ def test_the_page_check_finds_a_missing_image_and_a_missing_entry(tmp_path):
     assert report.check_page(no_entry, collected) == ["switchvm-fig7: no section with a status row on the page"]
     (figs / "switchv2p-table4.png").unlink()
     assert report.check_page(page, collected, md, tmp_path / "docs") == ["markdown: image figures/reproduced/switchv2p-table4.png does not exist"]
+
+
+def test_the_full_tiers_page_sits_beside_the_standard_tiers_and_the_two_compare(tmp_path):
+    """`innet report --tier full --markdown docs/REPRODUCED-full.md` keeps its figures apart from
+    the standard tier's page's, and scripts/compare_pages.py names the verdict that differs."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from innet.cli import cli
+
+    _plant(tmp_path / "out", "standard", "switchv2p", "table4", [_table4_row()])
+    _plant(tmp_path / "out", "full", "switchv2p", "table4", [_table4_row(**{"schemes.switchv2p.invalidation_packets": 2400})])
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for tier, md in (("standard", "REPRODUCED.md"), ("full", "REPRODUCED-full.md")):
+        r = CliRunner().invoke(cli, ["report", str(tmp_path / "out"), "--tier", tier, "-o", str(tmp_path / f"{tier}.html"),
+                                     "--markdown", str(docs / md)])
+        assert r.exit_code == 0, r.output
+    assert (docs / "figures" / "reproduced" / "switchv2p-table4.png").is_file()
+    assert (docs / "figures" / "reproduced-full" / "switchv2p-table4.png").is_file()
+    full = (docs / "REPRODUCED-full.md").read_text()
+    assert "](figures/reproduced-full/switchv2p-table4.png)" in full and "--tier full" in full
+    script = Path(__file__).resolve().parents[2] / "scripts" / "compare_pages.py"
+    out = subprocess.run([sys.executable, str(script), str(docs / "REPRODUCED.md"), str(docs / "REPRODUCED-full.md")],
+                         capture_output=True, text=True, check=True).stdout
+    moved = sorted(line for line in out.splitlines() if line.startswith("| Table 4 |"))
+    assert moved == [  # the count itself and the ratio made of it; every other row agrees
+        "| Table 4 | SwitchV2P: invalidation packets | 24 | 24 | match | 2,400 | mismatch |",
+        "| Table 4 | invalidation packets, w/o / with timestamp vector | 146 | 146 | match | 1.46 | mismatch |"], out
+    assert re.search(r"^2 of \d+ rows differ", out, re.M) and "| A | switchv2p |" in out and "| B | switchv2p |" in out
 
 
 def test_measured_cpu_time_is_checked_against_the_manifest_cost(tmp_path):

@@ -66,8 +66,11 @@ def register(cli: click.Group) -> None:
             tier = reproduce.DEFAULT_TIER if reproduce.DEFAULT_TIER in ran or len(ran) != 1 else ran[0]
         if not (Path(root) / tier).exists():
             raise UserError(f"{Path(root) / tier}: no such directory (run `innet reproduce all --tier {tier} --out {root}` first)")
-        fig_dir = Path(markdown).parent / "figures" / "reproduced" if markdown else None
-        page, md = report.build(root, tier, fig_dir, "figures/reproduced" if markdown else None)
+        # Each tier's figures in a folder of their own, so the full tier's page (docs/REPRODUCED-full.md)
+        # sits beside the standard tier's without drawing over its images.
+        href = report.figures_href(tier)
+        fig_dir = Path(markdown).parent / href if markdown else None
+        page, md = report.build(root, tier, fig_dir, href if markdown else None)
         Path(output).write_text(page)
         if markdown:
             Path(markdown).write_text(md)

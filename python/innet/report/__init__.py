@@ -282,6 +282,12 @@ def collect(root: str | Path, tier: str, have: set[str] | None = None) -> dict[s
     return out
 
 
+def figures_href(tier: str) -> str:
+    """Where a tier's Markdown page keeps its figures, relative to the page: the standard tier's
+    in ``figures/reproduced``, another tier's in ``figures/reproduced-<tier>``."""
+    return "figures/reproduced" if tier == reproduce.DEFAULT_TIER else f"figures/reproduced-{tier}"
+
+
 def scoreboard(collected: dict[str, list[Entry]]) -> dict[str, dict[str, int]]:
     """Counts of each verdict per paper and overall (key ``all``)."""
     board = {}
