@@ -143,3 +143,42 @@ def test_finished_tasks_rescale_the_estimates_of_the_rest(tmp_path):
     assert estimates() == [25.0]
     batch.serial = "real"
     assert estimates() == [25.0 * (30.0 + 30.0 + 60.0) / 75.0]
+
+
+def test_a_point_of_another_commit_counts_as_done_only_while_it_is_still_current(tmp_path, monkeypatch):
+    """A resumed run keeps a finished point that another build made when the page would call it
+    current (only presentation or another system's crate changed since its commit), and runs it
+    again when a change could move it, or when its commit cannot be named."""
+    from innet import provenance
+
+    old = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC"}, quick=True, version="built-at-aaaa111")
+    new = sweep.expand("gigaflow.tables", {}, fixed={"pipelines": "PSC"}, quick=True, version="built-at-bbbb222")
+    assert old[0].key != new[0].key
+    ok = {"status": "ok", "error": "", "summary": {"x": 1}, "wall_s": 1.0, "cpu_s": 1.0}
+    sweep._write_point(tmp_path, old[0], ok, {"commit": "aaaa111"})
+    batch = sweep.Batch(new, tmp_path, cost_s=10.0)
+    monkeypatch.setattr(provenance, "current_commit", lambda *a: "bbbb222")
+    changed: list[str] = []
+    monkeypatch.setattr(provenance, "changed_paths", lambda a, b, *w: tuple(changed) if (a, b) == ("aaaa111", "bbbb222") else None)
+
+    def to_run():
+        return [p.key for p, _, _ in sweep.pending(batch)]
+
+    for harmless in (["docs/gigaflow.md"], ["python/tests/test_split.py", "crates/switchv2p/src/hosts.rs"],
+                     ["crates/orbitcache/src/lib.rs", "python/innet/report/__init__.py"]):
+        changed[:] = harmless
+        assert to_run() == [], harmless
+    for moving in (["crates/gigaflow/src/cache.rs"], ["crates/pipebench/src/lib.rs"], ["crates/sim/src/event_queue.rs"],
+                   ["docs/x.md", "python/innet/reproduce/sweep.py"]):
+        changed[:] = moving
+        assert to_run() == [new[0].key], moving
+    changed[:] = ["docs/gigaflow.md"]
+    for commit in ("aaaa111+dirty", None):  # a dirty tree's point, or one that names no commit
+        sweep._write_point(tmp_path, old[0], ok, {"commit": commit} if commit else {})
+        assert to_run() == [new[0].key], commit
+    # The same commit, another build of it: done.
+    sweep._write_point(tmp_path, old[0], ok, {"commit": "bbbb222"})
+    assert to_run() == []
+    # A failed point of the current commit is tried again.
+    sweep._write_point(tmp_path, old[0], {**ok, "status": "failed", "error": "boom"}, {"commit": "bbbb222"})
+    assert to_run() == [new[0].key]

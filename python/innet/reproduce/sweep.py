@@ -3,7 +3,10 @@ Dask worker; results land as one Parquet dataset with a row per point.
 
 - Points are keyed by (experiment, parameters, quick, code version), so re-running a sweep into
   the same directory skips the points already done; a failed point keeps its error (and is tried
-  again on the next run).
+  again on the next run). A point another build made counts as done when it is still current by
+  the rule the page judges provenance with (``innet.provenance``): made at a clean commit from
+  which only presentation or other systems' crates changed. So a days-long full tier resumes
+  across commits to docs or to another system, and recomputes what a change can move.
 - A local cluster sized to the machine is started unless ``scheduler`` names a running Dask
   scheduler (the same call works against a Slurm or Kubernetes Dask deployment).
 - A worker that dies mid-task is handled by Dask: the scheduler re-runs the task elsewhere
@@ -362,6 +365,31 @@ def _measured_s(batch: Batch, row: Mapping[str, Any]) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
+def _identity(experiment: str, params: Iterable[tuple[str, Any]], quick: bool) -> tuple[Any, ...]:
+    return (experiment, tuple(sorted((k, str(v)) for k, v in params)), bool(quick))
+
+
+def still_current(rows: Mapping[str, Mapping[str, Any]]) -> dict[tuple[Any, ...], str]:
+    """The finished points among ``rows`` that the current code would give again, by identity
+    (experiment, parameters, quick) → key: those whose recorded commit (``prov.commit``) is the
+    current one, or one from which only presentation or other systems' crates changed
+    (``provenance.only_presentation_changed``). Rows without a commit (a plain ``innet sweep``)
+    and rows of a dirty tree never qualify: their code cannot be named."""
+    from innet import provenance
+
+    current = provenance.current_commit()
+    out: dict[tuple[Any, ...], str] = {}
+    for key, r in rows.items():
+        commit = r.get("prov.commit")
+        if r.get("status") != "ok" or not isinstance(commit, str) or not r.get("experiment"):
+            continue
+        if provenance.is_stale(commit, current) and not provenance.only_presentation_changed(commit, current, r["experiment"]):
+            continue
+        params = [(k.removeprefix("param."), v) for k, v in r.items() if k.startswith("param.")]
+        out[_identity(r["experiment"], params, r.get("quick", False))] = key
+    return out
+
+
 def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     """The batch's unfinished points, each with its part labels (None: it runs whole) and the
     tasks still to run for it (its finished parts left out; none: merge what is there).
@@ -371,12 +399,14 @@ def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     resumed run's plan and progress then tell the time the machine actually takes)."""
     points = load_points(batch.out)
     finished = {k for k, r in points.items() if r.get("status") == "ok"}
+    current = still_current({k: r for k, r in points.items() if k in finished})
     out = []
     estimated = measured = 0.0
     n_measured = 0
     for p in dict.fromkeys(batch.points):
-        if p.key in finished:
-            m = _measured_s(batch, points[p.key])
+        done = p.key if p.key in finished else current.get(_identity(p.experiment, p.params, p.quick))
+        if done is not None:
+            m = _measured_s(batch, points[done])
             if m is not None and batch.cost_s > 0:
                 estimated, measured, n_measured = estimated + batch.cost_s, measured + m, n_measured + 1
             continue
