@@ -879,3 +879,35 @@ def test_an_artifact_note_cites_where_it_was_measured_and_table4_carries_them():
     assert table4.paper_numbers and all(numbers.ARTIFACT_PAGE in n.get("artifact", "") for n in table4.paper_numbers)
     fig8 = next(f for f in papers["gigaflow"].figures if f.id == "fig8")
     assert sum(1 for n in fig8.paper_numbers if n.get("artifact")) == 5
+
+
+def test_measured_costs_are_written_into_the_manifest_entry_they_belong_to(tmp_path):
+    """scripts/calibrate_costs.py --write sets the cost of exactly the entries measured off by
+    more than the factor, in their own `cost_s` line, and leaves the other tiers and comments."""
+    import shutil
+    import sys
+
+    rows = [_table4_row(), _table4_row()]
+    for i, r in enumerate(rows):
+        r["param.seed"], r["cpu_s"] = str(i + 1), 123.0  # the manifest says 1 s per point
+    _plant(tmp_path / "out", "full", "switchv2p", "table4", rows)
+    papers = Path(reproduce.__file__).parent.parent / "papers"
+    shutil.copytree(papers, tmp_path / "papers")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_costs.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), "--tier", "full", "--write",
+                          "--manifests", str(tmp_path / "papers")], capture_output=True, text=True, check=True).stdout
+    assert "| switchv2p/table4 | 2 | CPU s | 1 → 120 | 123 | 123.00 |" in out, out
+    before, after = (papers / "switchv2p.toml").read_text(), (tmp_path / "papers" / "switchv2p.toml").read_text()
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    assert changed == [("cost_s = { smoke = 5, standard = 1, full = 1 }", "cost_s = { smoke = 5, standard = 1, full = 120 }")]
+    for other in ("gigaflow", "orbitcache", "appswitch", "switchvm"):
+        assert (papers / f"{other}.toml").read_text() == (tmp_path / "papers" / f"{other}.toml").read_text()
+    # Within the factor (1.2 × 1 s), or under the floor of 10 s both ways: nothing to write.
+    for r in rows:
+        r["cpu_s"] = 1.2
+    _plant(tmp_path / "out2", "full", "switchv2p", "table4", rows)
+    (tmp_path / "papers" / "switchv2p.toml").write_text(before)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "out2"), "--tier", "full", "--write",
+                          "--manifests", str(tmp_path / "papers")], capture_output=True, text=True, check=True).stdout
+    assert "| switchv2p/table4 | 2 | CPU s | 1 | 1 | 1.20 |" in out and "0 entries off" in out, out
+    assert (tmp_path / "papers" / "switchv2p.toml").read_text() == before

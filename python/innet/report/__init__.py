@@ -340,6 +340,17 @@ def scoreboard_lines(board: dict[str, dict[str, int]], tier: str, seeds: dict[st
     return lines
 
 
+def measured_cost(e: Entry) -> float | None:
+    """What one point of ``e`` cost, in the unit of the manifest's ``cost_s``: CPU seconds of the
+    worker for a simulated entry; wall seconds for a real-packet one (``exclusive``: its work is
+    in the real servers' processes). None when nothing was measured (or the entry shows another
+    entry's results)."""
+    used = e.wall_s if e.fig.exclusive else e.cpu_s
+    if not e.rows or used is None or e.fig.results_of:
+        return None
+    return used / len(e.rows)
+
+
 def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: float = 1.5, floor_s: float = 10.0) -> list[str]:
     """Entries whose measured seconds per point differ from the manifest's ``cost_s`` by more than
     ``factor`` either way (points under ``floor_s`` both ways do not matter to a tier's time): the
@@ -350,10 +361,9 @@ def calibration_lines(collected: dict[str, list[Entry]], tier: str, factor: floa
     for entries in collected.values():
         for e in entries:
             est = e.fig.cost_s.get(tier, 0.0)
-            used = e.wall_s if e.fig.exclusive else e.cpu_s
-            if not e.rows or used is None or not est or e.fig.results_of:
+            per_point = measured_cost(e)
+            if per_point is None or not est:
                 continue
-            per_point = used / len(e.rows)
             if max(per_point, est) >= floor_s and not est / factor <= per_point <= est * factor:
                 out.append(f"cost_s check: {e.fig.paper}/{e.fig.id}: measured {per_point:,.0f} {'wall' if e.fig.exclusive else 'CPU'} s per point "
                            f"({len(e.rows)} points), manifest cost_s.{tier} = {est:,.0f}")
