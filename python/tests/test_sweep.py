@@ -218,7 +218,9 @@ def test_the_report_renders_every_section_in_headless_chromium(innet_cmd, tmp_pa
     assert "data:image/png;base64," in page and "http://" not in page and "https://" not in page
     md = md_path.read_text()
     assert "smoke run: not comparable with the paper" in md and "| SwitchV2P: invalidation packets | 24 |" in md
-    assert (tmp_path / "figures" / "reproduced" / "switchv2p-table4.png").exists()
+    # The smoke tier's figures in a folder of their own, apart from the standard tier's page's.
+    assert (tmp_path / "figures" / "reproduced-smoke" / "switchv2p-table4.png").exists()
+    assert "](figures/reproduced-smoke/switchv2p-table4.png)" in md and not (tmp_path / "figures" / "reproduced").exists()
     chrome = _chromium()
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
