@@ -399,7 +399,7 @@ def pending(batch: Batch) -> list[tuple[Point, list[str] | None, list[Task]]]:
     resumed run's plan and progress then tell the time the machine actually takes)."""
     points = load_points(batch.out)
     finished = {k for k, r in points.items() if r.get("status") == "ok"}
-    current = still_current({k: r for k, r in points.items() if k in finished})
+    current = still_current(points)
     out = []
     estimated = measured = 0.0
     n_measured = 0
