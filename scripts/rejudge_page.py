@@ -21,6 +21,7 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+import compare_pages  # noqa: E402  (this folder: the one reader of a page's rows)
 from innet import reproduce  # noqa: E402
 from innet.report import verdict  # noqa: E402
 from innet.reproduce import numbers  # noqa: E402
@@ -47,18 +48,13 @@ def main() -> None:
         for f in tomllib.loads(git_show(f"{a.manifests}:python/innet/papers/{p}.toml")).get("figure", []):
             titles[f["title"]] = (p, f["id"])
     new = reproduce.load_papers()
-    cur, before, after = None, {}, {}
-    for line in md.splitlines():
-        if line.startswith("### "):
-            cur = titles.get(line[4:].strip())
+    before, after = {}, {}
+    # The page's rows read by their column names (a table may have an "authors' artifact" column).
+    for (title, label), row in compare_pages.parse(md)[2].items():
+        cur = titles.get(title)
+        if not cur:
             continue
-        if not cur or not line.startswith("| ") or line.startswith(("| paper number", "|---")):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if len(cells) < 7:
-            continue
-        label, _, ours_s, _, old, seeds = cells[:6]
-        old = old.split(" [")[0]
+        ours_s, old, seeds = row["ours"], row["verdict"], row["seeds"]
         before[old] = before.get(old, 0) + 1
         paper, fid = cur
         fig = next(f for f in new[paper].figures if f.id == fid)
