@@ -63,10 +63,11 @@ impl PacketPool {
         self.live -= 1;
     }
 
-    /// Hint the CPU to start loading a packet's slot (no effect on results).
+    /// Hint the CPU to start loading the two lines of a packet's slot a switch hop reads (no
+    /// effect on results).
     #[inline]
     pub fn prefetch(&self, id: PacketId) {
-        crate::prefetch::prefetch(self.slots.get(id as usize));
+        crate::prefetch::prefetch_two_lines(self.slots.get(id as usize));
     }
 
     #[inline]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::host::{HostAddr, Vswitch, VswitchVerdict};
 use crate::metrics::DropReason;
 use crate::network::Network;
-use crate::packet::{ecn, Encap, Ipv4, PacketId, Tunnel, IP_PROTO_IPIP, IP_PROTO_UDP};
+use crate::packet::{ecn, Encap, Ipv4, OptionBytes, PacketId, Tunnel, IP_PROTO_IPIP, IP_PROTO_UDP};
 use crate::routing::flow_hash;
 
 /// Which outer header to push.
@@ -46,7 +46,7 @@ impl TunnelVswitch {
         let inner_ecn = p.ip.ecn;
         let (proto, encap) = match kind {
             TunnelKind::IpInIp => (IP_PROTO_IPIP, Encap::IpInIp),
-            TunnelKind::IpInIpTagged => (IP_PROTO_IPIP, Encap::IpInIpTagged { tags: Vec::new() }),
+            TunnelKind::IpInIpTagged => (IP_PROTO_IPIP, Encap::IpInIpTagged { tags: OptionBytes::default() }),
             TunnelKind::Udp { port, entropy } => {
                 let (s, d) = p.l4.ports();
                 let src_port = if *entropy {

@@ -223,13 +223,12 @@ impl Vswitch for V2pHostVswitch {
                         // SwitchV2P: tag it (VIP, this server's stale PIP) so switches on the way
                         // invalidate or re-resolve; one that a switch resolved (hit option) goes
                         // back through its gateway.
-                        let mut o = V2pOptions::parse(tags).unwrap_or_default();
+                        let mut o = V2pOptions::parse(tags.bytes()).unwrap_or_default();
                         via_gateway = o.hit.is_some();
                         o.misdelivery = Some((vip, host.ip));
                         stats.misdelivery_tags += 1;
                         if o.rewrite(tags).is_err() {
-                            tags.clear();
-                            o.emit_into(tags);
+                            let _ = tags.replace(o.encode().as_slice());
                         }
                     }
                 }
@@ -299,8 +298,8 @@ impl Vswitch for GatewayVswitch {
             return VswitchVerdict::Drop(DropReason::Vswitch);
         };
         if let Some(options) = tunnel_tags_mut(&mut t.encap) {
-            if !options.is_empty() && V2pOptions::default().rewrite(options).is_err() {
-                options.clear();
+            if !options.bytes().is_empty() && V2pOptions::default().rewrite(options).is_err() {
+                let _ = options.replace(&[]);
             }
         }
         t.outer.dst = pip;
@@ -358,8 +357,7 @@ mod tests {
         let vip = Directory::vip(0);
         let mut pkt = Packet::new(Ipv4::new(Directory::vip(1), vip, IP_PROTO_UDP), L4::Udp { src_port: 1, dst_port: 2 }, 64);
         pkt.flow_id = 0;
-        let mut options = Vec::new();
-        V2pOptions { hit, ..Default::default() }.emit_into(&mut options);
+        let options = V2pOptions { hit, ..Default::default() }.encode().as_slice().to_vec();
         let mut outer = Ipv4::new(SENDER, OLD, IP_PROTO_UDP);
         outer.ttl = 60;
         pkt.tunnel = Some(Tunnel { outer, encap: Encap::Geneve { src_port: 0xC000, vni: 1, options } });

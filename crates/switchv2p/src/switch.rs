@@ -32,7 +32,7 @@ use innet_dataplane::state::{ResourceEntry, ResourceKind, ResourceReport};
 use innet_dataplane::L3Forward;
 use innet_sim::packet::{Encap, Ipv4, Packet, L4, IP_PROTO_UDP};
 use innet_sim::rng::{FastMap, FastSet};
-use innet_wire::switchv2p::{ControlMessage, V2pOptions, CONTROL_PORT};
+use innet_wire::switchv2p::{ControlMessage, OptionArea, V2pOptions, CONTROL_PORT};
 use rand::Rng;
 
 use crate::cache::{bits_to_address, ArtifactIds, MappingCache};
@@ -42,16 +42,16 @@ use crate::stats::SharedStats;
 
 /// The in-band metadata area of a tenant packet's tunnel: Geneve options, or zero-byte tags.
 #[inline]
-pub fn tunnel_tags(encap: &Encap) -> Option<&Vec<u8>> {
+pub fn tunnel_tags(encap: &Encap) -> Option<&[u8]> {
     match encap {
         Encap::Geneve { options, .. } => Some(options),
-        Encap::IpInIpTagged { tags } => Some(tags),
+        Encap::IpInIpTagged { tags } => Some(tags.as_slice()),
         _ => None,
     }
 }
 
 #[inline]
-pub fn tunnel_tags_mut(encap: &mut Encap) -> Option<&mut Vec<u8>> {
+pub fn tunnel_tags_mut(encap: &mut Encap) -> Option<&mut dyn OptionArea> {
     match encap {
         Encap::Geneve { options, .. } => Some(options),
         Encap::IpInIpTagged { tags } => Some(tags),
@@ -467,8 +467,8 @@ impl Program for V2pSwitch {
                 if let Some(new) = self.switchv2p(pkt, meta, opts, ctx) {
                     if let Some(options) = pkt.tunnel.as_mut().and_then(|t| tunnel_tags_mut(&mut t.encap)) {
                         if new.rewrite(options).is_err() {
-                            options.clear();
-                            new.emit_into(options);
+                            // A malformed area: ours replace it (they always fit).
+                            let _ = options.replace(new.encode().as_slice());
                         }
                     }
                 }

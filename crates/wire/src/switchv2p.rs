@@ -20,6 +20,7 @@
 //! stale physical IP).
 
 use crate::geneve::iter_options;
+use crate::phv::OptionBytes;
 use crate::{be32, put16, put32, Error, Result};
 
 /// Geneve option class of SwitchV2P's options.
@@ -129,70 +130,91 @@ impl V2pOptions {
         Some(out)
     }
 
-    /// Replace SwitchV2P's options in a Geneve options area by `self`, keeping foreign options
-    /// (in their order, first). Fails only if `options` is malformed.
-    pub fn rewrite(&self, options: &mut Vec<u8>) -> Result<()> {
+    /// Replace SwitchV2P's options in an options area by `self`, keeping foreign options (in
+    /// their order, first). Fails if `area` is malformed or cannot hold the result.
+    pub fn rewrite<A: OptionArea + ?Sized>(&self, area: &mut A) -> Result<()> {
+        let old = area.bytes();
         // Nothing but our own options (what the switches write): rebuild without a parse.
-        if options.len() % OPTION_LEN == 0
-            && options.chunks_exact(OPTION_LEN).all(|o| u16::from_be_bytes([o[0], o[1]]) == OPTION_CLASS && o[3] & 0x1F == 2)
+        if old.len() % OPTION_LEN == 0
+            && old.chunks_exact(OPTION_LEN).all(|o| u16::from_be_bytes([o[0], o[1]]) == OPTION_CLASS && o[3] & 0x1F == 2)
         {
-            options.clear();
-            self.emit_into(options);
-            return Ok(());
+            return area.replace(self.encode().as_slice());
         }
-        self.rewrite_tlvs(options)
+        self.rewrite_tlvs(area)
     }
 
     /// [`V2pOptions::rewrite`] option by option, whatever the area holds.
-    fn rewrite_tlvs(&self, options: &mut Vec<u8>) -> Result<()> {
-        // Fast path: nothing foreign (the common case) — rebuild from scratch.
-        let mut foreign_len = 0usize;
-        let mut has_ours = false;
-        for opt in iter_options(options) {
+    fn rewrite_tlvs<A: OptionArea + ?Sized>(&self, area: &mut A) -> Result<()> {
+        let old = area.bytes();
+        let mut new = Vec::with_capacity(old.len() + self.wire_len());
+        let mut at = 0;
+        for opt in iter_options(old) {
             let (class, _, data) = opt?;
-            if class == OPTION_CLASS {
-                has_ours = true;
-            } else {
-                foreign_len += 4 + data.len();
+            let len = 4 + data.len();
+            if class != OPTION_CLASS {
+                new.extend_from_slice(&old[at..at + len]);
             }
+            at += len;
         }
-        if has_ours && foreign_len > 0 {
-            let mut kept = Vec::with_capacity(foreign_len + self.wire_len());
-            let mut at = 0;
-            while at < options.len() {
-                let class = u16::from_be_bytes([options[at], options[at + 1]]);
-                let len = 4 + ((options[at + 3] & 0x1F) as usize) * 4;
-                if class != OPTION_CLASS {
-                    kept.extend_from_slice(&options[at..at + len]);
-                }
-                at += len;
-            }
-            *options = kept;
-        } else if has_ours {
-            options.clear();
-        }
-        self.emit_into(options);
-        Ok(())
+        new.extend_from_slice(self.encode().as_slice());
+        area.replace(&new)
     }
 
-    /// Append the options to `out`.
-    pub fn emit_into(&self, out: &mut Vec<u8>) {
+    /// The options alone, as an area of their own (at most 36 bytes).
+    pub fn encode(&self) -> OptionBytes {
+        let mut buf = [0u8; 3 * OPTION_LEN];
+        let mut len = 0;
         for (kind, v) in [(TYPE_SPILL, self.spill), (TYPE_HIT, self.hit), (TYPE_MISDELIVERY, self.misdelivery)] {
             if let Some((a, b)) = v {
-                push_tlv(out, kind, a, b);
+                write_tlv(&mut buf[len..len + OPTION_LEN], kind, a, b);
+                len += OPTION_LEN;
             }
+        }
+        OptionBytes::new(&buf[..len]).expect("at most three 12-byte options")
+    }
+}
+
+/// Where SwitchV2P's options are written: a Geneve header's options area (`Vec<u8>`), or a
+/// tagged tunnel's in-band tags ([`OptionBytes`], at most 40 bytes; [`Encap::IpInIpTagged`]).
+///
+/// [`Encap::IpInIpTagged`]: crate::phv::Encap::IpInIpTagged
+pub trait OptionArea {
+    fn bytes(&self) -> &[u8];
+    /// Replace the whole area by `new`; an error (and the area unchanged) when it cannot hold it.
+    fn replace(&mut self, new: &[u8]) -> Result<()>;
+}
+
+impl OptionArea for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn replace(&mut self, new: &[u8]) -> Result<()> {
+        self.clear();
+        self.extend_from_slice(new);
+        Ok(())
+    }
+}
+
+impl OptionArea for OptionBytes {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+    fn replace(&mut self, new: &[u8]) -> Result<()> {
+        if self.set(new) {
+            Ok(())
+        } else {
+            Err(Error::new("switchv2p", format!("in-band tags of {} bytes (a tagged tunnel holds whole 4-byte words, at most 40 bytes)", new.len())))
         }
     }
 }
 
-fn push_tlv(out: &mut Vec<u8>, kind: u8, a: u32, b: u32) {
-    let at = out.len();
-    out.resize(at + OPTION_LEN, 0);
-    put16(out, at, OPTION_CLASS);
-    out[at + 2] = kind;
-    out[at + 3] = 2; // two 4-byte words
-    put32(out, at + 4, a);
-    put32(out, at + 8, b);
+/// One option (class, type, two words) into `out` (12 bytes).
+fn write_tlv(out: &mut [u8], kind: u8, a: u32, b: u32) {
+    put16(out, 0, OPTION_CLASS);
+    out[2] = kind;
+    out[3] = 2; // two 4-byte words
+    put32(out, 4, a);
+    put32(out, 8, b);
 }
 
 /// A learning or invalidation message (the UDP payload of a control packet).
@@ -231,13 +253,11 @@ impl ControlMessage {
     }
 
     pub fn emit(&self) -> [u8; OPTION_LEN] {
-        let mut v = Vec::with_capacity(OPTION_LEN);
-        match *self {
-            ControlMessage::Learn { vip, pip } => push_tlv(&mut v, TYPE_LEARN, vip, pip),
-            ControlMessage::Invalidate { vip, stale_pip } => push_tlv(&mut v, TYPE_INVALIDATE, vip, stale_pip),
-        }
         let mut out = [0u8; OPTION_LEN];
-        out.copy_from_slice(&v);
+        match *self {
+            ControlMessage::Learn { vip, pip } => write_tlv(&mut out, TYPE_LEARN, vip, pip),
+            ControlMessage::Invalidate { vip, stale_pip } => write_tlv(&mut out, TYPE_INVALIDATE, vip, stale_pip),
+        }
         out
     }
 }
@@ -249,6 +269,12 @@ mod tests {
 
     fn opt_pair() -> impl Strategy<Value = Option<(u32, u32)>> {
         proptest::option::of((any::<u32>(), any::<u32>()))
+    }
+
+    fn push_tlv(out: &mut Vec<u8>, kind: u8, a: u32, b: u32) {
+        let at = out.len();
+        out.resize(at + OPTION_LEN, 0);
+        write_tlv(&mut out[at..], kind, a, b);
     }
 
     proptest! {
@@ -289,8 +315,17 @@ mod tests {
             let (mut fast, mut slow) = (area.clone(), area.clone());
             let r_fast = new.rewrite(&mut fast).map_err(|e| e.to_string());
             let r_slow = new.rewrite_tlvs(&mut slow).map_err(|e| e.to_string());
-            prop_assert_eq!(r_fast, r_slow);
-            prop_assert_eq!(fast, slow);
+            prop_assert_eq!(&r_fast, &r_slow);
+            prop_assert_eq!(&fast, &slow);
+            // In-band tags (at most 40 bytes) answer as a Geneve area does, or refuse whole.
+            if let Some(mut tags) = OptionBytes::new(&area) {
+                let r_tags = new.rewrite(&mut tags).map_err(|e| e.to_string());
+                match r_fast {
+                    Err(e) => prop_assert_eq!(r_tags, Err(e)),
+                    Ok(()) if fast.len() <= 40 => { prop_assert_eq!(r_tags, Ok(())); prop_assert_eq!(tags.as_slice(), &fast[..]); }
+                    Ok(()) => { prop_assert!(r_tags.unwrap_err().contains("at most 40 bytes")); prop_assert_eq!(tags.as_slice(), &area[..]); }
+                }
+            }
         }
 
         #[test]
@@ -309,9 +344,7 @@ mod tests {
     #[test]
     fn byte_layout_is_exact() {
         let o = V2pOptions { spill: None, hit: Some((7, 0x0B00_0007)), misdelivery: None };
-        let mut v = Vec::new();
-        o.emit_into(&mut v);
-        assert_eq!(v, [0xFF, 0x56, 0x02, 0x02, 0, 0, 0, 7, 0x0B, 0, 0, 7]);
+        assert_eq!(o.encode().as_slice(), [0xFF, 0x56, 0x02, 0x02, 0, 0, 0, 7, 0x0B, 0, 0, 7]);
     }
 
     #[test]

@@ -97,9 +97,12 @@ pub enum Encap {
     /// Outer IPv4 + UDP(6081) + Geneve + inner Ethernet. Options are raw TLV bytes (multiple of 4).
     Geneve { src_port: u16, vni: u32, options: Vec<u8> },
     /// IP-in-IP on the wire, plus in-band metadata that costs no wire bytes (TLVs in Geneve's
-    /// option format), like ns-3's packet tags. For reproducing simulations that carried
-    /// per-packet state for free (the SwitchV2P artifact); pcap shows plain IP-in-IP.
-    IpInIpTagged { tags: Vec<u8> },
+    /// option format, at most 40 bytes), like ns-3's packet tags. For reproducing simulations
+    /// that carried per-packet state for free (the SwitchV2P artifact: its three options take
+    /// 36 bytes); pcap shows plain IP-in-IP. The tags live in the packet itself, not in an
+    /// allocation of their own: every switch hop reads them, and a separate buffer was a cold
+    /// miss per hop (docs/results/engine.md, issue 34).
+    IpInIpTagged { tags: OptionBytes },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +124,8 @@ impl Tunnel {
     }
 }
 
-/// Up to 40 option bytes (IPv4 or TCP options), kept raw so a frame re-emits byte-exactly.
+/// Up to 40 option bytes in 32-bit words, kept raw: IPv4 or TCP options (so a frame re-emits
+/// byte-exactly), or a tagged tunnel's in-band tags ([`Encap::IpInIpTagged`]).
 /// Two values are equal when their option bytes are (bytes past `len` are ignored: `set` does
 /// not clear them).
 #[derive(Clone, Copy, Eq)]
