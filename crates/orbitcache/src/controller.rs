@@ -210,7 +210,10 @@ impl OrbitControl {
 
     fn check_fetches(&mut self, ctx: &mut Ctx<'_>) {
         let now = ctx.now_ps;
-        let due: Vec<u64> = self.pending.iter().filter(|(_, &(_, d))| d <= now).map(|(&k, _)| k).collect();
+        // In key order: the map's own order differs per instance and per process, and the order
+        // of the re-sent fetches decides the order of events (tests/determinism.rs).
+        let mut due: Vec<u64> = self.pending.iter().filter(|(_, &(_, d))| d <= now).map(|(&k, _)| k).collect();
+        due.sort_unstable();
         for k in due {
             let (tries, _) = self.pending[&k];
             if tries >= self.cfg.fetch_tries {
