@@ -263,7 +263,10 @@ impl KvsControl {
         // Most frequent first; ties: cached keys stay, then the smaller key (determinism).
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.cmp(&a.2)).then(a.1.cmp(&b.1)));
         let keep: std::collections::HashSet<u32> = ranked.iter().take(self.cache_size as usize).map(|r| r.1).collect();
-        let evict: Vec<u32> = self.cached.keys().copied().filter(|k| !keep.contains(k)).collect();
+        // In key order: the freed indices go to the new keys, and a map's own order differs per
+        // process (so would the update packets and, if one arrived late, a stale hit counter).
+        let mut evict: Vec<u32> = self.cached.keys().copied().filter(|k| !keep.contains(k)).collect();
+        evict.sort_unstable();
         for k in evict {
             let i = self.cached.remove(&k).unwrap();
             self.cp0.unmap_direct(m, TENANT, 0, k).map_err(|e| e.to_string())?;
