@@ -227,9 +227,7 @@ impl Vswitch for V2pHostVswitch {
                         via_gateway = o.hit.is_some();
                         o.misdelivery = Some((vip, host.ip));
                         stats.misdelivery_tags += 1;
-                        if o.rewrite(tags).is_err() {
-                            let _ = tags.replace(o.encode().as_slice());
-                        }
+                        o.overwrite(tags);
                     }
                 }
                 t.outer.dst = if via_gateway { self.gateways.of(flow) } else { new_pip };

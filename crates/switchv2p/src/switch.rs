@@ -466,10 +466,7 @@ impl Program for V2pSwitch {
                 };
                 if let Some(new) = self.switchv2p(pkt, meta, opts, ctx) {
                     if let Some(options) = pkt.tunnel.as_mut().and_then(|t| tunnel_tags_mut(&mut t.encap)) {
-                        if new.rewrite(options).is_err() {
-                            // A malformed area: ours replace it (they always fit).
-                            let _ = options.replace(new.encode().as_slice());
-                        }
+                        new.overwrite(options);
                     }
                 }
             } else {

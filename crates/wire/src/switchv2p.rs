@@ -143,6 +143,14 @@ impl V2pOptions {
         self.rewrite_tlvs(area)
     }
 
+    /// [`V2pOptions::rewrite`], and when the area is malformed, `self` alone in its place (what
+    /// a switch or vswitch does: its own options always fit).
+    pub fn overwrite<A: OptionArea + ?Sized>(&self, area: &mut A) {
+        if self.rewrite(area).is_err() {
+            let _ = area.replace(self.encode().as_slice());
+        }
+    }
+
     /// [`V2pOptions::rewrite`] option by option, whatever the area holds.
     fn rewrite_tlvs<A: OptionArea + ?Sized>(&self, area: &mut A) -> Result<()> {
         let old = area.bytes();
